@@ -1,0 +1,23 @@
+# Small helpers shared by every target.
+
+# Warnings, optimisation flags and sanitizers for one target.
+function(mtf_set_warnings target)
+  target_compile_options(${target} PRIVATE -Wall -Wextra)
+  if(MTF_NATIVE)
+    target_compile_options(${target} PRIVATE -march=native)
+  endif()
+  if(MTF_SANITIZE)
+    target_compile_options(${target} PRIVATE -fsanitize=${MTF_SANITIZE} -fno-omit-frame-pointer)
+    target_link_options(${target} PRIVATE -fsanitize=${MTF_SANITIZE})
+  endif()
+endfunction()
+
+# mtf_test(NAME sources... [LABELS l...]): a GoogleTest executable registered with CTest.
+function(mtf_test name)
+  cmake_parse_arguments(T "" "" "LABELS" ${ARGN})
+  add_executable(${name} ${T_UNPARSED_ARGUMENTS})
+  target_link_libraries(${name} PRIVATE mtf mtf_data GTest::gtest GTest::gtest_main)
+  target_include_directories(${name} PRIVATE ${PROJECT_SOURCE_DIR}/src)
+  mtf_set_warnings(${name})
+  gtest_discover_tests(${name} DISCOVERY_TIMEOUT 60 PROPERTIES LABELS "${T_LABELS}")
+endfunction()

@@ -1,0 +1,33 @@
+// flags.h — a tiny --name=value / --name value command-line parser for the
+// examples and tools. Unknown flags and malformed values are errors that name
+// the flag and list the known ones.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace mtf::data {
+
+class Flags {
+ public:
+  // Declares a flag with its default (as text) and help.
+  void define(const std::string& name, const std::string& default_value, const std::string& help);
+  // Parses argv; throws mtf::ValueError on an unknown flag or a missing value.
+  // Returns false (after printing usage) for --help.
+  bool parse(int argc, char** argv);
+  std::string str(const std::string& name) const;
+  int64_t i64(const std::string& name) const;
+  double f64(const std::string& name) const;
+  std::string usage() const;
+
+ private:
+  struct Flag {
+    std::string value, help;
+  };
+  std::map<std::string, Flag> flags_;
+  std::string program_;
+};
+
+}  // namespace mtf::data

@@ -1,0 +1,70 @@
+// examples/mnist: trains the MLP of Mesh TensorFlow's README on
+// Fashion-MNIST and reports test accuracy over the 10,000 test images.
+#include <chrono>
+#include <cstdio>
+#include <iostream>
+
+#include "common/flags.h"
+#include "mnist/mlp.h"
+
+int main(int argc, char** argv) {
+  using namespace mtf;
+  try {
+    data::Flags flags;
+    flags.define("data_dir", "/usr/share/datasets/fashion-mnist", "directory of the IDX files");
+    flags.define("steps", "3000", "training steps");
+    flags.define("batch_size", "100", "examples per step");
+    flags.define("hidden", "1024", "size of the hidden dimension");
+    flags.define("lr", "0.1", "SGD learning rate");
+    flags.define("seed", "1", "seed for initialisation and data order");
+    flags.define("eval_every", "500", "print the mean training loss every this many steps");
+    if (!flags.parse(argc, argv)) return 0;
+
+    examples::MlpConfig config;
+    config.batch_size = flags.i64("batch_size");
+    config.hidden = flags.i64("hidden");
+    config.learning_rate = static_cast<float>(flags.f64("lr"));
+    config.seed = static_cast<uint64_t>(flags.i64("seed"));
+    const int64_t steps = flags.i64("steps");
+    const int64_t eval_every = std::max<int64_t>(1, flags.i64("eval_every"));
+    if (steps < 0) throw ValueError("--steps must be >= 0");
+
+    const std::string dir = flags.str("data_dir");
+    data::Dataset train = data::load_mnist_split(dir, "train");
+    data::Dataset test = data::load_mnist_split(dir, "t10k");
+    std::printf("data: %lld training and %lld test images from %s\n",
+                static_cast<long long>(train.images.count),
+                static_cast<long long>(test.images.count), dir.c_str());
+
+    examples::Mlp mlp(config);
+    Session session(mlp.graph());
+    examples::BatchSampler sampler(train.images.count, config.batch_size, config.seed);
+    const auto start = std::chrono::steady_clock::now();
+    double interval_loss = 0;
+    int64_t interval_steps = 0;
+    for (int64_t step = 1; step <= steps; ++step) {
+      std::vector<int64_t> idx = sampler.next();
+      float loss = mlp.train_step(session, examples::Mlp::images_batch(train, idx, mlp.batch_dim),
+                                  examples::Mlp::labels_batch(train, idx, mlp.batch_dim));
+      interval_loss += loss;
+      ++interval_steps;
+      if (step == 1 || step % eval_every == 0 || step == steps) {
+        std::printf("step %lld loss %.6f\n", static_cast<long long>(step),
+                    interval_loss / static_cast<double>(interval_steps));
+        std::fflush(stdout);
+        interval_loss = 0;
+        interval_steps = 0;
+      }
+    }
+    const double secs =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    std::printf("trained %lld steps in %.1f s (%.2f ms/step)\n", static_cast<long long>(steps), secs,
+                steps ? 1000.0 * secs / static_cast<double>(steps) : 0.0);
+    std::printf("test accuracy: %.4f over %lld images\n", mlp.accuracy(session, test),
+                static_cast<long long>(test.images.count));
+    return 0;
+  } catch (const mtf::Error& e) {
+    std::fprintf(stderr, "mnist: error: %s\n", e.what());
+    return 1;
+  }
+}

@@ -1,0 +1,106 @@
+#include "mnist/mlp.h"
+
+#include <algorithm>
+
+namespace mtf::examples {
+
+Mlp::Mlp(const MlpConfig& config)
+    : batch_dim{"batch", config.batch_size},
+      hidden_dim{"hidden", config.hidden},
+      config_(config),
+      mesh_(graph_, "mesh") {
+  graph_.set_seed(config.seed);
+  w1_ = get_variable(mesh_, "w1", Shape({rows_dim, cols_dim, hidden_dim}));
+  w2_ = get_variable(mesh_, "w2", Shape({hidden_dim, classes_dim}));
+  images = placeholder(mesh_, Shape({batch_dim, rows_dim, cols_dim}), float32, "images");
+  labels = placeholder(mesh_, Shape({batch_dim}), int32, "labels");
+  Tensor logits = logits_of(images, batch_dim);
+  loss = reduce_mean(
+      softmax_cross_entropy_with_logits(logits, one_hot(labels, classes_dim), classes_dim));
+  SgdOptimizer sgd(config.learning_rate);
+  train_ops = sgd.minimize(loss);
+}
+
+Tensor Mlp::logits_of(const Tensor& x, const Dimension& batch) {
+  Tensor hidden = relu(einsum({x, w1_}, Shape({batch, hidden_dim})));
+  return einsum({hidden, w2_}, Shape({batch, classes_dim}));
+}
+
+float Mlp::train_step(Session& session, const HostTensor& x, const HostTensor& y) {
+  return session.run({loss}, {{images, x}, {labels, y}}, train_ops)[0].data<float>()[0];
+}
+
+Mlp::EvalGraph& Mlp::eval_graph(int64_t n) {
+  for (auto& e : evals_)
+    if (e->batch.size == n) return *e;
+  auto e = std::make_unique<EvalGraph>();
+  e->batch = {"batch", n};
+  e->images = placeholder(mesh_, Shape({e->batch, rows_dim, cols_dim}), float32, "eval_images");
+  Tensor logits = logits_of(e->images, e->batch);
+  // argmax as top_1 over classes.
+  e->predictions = top_k(logits, classes_dim, Dimension{"top", 1}).second;
+  evals_.push_back(std::move(e));
+  return *evals_.back();
+}
+
+double Mlp::accuracy(Session& session, const data::Dataset& ds) {
+  const int64_t total = ds.images.count;
+  int64_t correct = 0;
+  for (int64_t first = 0; first < total; first += config_.eval_batch) {
+    const int64_t n = std::min(config_.eval_batch, total - first);
+    EvalGraph& e = eval_graph(n);
+    std::vector<int64_t> index(n);
+    for (int64_t i = 0; i < n; ++i) index[i] = first + i;
+    HostTensor pred = session.run(e.predictions, {{e.images, images_batch(ds, index, e.batch)}});
+    const int32_t* p = pred.data<int32_t>();
+    for (int64_t i = 0; i < n; ++i) correct += p[i] == ds.labels.labels[first + i];
+  }
+  return total ? static_cast<double>(correct) / static_cast<double>(total) : 0.0;
+}
+
+HostTensor Mlp::images_batch(const data::Dataset& ds, const std::vector<int64_t>& index,
+                             const Dimension& batch) {
+  const int64_t pixels = ds.images.rows * ds.images.cols;
+  HostTensor t(Shape({batch, {"rows", ds.images.rows}, {"cols", ds.images.cols}}), float32);
+  float* p = t.data<float>();
+  for (size_t i = 0; i < index.size(); ++i) {
+    const uint8_t* src = ds.images.pixels.data() + index[i] * pixels;
+    for (int64_t j = 0; j < pixels; ++j) p[i * pixels + j] = src[j] * (1.0f / 255.0f);
+  }
+  return t;
+}
+
+HostTensor Mlp::labels_batch(const data::Dataset& ds, const std::vector<int64_t>& index,
+                             const Dimension& batch) {
+  HostTensor t(Shape({batch}), int32);
+  int32_t* p = t.data<int32_t>();
+  for (size_t i = 0; i < index.size(); ++i) p[i] = ds.labels.labels[index[i]];
+  return t;
+}
+
+BatchSampler::BatchSampler(int64_t num_examples, int64_t batch_size, uint64_t seed)
+    : n_(num_examples), batch_(batch_size), rng_(seed), order_(num_examples) {
+  if (batch_size <= 0 || batch_size > num_examples) {
+    throw ValueError("batch size " + std::to_string(batch_size) + " must be in 1.." +
+                     std::to_string(num_examples) + " (the number of training examples)");
+  }
+  for (int64_t i = 0; i < n_; ++i) order_[i] = i;
+  shuffle();
+}
+
+void BatchSampler::shuffle() {
+  for (int64_t i = n_ - 1; i > 0; --i) {
+    const int64_t j = static_cast<int64_t>(rng_() % static_cast<uint64_t>(i + 1));
+    std::swap(order_[i], order_[j]);
+  }
+  pos_ = 0;
+}
+
+std::vector<int64_t> BatchSampler::next() {
+  if (pos_ + batch_ > n_) shuffle();
+  std::vector<int64_t> b(order_.begin() + pos_, order_.begin() + pos_ + batch_);
+  pos_ += batch_;
+  return b;
+}
+
+}  // namespace mtf::examples

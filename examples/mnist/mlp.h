@@ -1,0 +1,78 @@
+// mlp.h — the model of Mesh TensorFlow's README, on Fashion-MNIST:
+// images [batch, rows:28, cols:28] -> einsum with w1 [rows, cols, hidden]
+// -> relu -> einsum with w2 [hidden, classes:10] -> softmax cross-entropy,
+// trained by SGD. Shared by the example, its test and the benchmark.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <random>
+#include <vector>
+
+#include "common/idx_reader.h"
+#include "mtf/mtf.h"
+
+namespace mtf::examples {
+
+struct MlpConfig {
+  int64_t batch_size = 100;
+  int64_t hidden = 1024;
+  float learning_rate = 0.1f;
+  uint64_t seed = 1;
+  int64_t eval_batch = 1000;
+};
+
+class Mlp {
+ public:
+  explicit Mlp(const MlpConfig& config);
+
+  // One SGD step on a batch; returns its mean loss.
+  float train_step(Session& session, const HostTensor& images, const HostTensor& labels);
+  // Fraction of the examples classified correctly (all of them, in batches
+  // of eval_batch; a remainder is evaluated too).
+  double accuracy(Session& session, const data::Dataset& ds);
+
+  Graph& graph() { return graph_; }
+  const MlpConfig& config() const { return config_; }
+  // Pixels of examples [first, first+n) of ds scaled to [0,1], as [batch, rows, cols].
+  static HostTensor images_batch(const data::Dataset& ds, const std::vector<int64_t>& index,
+                                 const Dimension& batch);
+  static HostTensor labels_batch(const data::Dataset& ds, const std::vector<int64_t>& index,
+                                 const Dimension& batch);
+
+  Dimension batch_dim, rows_dim{"rows", 28}, cols_dim{"cols", 28}, hidden_dim, classes_dim{"classes", 10};
+  Tensor images, labels, loss;
+  std::vector<Operation*> train_ops;
+
+ private:
+  // Predicted class per example for an eval batch of `n` examples.
+  struct EvalGraph {
+    Dimension batch;
+    Tensor images, predictions;
+  };
+  EvalGraph& eval_graph(int64_t n);
+  Tensor logits_of(const Tensor& images, const Dimension& batch);
+
+  MlpConfig config_;
+  Graph graph_;
+  Mesh mesh_;
+  Tensor w1_, w2_;
+  std::vector<std::unique_ptr<EvalGraph>> evals_;
+};
+
+// Epoch-wise shuffled batches, deterministic for a seed (own Fisher-Yates on
+// mt19937_64, so every platform draws the same order).
+class BatchSampler {
+ public:
+  BatchSampler(int64_t num_examples, int64_t batch_size, uint64_t seed);
+  std::vector<int64_t> next();
+
+ private:
+  void shuffle();
+  int64_t n_, batch_;
+  std::mt19937_64 rng_;
+  std::vector<int64_t> order_;
+  int64_t pos_ = 0;
+};
+
+}  // namespace mtf::examples

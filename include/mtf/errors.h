@@ -1,0 +1,51 @@
+// mtf/errors.h — the exception types mtf throws for user errors and for what
+// the world did to us. Every message says what was wrong, where (tensor / op /
+// dimension / file) and what to do. Internal invariant violations use
+// MTF_CHECK (src/core/check.h) and throw InternalError.
+#pragma once
+
+#include <stdexcept>
+#include <string>
+
+namespace mtf {
+
+// Base of every mtf exception.
+class Error : public std::runtime_error {
+ public:
+  explicit Error(const std::string& what) : std::runtime_error(what) {}
+};
+
+// A malformed shape or shape string, a duplicate or unknown dimension name, one
+// name with two sizes, a reshape that changes the element count, an einsum
+// output naming a dimension no input has.
+class ShapeError : public Error {
+ public:
+  using Error::Error;
+};
+
+// A tensor of the wrong dtype for an op, or a dtype the CPU kernels lack.
+class DTypeError : public Error {
+ public:
+  using Error::Error;
+};
+
+// A bad argument value: k larger than a dimension, keep_prob outside (0,1],
+// slice out of range, a feed of the wrong shape, tensors of two graphs mixed.
+class ValueError : public Error {
+ public:
+  using Error::Error;
+};
+
+// A file that is missing, truncated or not what it claims to be.
+class IoError : public Error {
+ public:
+  using Error::Error;
+};
+
+// An invariant of mtf itself was broken: a bug in mtf, please report it.
+class InternalError : public Error {
+ public:
+  using Error::Error;
+};
+
+}  // namespace mtf

@@ -1,0 +1,180 @@
+// mtf/ops.h — operations on named-dimension tensors, following the semantics
+// of Mesh TensorFlow's ops.py. Every function adds ops to the graph of its
+// inputs and returns their outputs; `name` (optional) names the op.
+//
+// Broadcasting is by dimension name: a binary op's output has the first
+// operand's dimensions followed by the second's that the first lacks (or the
+// larger operand's shape when one contains the other), unless output_shape is
+// given. Comparisons yield int32 0/1 tensors; `where` takes any nonzero as true.
+#pragma once
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "mtf/graph.h"
+#include "mtf/host_tensor.h"
+
+namespace mtf {
+
+// ---- creation -------------------------------------------------------------
+// A tensor of `shape` filled with `value`.
+Tensor constant(const Mesh& mesh, float value, const Shape& shape = Shape(),
+                DType dtype = float32, const std::string& name = "");
+Tensor zeros(const Mesh& mesh, const Shape& shape, DType dtype = float32);
+Tensor ones(const Mesh& mesh, const Shape& shape, DType dtype = float32);
+// A constant holding a copy of host data.
+Tensor import_host(const Mesh& mesh, const HostTensor& value, const std::string& name = "");
+// A value fed at each Session::run (host data imported per step).
+Tensor placeholder(const Mesh& mesh, const Shape& shape, DType dtype = float32,
+                   const std::string& name = "placeholder");
+// Export to host: fetch a tensor with Session::run.
+
+// ---- elementwise unary ----------------------------------------------------
+Tensor relu(const Tensor& x, const std::string& name = "");
+// Tanh approximation, as Mesh TensorFlow's gelu.
+Tensor gelu(const Tensor& x, const std::string& name = "");
+Tensor exp(const Tensor& x, const std::string& name = "");
+Tensor log(const Tensor& x, const std::string& name = "");
+Tensor tanh(const Tensor& x, const std::string& name = "");
+Tensor sigmoid(const Tensor& x, const std::string& name = "");
+Tensor sqrt(const Tensor& x, const std::string& name = "");
+Tensor rsqrt(const Tensor& x, const std::string& name = "");
+Tensor square(const Tensor& x, const std::string& name = "");
+Tensor abs(const Tensor& x, const std::string& name = "");
+Tensor negative(const Tensor& x, const std::string& name = "");
+Tensor reciprocal(const Tensor& x, const std::string& name = "");
+Tensor sin(const Tensor& x, const std::string& name = "");
+Tensor cos(const Tensor& x, const std::string& name = "");
+Tensor softplus(const Tensor& x, const std::string& name = "");
+Tensor sign(const Tensor& x, const std::string& name = "");
+Tensor cast(const Tensor& x, DType dtype, const std::string& name = "");
+Tensor identity(const Tensor& x, const std::string& name = "");
+// Identity forward; no gradient flows through it.
+Tensor stop_gradient(const Tensor& x, const std::string& name = "");
+
+// ---- elementwise binary (broadcast by name) -------------------------------
+Tensor add(const Tensor& a, const Tensor& b, const Shape* output_shape = nullptr);
+Tensor subtract(const Tensor& a, const Tensor& b, const Shape* output_shape = nullptr);
+Tensor multiply(const Tensor& a, const Tensor& b, const Shape* output_shape = nullptr);
+Tensor divide(const Tensor& a, const Tensor& b, const Shape* output_shape = nullptr);
+Tensor minimum(const Tensor& a, const Tensor& b, const Shape* output_shape = nullptr);
+Tensor maximum(const Tensor& a, const Tensor& b, const Shape* output_shape = nullptr);
+Tensor pow(const Tensor& a, const Tensor& b, const Shape* output_shape = nullptr);
+Tensor less(const Tensor& a, const Tensor& b);
+Tensor less_equal(const Tensor& a, const Tensor& b);
+Tensor greater(const Tensor& a, const Tensor& b);
+Tensor greater_equal(const Tensor& a, const Tensor& b);
+Tensor equal(const Tensor& a, const Tensor& b);
+Tensor not_equal(const Tensor& a, const Tensor& b);
+// cond ? x : y, broadcast over all three.
+Tensor where(const Tensor& cond, const Tensor& x, const Tensor& y);
+// Sum of tensors (broadcast by name).
+Tensor add_n(const std::vector<Tensor>& xs);
+// x broadcast (and transposed) to `shape`, which must contain x's dimensions.
+Tensor broadcast(const Tensor& x, const Shape& shape);
+
+// The same with a scalar operand, in the tensor's dtype.
+Tensor operator+(const Tensor& a, const Tensor& b);
+Tensor operator-(const Tensor& a, const Tensor& b);
+Tensor operator*(const Tensor& a, const Tensor& b);
+Tensor operator/(const Tensor& a, const Tensor& b);
+Tensor operator-(const Tensor& a);
+Tensor operator+(const Tensor& a, float b);
+Tensor operator-(const Tensor& a, float b);
+Tensor operator*(const Tensor& a, float b);
+Tensor operator/(const Tensor& a, float b);
+Tensor operator+(float a, const Tensor& b);
+Tensor operator-(float a, const Tensor& b);
+Tensor operator*(float a, const Tensor& b);
+Tensor operator/(float a, const Tensor& b);
+
+// ---- einsum ---------------------------------------------------------------
+// Generalised contraction by dimension name: every dimension of the inputs
+// absent from output_shape is summed. Dimensions of one name must agree in
+// size; every output dimension must appear in some input.
+Tensor einsum(const std::vector<Tensor>& inputs, const Shape& output_shape,
+              const std::string& name = "");
+// Output = the dimensions that appear in exactly one input, in order.
+Tensor einsum(const std::vector<Tensor>& inputs, const std::string& name = "");
+// einsum of two tensors; output defaults to dimensions not shared by both.
+Tensor matmul(const Tensor& a, const Tensor& b, const Shape* output_shape = nullptr);
+
+// ---- reductions -----------------------------------------------------------
+// To `output_shape` (a subset of x's dimensions, any order), over one named
+// dimension, or to a scalar. An empty set of reduced dimensions is identity;
+// a reduction over a size-0 dimension gives 0 (sum), -inf (max), +inf (min).
+Tensor reduce_sum(const Tensor& x, const Shape& output_shape);
+Tensor reduce_sum(const Tensor& x, const Dimension& reduced_dim);
+Tensor reduce_sum(const Tensor& x);
+Tensor reduce_mean(const Tensor& x, const Shape& output_shape);
+Tensor reduce_mean(const Tensor& x, const Dimension& reduced_dim);
+Tensor reduce_mean(const Tensor& x);
+Tensor reduce_max(const Tensor& x, const Shape& output_shape);
+Tensor reduce_max(const Tensor& x, const Dimension& reduced_dim);
+Tensor reduce_max(const Tensor& x);
+Tensor reduce_min(const Tensor& x, const Shape& output_shape);
+Tensor reduce_min(const Tensor& x, const Dimension& reduced_dim);
+Tensor reduce_min(const Tensor& x);
+Tensor reduce_logsumexp(const Tensor& x, const Dimension& reduced_dim);
+Tensor reduce_logsumexp(const Tensor& x, const Shape& output_shape);
+Tensor softmax(const Tensor& x, const Dimension& reduced_dim);
+Tensor log_softmax(const Tensor& x, const Dimension& reduced_dim);
+// The k largest values along reduced_dim, which k_dim replaces (k = its size):
+// (values, int32 indices into reduced_dim), in decreasing order; ties keep
+// the lower index first.
+std::pair<Tensor, Tensor> top_k(const Tensor& x, const Dimension& reduced_dim,
+                                const Dimension& k_dim);
+
+// ---- layout of a tensor ---------------------------------------------------
+// Same elements in row-major order under a new shape of equal element count.
+Tensor reshape(const Tensor& x, const Shape& new_shape, const std::string& name = "");
+Tensor rename_dimension(const Tensor& x, const std::string& old_name, const std::string& new_name);
+// Reorders dimensions; new_shape has exactly x's dimensions.
+Tensor transpose(const Tensor& x, const Shape& new_shape, const std::string& name = "");
+// Elements [begin, begin+size) of dimension dim_name; the dimension keeps its name.
+Tensor slice(const Tensor& x, int64_t begin, int64_t size, const std::string& dim_name);
+// Zero padding of `before` and `after` elements on dimension dim_name.
+Tensor pad(const Tensor& x, int64_t before, int64_t after, const std::string& dim_name);
+// Concatenation along dim_name, which every input has (sizes may differ).
+Tensor concat(const std::vector<Tensor>& xs, const std::string& dim_name);
+// Pieces of x along split_dim of the given sizes (summing to its size).
+std::vector<Tensor> split(const Tensor& x, const Dimension& split_dim,
+                          const std::vector<int64_t>& sizes);
+// A new dimension of size xs.size() named dim_name, inserted at `axis`.
+Tensor stack(const std::vector<Tensor>& xs, const std::string& dim_name, int axis);
+// The slices of x along dim, each without that dimension.
+std::vector<Tensor> unstack(const Tensor& x, const Dimension& dim);
+// Shifts along dim by offset (positive moves elements to higher indices);
+// vacated positions are zero, or wrap around when wrap is true.
+Tensor shift(const Tensor& x, int64_t offset, const Dimension& dim, bool wrap);
+
+// ---- indices --------------------------------------------------------------
+// indices.shape + [output_dim]; on_value where index == position.
+Tensor one_hot(const Tensor& indices, const Dimension& output_dim, float on_value = 1.0f,
+               float off_value = 0.0f, DType dtype = float32);
+// [dim] holding 0, 1, ..., dim.size-1.
+Tensor range(const Mesh& mesh, const Dimension& dim, DType dtype = int32);
+// weights indexed along dim by int32 indices: shape indices.shape + (weights
+// without dim). Out-of-range indices give zeros, as a one_hot product would.
+Tensor gather(const Tensor& weights, const Tensor& indices, const Dimension& dim);
+
+// ---- randomness (counter-based: the same numbers under every layout) -----
+// Keyed by seed (0 = derived from the graph seed and the op name), by the
+// Session's run counter and by each element's logical index.
+Tensor random_uniform(const Mesh& mesh, const Shape& shape, float minval = 0.0f,
+                      float maxval = 1.0f, uint64_t seed = 0);
+Tensor random_normal(const Mesh& mesh, const Shape& shape, float mean = 0.0f, float stddev = 1.0f,
+                     uint64_t seed = 0);
+// x * mask / keep_prob with mask ~ Bernoulli(keep_prob) drawn over noise_shape
+// (default x's shape) and broadcast.
+Tensor dropout(const Tensor& x, float keep_prob, uint64_t seed = 0,
+               const Shape* noise_shape = nullptr);
+
+// ---- losses ---------------------------------------------------------------
+// Per-example -sum(targets * log_softmax(logits)) over vocab_dim, plus
+// z_loss * logsumexp(logits)^2 when z_loss > 0.
+Tensor softmax_cross_entropy_with_logits(const Tensor& logits, const Tensor& targets,
+                                         const Dimension& vocab_dim, float z_loss = 0.0f);
+
+}  // namespace mtf

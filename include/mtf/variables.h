@@ -1,0 +1,50 @@
+// mtf/variables.h — variables and assignments.
+//
+// A variable is an op whose output is the variable's value at the start of a
+// Session::run. Assignments write a new value that later runs see; within a
+// run every read sees the old value, whatever the op order. Initial values are
+// drawn counter-based from (seed, variable name, logical index), so they are
+// the same under every layout and mesh.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "mtf/graph.h"
+
+namespace mtf {
+
+struct Initializer {
+  enum class Kind { kZeros, kOnes, kConstant, kNormal, kTruncatedNormal, kUniform, kGlorotUniform };
+  Kind kind = Kind::kGlorotUniform;
+  float a = 0.0f;  // constant value / mean / minval
+  float b = 0.0f;  // stddev / maxval
+
+  static Initializer zeros() { return {Kind::kZeros, 0, 0}; }
+  static Initializer ones() { return {Kind::kOnes, 0, 0}; }
+  static Initializer constant(float v) { return {Kind::kConstant, v, 0}; }
+  static Initializer normal(float mean, float stddev) { return {Kind::kNormal, mean, stddev}; }
+  // Normal, redrawn beyond two standard deviations.
+  static Initializer truncated_normal(float stddev) { return {Kind::kTruncatedNormal, 0, stddev}; }
+  static Initializer uniform(float lo, float hi) { return {Kind::kUniform, lo, hi}; }
+  // Uniform in +-sqrt(6/(fan_in+fan_out)), fans as TensorFlow computes them
+  // (last dimension = fan_out, the others = fan_in).
+  static Initializer glorot_uniform() { return {Kind::kGlorotUniform, 0, 0}; }
+};
+
+// Creates a variable; returns its value tensor. Names are the op names and
+// must be unique in the graph (ValueError otherwise): checkpoints key on them.
+Tensor get_variable(const Mesh& mesh, const std::string& name, const Shape& shape,
+                    Initializer initializer = Initializer::glorot_uniform(),
+                    DType dtype = float32, bool trainable = true);
+// True when t is the value of a variable op.
+bool is_variable(const Tensor& t);
+
+// Assignments; `var` must be a variable's value tensor and `value` must have
+// its dimensions (any order, broadcast allowed) and dtype. Return the
+// assignment op, to pass to Session::run as a target.
+Operation* assign(const Tensor& var, const Tensor& value);
+Operation* assign_add(const Tensor& var, const Tensor& value);
+Operation* assign_sub(const Tensor& var, const Tensor& value);
+
+}  // namespace mtf

@@ -1,0 +1,124 @@
+#include "mtf/host_tensor.h"
+
+#include <cstring>
+
+#include "core/buffer_pool.h"
+#include "core/check.h"
+
+namespace mtf {
+
+HostTensor::HostTensor(Shape shape, DType dtype)
+    : shape_(std::move(shape)),
+      dtype_(dtype),
+      buffer_(detail::allocate_buffer(shape_.num_elements() * dtype_size(dtype))) {}
+
+HostTensor HostTensor::zeros(Shape shape, DType dtype) {
+  HostTensor t(std::move(shape), dtype);
+  std::memset(t.raw_data(), 0, t.num_bytes());
+  return t;
+}
+
+HostTensor HostTensor::from_floats(Shape shape, const std::vector<float>& values) {
+  if (static_cast<int64_t>(values.size()) != shape.num_elements()) {
+    throw ValueError(detail::str_cat("HostTensor::from_floats: ", values.size(),
+                                     " values given for shape ", shape.to_string(), " of ",
+                                     shape.num_elements(), " elements"));
+  }
+  HostTensor t(std::move(shape), float32);
+  if (!values.empty()) std::memcpy(t.raw_data(), values.data(), values.size() * sizeof(float));
+  return t;
+}
+
+HostTensor HostTensor::from_ints(Shape shape, const std::vector<int32_t>& values) {
+  if (static_cast<int64_t>(values.size()) != shape.num_elements()) {
+    throw ValueError(detail::str_cat("HostTensor::from_ints: ", values.size(),
+                                     " values given for shape ", shape.to_string(), " of ",
+                                     shape.num_elements(), " elements"));
+  }
+  HostTensor t(std::move(shape), int32);
+  if (!values.empty()) std::memcpy(t.raw_data(), values.data(), values.size() * sizeof(int32_t));
+  return t;
+}
+
+HostTensor HostTensor::scalar(float value) { return from_floats(Shape(), {value}); }
+
+size_t HostTensor::num_bytes() const { return num_elements() * dtype_size(dtype_); }
+
+void HostTensor::check_dtype(DType expected) const {
+  if (!valid()) throw ValueError("access to the data of an empty HostTensor");
+  if (dtype_ != expected) {
+    throw DTypeError(detail::str_cat("HostTensor of shape ", shape_.to_string(), " holds ",
+                                     dtype_name(dtype_), ", accessed as ", dtype_name(expected)));
+  }
+}
+
+template <>
+float* HostTensor::data<float>() {
+  check_dtype(float32);
+  return static_cast<float*>(buffer_->data);
+}
+template <>
+const float* HostTensor::data<float>() const {
+  check_dtype(float32);
+  return static_cast<const float*>(buffer_->data);
+}
+template <>
+int32_t* HostTensor::data<int32_t>() {
+  check_dtype(int32);
+  return static_cast<int32_t*>(buffer_->data);
+}
+template <>
+const int32_t* HostTensor::data<int32_t>() const {
+  check_dtype(int32);
+  return static_cast<const int32_t*>(buffer_->data);
+}
+
+void* HostTensor::raw_data() {
+  if (!valid()) throw ValueError("access to the data of an empty HostTensor");
+  return buffer_->data;
+}
+const void* HostTensor::raw_data() const {
+  if (!valid()) throw ValueError("access to the data of an empty HostTensor");
+  return buffer_->data;
+}
+
+std::vector<float> HostTensor::to_floats() const {
+  std::vector<float> v(num_elements());
+  if (dtype_ == float32) {
+    if (!v.empty()) std::memcpy(v.data(), raw_data(), num_bytes());
+  } else if (dtype_ == int32) {
+    const int32_t* p = data<int32_t>();
+    for (size_t i = 0; i < v.size(); ++i) v[i] = static_cast<float>(p[i]);
+  } else {
+    throw DTypeError("to_floats: " + dtype_name(dtype_) + " is not supported on the CPU yet");
+  }
+  return v;
+}
+
+std::vector<int32_t> HostTensor::to_ints() const {
+  std::vector<int32_t> v(num_elements());
+  if (dtype_ == int32) {
+    if (!v.empty()) std::memcpy(v.data(), raw_data(), num_bytes());
+  } else if (dtype_ == float32) {
+    const float* p = data<float>();
+    for (size_t i = 0; i < v.size(); ++i) v[i] = static_cast<int32_t>(p[i]);
+  } else {
+    throw DTypeError("to_ints: " + dtype_name(dtype_) + " is not supported on the CPU yet");
+  }
+  return v;
+}
+
+HostTensor HostTensor::clone() const {
+  HostTensor t(shape_, dtype_);
+  if (num_bytes()) std::memcpy(t.raw_data(), raw_data(), num_bytes());
+  return t;
+}
+
+HostTensor HostTensor::reshaped(Shape shape) const {
+  MTF_CHECK(shape.num_elements() == num_elements());
+  HostTensor t = *this;
+  t.shape_ = std::move(shape);
+  return t;
+}
+
+}  // namespace mtf

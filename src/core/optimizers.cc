@@ -1,0 +1,83 @@
+#include "mtf/optimizers.h"
+
+#include "core/check.h"
+#include "mtf/errors.h"
+#include "mtf/gradients.h"
+#include "mtf/ops.h"
+#include "mtf/variables.h"
+
+namespace mtf {
+
+std::vector<Operation*> Optimizer::minimize(const Tensor& loss) {
+  const auto& vars = loss.graph().trainable_variables();
+  if (vars.empty()) throw ValueError("minimize: the graph has no trainable variables");
+  return apply_grads(gradients({loss}, vars), vars);
+}
+
+namespace {
+void check_pairs(const char* who, const std::vector<Tensor>& grads,
+                 const std::vector<Tensor>& vars) {
+  if (grads.size() != vars.size()) {
+    throw ValueError(detail::str_cat(who, ": ", grads.size(), " gradients for ", vars.size(),
+                                     " variables"));
+  }
+}
+}  // namespace
+
+std::vector<Operation*> SgdOptimizer::apply_grads(const std::vector<Tensor>& grads,
+                                                  const std::vector<Tensor>& vars) {
+  check_pairs("SgdOptimizer", grads, vars);
+  std::vector<Operation*> updates;
+  for (size_t i = 0; i < vars.size(); ++i) {
+    if (!grads[i].valid()) continue;
+    updates.push_back(assign_sub(vars[i], grads[i] * lr_));
+  }
+  return updates;
+}
+
+std::vector<Operation*> MomentumOptimizer::apply_grads(const std::vector<Tensor>& grads,
+                                                       const std::vector<Tensor>& vars) {
+  check_pairs("MomentumOptimizer", grads, vars);
+  std::vector<Operation*> updates;
+  for (size_t i = 0; i < vars.size(); ++i) {
+    if (!grads[i].valid()) continue;
+    const Tensor& var = vars[i];
+    Tensor v = get_variable(var.mesh(), var.op().name() + "/momentum", var.shape(),
+                            Initializer::zeros(), var.dtype(), false);
+    Tensor v_new = v * mom_ + grads[i];
+    updates.push_back(assign(v, v_new));
+    updates.push_back(assign_sub(var, v_new * lr_));
+  }
+  return updates;
+}
+
+std::vector<Operation*> AdamOptimizer::apply_grads(const std::vector<Tensor>& grads,
+                                                   const std::vector<Tensor>& vars) {
+  check_pairs("AdamOptimizer", grads, vars);
+  if (vars.empty()) return {};
+  const Mesh& mesh = vars[0].mesh();
+  Tensor step = get_variable(mesh, name_ + "/step", Shape(), Initializer::zeros(), float32, false);
+  Tensor t = step + 1.0f;
+  // lr * sqrt(1 - beta2^t) / (1 - beta1^t)
+  Tensor b1t = pow(constant(mesh, b1_), t);
+  Tensor b2t = pow(constant(mesh, b2_), t);
+  Tensor lr_t = sqrt(1.0f - b2t) / (1.0f - b1t) * lr_;
+  std::vector<Operation*> updates{assign(step, t)};
+  for (size_t i = 0; i < vars.size(); ++i) {
+    if (!grads[i].valid()) continue;
+    const Tensor& var = vars[i];
+    const Tensor& g = grads[i];
+    Tensor m = get_variable(mesh, var.op().name() + "/adam_m", var.shape(), Initializer::zeros(),
+                            var.dtype(), false);
+    Tensor v = get_variable(mesh, var.op().name() + "/adam_v", var.shape(), Initializer::zeros(),
+                            var.dtype(), false);
+    Tensor m_new = m * b1_ + g * (1.0f - b1_);
+    Tensor v_new = v * b2_ + square(g) * (1.0f - b2_);
+    updates.push_back(assign(m, m_new));
+    updates.push_back(assign(v, v_new));
+    updates.push_back(assign_sub(var, lr_t * m_new / (sqrt(v_new) + eps_)));
+  }
+  return updates;
+}
+
+}  // namespace mtf

@@ -1,0 +1,63 @@
+// kernel_context.h — what an op's compute() sees on one processor: its input
+// slices, its output slices to fill, where those slices lie in the logical
+// tensors, and the state of the current run (variables, feeds, run counter).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <utility>
+#include <vector>
+
+#include "mtf/graph.h"
+#include "mtf/host_tensor.h"
+
+namespace mtf {
+
+// State shared by all steps of one run.
+struct RunState {
+  // Variable values as of the start of the run, by variable op.
+  const std::map<const Operation*, HostTensor>* variables = nullptr;
+  // New variable values, committed in order when the run ends.
+  std::vector<std::pair<const Operation*, HostTensor>> pending_assignments;
+  // Fed values, by placeholder tensor id.
+  const std::map<int64_t, HostTensor>* feeds = nullptr;
+  uint64_t run_counter = 0;
+};
+
+class KernelContext {
+ public:
+  KernelContext(const Operation& op, std::vector<const HostTensor*> inputs,
+                std::vector<HostTensor>* outputs, const std::vector<Shape>* output_slice_shapes,
+                const std::vector<std::vector<int64_t>>* output_slice_offsets, RunState* state)
+      : op_(op),
+        inputs_(std::move(inputs)),
+        outputs_(outputs),
+        slice_shapes_(output_slice_shapes),
+        slice_offsets_(output_slice_offsets),
+        state_(state) {}
+
+  const Operation& op() const { return op_; }
+  int num_inputs() const { return static_cast<int>(inputs_.size()); }
+  const HostTensor& input(int i) const { return *inputs_[i]; }
+  // Allocates output i with its slice shape and the op's dtype.
+  HostTensor& allocate_output(int i) {
+    (*outputs_)[i] = HostTensor((*slice_shapes_)[i], op_.output(i).dtype());
+    return (*outputs_)[i];
+  }
+  // Sets output i to an existing tensor (shared, not copied).
+  void set_output(int i, HostTensor t) { (*outputs_)[i] = std::move(t); }
+  const Shape& output_slice_shape(int i) const { return (*slice_shapes_)[i]; }
+  // Offset of this processor's slice of output i in the logical tensor.
+  const std::vector<int64_t>& output_slice_offset(int i) const { return (*slice_offsets_)[i]; }
+  RunState& state() { return *state_; }
+
+ private:
+  const Operation& op_;
+  std::vector<const HostTensor*> inputs_;
+  std::vector<HostTensor>* outputs_;
+  const std::vector<Shape>* slice_shapes_;
+  const std::vector<std::vector<int64_t>>* slice_offsets_;
+  RunState* state_;
+};
+
+}  // namespace mtf

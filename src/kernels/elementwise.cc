@@ -1,0 +1,274 @@
+// Elementwise kernels: unary maps, cast, broadcast-by-name binary ops, where,
+// fill and broadcast_copy. Inner loops are contiguous where the plan allows
+// so the compiler can vectorize them.
+#include <cmath>
+#include <cstring>
+
+#include "core/check.h"
+#include "kernels/kernels.h"
+#include "kernels/strided_loop.h"
+
+namespace mtf::kernels {
+
+void require_supported(const HostTensor& t, bool allow_int, const char* kernel) {
+  if (t.dtype() == float32 || (allow_int && t.dtype() == int32)) return;
+  throw DTypeError(detail::str_cat(kernel, ": dtype ", dtype_name(t.dtype()),
+                                   " is not supported by the CPU kernels (use float32",
+                                   allow_int ? " or int32)" : ")"));
+}
+
+const char* unary_name(UnaryFn fn) {
+  static const char* names[] = {"identity", "relu",    "gelu",       "exp",  "log",
+                                "tanh",     "sigmoid", "sqrt",       "rsqrt", "square",
+                                "abs",      "negative", "reciprocal", "sin",  "cos",
+                                "softplus", "sign",    "relu_grad",  "gelu_grad"};
+  return names[static_cast<int>(fn)];
+}
+
+namespace {
+
+constexpr float kGeluC = 0.7978845608028654f;  // sqrt(2/pi)
+
+template <typename T, typename F>
+void map(const T* x, T* y, int64_t n, F f) {
+  for (int64_t i = 0; i < n; ++i) y[i] = f(x[i]);
+}
+
+void unary_float(UnaryFn fn, const float* x, float* y, int64_t n) {
+  switch (fn) {
+    case UnaryFn::kIdentity: std::memcpy(y, x, n * sizeof(float)); return;
+    case UnaryFn::kRelu: return map(x, y, n, [](float v) { return v > 0.f ? v : 0.f; });
+    case UnaryFn::kGelu:
+      return map(x, y, n, [](float v) {
+        return 0.5f * v * (1.f + std::tanh(kGeluC * (v + 0.044715f * v * v * v)));
+      });
+    case UnaryFn::kExp: return map(x, y, n, [](float v) { return std::exp(v); });
+    case UnaryFn::kLog: return map(x, y, n, [](float v) { return std::log(v); });
+    case UnaryFn::kTanh: return map(x, y, n, [](float v) { return std::tanh(v); });
+    case UnaryFn::kSigmoid:
+      return map(x, y, n, [](float v) {
+        // Stable on both tails.
+        if (v >= 0.f) return 1.f / (1.f + std::exp(-v));
+        float e = std::exp(v);
+        return e / (1.f + e);
+      });
+    case UnaryFn::kSqrt: return map(x, y, n, [](float v) { return std::sqrt(v); });
+    case UnaryFn::kRsqrt: return map(x, y, n, [](float v) { return 1.f / std::sqrt(v); });
+    case UnaryFn::kSquare: return map(x, y, n, [](float v) { return v * v; });
+    case UnaryFn::kAbs: return map(x, y, n, [](float v) { return std::fabs(v); });
+    case UnaryFn::kNegative: return map(x, y, n, [](float v) { return -v; });
+    case UnaryFn::kReciprocal: return map(x, y, n, [](float v) { return 1.f / v; });
+    case UnaryFn::kSin: return map(x, y, n, [](float v) { return std::sin(v); });
+    case UnaryFn::kCos: return map(x, y, n, [](float v) { return std::cos(v); });
+    case UnaryFn::kSoftplus:
+      return map(x, y, n, [](float v) {
+        return v > 0.f ? v + std::log1p(std::exp(-v)) : std::log1p(std::exp(v));
+      });
+    case UnaryFn::kSign:
+      return map(x, y, n, [](float v) { return v > 0.f ? 1.f : (v < 0.f ? -1.f : 0.f); });
+    case UnaryFn::kReluGrad: return map(x, y, n, [](float v) { return v > 0.f ? 1.f : 0.f; });
+    case UnaryFn::kGeluGrad:
+      return map(x, y, n, [](float v) {
+        float u = kGeluC * (v + 0.044715f * v * v * v);
+        float t = std::tanh(u);
+        float du = kGeluC * (1.f + 3.f * 0.044715f * v * v);
+        return 0.5f * (1.f + t) + 0.5f * v * (1.f - t * t) * du;
+      });
+  }
+}
+
+void unary_int(UnaryFn fn, const int32_t* x, int32_t* y, int64_t n) {
+  switch (fn) {
+    case UnaryFn::kIdentity: std::memcpy(y, x, n * sizeof(int32_t)); return;
+    case UnaryFn::kRelu: return map(x, y, n, [](int32_t v) { return v > 0 ? v : 0; });
+    case UnaryFn::kSquare: return map(x, y, n, [](int32_t v) { return v * v; });
+    case UnaryFn::kAbs: return map(x, y, n, [](int32_t v) { return v < 0 ? -v : v; });
+    case UnaryFn::kNegative: return map(x, y, n, [](int32_t v) { return -v; });
+    case UnaryFn::kSign:
+      return map(x, y, n, [](int32_t v) { return v > 0 ? 1 : (v < 0 ? -1 : 0); });
+    default:
+      throw DTypeError(detail::str_cat(unary_name(fn), " is not defined for int32 tensors; cast ",
+                                       "to float32 first"));
+  }
+}
+
+}  // namespace
+
+void unary(UnaryFn fn, const HostTensor& x, HostTensor& y) {
+  require_supported(x, true, unary_name(fn));
+  MTF_CHECK(x.num_elements() == y.num_elements() && x.dtype() == y.dtype());
+  if (x.dtype() == float32) {
+    unary_float(fn, x.data<float>(), y.data<float>(), x.num_elements());
+  } else {
+    unary_int(fn, x.data<int32_t>(), y.data<int32_t>(), x.num_elements());
+  }
+}
+
+void cast(const HostTensor& x, HostTensor& y) {
+  require_supported(x, true, "cast");
+  require_supported(y, true, "cast");
+  const int64_t n = x.num_elements();
+  if (x.dtype() == y.dtype()) {
+    if (n) std::memcpy(y.raw_data(), x.raw_data(), x.num_bytes());
+  } else if (x.dtype() == float32) {
+    // Truncation toward zero, as C++ and TensorFlow do.
+    const float* p = x.data<float>();
+    int32_t* q = y.data<int32_t>();
+    for (int64_t i = 0; i < n; ++i) q[i] = static_cast<int32_t>(p[i]);
+  } else {
+    const int32_t* p = x.data<int32_t>();
+    float* q = y.data<float>();
+    for (int64_t i = 0; i < n; ++i) q[i] = static_cast<float>(p[i]);
+  }
+}
+
+const char* binary_name(BinaryFn fn) {
+  static const char* names[] = {"add",  "subtract",   "multiply", "divide",        "minimum",
+                                "maximum", "pow",     "less",     "less_equal",    "greater",
+                                "greater_equal", "equal", "not_equal"};
+  return names[static_cast<int>(fn)];
+}
+
+bool is_comparison(BinaryFn fn) { return static_cast<int>(fn) >= static_cast<int>(BinaryFn::kLess); }
+
+namespace {
+
+// Runs f(a_elem, b_elem) -> out over a broadcast plan, specialising the
+// common inner strides so the loops vectorize.
+template <typename TA, typename TO, typename F>
+void broadcast_apply(const HostTensor& a, const HostTensor& b, HostTensor& out, F f) {
+  const auto names = out.shape().names();
+  auto plan = make_plan<3>(out.shape().sizes(),
+                           {out.shape().strides(),
+                            strides_along(names, a.shape().names(), a.shape().strides()),
+                            strides_along(names, b.shape().names(), b.shape().strides())});
+  const TA* pa = static_cast<const TA*>(a.raw_data());
+  const TA* pb = static_cast<const TA*>(b.raw_data());
+  TO* po = static_cast<TO*>(out.raw_data());
+  for_each_row(plan, [&](const int64_t* off, int64_t n, const int64_t* s) {
+    TO* o = po + off[0];
+    const TA* x = pa + off[1];
+    const TA* y = pb + off[2];
+    if (s[1] == 1 && s[2] == 1) {
+      for (int64_t i = 0; i < n; ++i) o[i] = f(x[i], y[i]);
+    } else if (s[1] == 1 && s[2] == 0) {
+      const TA yv = *y;
+      for (int64_t i = 0; i < n; ++i) o[i] = f(x[i], yv);
+    } else if (s[1] == 0 && s[2] == 1) {
+      const TA xv = *x;
+      for (int64_t i = 0; i < n; ++i) o[i] = f(xv, y[i]);
+    } else {
+      for (int64_t i = 0; i < n; ++i) o[i * s[0]] = f(x[i * s[1]], y[i * s[2]]);
+    }
+  });
+}
+
+template <typename T>
+void binary_typed(BinaryFn fn, const HostTensor& a, const HostTensor& b, HostTensor& out) {
+  using I = int32_t;
+  switch (fn) {
+    case BinaryFn::kAdd: return broadcast_apply<T, T>(a, b, out, [](T x, T y) { return x + y; });
+    case BinaryFn::kSub: return broadcast_apply<T, T>(a, b, out, [](T x, T y) { return x - y; });
+    case BinaryFn::kMul: return broadcast_apply<T, T>(a, b, out, [](T x, T y) { return x * y; });
+    case BinaryFn::kDiv:
+      return broadcast_apply<T, T>(a, b, out, [](T x, T y) {
+        if constexpr (std::is_integral_v<T>) return y == 0 ? T(0) : T(x / y);
+        else return x / y;
+      });
+    case BinaryFn::kMin:
+      return broadcast_apply<T, T>(a, b, out, [](T x, T y) { return y < x ? y : x; });
+    case BinaryFn::kMax:
+      return broadcast_apply<T, T>(a, b, out, [](T x, T y) { return y > x ? y : x; });
+    case BinaryFn::kPow:
+      return broadcast_apply<T, T>(a, b, out, [](T x, T y) {
+        return static_cast<T>(std::pow(static_cast<double>(x), static_cast<double>(y)));
+      });
+    case BinaryFn::kLess: return broadcast_apply<T, I>(a, b, out, [](T x, T y) { return I(x < y); });
+    case BinaryFn::kLessEqual:
+      return broadcast_apply<T, I>(a, b, out, [](T x, T y) { return I(x <= y); });
+    case BinaryFn::kGreater:
+      return broadcast_apply<T, I>(a, b, out, [](T x, T y) { return I(x > y); });
+    case BinaryFn::kGreaterEqual:
+      return broadcast_apply<T, I>(a, b, out, [](T x, T y) { return I(x >= y); });
+    case BinaryFn::kEqual: return broadcast_apply<T, I>(a, b, out, [](T x, T y) { return I(x == y); });
+    case BinaryFn::kNotEqual:
+      return broadcast_apply<T, I>(a, b, out, [](T x, T y) { return I(x != y); });
+  }
+}
+
+}  // namespace
+
+void binary(BinaryFn fn, const HostTensor& a, const HostTensor& b, HostTensor& out) {
+  require_supported(a, true, binary_name(fn));
+  MTF_CHECK(a.dtype() == b.dtype());
+  if (a.dtype() == float32) {
+    binary_typed<float>(fn, a, b, out);
+  } else {
+    binary_typed<int32_t>(fn, a, b, out);
+  }
+}
+
+void where(const HostTensor& cond, const HostTensor& x, const HostTensor& y, HostTensor& out) {
+  // where = cond * x + (1 - cond) * y would lose NaN/inf semantics; instead
+  // broadcast cond into out's shape and select row by row.
+  HostTensor c(out.shape(), int32);
+  if (cond.dtype() == int32) {
+    broadcast_copy(cond, c);
+  } else {
+    HostTensor ci(cond.shape(), int32);
+    require_supported(cond, true, "where");
+    const float* p = cond.data<float>();
+    int32_t* q = ci.data<int32_t>();
+    for (int64_t i = 0; i < cond.num_elements(); ++i) q[i] = p[i] != 0.f;
+    broadcast_copy(ci, c);
+  }
+  HostTensor xb(out.shape(), out.dtype()), yb(out.shape(), out.dtype());
+  broadcast_copy(x, xb);
+  broadcast_copy(y, yb);
+  const int32_t* pc = c.data<int32_t>();
+  const int64_t n = out.num_elements();
+  const size_t es = dtype_size(out.dtype());
+  const char* px = static_cast<const char*>(xb.raw_data());
+  const char* py = static_cast<const char*>(yb.raw_data());
+  char* po = static_cast<char*>(out.raw_data());
+  for (int64_t i = 0; i < n; ++i) std::memcpy(po + i * es, (pc[i] ? px : py) + i * es, es);
+}
+
+void broadcast_copy(const HostTensor& x, HostTensor& out) {
+  MTF_CHECK(x.dtype() == out.dtype());
+  const auto names = out.shape().names();
+  auto plan = make_plan<2>(out.shape().sizes(),
+                           {out.shape().strides(),
+                            strides_along(names, x.shape().names(), x.shape().strides())});
+  const size_t es = dtype_size(x.dtype());
+  MTF_CHECK(es == 4);
+  const uint32_t* px = static_cast<const uint32_t*>(x.raw_data());
+  uint32_t* po = static_cast<uint32_t*>(out.raw_data());
+  for_each_row(plan, [&](const int64_t* off, int64_t n, const int64_t* s) {
+    uint32_t* o = po + off[0];
+    const uint32_t* i = px + off[1];
+    if (s[1] == 1) {
+      std::memcpy(o, i, n * es);
+    } else if (s[1] == 0) {
+      const uint32_t v = *i;
+      for (int64_t k = 0; k < n; ++k) o[k] = v;
+    } else {
+      for (int64_t k = 0; k < n; ++k) o[k] = i[k * s[1]];
+    }
+  });
+}
+
+void fill(HostTensor& out, float value) {
+  require_supported(out, true, "fill");
+  const int64_t n = out.num_elements();
+  if (out.dtype() == float32) {
+    float* p = out.data<float>();
+    for (int64_t i = 0; i < n; ++i) p[i] = value;
+  } else {
+    int32_t* p = out.data<int32_t>();
+    const int32_t v = static_cast<int32_t>(value);
+    for (int64_t i = 0; i < n; ++i) p[i] = v;
+  }
+}
+
+}  // namespace mtf::kernels

@@ -1,0 +1,79 @@
+// kernels.h — CPU kernels on host slices (HostTensor). Internal.
+//
+// Every kernel writes into an output the caller allocated with the output's
+// slice shape; inputs are never modified. Dimensions are matched by name, so
+// an input may hold its dimensions in any order. float32 and int32 are
+// supported where noted; bfloat16 throws DTypeError.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "mtf/host_tensor.h"
+
+namespace mtf::kernels {
+
+enum class UnaryFn {
+  kIdentity, kRelu, kGelu, kExp, kLog, kTanh, kSigmoid, kSqrt, kRsqrt, kSquare, kAbs,
+  kNegative, kReciprocal, kSin, kCos, kSoftplus, kSign,
+  kReluGrad,  // 1 where x > 0 else 0: relu'(x)
+  kGeluGrad,  // gelu'(x)
+};
+const char* unary_name(UnaryFn fn);
+// float32 for all; int32 for identity, negative, abs, square, sign, relu.
+void unary(UnaryFn fn, const HostTensor& x, HostTensor& y);
+void cast(const HostTensor& x, HostTensor& y);
+
+enum class BinaryFn {
+  kAdd, kSub, kMul, kDiv, kMin, kMax, kPow,
+  kLess, kLessEqual, kGreater, kGreaterEqual, kEqual, kNotEqual,
+};
+const char* binary_name(BinaryFn fn);
+bool is_comparison(BinaryFn fn);
+// out's dimensions contain a's and b's (broadcast by name). Arithmetic: out
+// has a's dtype; comparisons: out is int32.
+void binary(BinaryFn fn, const HostTensor& a, const HostTensor& b, HostTensor& out);
+void where(const HostTensor& cond, const HostTensor& x, const HostTensor& y, HostTensor& out);
+// Copies x into out, whose dimensions contain x's (any order): transpose plus
+// broadcast.
+void broadcast_copy(const HostTensor& x, HostTensor& out);
+void fill(HostTensor& out, float value);
+
+enum class ReduceFn { kSum, kMax, kMin };
+// out's dimensions are a subset of x's (any order).
+void reduce(ReduceFn fn, const HostTensor& x, HostTensor& out);
+
+// Generalised contraction; out's dimensions come from the inputs. float32
+// contractions run on OpenBLAS sgemm.
+void einsum(const std::vector<const HostTensor*>& inputs, HostTensor& out);
+
+// Along one axis; x and out have the same dimensions in the same order.
+void slice(const HostTensor& x, int axis, int64_t begin, HostTensor& out);
+void pad(const HostTensor& x, int axis, int64_t before, HostTensor& out);
+void concat(const std::vector<const HostTensor*>& xs, int axis, HostTensor& out);
+void shift(const HostTensor& x, int axis, int64_t offset, bool wrap, HostTensor& out);
+
+// out = indices.shape + [depth]; `offset` is the first position held by this
+// slice of the one-hot dimension.
+void one_hot(const HostTensor& indices, int64_t offset, float on, float off, HostTensor& out);
+// out[i] = start + i along its only dimension.
+void range(int64_t start, HostTensor& out);
+// out = indices dims + weights dims without weights' `axis`.
+void gather(const HostTensor& weights, int axis, const HostTensor& indices, HostTensor& out);
+// values/indices have x's dims with `axis` resized to k.
+void top_k(const HostTensor& x, int axis, HostTensor& values, HostTensor& indices);
+
+// Counter-based random numbers: element e of the logical tensor `full` gets
+// philox(key = seed, counter = (logical index of e, run)). `offset` is the
+// slice's offset within `full` (zeros for an unsplit tensor).
+void random_uniform(uint64_t seed, uint64_t run, const Shape& full,
+                    const std::vector<int64_t>& offset, float lo, float hi, HostTensor& out);
+void random_normal(uint64_t seed, uint64_t run, const Shape& full,
+                   const std::vector<int64_t>& offset, float mean, float stddev,
+                   bool truncated, HostTensor& out);
+
+// Throws DTypeError unless t is float32 (or int32 when allow_int).
+void require_supported(const HostTensor& t, bool allow_int, const char* kernel);
+
+}  // namespace mtf::kernels

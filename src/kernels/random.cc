@@ -1,0 +1,74 @@
+// Random kernels keyed by logical element index (see philox.h).
+#include <cmath>
+
+#include "core/check.h"
+#include "kernels/kernels.h"
+#include "kernels/philox.h"
+
+namespace mtf::kernels {
+namespace {
+
+// Calls f(slice_position, logical_index) for every element of the slice.
+template <typename F>
+void for_each_logical(const Shape& full, const Shape& slice, const std::vector<int64_t>& offset,
+                      F f) {
+  const int nd = full.ndims();
+  MTF_CHECK(slice.ndims() == nd && static_cast<int>(offset.size()) == nd);
+  const int64_t n = slice.num_elements();
+  if (n == 0) return;
+  const auto fs = full.strides();
+  std::vector<int64_t> idx(nd, 0);
+  int64_t base = 0;
+  for (int d = 0; d < nd; ++d) base += offset[d] * fs[d];
+  int64_t logical = base;
+  for (int64_t i = 0; i < n; ++i) {
+    f(i, logical);
+    for (int d = nd - 1; d >= 0; --d) {
+      if (++idx[d] < slice[d].size) {
+        logical += fs[d];
+        break;
+      }
+      logical -= fs[d] * (slice[d].size - 1);
+      idx[d] = 0;
+    }
+  }
+}
+
+std::array<uint32_t, 4> draw(uint64_t seed, uint64_t run, int64_t logical, uint32_t attempt) {
+  const uint64_t li = static_cast<uint64_t>(logical);
+  return philox4x32({static_cast<uint32_t>(li), static_cast<uint32_t>(li >> 32),
+                     static_cast<uint32_t>(run), static_cast<uint32_t>(run >> 32) ^ (attempt << 20)},
+                    {static_cast<uint32_t>(seed), static_cast<uint32_t>(seed >> 32)});
+}
+
+}  // namespace
+
+void random_uniform(uint64_t seed, uint64_t run, const Shape& full,
+                    const std::vector<int64_t>& offset, float lo, float hi, HostTensor& out) {
+  require_supported(out, false, "random_uniform");
+  float* p = out.data<float>();
+  for_each_logical(full, out.shape(), offset, [&](int64_t i, int64_t logical) {
+    p[i] = lo + (hi - lo) * uint_to_unit(draw(seed, run, logical, 0)[0]);
+  });
+}
+
+void random_normal(uint64_t seed, uint64_t run, const Shape& full,
+                   const std::vector<int64_t>& offset, float mean, float stddev, bool truncated,
+                   HostTensor& out) {
+  require_supported(out, false, "random_normal");
+  float* p = out.data<float>();
+  constexpr float kTwoPi = 6.283185307179586f;
+  for_each_logical(full, out.shape(), offset, [&](int64_t i, int64_t logical) {
+    float z = 0.f;
+    for (uint32_t attempt = 0;; ++attempt) {
+      const auto w = draw(seed, run, logical, attempt);
+      const float u1 = (static_cast<float>(w[0] >> 8) + 1.0f) * (1.0f / 16777216.0f);  // (0, 1]
+      const float u2 = uint_to_unit(w[1]);
+      z = std::sqrt(-2.0f * std::log(u1)) * std::cos(kTwoPi * u2);
+      if (!truncated || std::fabs(z) <= 2.0f) break;
+    }
+    p[i] = mean + stddev * z;
+  });
+}
+
+}  // namespace mtf::kernels

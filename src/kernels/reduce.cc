@@ -1,0 +1,83 @@
+// Reductions by dimension name: sum, max, min over the dimensions of x that
+// out lacks. The summation order is fixed by the shapes alone, so a run is
+// bit-for-bit repeatable.
+#include <cstring>
+#include <limits>
+
+#include "core/check.h"
+#include "kernels/kernels.h"
+#include "kernels/strided_loop.h"
+
+namespace mtf::kernels {
+namespace {
+
+template <typename T>
+T identity_of(ReduceFn fn) {
+  switch (fn) {
+    case ReduceFn::kSum: return T(0);
+    case ReduceFn::kMax:
+      return std::numeric_limits<T>::has_infinity ? -std::numeric_limits<T>::infinity()
+                                                  : std::numeric_limits<T>::lowest();
+    case ReduceFn::kMin:
+      return std::numeric_limits<T>::has_infinity ? std::numeric_limits<T>::infinity()
+                                                  : std::numeric_limits<T>::max();
+  }
+  return T(0);
+}
+
+template <typename T, typename Op>
+void reduce_typed(const HostTensor& x, HostTensor& out, T init, Op op) {
+  T* po = static_cast<T*>(out.raw_data());
+  const int64_t nout = out.num_elements();
+  for (int64_t i = 0; i < nout; ++i) po[i] = init;
+  const auto names = x.shape().names();
+  auto plan = make_plan<2>(x.shape().sizes(),
+                           {x.shape().strides(),
+                            strides_along(names, out.shape().names(), out.shape().strides())});
+  const T* px = static_cast<const T*>(x.raw_data());
+  for_each_row(plan, [&](const int64_t* off, int64_t n, const int64_t* s) {
+    const T* in = px + off[0];
+    T* o = po + off[1];
+    if (s[1] == 0) {
+      // Reduce a contiguous row into one value; eight partial results let the
+      // compiler vectorize without reassociating across them.
+      T acc[8];
+      for (auto& a : acc) a = init;
+      int64_t i = 0;
+      for (; i + 8 <= n; i += 8)
+        for (int k = 0; k < 8; ++k) acc[k] = op(acc[k], in[i + k]);
+      T r = init;
+      for (int k = 0; k < 8; ++k) r = op(r, acc[k]);
+      for (; i < n; ++i) r = op(r, in[i]);
+      *o = op(*o, r);
+    } else if (s[1] == 1) {
+      for (int64_t i = 0; i < n; ++i) o[i] = op(o[i], in[i]);
+    } else {
+      for (int64_t i = 0; i < n; ++i) o[i * s[1]] = op(o[i * s[1]], in[i]);
+    }
+  });
+}
+
+template <typename T>
+void reduce_dispatch(ReduceFn fn, const HostTensor& x, HostTensor& out) {
+  const T init = identity_of<T>(fn);
+  switch (fn) {
+    case ReduceFn::kSum: return reduce_typed<T>(x, out, init, [](T a, T b) { return a + b; });
+    case ReduceFn::kMax: return reduce_typed<T>(x, out, init, [](T a, T b) { return b > a ? b : a; });
+    case ReduceFn::kMin: return reduce_typed<T>(x, out, init, [](T a, T b) { return b < a ? b : a; });
+  }
+}
+
+}  // namespace
+
+void reduce(ReduceFn fn, const HostTensor& x, HostTensor& out) {
+  require_supported(x, true, "reduce");
+  MTF_CHECK(x.dtype() == out.dtype());
+  if (x.dtype() == float32) {
+    reduce_dispatch<float>(fn, x, out);
+  } else {
+    reduce_dispatch<int32_t>(fn, x, out);
+  }
+}
+
+}  // namespace mtf::kernels

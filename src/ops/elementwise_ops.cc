@@ -1,0 +1,295 @@
+// Elementwise ops: unary maps, cast, broadcast-by-name binary ops, where,
+// broadcast, identity and stop_gradient, with their gradients.
+#include "exec/kernel_context.h"
+#include "kernels/kernels.h"
+#include "ops/op_util.h"
+
+namespace mtf {
+namespace {
+
+using kernels::BinaryFn;
+using kernels::UnaryFn;
+
+Tensor unary_op(UnaryFn fn, const Tensor& x, const std::string& name);
+
+class UnaryOp : public Operation {
+ public:
+  UnaryOp(UnaryFn fn, const Tensor& x, const std::string& name)
+      : Operation(x.mesh(), kernels::unary_name(fn), {x}, name), fn_(fn) {
+    add_output(x.shape(), x.dtype());
+  }
+  void compute(KernelContext& ctx) const override {
+    if (fn_ == UnaryFn::kIdentity) {
+      ctx.set_output(0, ctx.input(0));
+      return;
+    }
+    kernels::unary(fn_, ctx.input(0), ctx.allocate_output(0));
+  }
+  bool differentiable() const override {
+    return inputs()[0].dtype() == float32 && fn_ != UnaryFn::kSign && fn_ != UnaryFn::kReluGrad;
+  }
+  std::vector<Tensor> gradient(const std::vector<Tensor>& g) const override {
+    const Tensor& x = inputs()[0];
+    const Tensor y = output(0);
+    const Tensor& dy = g[0];
+    switch (fn_) {
+      case UnaryFn::kIdentity: return {dy};
+      case UnaryFn::kRelu: return {dy * unary_op(UnaryFn::kReluGrad, x, "")};
+      case UnaryFn::kGelu: return {dy * unary_op(UnaryFn::kGeluGrad, x, "")};
+      case UnaryFn::kExp: return {dy * y};
+      case UnaryFn::kLog: return {dy / x};
+      case UnaryFn::kTanh: return {dy * (1.0f - square(y))};
+      case UnaryFn::kSigmoid: return {dy * y * (1.0f - y)};
+      case UnaryFn::kSqrt: return {dy * 0.5f / y};
+      case UnaryFn::kRsqrt: return {dy * -0.5f * y * y * y};
+      case UnaryFn::kSquare: return {dy * 2.0f * x};
+      case UnaryFn::kAbs: return {dy * sign(x)};
+      case UnaryFn::kNegative: return {-dy};
+      case UnaryFn::kReciprocal: return {-dy * y * y};
+      case UnaryFn::kSin: return {dy * cos(x)};
+      case UnaryFn::kCos: return {-dy * sin(x)};
+      case UnaryFn::kSoftplus: return {dy * sigmoid(x)};
+      default: return Operation::gradient(g);
+    }
+  }
+
+ private:
+  UnaryFn fn_;
+};
+
+Tensor unary_op(UnaryFn fn, const Tensor& x, const std::string& name) {
+  return x.graph().add<UnaryOp>(fn, x, name)->output(0);
+}
+
+class CastOp : public Operation {
+ public:
+  CastOp(const Tensor& x, DType dtype, const std::string& name)
+      : Operation(x.mesh(), "cast", {x}, name) {
+    add_output(x.shape(), dtype);
+  }
+  void compute(KernelContext& ctx) const override { kernels::cast(ctx.input(0), ctx.allocate_output(0)); }
+  bool differentiable() const override {
+    return inputs()[0].dtype() == float32 && output(0).dtype() == float32;
+  }
+  std::vector<Tensor> gradient(const std::vector<Tensor>& g) const override { return {g[0]}; }
+};
+
+class BinaryOp : public Operation {
+ public:
+  BinaryOp(BinaryFn fn, const Tensor& a, const Tensor& b, const Shape& out_shape)
+      : Operation(a.mesh(), kernels::binary_name(fn), {a, b}, ""), fn_(fn) {
+    ops::check_same_dtype(type(), {a, b});
+    for (const Tensor* t : {&a, &b}) {
+      if (!t->shape().is_subset_of(out_shape)) {
+        throw ShapeError(detail::str_cat(type(), ": output shape ", out_shape.to_string(),
+                                         " lacks dimensions of input ", t->describe(),
+                                         "; the output must contain every input dimension"));
+      }
+    }
+    add_output(out_shape, kernels::is_comparison(fn) ? int32 : a.dtype());
+  }
+  void compute(KernelContext& ctx) const override {
+    kernels::binary(fn_, ctx.input(0), ctx.input(1), ctx.allocate_output(0));
+  }
+  bool differentiable() const override {
+    return !kernels::is_comparison(fn_) && inputs()[0].dtype() == float32;
+  }
+  std::vector<Tensor> gradient(const std::vector<Tensor>& g) const override {
+    const Tensor& a = inputs()[0];
+    const Tensor& b = inputs()[1];
+    const Tensor& dy = g[0];
+    const Shape& as = a.shape();
+    const Shape& bs = b.shape();
+    auto zero = ops::scalar_like(dy, 0.0f);
+    switch (fn_) {
+      case BinaryFn::kAdd: return {ops::reduce_to(dy, as), ops::reduce_to(dy, bs)};
+      case BinaryFn::kSub: return {ops::reduce_to(dy, as), ops::reduce_to(-dy, bs)};
+      case BinaryFn::kMul:
+        // einsum does the product and the reduction to each input in one op.
+        return {einsum({dy, b}, as), einsum({dy, a}, bs)};
+      case BinaryFn::kDiv:
+        return {ops::reduce_to(dy / b, as), ops::reduce_to(-dy * output(0) / b, bs)};
+      case BinaryFn::kMin:
+        return {ops::reduce_to(where(less_equal(a, b), dy, zero), as),
+                ops::reduce_to(where(greater(a, b), dy, zero), bs)};
+      case BinaryFn::kMax:
+        return {ops::reduce_to(where(greater_equal(a, b), dy, zero), as),
+                ops::reduce_to(where(less(a, b), dy, zero), bs)};
+      case BinaryFn::kPow: {
+        Tensor da = dy * b * pow(a, b - 1.0f);
+        Tensor log_a = where(greater(a, zero), log(where(greater(a, zero), a, zero + 1.0f)), zero);
+        return {ops::reduce_to(da, as), ops::reduce_to(dy * output(0) * log_a, bs)};
+      }
+      default: return Operation::gradient(g);
+    }
+  }
+
+ private:
+  BinaryFn fn_;
+};
+
+Tensor binary_op(BinaryFn fn, const Tensor& a, const Tensor& b, const Shape* out) {
+  if (!a.valid() || !b.valid())
+    throw ValueError(std::string(kernels::binary_name(fn)) + ": an input is an invalid mtf::Tensor");
+  ops::check_consistent_sizes(kernels::binary_name(fn), {a, b});
+  Shape shape = out ? *out : ops::broadcast_shape(a.shape(), b.shape());
+  if (out) {
+    for (const Dimension& d : *out) {
+      for (const Tensor* t : {&a, &b}) {
+        int i = t->shape().index_of(d.name);
+        if (i >= 0 && t->shape()[i].size != d.size)
+          throw ShapeError(detail::str_cat(kernels::binary_name(fn), ": output dimension ",
+                                           d.to_string(), " disagrees with input ", t->describe()));
+      }
+    }
+  }
+  return a.graph().add<BinaryOp>(fn, a, b, shape)->output(0);
+}
+
+class WhereOp : public Operation {
+ public:
+  WhereOp(const Tensor& c, const Tensor& x, const Tensor& y)
+      : Operation(x.mesh(), "where", {c, x, y}, "") {
+    ops::check_same_dtype("where", {x, y});
+    ops::check_consistent_sizes("where", {c, x, y});
+    add_output(x.shape().union_with(y.shape()).union_with(c.shape()), x.dtype());
+  }
+  void compute(KernelContext& ctx) const override {
+    kernels::where(ctx.input(0), ctx.input(1), ctx.input(2), ctx.allocate_output(0));
+  }
+  bool differentiable() const override { return output(0).dtype() == float32; }
+  std::vector<Tensor> gradient(const std::vector<Tensor>& g) const override {
+    const Tensor& c = inputs()[0];
+    Tensor zero = ops::scalar_like(g[0], 0.0f);
+    return {Tensor(), ops::reduce_to(where(c, g[0], zero), inputs()[1].shape()),
+            ops::reduce_to(where(c, zero, g[0]), inputs()[2].shape())};
+  }
+};
+
+class BroadcastOp : public Operation {
+ public:
+  BroadcastOp(const Tensor& x, const Shape& shape, const char* type)
+      : Operation(x.mesh(), type, {x}, "") {
+    if (!x.shape().is_subset_of(shape)) {
+      throw ShapeError(detail::str_cat(type, ": target shape ", shape.to_string(),
+                                       " does not contain every dimension of ", x.describe()));
+    }
+    add_output(shape, x.dtype());
+  }
+  void compute(KernelContext& ctx) const override {
+    kernels::broadcast_copy(ctx.input(0), ctx.allocate_output(0));
+  }
+  bool differentiable() const override { return output(0).dtype() == float32; }
+  std::vector<Tensor> gradient(const std::vector<Tensor>& g) const override {
+    return {ops::reduce_to(g[0], inputs()[0].shape())};
+  }
+};
+
+class StopGradientOp : public Operation {
+ public:
+  StopGradientOp(const Tensor& x, const std::string& name)
+      : Operation(x.mesh(), "stop_gradient", {x}, name) {
+    add_output(x.shape(), x.dtype());
+  }
+  void compute(KernelContext& ctx) const override { ctx.set_output(0, ctx.input(0)); }
+  bool differentiable() const override { return false; }
+  double flops() const override { return 0; }
+};
+
+}  // namespace
+
+Tensor relu(const Tensor& x, const std::string& n) { return unary_op(UnaryFn::kRelu, x, n); }
+Tensor gelu(const Tensor& x, const std::string& n) { return unary_op(UnaryFn::kGelu, x, n); }
+Tensor exp(const Tensor& x, const std::string& n) { return unary_op(UnaryFn::kExp, x, n); }
+Tensor log(const Tensor& x, const std::string& n) { return unary_op(UnaryFn::kLog, x, n); }
+Tensor tanh(const Tensor& x, const std::string& n) { return unary_op(UnaryFn::kTanh, x, n); }
+Tensor sigmoid(const Tensor& x, const std::string& n) { return unary_op(UnaryFn::kSigmoid, x, n); }
+Tensor sqrt(const Tensor& x, const std::string& n) { return unary_op(UnaryFn::kSqrt, x, n); }
+Tensor rsqrt(const Tensor& x, const std::string& n) { return unary_op(UnaryFn::kRsqrt, x, n); }
+Tensor square(const Tensor& x, const std::string& n) { return unary_op(UnaryFn::kSquare, x, n); }
+Tensor abs(const Tensor& x, const std::string& n) { return unary_op(UnaryFn::kAbs, x, n); }
+Tensor negative(const Tensor& x, const std::string& n) { return unary_op(UnaryFn::kNegative, x, n); }
+Tensor reciprocal(const Tensor& x, const std::string& n) {
+  return unary_op(UnaryFn::kReciprocal, x, n);
+}
+Tensor sin(const Tensor& x, const std::string& n) { return unary_op(UnaryFn::kSin, x, n); }
+Tensor cos(const Tensor& x, const std::string& n) { return unary_op(UnaryFn::kCos, x, n); }
+Tensor softplus(const Tensor& x, const std::string& n) { return unary_op(UnaryFn::kSoftplus, x, n); }
+Tensor sign(const Tensor& x, const std::string& n) { return unary_op(UnaryFn::kSign, x, n); }
+Tensor identity(const Tensor& x, const std::string& n) { return unary_op(UnaryFn::kIdentity, x, n); }
+Tensor cast(const Tensor& x, DType dtype, const std::string& name) {
+  return x.graph().add<CastOp>(x, dtype, name)->output(0);
+}
+Tensor stop_gradient(const Tensor& x, const std::string& name) {
+  return x.graph().add<StopGradientOp>(x, name)->output(0);
+}
+
+Tensor add(const Tensor& a, const Tensor& b, const Shape* o) { return binary_op(BinaryFn::kAdd, a, b, o); }
+Tensor subtract(const Tensor& a, const Tensor& b, const Shape* o) {
+  return binary_op(BinaryFn::kSub, a, b, o);
+}
+Tensor multiply(const Tensor& a, const Tensor& b, const Shape* o) {
+  return binary_op(BinaryFn::kMul, a, b, o);
+}
+Tensor divide(const Tensor& a, const Tensor& b, const Shape* o) { return binary_op(BinaryFn::kDiv, a, b, o); }
+Tensor minimum(const Tensor& a, const Tensor& b, const Shape* o) {
+  return binary_op(BinaryFn::kMin, a, b, o);
+}
+Tensor maximum(const Tensor& a, const Tensor& b, const Shape* o) {
+  return binary_op(BinaryFn::kMax, a, b, o);
+}
+Tensor pow(const Tensor& a, const Tensor& b, const Shape* o) { return binary_op(BinaryFn::kPow, a, b, o); }
+Tensor less(const Tensor& a, const Tensor& b) { return binary_op(BinaryFn::kLess, a, b, nullptr); }
+Tensor less_equal(const Tensor& a, const Tensor& b) {
+  return binary_op(BinaryFn::kLessEqual, a, b, nullptr);
+}
+Tensor greater(const Tensor& a, const Tensor& b) { return binary_op(BinaryFn::kGreater, a, b, nullptr); }
+Tensor greater_equal(const Tensor& a, const Tensor& b) {
+  return binary_op(BinaryFn::kGreaterEqual, a, b, nullptr);
+}
+Tensor equal(const Tensor& a, const Tensor& b) { return binary_op(BinaryFn::kEqual, a, b, nullptr); }
+Tensor not_equal(const Tensor& a, const Tensor& b) {
+  return binary_op(BinaryFn::kNotEqual, a, b, nullptr);
+}
+
+Tensor where(const Tensor& cond, const Tensor& x, const Tensor& y) {
+  return x.graph().add<WhereOp>(cond, x, y)->output(0);
+}
+
+Tensor add_n(const std::vector<Tensor>& xs) {
+  if (xs.empty()) throw ValueError("add_n: no tensors to add");
+  Tensor sum = xs[0];
+  for (size_t i = 1; i < xs.size(); ++i) sum = add(sum, xs[i]);
+  return sum;
+}
+
+Tensor broadcast(const Tensor& x, const Shape& shape) {
+  if (x.shape() == shape) return x;
+  return x.graph().add<BroadcastOp>(x, shape, "broadcast")->output(0);
+}
+
+Tensor transpose(const Tensor& x, const Shape& new_shape, const std::string& name) {
+  if (!x.shape().same_dims_as(new_shape)) {
+    throw ShapeError(detail::str_cat("transpose", name.empty() ? "" : " \"" + name + "\"",
+                                     ": new shape ", new_shape.to_string(),
+                                     " must hold exactly the dimensions of ", x.describe()));
+  }
+  if (x.shape() == new_shape) return x;
+  return x.graph().add<BroadcastOp>(x, new_shape, "transpose")->output(0);
+}
+
+Tensor operator+(const Tensor& a, const Tensor& b) { return add(a, b); }
+Tensor operator-(const Tensor& a, const Tensor& b) { return subtract(a, b); }
+Tensor operator*(const Tensor& a, const Tensor& b) { return multiply(a, b); }
+Tensor operator/(const Tensor& a, const Tensor& b) { return divide(a, b); }
+Tensor operator-(const Tensor& a) { return negative(a); }
+Tensor operator+(const Tensor& a, float b) { return add(a, ops::scalar_like(a, b)); }
+Tensor operator-(const Tensor& a, float b) { return subtract(a, ops::scalar_like(a, b)); }
+Tensor operator*(const Tensor& a, float b) { return multiply(a, ops::scalar_like(a, b)); }
+Tensor operator/(const Tensor& a, float b) { return divide(a, ops::scalar_like(a, b)); }
+Tensor operator+(float a, const Tensor& b) { return add(ops::scalar_like(b, a), b); }
+Tensor operator-(float a, const Tensor& b) { return subtract(ops::scalar_like(b, a), b); }
+Tensor operator*(float a, const Tensor& b) { return multiply(ops::scalar_like(b, a), b); }
+Tensor operator/(float a, const Tensor& b) { return divide(ops::scalar_like(b, a), b); }
+
+}  // namespace mtf

@@ -1,0 +1,97 @@
+// Ops on indices: one_hot, range, gather.
+#include "exec/kernel_context.h"
+#include "kernels/kernels.h"
+#include "ops/op_util.h"
+
+namespace mtf {
+namespace {
+
+void require_int_indices(const char* op, const Tensor& indices) {
+  if (indices.dtype() != int32) {
+    throw DTypeError(detail::str_cat(op, ": indices ", indices.describe(), " must be int32, not ",
+                                     dtype_name(indices.dtype()), " (cast them)"));
+  }
+}
+
+class OneHotOp : public Operation {
+ public:
+  OneHotOp(const Tensor& indices, const Dimension& dim, float on, float off, DType dtype)
+      : Operation(indices.mesh(), "one_hot", {indices}, ""), on_(on), off_(off) {
+    require_int_indices("one_hot", indices);
+    if (indices.shape().contains(dim.name)) {
+      throw ShapeError(detail::str_cat("one_hot: output dimension \"", dim.name,
+                                       "\" already exists in indices ", indices.describe()));
+    }
+    std::vector<Dimension> dims = indices.shape().dims();
+    dims.push_back(dim);
+    add_output(Shape(dims), dtype);
+  }
+  void compute(KernelContext& ctx) const override {
+    const auto& off = ctx.output_slice_offset(0);
+    kernels::one_hot(ctx.input(0), off.back(), on_, off_, ctx.allocate_output(0));
+  }
+  bool differentiable() const override { return false; }
+
+ private:
+  float on_, off_;
+};
+
+class RangeOp : public Operation {
+ public:
+  RangeOp(const Mesh& mesh, const Dimension& dim, DType dtype) : Operation(mesh, "range", {}, "") {
+    add_output(Shape({dim}), dtype);
+  }
+  void compute(KernelContext& ctx) const override {
+    kernels::range(ctx.output_slice_offset(0)[0], ctx.allocate_output(0));
+  }
+  bool differentiable() const override { return false; }
+};
+
+class GatherOp : public Operation {
+ public:
+  GatherOp(const Tensor& weights, const Tensor& indices, const Dimension& dim)
+      : Operation(weights.mesh(), "gather", {weights, indices}, ""),
+        axis_(ops::axis_of("gather", weights, dim.name)) {
+    require_int_indices("gather", indices);
+    const Shape rest = weights.shape().minus(Shape({weights.shape()[axis_]}));
+    for (const Dimension& d : rest) {
+      if (indices.shape().contains(d.name)) {
+        throw ShapeError(detail::str_cat("gather: indices ", indices.describe(),
+                                         " share dimension \"", d.name, "\" with weights ",
+                                         weights.describe(), "; rename one of them"));
+      }
+    }
+    std::vector<Dimension> dims = indices.shape().dims();
+    for (const Dimension& d : rest) dims.push_back(d);
+    add_output(Shape(dims), weights.dtype());
+  }
+  void compute(KernelContext& ctx) const override {
+    kernels::gather(ctx.input(0), axis_, ctx.input(1), ctx.allocate_output(0));
+  }
+  bool differentiable() const override { return inputs()[0].dtype() == float32; }
+  std::vector<Tensor> gradient(const std::vector<Tensor>& g) const override {
+    const Tensor& w = inputs()[0];
+    return {einsum({one_hot(inputs()[1], w.shape()[axis_]), g[0]}, w.shape()), Tensor()};
+  }
+  double flops() const override { return 0; }
+
+ private:
+  int axis_;
+};
+
+}  // namespace
+
+Tensor one_hot(const Tensor& indices, const Dimension& output_dim, float on_value, float off_value,
+               DType dtype) {
+  return indices.graph().add<OneHotOp>(indices, output_dim, on_value, off_value, dtype)->output(0);
+}
+
+Tensor range(const Mesh& mesh, const Dimension& dim, DType dtype) {
+  return mesh.graph().add<RangeOp>(mesh, dim, dtype)->output(0);
+}
+
+Tensor gather(const Tensor& weights, const Tensor& indices, const Dimension& dim) {
+  return weights.graph().add<GatherOp>(weights, indices, dim)->output(0);
+}
+
+}  // namespace mtf

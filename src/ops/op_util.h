@@ -1,0 +1,28 @@
+// op_util.h — shape checks and small builders shared by the op families.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "core/check.h"
+#include "mtf/errors.h"
+#include "mtf/ops.h"
+
+namespace mtf::ops {
+
+// Throws ShapeError when two inputs use one dimension name with two sizes.
+void check_consistent_sizes(const std::string& op, const std::vector<Tensor>& inputs);
+// Throws DTypeError unless every input has the first one's dtype.
+void check_same_dtype(const std::string& op, const std::vector<Tensor>& inputs);
+// Throws DTypeError unless x is float32.
+void require_float(const std::string& op, const Tensor& x);
+// Mesh TensorFlow's broadcast rule for binary ops (see mtf/ops.h).
+Shape broadcast_shape(const Shape& a, const Shape& b);
+// A scalar constant with x's mesh and dtype.
+Tensor scalar_like(const Tensor& x, float value);
+// t summed (and transposed) down to `shape`, whose dims t must contain.
+Tensor reduce_to(const Tensor& t, const Shape& shape);
+// Index of dimension `name` in x, or a ShapeError naming op and tensor.
+int axis_of(const std::string& op, const Tensor& x, const std::string& name);
+
+}  // namespace mtf::ops

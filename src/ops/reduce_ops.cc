@@ -1,0 +1,165 @@
+// Reductions over named dimensions, softmax family, top_k and the softmax
+// cross-entropy loss. mean, logsumexp, softmax and the loss are compositions
+// of primitive ops, so their gradients follow from the primitives'.
+#include <limits>
+
+#include "exec/kernel_context.h"
+#include "kernels/kernels.h"
+#include "ops/op_util.h"
+
+namespace mtf {
+namespace {
+
+using kernels::ReduceFn;
+
+const char* reduce_name(ReduceFn fn) {
+  switch (fn) {
+    case ReduceFn::kSum: return "reduce_sum";
+    case ReduceFn::kMax: return "reduce_max";
+    case ReduceFn::kMin: return "reduce_min";
+  }
+  return "reduce";
+}
+
+class ReduceOp : public Operation {
+ public:
+  ReduceOp(ReduceFn fn, const Tensor& x, const Shape& out_shape)
+      : Operation(x.mesh(), reduce_name(fn), {x}, ""), fn_(fn) {
+    for (const Dimension& d : out_shape) {
+      int i = x.shape().index_of(d.name);
+      if (i < 0 || x.shape()[i].size != d.size) {
+        throw ShapeError(detail::str_cat(type(), ": output dimension ", d.to_string(),
+                                         " is not a dimension of input ", x.describe(),
+                                         "; a reduction's output keeps a subset of its input's "
+                                         "dimensions"));
+      }
+    }
+    add_output(out_shape, x.dtype());
+  }
+  void compute(KernelContext& ctx) const override {
+    kernels::reduce(fn_, ctx.input(0), ctx.allocate_output(0));
+  }
+  bool differentiable() const override { return output(0).dtype() == float32; }
+  std::vector<Tensor> gradient(const std::vector<Tensor>& g) const override {
+    const Tensor& x = inputs()[0];
+    Tensor dy = broadcast(g[0], x.shape());
+    if (fn_ == ReduceFn::kSum) return {dy};
+    // max/min: the gradient goes to every element equal to the extreme.
+    Tensor mask = equal(x, broadcast(output(0), x.shape()));
+    return {where(mask, dy, ops::scalar_like(dy, 0.0f))};
+  }
+  double flops() const override { return static_cast<double>(inputs()[0].shape().num_elements()); }
+
+ private:
+  ReduceFn fn_;
+};
+
+Tensor reduce(ReduceFn fn, const Tensor& x, const Shape& out) {
+  if (!x.valid()) throw ValueError(std::string(reduce_name(fn)) + ": invalid input tensor");
+  if (out == x.shape()) return x;
+  return x.graph().add<ReduceOp>(fn, x, out)->output(0);
+}
+
+Shape without(const char* op, const Tensor& x, const Dimension& d) {
+  int i = ops::axis_of(op, x, d.name);
+  if (x.shape()[i].size != d.size) {
+    throw ShapeError(detail::str_cat(op, ": reduced dimension ", d.to_string(),
+                                     " disagrees in size with input ", x.describe()));
+  }
+  return x.shape().minus(Shape({d}));
+}
+
+class TopKOp : public Operation {
+ public:
+  TopKOp(const Tensor& x, const Dimension& reduced, const Dimension& k_dim)
+      : Operation(x.mesh(), "top_k", {x}, ""), axis_(ops::axis_of("top_k", x, reduced.name)) {
+    if (k_dim.size > x.shape()[axis_].size || k_dim.size < 0) {
+      throw ValueError(detail::str_cat("top_k: k = ", k_dim.size, " (dimension \"", k_dim.name,
+                                       "\") exceeds the size ", x.shape()[axis_].size,
+                                       " of reduced dimension \"", reduced.name, "\" of ",
+                                       x.describe()));
+    }
+    std::vector<Dimension> dims = x.shape().dims();
+    dims[axis_] = k_dim;
+    add_output(Shape(dims), x.dtype());
+    add_output(Shape(dims), int32);
+  }
+  void compute(KernelContext& ctx) const override {
+    HostTensor& v = ctx.allocate_output(0);
+    kernels::top_k(ctx.input(0), axis_, v, ctx.allocate_output(1));
+  }
+  bool differentiable() const override { return inputs()[0].dtype() == float32; }
+  std::vector<Tensor> gradient(const std::vector<Tensor>& g) const override {
+    if (!g[0].valid()) return {Tensor()};
+    const Tensor& x = inputs()[0];
+    const Dimension& reduced = x.shape()[axis_];
+    return {einsum({one_hot(output(1), reduced), g[0]}, x.shape())};
+  }
+
+ private:
+  int axis_;
+};
+
+}  // namespace
+
+Tensor reduce_sum(const Tensor& x, const Shape& s) { return reduce(ReduceFn::kSum, x, s); }
+Tensor reduce_sum(const Tensor& x, const Dimension& d) {
+  return reduce(ReduceFn::kSum, x, without("reduce_sum", x, d));
+}
+Tensor reduce_sum(const Tensor& x) { return reduce(ReduceFn::kSum, x, Shape()); }
+Tensor reduce_max(const Tensor& x, const Shape& s) { return reduce(ReduceFn::kMax, x, s); }
+Tensor reduce_max(const Tensor& x, const Dimension& d) {
+  return reduce(ReduceFn::kMax, x, without("reduce_max", x, d));
+}
+Tensor reduce_max(const Tensor& x) { return reduce(ReduceFn::kMax, x, Shape()); }
+Tensor reduce_min(const Tensor& x, const Shape& s) { return reduce(ReduceFn::kMin, x, s); }
+Tensor reduce_min(const Tensor& x, const Dimension& d) {
+  return reduce(ReduceFn::kMin, x, without("reduce_min", x, d));
+}
+Tensor reduce_min(const Tensor& x) { return reduce(ReduceFn::kMin, x, Shape()); }
+
+Tensor reduce_mean(const Tensor& x, const Shape& s) {
+  ops::require_float("reduce_mean", x);
+  const double n = static_cast<double>(x.shape().num_elements()) /
+                   static_cast<double>(std::max<int64_t>(s.num_elements(), 1));
+  Tensor sum = reduce_sum(x, s);
+  if (x.shape().num_elements() == 0 || s.num_elements() == 0) return sum / 0.0f;
+  return sum * static_cast<float>(1.0 / n);
+}
+Tensor reduce_mean(const Tensor& x, const Dimension& d) {
+  return reduce_mean(x, without("reduce_mean", x, d));
+}
+Tensor reduce_mean(const Tensor& x) { return reduce_mean(x, Shape()); }
+
+Tensor reduce_logsumexp(const Tensor& x, const Shape& s) {
+  ops::require_float("reduce_logsumexp", x);
+  // max + log(sum(exp(x - max))), with the max held constant for the gradient.
+  Tensor m = stop_gradient(reduce_max(x, s));
+  return log(reduce_sum(exp(x - m), s)) + m;
+}
+Tensor reduce_logsumexp(const Tensor& x, const Dimension& d) {
+  return reduce_logsumexp(x, without("reduce_logsumexp", x, d));
+}
+
+Tensor log_softmax(const Tensor& x, const Dimension& d) { return x - reduce_logsumexp(x, d); }
+Tensor softmax(const Tensor& x, const Dimension& d) { return exp(log_softmax(x, d)); }
+
+std::pair<Tensor, Tensor> top_k(const Tensor& x, const Dimension& reduced_dim,
+                                const Dimension& k_dim) {
+  auto* op = x.graph().add<TopKOp>(x, reduced_dim, k_dim);
+  return {op->output(0), op->output(1)};
+}
+
+Tensor softmax_cross_entropy_with_logits(const Tensor& logits, const Tensor& targets,
+                                         const Dimension& vocab_dim, float z_loss) {
+  ops::require_float("softmax_cross_entropy_with_logits", logits);
+  ops::check_consistent_sizes("softmax_cross_entropy_with_logits", {logits, targets});
+  ops::axis_of("softmax_cross_entropy_with_logits", logits, vocab_dim.name);
+  ops::axis_of("softmax_cross_entropy_with_logits", targets, vocab_dim.name);
+  Tensor lse = reduce_logsumexp(logits, vocab_dim);
+  Tensor loss = -reduce_sum((logits - lse) * targets, vocab_dim);
+  if (z_loss > 0.0f) loss = loss + z_loss * square(lse);
+  return loss;
+}
+
+}  // namespace mtf

@@ -1,0 +1,219 @@
+// Ops that change a tensor's shape or move data along one dimension:
+// reshape, rename_dimension, slice, pad, concat, shift; split, stack and
+// unstack are compositions of these.
+#include "exec/kernel_context.h"
+#include "kernels/kernels.h"
+#include "ops/op_util.h"
+
+namespace mtf {
+namespace {
+
+class ReshapeOp : public Operation {
+ public:
+  ReshapeOp(const Tensor& x, const Shape& shape, const std::string& name)
+      : Operation(x.mesh(), "reshape", {x}, name) {
+    if (shape.num_elements() != x.shape().num_elements()) {
+      throw ShapeError(detail::str_cat("reshape \"", this->name(), "\": cannot reshape ",
+                                       x.describe(), " (", x.shape().num_elements(),
+                                       " elements) to ", shape.to_string(), " (",
+                                       shape.num_elements(),
+                                       " elements); a reshape must keep the element count"));
+    }
+    add_output(shape, x.dtype());
+  }
+  void compute(KernelContext& ctx) const override {
+    ctx.set_output(0, ctx.input(0).reshaped(ctx.output_slice_shape(0)));
+  }
+  bool differentiable() const override { return output(0).dtype() == float32; }
+  std::vector<Tensor> gradient(const std::vector<Tensor>& g) const override {
+    return {reshape(g[0], inputs()[0].shape())};
+  }
+  double flops() const override { return 0; }
+};
+
+// slice / pad / shift: same dimensions, one of them moved or resized.
+class AxisOp : public Operation {
+ public:
+  enum class Kind { kSlice, kPad, kShift };
+  AxisOp(Kind kind, const Tensor& x, const std::string& dim, int64_t a, int64_t b, bool wrap)
+      : Operation(x.mesh(), kind_name(kind), {x}, ""), kind_(kind), a_(a), b_(b), wrap_(wrap) {
+    axis_ = ops::axis_of(type(), x, dim);
+    const int64_t n = x.shape()[axis_].size;
+    Shape out = x.shape();
+    if (kind == Kind::kSlice) {
+      if (a < 0 || b < 0 || a + b > n) {
+        throw ValueError(detail::str_cat("slice: begin ", a, " size ", b, " is outside dimension ",
+                                         x.shape()[axis_].to_string(), " of ", x.describe()));
+      }
+      out = out.resize(dim, b);
+    } else if (kind == Kind::kPad) {
+      if (a < 0 || b < 0) {
+        throw ValueError(detail::str_cat("pad: paddings (", a, ", ", b, ") of dimension \"", dim,
+                                         "\" of ", x.describe(), " must be non-negative"));
+      }
+      out = out.resize(dim, n + a + b);
+    }
+    add_output(out, x.dtype());
+  }
+  void compute(KernelContext& ctx) const override {
+    HostTensor& out = ctx.allocate_output(0);
+    switch (kind_) {
+      case Kind::kSlice: return kernels::slice(ctx.input(0), axis_, a_, out);
+      case Kind::kPad: return kernels::pad(ctx.input(0), axis_, a_, out);
+      case Kind::kShift: return kernels::shift(ctx.input(0), axis_, a_, wrap_, out);
+    }
+  }
+  bool differentiable() const override { return output(0).dtype() == float32; }
+  std::vector<Tensor> gradient(const std::vector<Tensor>& g) const override {
+    const Tensor& x = inputs()[0];
+    const Dimension& d = x.shape()[axis_];
+    switch (kind_) {
+      case Kind::kSlice: return {pad(g[0], a_, d.size - a_ - b_, d.name)};
+      case Kind::kPad: return {slice(g[0], a_, d.size, d.name)};
+      case Kind::kShift: return {shift(g[0], -a_, d, wrap_)};
+    }
+    return {};
+  }
+  double flops() const override { return 0; }
+
+ private:
+  static const char* kind_name(Kind k) {
+    return k == Kind::kSlice ? "slice" : (k == Kind::kPad ? "pad" : "shift");
+  }
+  Kind kind_;
+  int axis_ = 0;
+  int64_t a_, b_;
+  bool wrap_;
+};
+
+class ConcatOp : public Operation {
+ public:
+  ConcatOp(const std::vector<Tensor>& xs, const std::string& dim, const Shape& out)
+      : Operation(xs.at(0).mesh(), "concat", xs, ""), axis_(out.index_of(dim)) {
+    add_output(out, xs[0].dtype());
+  }
+  void compute(KernelContext& ctx) const override {
+    std::vector<const HostTensor*> ins;
+    for (int i = 0; i < ctx.num_inputs(); ++i) ins.push_back(&ctx.input(i));
+    kernels::concat(ins, axis_, ctx.allocate_output(0));
+  }
+  bool differentiable() const override { return output(0).dtype() == float32; }
+  std::vector<Tensor> gradient(const std::vector<Tensor>& g) const override {
+    std::vector<Tensor> grads;
+    const std::string& dim = output(0).shape()[axis_].name;
+    int64_t at = 0;
+    for (const Tensor& x : inputs()) {
+      const int64_t n = x.shape().get(dim).size;
+      grads.push_back(slice(g[0], at, n, dim));
+      at += n;
+    }
+    return grads;
+  }
+  double flops() const override { return 0; }
+
+ private:
+  int axis_;
+};
+
+}  // namespace
+
+Tensor reshape(const Tensor& x, const Shape& new_shape, const std::string& name) {
+  if (x.shape() == new_shape) return x;
+  return x.graph().add<ReshapeOp>(x, new_shape, name)->output(0);
+}
+
+Tensor rename_dimension(const Tensor& x, const std::string& old_name, const std::string& new_name) {
+  ops::axis_of("rename_dimension", x, old_name);
+  return reshape(x, x.shape().rename(old_name, new_name));
+}
+
+Tensor slice(const Tensor& x, int64_t begin, int64_t size, const std::string& dim_name) {
+  return x.graph()
+      .add<AxisOp>(AxisOp::Kind::kSlice, x, dim_name, begin, size, false)
+      ->output(0);
+}
+
+Tensor pad(const Tensor& x, int64_t before, int64_t after, const std::string& dim_name) {
+  return x.graph().add<AxisOp>(AxisOp::Kind::kPad, x, dim_name, before, after, false)->output(0);
+}
+
+Tensor shift(const Tensor& x, int64_t offset, const Dimension& dim, bool wrap) {
+  return x.graph().add<AxisOp>(AxisOp::Kind::kShift, x, dim.name, offset, 0, wrap)->output(0);
+}
+
+Tensor concat(const std::vector<Tensor>& xs, const std::string& dim_name) {
+  if (xs.empty()) throw ValueError("concat: no tensors to concatenate");
+  ops::check_same_dtype("concat", xs);
+  const Tensor& first = xs[0];
+  ops::axis_of("concat", first, dim_name);
+  const Shape rest = first.shape().minus(Shape({first.shape().get(dim_name)}));
+  int64_t total = 0;
+  std::vector<Tensor> arranged;
+  for (const Tensor& x : xs) {
+    const int64_t n = x.shape()[ops::axis_of("concat", x, dim_name)].size;
+    const Shape xr = x.shape().minus(Shape({x.shape().get(dim_name)}));
+    if (!xr.same_dims_as(rest)) {
+      throw ShapeError(detail::str_cat("concat along \"", dim_name, "\": input ", x.describe(),
+                                       " differs from ", first.describe(),
+                                       " in dimensions other than \"", dim_name, "\""));
+    }
+    // Inputs with the same dimensions in another order are transposed.
+    arranged.push_back(transpose(x, first.shape().resize(dim_name, n)));
+    total += n;
+  }
+  return first.graph().add<ConcatOp>(arranged, dim_name, first.shape().resize(dim_name, total))
+      ->output(0);
+}
+
+std::vector<Tensor> split(const Tensor& x, const Dimension& split_dim,
+                          const std::vector<int64_t>& sizes) {
+  const int64_t n = x.shape()[ops::axis_of("split", x, split_dim.name)].size;
+  int64_t sum = 0;
+  for (int64_t s : sizes) sum += s;
+  if (sum != n) {
+    throw ValueError(detail::str_cat("split: sizes sum to ", sum, " but dimension \"",
+                                     split_dim.name, "\" of ", x.describe(), " has size ", n));
+  }
+  std::vector<Tensor> r;
+  int64_t at = 0;
+  for (int64_t s : sizes) {
+    r.push_back(slice(x, at, s, split_dim.name));
+    at += s;
+  }
+  return r;
+}
+
+Tensor stack(const std::vector<Tensor>& xs, const std::string& dim_name, int axis) {
+  if (xs.empty()) throw ValueError("stack: no tensors to stack");
+  const Shape& s = xs[0].shape();
+  if (axis < 0 || axis > s.ndims()) {
+    throw ValueError(detail::str_cat("stack: axis ", axis, " is outside [0, ", s.ndims(),
+                                     "] for ", xs[0].describe()));
+  }
+  if (s.contains(dim_name)) {
+    throw ShapeError(detail::str_cat("stack: new dimension \"", dim_name, "\" already exists in ",
+                                     xs[0].describe()));
+  }
+  std::vector<Dimension> dims = s.dims();
+  dims.insert(dims.begin() + axis, Dimension{dim_name, 1});
+  std::vector<Tensor> parts;
+  for (const Tensor& x : xs) {
+    if (!x.shape().same_dims_as(s)) {
+      throw ShapeError(detail::str_cat("stack: input ", x.describe(), " differs in shape from ",
+                                       xs[0].describe()));
+    }
+    parts.push_back(reshape(transpose(x, s), Shape(dims)));
+  }
+  return concat(parts, dim_name);
+}
+
+std::vector<Tensor> unstack(const Tensor& x, const Dimension& dim) {
+  const int axis = ops::axis_of("unstack", x, dim.name);
+  const Shape rest = x.shape().minus(Shape({x.shape()[axis]}));
+  std::vector<Tensor> r;
+  for (int64_t i = 0; i < x.shape()[axis].size; ++i)
+    r.push_back(reshape(slice(x, i, 1, dim.name), rest));
+  return r;
+}
+
+}  // namespace mtf

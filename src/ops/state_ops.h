@@ -1,0 +1,42 @@
+// state_ops.h — the variable and assignment ops, seen by the Session.
+#pragma once
+
+#include "mtf/graph.h"
+#include "mtf/host_tensor.h"
+#include "mtf/variables.h"
+
+namespace mtf::ops {
+
+class VariableOp : public Operation {
+ public:
+  VariableOp(const Mesh& mesh, const std::string& name, const Shape& shape, Initializer init,
+             DType dtype, bool trainable);
+  void compute(KernelContext& ctx) const override;
+  // Gradients stop here; gradients() reports them at the value tensor.
+  std::vector<Tensor> gradient(const std::vector<Tensor>&) const override { return {}; }
+  double flops() const override { return 0; }
+  bool trainable() const { return trainable_; }
+  const Initializer& initializer() const { return init_; }
+  // The initial value of the slice at `offset` (zeros: the whole variable).
+  HostTensor initial_value(const Shape& slice_shape, const std::vector<int64_t>& offset) const;
+
+ private:
+  Initializer init_;
+  bool trainable_;
+  uint64_t seed_;
+};
+
+class AssignOp : public Operation {
+ public:
+  enum class Kind { kAssign, kAdd, kSub };
+  AssignOp(Kind kind, const Tensor& var, const Tensor& value);
+  void compute(KernelContext& ctx) const override;
+  bool differentiable() const override { return false; }
+  bool is_assignment() const override { return true; }
+  const Operation& variable() const { return inputs()[0].op(); }
+
+ private:
+  Kind kind_;
+};
+
+}  // namespace mtf::ops
