@@ -15,7 +15,7 @@ int main(int argc, char** argv) {
     flags.define("steps", "3000", "training steps");
     flags.define("batch_size", "100", "examples per step");
     flags.define("hidden", "1024", "size of the hidden dimension");
-    flags.define("lr", "0.1", "SGD learning rate");
+    flags.define("lr", "0.2", "SGD learning rate");
     flags.define("seed", "1", "seed for initialisation and data order");
     flags.define("eval_every", "500", "print the mean training loss every this many steps");
     if (!flags.parse(argc, argv)) return 0;

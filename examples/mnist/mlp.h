@@ -17,7 +17,7 @@ namespace mtf::examples {
 struct MlpConfig {
   int64_t batch_size = 100;
   int64_t hidden = 1024;
-  float learning_rate = 0.1f;
+  float learning_rate = 0.2f;
   uint64_t seed = 1;
   int64_t eval_batch = 1000;
 };

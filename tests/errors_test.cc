@@ -1,0 +1,110 @@
+// User errors: each throws a named error type whose message says which
+// tensor, which dimension and what was expected.
+#include <gtest/gtest.h>
+
+#include "mtf/mtf.h"
+
+namespace mtf {
+namespace {
+
+// Runs f, expects exception E, and checks that its message contains every needle.
+template <typename E, typename F>
+void expect_error(F f, const std::vector<std::string>& needles) {
+  try {
+    f();
+    ADD_FAILURE() << "expected an exception";
+  } catch (const E& e) {
+    for (const auto& n : needles)
+      EXPECT_NE(std::string(e.what()).find(n), std::string::npos)
+          << "message \"" << e.what() << "\" lacks \"" << n << "\"";
+  }
+}
+
+class ErrorsTest : public ::testing::Test {
+ protected:
+  Graph g;
+  Mesh mesh{g, "mesh"};
+};
+
+TEST_F(ErrorsTest, UnknownDimensionName) {
+  Tensor x = zeros(mesh, Shape("batch:4;hidden:8"));
+  expect_error<ShapeError>([&] { reduce_sum(x, Dimension{"heads", 8}); },
+                           {"unknown dimension \"heads\"", "batch:4", "zeros"});
+  expect_error<ShapeError>([&] { slice(x, 0, 1, "rows"); }, {"slice", "\"rows\"", "zeros:0"});
+  expect_error<ShapeError>([&] { rename_dimension(x, "nope", "b"); }, {"\"nope\""});
+}
+
+TEST_F(ErrorsTest, OneNameWithTwoSizes) {
+  Tensor a = zeros(mesh, Shape("batch:4;hidden:8"));
+  Tensor b = ones(mesh, Shape("batch:5"));
+  expect_error<ShapeError>([&] { (void)(a + b); },
+                           {"dimension \"batch\"", "size 4", "size 5", "zeros:0", "ones:0"});
+  expect_error<ShapeError>([&] { einsum({a, b}, Shape("hidden:8")); }, {"\"batch\"", "4", "5"});
+}
+
+TEST_F(ErrorsTest, EinsumOutputDimensionFromNowhere) {
+  Tensor a = zeros(mesh, Shape("i:2;k:3"));
+  Tensor b = zeros(mesh, Shape("k:3;j:4"));
+  expect_error<ShapeError>([&] { einsum({a, b}, Shape("i:2;x:5")); },
+                           {"einsum", "output dimension \"x\"", "appears in no input", "[i:2, k:3]"});
+  expect_error<ShapeError>([&] { einsum({a, b}, Shape("i:3;j:4")); }, {"i:3", "disagrees"});
+}
+
+TEST_F(ErrorsTest, ReshapeChangingSize) {
+  Tensor a = zeros(mesh, Shape("i:2;k:3"));
+  expect_error<ShapeError>([&] { reshape(a, Shape("x:7"), "r"); },
+                           {"reshape \"r\"", "6 elements", "[x:7]", "7 elements"});
+}
+
+TEST_F(ErrorsTest, MalformedAndDuplicateShapes) {
+  expect_error<ShapeError>([&] { zeros(mesh, Shape("x;4")); }, {"malformed shape string \"x;4\""});
+  expect_error<ShapeError>([&] { zeros(mesh, Shape("x:4;x:4")); }, {"duplicate dimension \"x\""});
+}
+
+TEST_F(ErrorsTest, DtypeMismatch) {
+  Tensor f = zeros(mesh, Shape("a:2"));
+  Tensor i = zeros(mesh, Shape("a:2"), int32);
+  expect_error<DTypeError>([&] { (void)(f + i); }, {"int32", "float32", "cast"});
+  expect_error<DTypeError>([&] { one_hot(f, Dimension{"v", 3}); }, {"one_hot", "int32"});
+  expect_error<DTypeError>([&] { reduce_mean(i); }, {"reduce_mean", "float32"});
+  expect_error<DTypeError>([&] { Session(g).run(log(i)); }, {"log", "int32"});
+  Tensor bf = zeros(mesh, Shape("a:2"), bfloat16);
+  expect_error<DTypeError>([&] { Session(g).run(bf); }, {"bfloat16"});
+}
+
+TEST_F(ErrorsTest, BadArguments) {
+  Tensor x = zeros(mesh, Shape("b:2;v:5"));
+  expect_error<ValueError>([&] { top_k(x, Dimension{"v", 5}, Dimension{"k", 6}); },
+                           {"top_k", "k = 6", "\"v\""});
+  expect_error<ValueError>([&] { slice(x, 3, 3, "v"); }, {"begin 3 size 3", "v:5"});
+  expect_error<ValueError>([&] { dropout(x, 0.f); }, {"keep_prob 0"});
+  expect_error<ValueError>([&] { split(x, Dimension{"v", 5}, {2, 2}); }, {"sum to 4", "size 5"});
+  expect_error<ValueError>([&] { assign(x, x); }, {"not a variable"});
+}
+
+TEST_F(ErrorsTest, FeedsAreChecked) {
+  Tensor p = placeholder(mesh, Shape("a:2"), float32, "images");
+  Session s(g);
+  expect_error<ValueError>([&] { s.run(p * 2.f); }, {"\"images:0\"", "not fed"});
+  expect_error<ValueError>([&] { s.run(p * 2.f, {{p, HostTensor::zeros(Shape("a:3"), float32)}}); },
+                           {"\"images:0\"", "[a:3]", "exactly its shape"});
+}
+
+TEST_F(ErrorsTest, VariablesNeedUniqueNames) {
+  get_variable(mesh, "w", Shape("a:2"));
+  expect_error<ValueError>([&] { get_variable(mesh, "w", Shape("a:2")); }, {"\"w\"", "unique"});
+  Session s(g);
+  expect_error<ValueError>([&] { s.variable_value("nope"); }, {"no variable named \"nope\""});
+  expect_error<ValueError>([&] { s.set_variable_value("w", HostTensor::zeros(Shape("a:3"), float32)); },
+                           {"\"w:0\"", "[a:3]"});
+}
+
+TEST_F(ErrorsTest, InvalidTensorHandles) {
+  Tensor none;
+  Tensor x = zeros(mesh, Shape("a:2"));
+  expect_error<ValueError>([&] { (void)(x + none); }, {"invalid"});
+  expect_error<ValueError>([&] { none.shape(); }, {"invalid"});
+}
+
+}  // namespace
+}  // namespace mtf

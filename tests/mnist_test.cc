@@ -1,0 +1,105 @@
+// The Fashion-MNIST MLP example: data loading errors, and training to the
+// accuracy the README promises with the example's default settings.
+#include <gtest/gtest.h>
+#include <zlib.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+
+#include "common/idx_reader.h"
+#include "mnist/mlp.h"
+
+namespace mtf {
+namespace {
+
+const char* kDataDir = "/usr/share/datasets/fashion-mnist";
+
+class DataErrorsTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = std::filesystem::temp_directory_path() /
+           ("mtf_idx_" + std::to_string(::testing::UnitTest::GetInstance()->random_seed()) + "_" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    std::filesystem::create_directories(dir_);
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+  std::string write(const std::string& name, const std::vector<unsigned char>& bytes) {
+    std::string p = (dir_ / name).string();
+    gzFile f = gzopen(p.c_str(), "wb");
+    gzwrite(f, bytes.data(), static_cast<unsigned>(bytes.size()));
+    gzclose(f);
+    return p;
+  }
+  std::filesystem::path dir_;
+};
+
+template <typename F>
+std::string error_of(F f) {
+  try {
+    f();
+  } catch (const IoError& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+TEST_F(DataErrorsTest, MissingDirectoryNamesIt) {
+  std::string msg = error_of([] { data::load_mnist_split("/no/such/dir", "train"); });
+  EXPECT_NE(msg.find("/no/such/dir"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("does not exist"), std::string::npos) << msg;
+}
+
+TEST_F(DataErrorsTest, WrongMagicNamesTheFile) {
+  std::string p = write("x-images-idx3-ubyte.gz", {0, 0, 8, 1, 0, 0, 0, 1});
+  std::string msg = error_of([&] { data::read_idx_images(p); });
+  EXPECT_NE(msg.find(p), std::string::npos) << msg;
+  EXPECT_NE(msg.find("magic number 0x00000801, expected 0x00000803"), std::string::npos) << msg;
+}
+
+TEST_F(DataErrorsTest, TruncatedFileNamesTheFile) {
+  // Header says 2 images of 2x2 but only 5 pixel bytes follow.
+  std::string p = write("t-images-idx3-ubyte.gz",
+                        {0, 0, 8, 3, 0, 0, 0, 2, 0, 0, 0, 2, 0, 0, 0, 2, 1, 2, 3, 4, 5});
+  std::string msg = error_of([&] { data::read_idx_images(p); });
+  EXPECT_NE(msg.find(p), std::string::npos) << msg;
+  EXPECT_NE(msg.find("truncated"), std::string::npos) << msg;
+  std::string lp = write("l-labels-idx1-ubyte.gz", {0, 0, 8, 1, 0, 0, 0, 9, 1});
+  EXPECT_NE(error_of([&] { data::read_idx_labels(lp); }).find("truncated"), std::string::npos);
+}
+
+TEST_F(DataErrorsTest, ReadsAValidFile) {
+  std::string p = write("ok-images-idx3-ubyte.gz",
+                        {0, 0, 8, 3, 0, 0, 0, 1, 0, 0, 0, 1, 0, 0, 0, 2, 7, 9});
+  auto im = data::read_idx_images(p);
+  EXPECT_EQ(im.count, 1);
+  EXPECT_EQ(im.pixels, (std::vector<uint8_t>{7, 9}));
+}
+
+TEST(MnistTrainingTest, DefaultSettingsReachTheAdvertisedAccuracy) {
+  if (!std::filesystem::exists(kDataDir)) GTEST_SKIP() << "Fashion-MNIST not installed";
+  auto train = data::load_mnist_split(kDataDir, "train");
+  auto test = data::load_mnist_split(kDataDir, "t10k");
+  examples::MlpConfig config;  // the example's defaults
+  examples::Mlp mlp(config);
+  Session session(mlp.graph());
+  examples::BatchSampler sampler(train.images.count, config.batch_size, config.seed);
+  const int steps = 3000;  // the example's default --steps
+  double first = 0, last = 0;
+  for (int step = 0; step < steps; ++step) {
+    auto idx = sampler.next();
+    float loss = mlp.train_step(session, examples::Mlp::images_batch(train, idx, mlp.batch_dim),
+                                examples::Mlp::labels_batch(train, idx, mlp.batch_dim));
+    ASSERT_TRUE(std::isfinite(loss)) << "step " << step;
+    if (step < 100) first += loss;
+    if (step >= steps - 100) last += loss;
+  }
+  EXPECT_LT(last, 0.5 * first) << "mean loss of the first 100 steps " << first / 100
+                               << ", of the last 100 " << last / 100;
+  const double acc = mlp.accuracy(session, test);
+  std::printf("test accuracy %.4f\n", acc);
+  EXPECT_GE(acc, 0.85);
+}
+
+}  // namespace
+}  // namespace mtf

@@ -1,0 +1,116 @@
+// Sessions: variables, assignment semantics, optimizers, program text.
+#include <cmath>
+
+#include "test_util.h"
+
+namespace mtf {
+namespace {
+
+TEST(SessionTest, AssignmentsTakeEffectAfterTheRun) {
+  Graph g;
+  Mesh mesh(g, "m");
+  Tensor v = get_variable(mesh, "v", Shape("a:2"), Initializer::constant(1.f));
+  Operation* inc = assign_add(v, constant(mesh, 2.f));
+  Session s(g);
+  // The fetch of v in the same run sees the old value.
+  auto r = s.run({v * 1.f}, {}, {inc});
+  EXPECT_EQ(r[0].to_floats(), (std::vector<float>{1, 1}));
+  EXPECT_EQ(s.variable_value("v").to_floats(), (std::vector<float>{3, 3}));
+  s.run({}, {}, {assign_sub(v, constant(mesh, 0.5f, Shape("a:2")))});
+  EXPECT_EQ(s.variable_value("v").to_floats(), (std::vector<float>{2.5f, 2.5f}));
+  s.set_variable_value("v", HostTensor::from_floats(Shape("a:2"), {7, 8}));
+  EXPECT_EQ(s.run(v).to_floats(), (std::vector<float>{7, 8}));
+  s.run({}, {}, {assign(v, constant(mesh, 0.f))});
+  EXPECT_EQ(s.run(v).to_floats(), (std::vector<float>{0, 0}));
+}
+
+TEST(SessionTest, InitializersAreDeterministicAndShaped) {
+  auto init = [](uint64_t seed) {
+    Graph g;
+    g.set_seed(seed);
+    Mesh mesh(g, "m");
+    get_variable(mesh, "w", Shape("i:30;o:20"));
+    get_variable(mesh, "n", Shape("i:100;o:100"), Initializer::truncated_normal(0.5f));
+    Session s(g);
+    return std::make_pair(s.variable_value("w").to_floats(), s.variable_value("n").to_floats());
+  };
+  auto [w1, n1] = init(1);
+  auto [w1b, n1b] = init(1);
+  auto [w2, n2] = init(2);
+  EXPECT_EQ(w1, w1b);
+  EXPECT_NE(w1, w2);
+  const float limit = std::sqrt(6.f / 50.f);  // glorot: fan_in 30, fan_out 20
+  for (float x : w1) EXPECT_LE(std::fabs(x), limit);
+  for (float x : n1) EXPECT_LE(std::fabs(x), 1.0f + 1e-6f);  // truncated at 2 stddev
+}
+
+TEST(SessionTest, SgdMomentumAdamFollowTheirFormulas) {
+  // Minimise sum((w - 3)^2) from w = 0; compare to the update rules by hand.
+  auto run = [](Optimizer& opt, int steps) {
+    Graph g;
+    Mesh mesh(g, "m");
+    Tensor w = get_variable(mesh, "w", Shape("a:1"), Initializer::zeros());
+    Tensor loss = reduce_sum(square(w - 3.f));
+    auto ops = opt.minimize(loss);
+    Session s(g);
+    for (int i = 0; i < steps; ++i) s.run({}, {}, ops);
+    return s.variable_value("w").to_floats()[0];
+  };
+  SgdOptimizer sgd(0.1f);
+  {
+    double w = 0;
+    for (int i = 0; i < 3; ++i) w -= 0.1 * 2 * (w - 3);
+    EXPECT_NEAR(run(sgd, 3), w, 1e-5);
+  }
+  MomentumOptimizer mom(0.1f, 0.9f);
+  {
+    double w = 0, v = 0;
+    for (int i = 0; i < 3; ++i) {
+      v = 0.9 * v + 2 * (w - 3);
+      w -= 0.1 * v;
+    }
+    EXPECT_NEAR(run(mom, 3), w, 1e-5);
+  }
+  AdamOptimizer adam(0.1f);
+  {
+    double w = 0, m = 0, v = 0;
+    for (int t = 1; t <= 3; ++t) {
+      double g = 2 * (w - 3);
+      m = 0.9 * m + 0.1 * g;
+      v = 0.999 * v + 0.001 * g * g;
+      double lr = 0.1 * std::sqrt(1 - std::pow(0.999, t)) / (1 - std::pow(0.9, t));
+      w -= lr * m / (std::sqrt(v) + 1e-8);
+    }
+    EXPECT_NEAR(run(adam, 3), w, 1e-4);
+  }
+}
+
+TEST(SessionTest, ProgramTextListsStepsWithShapesAndFlops) {
+  Graph g;
+  Mesh mesh(g, "m");
+  Tensor a = constant(mesh, 1.f, Shape("i:2;k:3"));
+  Tensor b = constant(mesh, 1.f, Shape("k:3;j:4"));
+  Tensor c = einsum({a, b}, Shape("i:2;j:4"), "mm");
+  Tensor unused = c * 2.f;
+  (void)unused;
+  Session s(g);
+  const std::string text = s.program_text({c});
+  EXPECT_NE(text.find("mm = einsum("), std::string::npos) << text;
+  EXPECT_NE(text.find("[i:2, j:4]"), std::string::npos) << text;
+  EXPECT_NE(text.find("flops=48"), std::string::npos) << text;
+  EXPECT_EQ(text.find("multiply"), std::string::npos) << "unneeded ops are pruned:\n" << text;
+}
+
+TEST(SessionTest, RunsAreRepeatableBitForBit) {
+  Graph g;
+  Mesh mesh(g, "m");
+  Tensor x = import_host(mesh, testing::random_tensor(Shape("b:64;k:128"), 1));
+  Tensor w = get_variable(mesh, "w", Shape("k:128;h:96"));
+  Tensor y = reduce_sum(softmax(einsum({x, w}, Shape("b:64;h:96")), Dimension{"h", 96}) * 3.f,
+                        Shape("h:96"));
+  Session s1(g), s2(g);
+  EXPECT_EQ(s1.run(y).to_floats(), s2.run(y).to_floats());
+}
+
+}  // namespace
+}  // namespace mtf
