@@ -1,0 +1,120 @@
+// einsum as matmul against a direct cblas_sgemm on the same shapes, in the
+// same run: [1024,1024]x[1024,1024] and the Fashion-MNIST MLP's einsums
+// (forward and gradient). Prints GFLOP/s and the ratio einsum / sgemm.
+#include <cblas.h>
+
+#include <cstdio>
+#include <random>
+
+#include "mtf/mtf.h"
+#include "ratio_reporter.h"
+
+namespace {
+
+using namespace mtf;
+
+struct Case {
+  const char* name;
+  std::vector<const char*> inputs;  // shapes of the einsum operands
+  const char* output;
+  // The equivalent row-major sgemm: C[m,n] = op(A) op(B).
+  bool ta, tb;
+  int m, n, k;
+};
+
+// The MLP at batch b: x[b,rows,cols] w1[rows,cols,hidden] h[b,hidden] w2[hidden,classes].
+std::vector<Case> cases() {
+  return {
+      {"square_1024", {"i:1024;k:1024", "k:1024;j:1024"}, "i:1024;j:1024", false, false, 1024, 1024, 1024},
+      {"mlp_fwd1_100x784x1024", {"batch:100;rows:28;cols:28", "rows:28;cols:28;hidden:1024"},
+       "batch:100;hidden:1024", false, false, 100, 1024, 784},
+      {"mlp_fwd2_100x1024x10", {"batch:100;hidden:1024", "hidden:1024;classes:10"},
+       "batch:100;classes:10", false, false, 100, 10, 1024},
+      {"mlp_grad_w1_784x100x1024", {"batch:100;hidden:1024", "batch:100;rows:28;cols:28"},
+       "rows:28;cols:28;hidden:1024", true, false, 784, 1024, 100},
+      {"mlp_grad_w2_1024x100x10", {"batch:100;classes:10", "batch:100;hidden:1024"},
+       "hidden:1024;classes:10", true, false, 1024, 10, 100},
+      {"mlp_grad_h_100x10x1024", {"batch:100;classes:10", "hidden:1024;classes:10"},
+       "batch:100;hidden:1024", false, true, 100, 1024, 10},
+  };
+}
+
+HostTensor random_host(const Shape& s, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> d(-1.f, 1.f);
+  HostTensor t(s, float32);
+  for (int64_t i = 0; i < t.num_elements(); ++i) t.data<float>()[i] = d(rng);
+  return t;
+}
+
+void BM_Einsum(benchmark::State& state, Case c) {
+  Graph g;
+  Mesh mesh(g, "m");
+  std::vector<Tensor> ins;
+  Feeds feeds;
+  uint32_t seed = 1;
+  for (const char* s : c.inputs) {
+    ins.push_back(placeholder(mesh, Shape(s), float32, "in"));
+    feeds.emplace_back(ins.back(), random_host(Shape(s), seed++));
+  }
+  Tensor out = einsum(ins, Shape(c.output));
+  Session session(g);
+  for (auto _ : state) benchmark::DoNotOptimize(session.run(out, feeds));
+  const double flops = 2.0 * c.m * c.n * c.k;
+  state.counters["GFLOP/s"] =
+      benchmark::Counter(flops * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
+}
+
+void BM_Sgemm(benchmark::State& state, Case c) {
+  std::vector<float> a(static_cast<size_t>(c.m) * c.k), b(static_cast<size_t>(c.k) * c.n),
+      out(static_cast<size_t>(c.m) * c.n);
+  std::mt19937 rng(1);
+  std::uniform_real_distribution<float> d(-1.f, 1.f);
+  for (auto& x : a) x = d(rng);
+  for (auto& x : b) x = d(rng);
+  const int lda = c.ta ? c.m : c.k, ldb = c.tb ? c.k : c.n;
+  for (auto _ : state) {
+    cblas_sgemm(CblasRowMajor, c.ta ? CblasTrans : CblasNoTrans, c.tb ? CblasTrans : CblasNoTrans,
+                c.m, c.n, c.k, 1.f, a.data(), lda, b.data(), ldb, 0.f, out.data(), c.n);
+    benchmark::DoNotOptimize(out.data());
+  }
+  const double flops = 2.0 * c.m * c.n * c.k;
+  state.counters["GFLOP/s"] =
+      benchmark::Counter(flops * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
+}
+
+// The fixed cost of one Session::run of a one-element einsum: what small
+// einsums pay on top of their GEMM.
+void BM_RunOverhead(benchmark::State& state) {
+  Graph g;
+  Mesh mesh(g, "m");
+  Tensor a = placeholder(mesh, Shape("i:1;k:1"), float32, "a");
+  Tensor b = placeholder(mesh, Shape("k:1;j:1"), float32, "b");
+  Tensor out = einsum({a, b}, Shape("i:1;j:1"));
+  Feeds feeds = {{a, HostTensor::zeros(a.shape(), float32)}, {b, HostTensor::zeros(b.shape(), float32)}};
+  Session session(g);
+  for (auto _ : state) benchmark::DoNotOptimize(session.run(out, feeds));
+}
+BENCHMARK(BM_RunOverhead);
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  for (const Case& c : cases()) {
+    benchmark::RegisterBenchmark((std::string("sgemm/") + c.name).c_str(), BM_Sgemm, c)
+        ->MinTime(0.2)->UseRealTime()->Repetitions(5)->ReportAggregatesOnly(true);
+    benchmark::RegisterBenchmark((std::string("einsum/") + c.name).c_str(), BM_Einsum, c)
+        ->MinTime(0.2)->UseRealTime()->Repetitions(5)->ReportAggregatesOnly(true);
+  }
+  benchmark::Initialize(&argc, argv);
+  mtf::bench::RatioReporter reporter;
+  benchmark::RunSpecifiedBenchmarks(&reporter);
+  std::printf("\neinsum / sgemm throughput, same shapes, same run, medians of 5 (target >= 0.90):\n");
+  for (const Case& c : cases()) {
+    const double e = reporter.seconds(std::string("einsum/") + c.name);
+    const double s = reporter.seconds(std::string("sgemm/") + c.name);
+    if (e > 0 && s > 0) std::printf("  %-28s %.3f\n", c.name, s / e);
+  }
+  benchmark::Shutdown();
+  return 0;
+}

@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# scripts/setup.sh — one command from a fresh Debian machine to a result.
+#
+#   bash scripts/setup.sh demo   install missing packages, build, train the Fashion-MNIST MLP
+#   bash scripts/setup.sh test   install missing packages, build, run the whole test suite
+#   bash scripts/setup.sh build  install missing packages and build only
+#
+# Run as root (or with sudo available). Only Debian packages are installed,
+# and only those that are missing. BUILD_DIR (default: build) picks the build
+# tree; extra CMake options can be passed in CMAKE_ARGS.
+set -euo pipefail
+
+mode=${1:-}
+case "$mode" in
+  demo|test|build) ;;
+  *) echo "usage: bash scripts/setup.sh demo|test|build" >&2; exit 2 ;;
+esac
+cd "$(dirname "$0")/.."
+
+packages=(
+  cmake g++ make pkg-config
+  libopenblas-dev
+  libboost-dev libboost-fiber-dev libboost-context-dev
+  libhdf5-dev zlib1g-dev
+  libgtest-dev libgmock-dev libbenchmark-dev
+  dataset-fashion-mnist
+)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  sudo=""
+  if [ "$(id -u)" -ne 0 ]; then
+    command -v sudo >/dev/null || { echo "setup.sh: need root to install: ${missing[*]}" >&2; exit 1; }
+    sudo=sudo
+  fi
+  echo "setup.sh: installing ${missing[*]}"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+
+build=${BUILD_DIR:-build}
+jobs=$(nproc)
+# shellcheck disable=SC2086
+cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release ${CMAKE_ARGS:-}
+cmake --build "$build" -j"$jobs"
+
+case "$mode" in
+  demo) "$build/examples/mnist" ;;
+  test) cd "$build" && ctest --output-on-failure -j"$jobs" ;;
+  build) ;;
+esac
