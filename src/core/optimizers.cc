@@ -5,6 +5,7 @@
 #include "mtf/gradients.h"
 #include "mtf/ops.h"
 #include "mtf/variables.h"
+#include "ops/state_ops.h"
 
 namespace mtf {
 
@@ -30,7 +31,7 @@ std::vector<Operation*> SgdOptimizer::apply_grads(const std::vector<Tensor>& gra
   std::vector<Operation*> updates;
   for (size_t i = 0; i < vars.size(); ++i) {
     if (!grads[i].valid()) continue;
-    updates.push_back(assign_sub(vars[i], grads[i] * lr_));
+    updates.push_back(ops::assign_sub_scaled(vars[i], grads[i], lr_));
   }
   return updates;
 }
@@ -46,7 +47,7 @@ std::vector<Operation*> MomentumOptimizer::apply_grads(const std::vector<Tensor>
                             Initializer::zeros(), var.dtype(), false);
     Tensor v_new = v * mom_ + grads[i];
     updates.push_back(assign(v, v_new));
-    updates.push_back(assign_sub(var, v_new * lr_));
+    updates.push_back(ops::assign_sub_scaled(var, v_new, lr_));
   }
   return updates;
 }

@@ -208,6 +208,12 @@ void binary(BinaryFn fn, const HostTensor& a, const HostTensor& b, HostTensor& o
   }
 }
 
+void scaled_add(const HostTensor& a, float alpha, const HostTensor& b, HostTensor& out) {
+  require_supported(a, false, "scaled_add");
+  require_supported(b, false, "scaled_add");
+  broadcast_apply<float, float>(a, b, out, [alpha](float x, float y) { return x + alpha * y; });
+}
+
 void where(const HostTensor& cond, const HostTensor& x, const HostTensor& y, HostTensor& out) {
   // where = cond * x + (1 - cond) * y would lose NaN/inf semantics; instead
   // broadcast cond into out's shape and select row by row.

@@ -34,6 +34,8 @@ bool is_comparison(BinaryFn fn);
 // out's dimensions contain a's and b's (broadcast by name). Arithmetic: out
 // has a's dtype; comparisons: out is int32.
 void binary(BinaryFn fn, const HostTensor& a, const HostTensor& b, HostTensor& out);
+// out = a + alpha * b for float32, b broadcast by name into a's shape (= out's).
+void scaled_add(const HostTensor& a, float alpha, const HostTensor& b, HostTensor& out);
 void where(const HostTensor& cond, const HostTensor& x, const HostTensor& y, HostTensor& out);
 // Copies x into out, whose dimensions contain x's (any order): transpose plus
 // broadcast.

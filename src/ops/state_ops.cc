@@ -72,11 +72,16 @@ HostTensor VariableOp::initial_value(const Shape& slice_shape,
   return t;
 }
 
-AssignOp::AssignOp(Kind kind, const Tensor& var, const Tensor& value)
+AssignOp::AssignOp(Kind kind, const Tensor& var, const Tensor& value, float scale)
     : Operation(var.mesh(),
                 kind == Kind::kAssign ? "assign" : (kind == Kind::kAdd ? "assign_add" : "assign_sub"),
                 {var, value}, ""),
-      kind_(kind) {
+      kind_(kind),
+      scale_(scale) {
+  if (scale != 1.0f && var.dtype() != float32) {
+    throw DTypeError(detail::str_cat(type(), ": a scaled update needs a float32 variable, not ",
+                                     var.describe()));
+  }
   if (!is_variable(var)) {
     throw ValueError(detail::str_cat(type(), ": target ", var.describe(),
                                      " is not a variable (pass the tensor get_variable returned)"));
@@ -95,10 +100,20 @@ void AssignOp::compute(KernelContext& ctx) const {
   HostTensor next(var.shape(), var.dtype());
   switch (kind_) {
     case Kind::kAssign: kernels::broadcast_copy(value, next); break;
-    case Kind::kAdd: kernels::binary(kernels::BinaryFn::kAdd, var, value, next); break;
-    case Kind::kSub: kernels::binary(kernels::BinaryFn::kSub, var, value, next); break;
+    case Kind::kAdd:
+      if (var.dtype() == float32) kernels::scaled_add(var, scale_, value, next);
+      else kernels::binary(kernels::BinaryFn::kAdd, var, value, next);
+      break;
+    case Kind::kSub:
+      if (var.dtype() == float32) kernels::scaled_add(var, -scale_, value, next);
+      else kernels::binary(kernels::BinaryFn::kSub, var, value, next);
+      break;
   }
   ctx.state().pending_assignments.emplace_back(&variable(), std::move(next));
+}
+
+Operation* assign_sub_scaled(const Tensor& var, const Tensor& value, float scale) {
+  return var.graph().add<AssignOp>(AssignOp::Kind::kSub, var, value, scale);
 }
 
 }  // namespace ops

@@ -29,7 +29,9 @@ class VariableOp : public Operation {
 class AssignOp : public Operation {
  public:
   enum class Kind { kAssign, kAdd, kSub };
-  AssignOp(Kind kind, const Tensor& var, const Tensor& value);
+  // kAdd / kSub write var +- scale * value in one pass (scale applies to
+  // float32 only; integer variables need scale 1).
+  AssignOp(Kind kind, const Tensor& var, const Tensor& value, float scale = 1.0f);
   void compute(KernelContext& ctx) const override;
   bool differentiable() const override { return false; }
   bool is_assignment() const override { return true; }
@@ -37,6 +39,10 @@ class AssignOp : public Operation {
 
  private:
   Kind kind_;
+  float scale_;
 };
+
+// var -= scale * value, fused: what SGD and momentum apply every step.
+Operation* assign_sub_scaled(const Tensor& var, const Tensor& value, float scale);
 
 }  // namespace mtf::ops
