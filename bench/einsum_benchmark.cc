@@ -25,17 +25,54 @@ struct Case {
 // The MLP at batch b: x[b,rows,cols] w1[rows,cols,hidden] h[b,hidden] w2[hidden,classes].
 std::vector<Case> cases() {
   return {
-      {"square_1024", {"i:1024;k:1024", "k:1024;j:1024"}, "i:1024;j:1024", false, false, 1024, 1024, 1024},
-      {"mlp_fwd1_100x784x1024", {"batch:100;rows:28;cols:28", "rows:28;cols:28;hidden:1024"},
-       "batch:100;hidden:1024", false, false, 100, 1024, 784},
-      {"mlp_fwd2_100x1024x10", {"batch:100;hidden:1024", "hidden:1024;classes:10"},
-       "batch:100;classes:10", false, false, 100, 10, 1024},
-      {"mlp_grad_w1_784x100x1024", {"batch:100;hidden:1024", "batch:100;rows:28;cols:28"},
-       "rows:28;cols:28;hidden:1024", true, false, 784, 1024, 100},
-      {"mlp_grad_w2_1024x100x10", {"batch:100;classes:10", "batch:100;hidden:1024"},
-       "hidden:1024;classes:10", true, false, 1024, 10, 100},
-      {"mlp_grad_h_100x10x1024", {"batch:100;classes:10", "hidden:1024;classes:10"},
-       "batch:100;hidden:1024", false, true, 100, 1024, 10},
+      {"square_1024",
+       {"i:1024;k:1024", "k:1024;j:1024"},
+       "i:1024;j:1024",
+       false,
+       false,
+       1024,
+       1024,
+       1024},
+      {"mlp_fwd1_100x784x1024",
+       {"batch:100;rows:28;cols:28", "rows:28;cols:28;hidden:1024"},
+       "batch:100;hidden:1024",
+       false,
+       false,
+       100,
+       1024,
+       784},
+      {"mlp_fwd2_100x1024x10",
+       {"batch:100;hidden:1024", "hidden:1024;classes:10"},
+       "batch:100;classes:10",
+       false,
+       false,
+       100,
+       10,
+       1024},
+      {"mlp_grad_w1_784x100x1024",
+       {"batch:100;hidden:1024", "batch:100;rows:28;cols:28"},
+       "rows:28;cols:28;hidden:1024",
+       true,
+       false,
+       784,
+       1024,
+       100},
+      {"mlp_grad_w2_1024x100x10",
+       {"batch:100;classes:10", "batch:100;hidden:1024"},
+       "hidden:1024;classes:10",
+       true,
+       false,
+       1024,
+       10,
+       100},
+      {"mlp_grad_h_100x10x1024",
+       {"batch:100;classes:10", "hidden:1024;classes:10"},
+       "batch:100;hidden:1024",
+       false,
+       true,
+       100,
+       1024,
+       10},
   };
 }
 
@@ -91,7 +128,8 @@ void BM_RunOverhead(benchmark::State& state) {
   Tensor a = placeholder(mesh, Shape("i:1;k:1"), float32, "a");
   Tensor b = placeholder(mesh, Shape("k:1;j:1"), float32, "b");
   Tensor out = einsum({a, b}, Shape("i:1;j:1"));
-  Feeds feeds = {{a, HostTensor::zeros(a.shape(), float32)}, {b, HostTensor::zeros(b.shape(), float32)}};
+  Feeds feeds = {{a, HostTensor::zeros(a.shape(), float32)},
+                 {b, HostTensor::zeros(b.shape(), float32)}};
   Session session(g);
   for (auto _ : state) benchmark::DoNotOptimize(session.run(out, feeds));
 }
@@ -102,14 +140,21 @@ BENCHMARK(BM_RunOverhead);
 int main(int argc, char** argv) {
   for (const Case& c : cases()) {
     benchmark::RegisterBenchmark((std::string("sgemm/") + c.name).c_str(), BM_Sgemm, c)
-        ->MinTime(0.2)->UseRealTime()->Repetitions(5)->ReportAggregatesOnly(true);
+        ->MinTime(0.2)
+        ->UseRealTime()
+        ->Repetitions(5)
+        ->ReportAggregatesOnly(true);
     benchmark::RegisterBenchmark((std::string("einsum/") + c.name).c_str(), BM_Einsum, c)
-        ->MinTime(0.2)->UseRealTime()->Repetitions(5)->ReportAggregatesOnly(true);
+        ->MinTime(0.2)
+        ->UseRealTime()
+        ->Repetitions(5)
+        ->ReportAggregatesOnly(true);
   }
   benchmark::Initialize(&argc, argv);
   mtf::bench::RatioReporter reporter;
   benchmark::RunSpecifiedBenchmarks(&reporter);
-  std::printf("\neinsum / sgemm throughput, same shapes, same run, medians of 5 (target >= 0.90):\n");
+  std::printf(
+      "\neinsum / sgemm throughput, same shapes, same run, medians of 5 (target >= 0.90):\n");
   for (const Case& c : cases()) {
     const double e = reporter.seconds(std::string("einsum/") + c.name);
     const double s = reporter.seconds(std::string("sgemm/") + c.name);

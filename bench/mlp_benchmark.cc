@@ -30,7 +30,8 @@ void BM_MlpStep(benchmark::State& state) {
   Session session(mlp.graph());
   std::mt19937 rng(1);
   HostTensor images(mlp.images.shape(), float32), labels(mlp.labels.shape(), int32);
-  for (int64_t i = 0; i < images.num_elements(); ++i) images.data<float>()[i] = (rng() % 256) / 255.f;
+  for (int64_t i = 0; i < images.num_elements(); ++i)
+    images.data<float>()[i] = (rng() % 256) / 255.f;
   for (int64_t i = 0; i < b; ++i) labels.data<int32_t>()[i] = static_cast<int32_t>(rng() % 10);
   for (auto _ : state) benchmark::DoNotOptimize(mlp.train_step(session, images, labels));
   state.counters["matmul_GFLOP/s"] =
@@ -46,7 +47,8 @@ void BM_MlpGemms(benchmark::State& state) {
   const auto N = CblasNoTrans, T = CblasTrans;
   for (auto _ : state) {
     cblas_sgemm(CblasRowMajor, N, N, b, h, p, 1.f, x.data(), p, w1.data(), h, 0.f, hid.data(), h);
-    cblas_sgemm(CblasRowMajor, N, N, b, c, h, 1.f, hid.data(), h, w2.data(), c, 0.f, logits.data(), c);
+    cblas_sgemm(CblasRowMajor, N, N, b, c, h, 1.f, hid.data(), h, w2.data(), c, 0.f, logits.data(),
+                c);
     cblas_sgemm(CblasRowMajor, T, N, h, c, b, 1.f, hid.data(), h, dl.data(), c, 0.f, dw2.data(), c);
     cblas_sgemm(CblasRowMajor, N, T, b, h, c, 1.f, dl.data(), c, w2.data(), c, 0.f, dh.data(), h);
     cblas_sgemm(CblasRowMajor, T, N, p, h, b, 1.f, x.data(), p, dh.data(), h, 0.f, dw1.data(), h);
@@ -61,15 +63,24 @@ void BM_MlpGemms(benchmark::State& state) {
 int main(int argc, char** argv) {
   for (int b : {100, 1000}) {
     benchmark::RegisterBenchmark(("gemms/" + std::to_string(b)).c_str(), BM_MlpGemms)
-        ->Arg(b)->MinTime(0.3)->UseRealTime()->Repetitions(5)->ReportAggregatesOnly(true);
+        ->Arg(b)
+        ->MinTime(0.3)
+        ->UseRealTime()
+        ->Repetitions(5)
+        ->ReportAggregatesOnly(true);
     benchmark::RegisterBenchmark(("mlp_step/" + std::to_string(b)).c_str(), BM_MlpStep)
-        ->Arg(b)->MinTime(0.3)->UseRealTime()->Repetitions(5)->ReportAggregatesOnly(true);
+        ->Arg(b)
+        ->MinTime(0.3)
+        ->UseRealTime()
+        ->Repetitions(5)
+        ->ReportAggregatesOnly(true);
   }
   benchmark::Initialize(&argc, argv);
   mtf::bench::RatioReporter reporter;
   benchmark::RunSpecifiedBenchmarks(&reporter);
-  std::printf("\nMLP step: matmul FLOP rate as a fraction of direct sgemm on the same GEMMs,\n"
-              "same run, medians of 5 (targets: >= 0.60 at batch 100, >= 0.85 at batch 1000):\n");
+  std::printf(
+      "\nMLP step: matmul FLOP rate as a fraction of direct sgemm on the same GEMMs,\n"
+      "same run, medians of 5 (targets: >= 0.60 at batch 100, >= 0.85 at batch 1000):\n");
   for (int b : {100, 1000}) {
     const double step = reporter.seconds("mlp_step/" + std::to_string(b));
     const double gemm = reporter.seconds("gemms/" + std::to_string(b));

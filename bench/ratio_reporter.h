@@ -18,7 +18,8 @@ class RatioReporter : public benchmark::ConsoleReporter {
   void ReportRuns(const std::vector<Run>& runs) override {
     for (const Run& r : runs) {
       if (r.run_type == Run::RT_Iteration && r.iterations > 0) {
-        seconds_[r.run_name.function_name] = r.real_accumulated_time / static_cast<double>(r.iterations);
+        seconds_[r.run_name.function_name] =
+            r.real_accumulated_time / static_cast<double>(r.iterations);
       } else if (r.run_type == Run::RT_Aggregate && r.aggregate_name == "median") {
         // Aggregates report their value in the run's time unit.
         seconds_[r.run_name.function_name] =

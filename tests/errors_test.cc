@@ -28,8 +28,11 @@ class ErrorsTest : public ::testing::Test {
 
 TEST_F(ErrorsTest, UnknownDimensionName) {
   Tensor x = zeros(mesh, Shape("batch:4;hidden:8"));
-  expect_error<ShapeError>([&] { reduce_sum(x, Dimension{"heads", 8}); },
-                           {"unknown dimension \"heads\"", "batch:4", "zeros"});
+  expect_error<ShapeError>(
+      [&] {
+        reduce_sum(x, Dimension{"heads", 8});
+      },
+      {"unknown dimension \"heads\"", "batch:4", "zeros"});
   expect_error<ShapeError>([&] { slice(x, 0, 1, "rows"); }, {"slice", "\"rows\"", "zeros:0"});
   expect_error<ShapeError>([&] { rename_dimension(x, "nope", "b"); }, {"\"nope\""});
 }
@@ -45,8 +48,11 @@ TEST_F(ErrorsTest, OneNameWithTwoSizes) {
 TEST_F(ErrorsTest, EinsumOutputDimensionFromNowhere) {
   Tensor a = zeros(mesh, Shape("i:2;k:3"));
   Tensor b = zeros(mesh, Shape("k:3;j:4"));
-  expect_error<ShapeError>([&] { einsum({a, b}, Shape("i:2;x:5")); },
-                           {"einsum", "output dimension \"x\"", "appears in no input", "[i:2, k:3]"});
+  expect_error<ShapeError>(
+      [&] {
+        einsum({a, b}, Shape("i:2;x:5"));
+      },
+      {"einsum", "output dimension \"x\"", "appears in no input", "[i:2, k:3]"});
   expect_error<ShapeError>([&] { einsum({a, b}, Shape("i:3;j:4")); }, {"i:3", "disagrees"});
 }
 
@@ -74,8 +80,11 @@ TEST_F(ErrorsTest, DtypeMismatch) {
 
 TEST_F(ErrorsTest, BadArguments) {
   Tensor x = zeros(mesh, Shape("b:2;v:5"));
-  expect_error<ValueError>([&] { top_k(x, Dimension{"v", 5}, Dimension{"k", 6}); },
-                           {"top_k", "k = 6", "\"v\""});
+  expect_error<ValueError>(
+      [&] {
+        top_k(x, Dimension{"v", 5}, Dimension{"k", 6});
+      },
+      {"top_k", "k = 6", "\"v\""});
   expect_error<ValueError>([&] { slice(x, 3, 3, "v"); }, {"begin 3 size 3", "v:5"});
   expect_error<ValueError>([&] { dropout(x, 0.f); }, {"keep_prob 0"});
   expect_error<ValueError>([&] { split(x, Dimension{"v", 5}, {2, 2}); }, {"sum to 4", "size 5"});
@@ -86,8 +95,11 @@ TEST_F(ErrorsTest, FeedsAreChecked) {
   Tensor p = placeholder(mesh, Shape("a:2"), float32, "images");
   Session s(g);
   expect_error<ValueError>([&] { s.run(p * 2.f); }, {"\"images:0\"", "not fed"});
-  expect_error<ValueError>([&] { s.run(p * 2.f, {{p, HostTensor::zeros(Shape("a:3"), float32)}}); },
-                           {"\"images:0\"", "[a:3]", "exactly its shape"});
+  expect_error<ValueError>(
+      [&] {
+        s.run(p * 2.f, {{p, HostTensor::zeros(Shape("a:3"), float32)}});
+      },
+      {"\"images:0\"", "[a:3]", "exactly its shape"});
 }
 
 TEST_F(ErrorsTest, VariablesNeedUniqueNames) {
@@ -95,8 +107,9 @@ TEST_F(ErrorsTest, VariablesNeedUniqueNames) {
   expect_error<ValueError>([&] { get_variable(mesh, "w", Shape("a:2")); }, {"\"w\"", "unique"});
   Session s(g);
   expect_error<ValueError>([&] { s.variable_value("nope"); }, {"no variable named \"nope\""});
-  expect_error<ValueError>([&] { s.set_variable_value("w", HostTensor::zeros(Shape("a:3"), float32)); },
-                           {"\"w:0\"", "[a:3]"});
+  expect_error<ValueError>(
+      [&] { s.set_variable_value("w", HostTensor::zeros(Shape("a:3"), float32)); },
+      {"\"w:0\"", "[a:3]"});
 }
 
 TEST_F(ErrorsTest, InvalidTensorHandles) {

@@ -20,18 +20,19 @@ TEST(GradientTest, Unary) {
     testing::Generator gen;
   };
   const std::vector<Case> cases = {
-      {"relu", relu, away_from_zero()},     {"gelu", gelu, uniform(-2, 2)},
-      {"exp", exp, uniform(-1, 1)},          {"log", log, uniform(0.5f, 2)},
-      {"tanh", tanh, uniform(-2, 2)},        {"sigmoid", sigmoid, uniform(-3, 3)},
-      {"sqrt", sqrt, uniform(0.5f, 2)},      {"rsqrt", rsqrt, uniform(0.5f, 2)},
-      {"square", square, uniform(-2, 2)},    {"abs", abs, away_from_zero()},
+      {"relu", relu, away_from_zero()},       {"gelu", gelu, uniform(-2, 2)},
+      {"exp", exp, uniform(-1, 1)},           {"log", log, uniform(0.5f, 2)},
+      {"tanh", tanh, uniform(-2, 2)},         {"sigmoid", sigmoid, uniform(-3, 3)},
+      {"sqrt", sqrt, uniform(0.5f, 2)},       {"rsqrt", rsqrt, uniform(0.5f, 2)},
+      {"square", square, uniform(-2, 2)},     {"abs", abs, away_from_zero()},
       {"negative", negative, uniform(-1, 1)}, {"reciprocal", reciprocal, away_from_zero()},
-      {"sin", sin, uniform(-3, 3)},          {"cos", cos, uniform(-3, 3)},
+      {"sin", sin, uniform(-3, 3)},           {"cos", cos, uniform(-3, 3)},
       {"softplus", softplus, uniform(-3, 3)}, {"identity", identity, uniform(-1, 1)},
   };
   for (const auto& c : cases) {
     SCOPED_TRACE(c.name);
-    check_gradients({kAB}, [&](const V& x) { return c.fn(x[0], ""); }, c.gen);
+    check_gradients(
+        {kAB}, [&](const V& x) { return c.fn(x[0], ""); }, c.gen);
   }
   check_gradients({kAB}, [](const V& x) { return cast(x[0], float32); });
 }
@@ -45,21 +46,25 @@ TEST(GradientTest, BinaryWithBroadcasting) {
   SCOPED_TRACE("case 2");
   check_gradients(shapes, [](const V& x) { return x[0] * x[1]; });
   SCOPED_TRACE("case 3");
-  check_gradients(shapes, [](const V& x) { return x[0] / x[1]; }, away_from_zero());
+  check_gradients(
+      shapes, [](const V& x) { return x[0] / x[1]; }, away_from_zero());
   SCOPED_TRACE("case 4");
-  check_gradients(shapes, [](const V& x) { return minimum(x[0], x[1]); }, distinct());
+  check_gradients(
+      shapes, [](const V& x) { return minimum(x[0], x[1]); }, distinct());
   SCOPED_TRACE("case 5");
-  check_gradients(shapes, [](const V& x) { return maximum(x[0], x[1]); }, distinct());
+  check_gradients(
+      shapes, [](const V& x) { return maximum(x[0], x[1]); }, distinct());
   SCOPED_TRACE("case 6");
-  check_gradients(shapes, [](const V& x) { return pow(x[0], x[1]); }, uniform(0.5f, 1.5f));
+  check_gradients(
+      shapes, [](const V& x) { return pow(x[0], x[1]); }, uniform(0.5f, 1.5f));
   SCOPED_TRACE("case 7");
   check_gradients({kAB, Shape()}, [](const V& x) { return x[0] * x[1]; });  // scalar
   SCOPED_TRACE("case 8");
   check_gradients({kAB}, [](const V& x) { return 3.f - x[0] * 2.f + 1.f / (x[0] + 3.f); });
   SCOPED_TRACE("case 9");
-  check_gradients({kAB, kAB}, [](const V& x) {
-    return where(greater(x[0], x[1]), x[0] * 2.f, square(x[1]));
-  }, distinct());
+  check_gradients(
+      {kAB, kAB}, [](const V& x) { return where(greater(x[0], x[1]), x[0] * 2.f, square(x[1])); },
+      distinct());
   SCOPED_TRACE("case 10");
   check_gradients({Shape("a:3")}, [](const V& x) { return broadcast(x[0], Shape("b:2;a:3")); });
   SCOPED_TRACE("case 11");
@@ -67,14 +72,18 @@ TEST(GradientTest, BinaryWithBroadcasting) {
 }
 
 TEST(GradientTest, Einsum) {
-  check_gradients({Shape("i:3;k:4"), Shape("k:4;j:5")},
-                  [](const V& x) { return einsum({x[0], x[1]}, Shape("i:3;j:5")); });
-  check_gradients({Shape("b:2;i:3;k:4"), Shape("k:4;b:2;j:2")},
-                  [](const V& x) { return einsum({x[0], x[1]}, Shape("j:2;b:2;i:3")); });
-  check_gradients({Shape("i:3;k:4;e:2"), Shape("k:4;j:2"), Shape("j:2;l:3")},
-                  [](const V& x) { return einsum({x[0], x[1], x[2]}, Shape("i:3;l:3")); });
-  check_gradients({Shape("r:2;c:3;h:4"), Shape("b:3;r:2;c:3")},
-                  [](const V& x) { return einsum({x[1], x[0]}, Shape("b:3;h:4")); });
+  check_gradients({Shape("i:3;k:4"), Shape("k:4;j:5")}, [](const V& x) {
+    return einsum({x[0], x[1]}, Shape("i:3;j:5"));
+  });
+  check_gradients({Shape("b:2;i:3;k:4"), Shape("k:4;b:2;j:2")}, [](const V& x) {
+    return einsum({x[0], x[1]}, Shape("j:2;b:2;i:3"));
+  });
+  check_gradients({Shape("i:3;k:4;e:2"), Shape("k:4;j:2"), Shape("j:2;l:3")}, [](const V& x) {
+    return einsum({x[0], x[1], x[2]}, Shape("i:3;l:3"));
+  });
+  check_gradients({Shape("r:2;c:3;h:4"), Shape("b:3;r:2;c:3")}, [](const V& x) {
+    return einsum({x[1], x[0]}, Shape("b:3;h:4"));
+  });
   check_gradients({kAB}, [](const V& x) { return einsum({x[0]}, Shape("b:4")); });
 }
 
@@ -83,21 +92,33 @@ TEST(GradientTest, Reductions) {
   check_gradients({s}, [](const V& x) { return reduce_sum(x[0], Shape("c:2;a:3")); });
   check_gradients({s}, [](const V& x) { return reduce_sum(x[0]); });
   check_gradients({s}, [](const V& x) { return reduce_mean(x[0], Dimension{"b", 4}); });
-  check_gradients({s}, [](const V& x) { return reduce_max(x[0], Shape("a:3")); }, distinct());
-  check_gradients({s}, [](const V& x) { return reduce_min(x[0], Dimension{"c", 2}); }, distinct());
+  check_gradients(
+      {s}, [](const V& x) { return reduce_max(x[0], Shape("a:3")); }, distinct());
+  check_gradients(
+      {s},
+      [](const V& x) {
+        return reduce_min(x[0], Dimension{"c", 2});
+      },
+      distinct());
   check_gradients({s}, [](const V& x) { return reduce_logsumexp(x[0], Dimension{"b", 4}); });
   check_gradients({s}, [](const V& x) { return softmax(x[0], Dimension{"b", 4}); });
   check_gradients({s}, [](const V& x) { return log_softmax(x[0], Dimension{"a", 3}); });
-  check_gradients({s}, [](const V& x) {
-    return top_k(x[0], Dimension{"b", 4}, Dimension{"k", 2}).first;
-  }, distinct());
+  check_gradients(
+      {s},
+      [](const V& x) {
+        return top_k(x[0], Dimension{"b", 4}, Dimension{"k", 2}).first;
+      },
+      distinct());
 }
 
 TEST(GradientTest, CrossEntropy) {
   const Dimension v{"v", 5};
-  check_gradients({Shape("b:3;v:5"), Shape("b:3;v:5")}, [&](const V& x) {
-    return softmax_cross_entropy_with_logits(x[0], softmax(x[1], v), v, 0.01f);
-  }, uniform(-2, 2));
+  check_gradients(
+      {Shape("b:3;v:5"), Shape("b:3;v:5")},
+      [&](const V& x) {
+        return softmax_cross_entropy_with_logits(x[0], softmax(x[1], v), v, 0.01f);
+      },
+      uniform(-2, 2));
 }
 
 TEST(GradientTest, LayoutOps) {

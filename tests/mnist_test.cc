@@ -69,8 +69,8 @@ TEST_F(DataErrorsTest, TruncatedFileNamesTheFile) {
 }
 
 TEST_F(DataErrorsTest, ReadsAValidFile) {
-  std::string p = write("ok-images-idx3-ubyte.gz",
-                        {0, 0, 8, 3, 0, 0, 0, 1, 0, 0, 0, 1, 0, 0, 0, 2, 7, 9});
+  std::string p =
+      write("ok-images-idx3-ubyte.gz", {0, 0, 8, 3, 0, 0, 0, 1, 0, 0, 0, 1, 0, 0, 0, 2, 7, 9});
   auto im = data::read_idx_images(p);
   EXPECT_EQ(im.count, 1);
   EXPECT_EQ(im.pixels, (std::vector<uint8_t>{7, 9}));

@@ -114,11 +114,12 @@ TEST_F(OpsTest, BinaryOpsBroadcastByName) {
                       ref_binary(c, a, Shape("y:4;x:3"), [](float x, float y) { return x + y; }));
   // Given output shape, transposed.
   Shape o("z:2;y:4;x:3");
-  expect_near_vectors(eval(add(ta, tb, &o)), ref_binary(a, b, o, [](float x, float y) { return x + y; }));
+  expect_near_vectors(eval(add(ta, tb, &o)),
+                      ref_binary(a, b, o, [](float x, float y) { return x + y; }));
   // Size-1 dimensions and scalars.
   HostTensor one = random_tensor(Shape("x:3;k:1"), 7);
-  expect_near_vectors(eval(in(one) * 2.f), ref_binary(one, HostTensor::scalar(2.f), one.shape(),
-                                                      [](float x, float y) { return x * y; }));
+  expect_near_vectors(eval(in(one)*2.f), ref_binary(one, HostTensor::scalar(2.f), one.shape(),
+                                                    [](float x, float y) { return x * y; }));
 }
 
 TEST_F(OpsTest, ComparisonsAndWhere) {
@@ -158,21 +159,21 @@ TEST_F(OpsTest, EinsumMatchesBruteForce) {
     const char* out;
   };
   const std::vector<Case> cases = {
-      {{"i:3;k:4", "k:4;j:5"}, "i:3;j:5"},                      // matmul
-      {{"i:3;k:4", "k:4;j:5"}, "j:5;i:3"},                      // transposed output
-      {{"k:4;i:3", "j:5;k:4"}, "i:3;j:5"},                      // transposed operands
-      {{"b:2;i:3;k:4", "b:2;k:4;j:5"}, "b:2;i:3;j:5"},          // batched
-      {{"i:3;b:2;k:4", "k:4;j:5;b:2"}, "j:5;b:2;i:3"},          // batched, scrambled
-      {{"r:2;c:3;h:4", "b:5;r:2;c:3"}, "b:5;h:4"},              // two contracted dims
-      {{"i:3;k:4;e:2", "k:4;j:5"}, "i:3;j:5"},                  // dim only in one input
-      {{"i:3;k:4", "k:4;j:5", "j:5;l:2"}, "i:3;l:2"},           // three inputs
-      {{"i:3;j:4"}, "j:4"},                                     // single input reduction
-      {{"i:3;j:4"}, "j:4;i:3"},                                 // single input transpose
-      {{"i:3;j:4", "i:3;j:4"}, "i:3;j:4"},                      // elementwise product
-      {{"i:3;j:4", "j:4"}, ""},                                 // full contraction
-      {{"i:1;k:4", "k:4;j:1"}, "i:1;j:1"},                      // size-1 dims
-      {{"i:3;k:0", "k:0;j:2"}, "i:3;j:2"},                      // empty contraction: zeros
-      {{"i:0;k:2", "k:2;j:2"}, "i:0;j:2"},                      // empty output
+      {{"i:3;k:4", "k:4;j:5"}, "i:3;j:5"},              // matmul
+      {{"i:3;k:4", "k:4;j:5"}, "j:5;i:3"},              // transposed output
+      {{"k:4;i:3", "j:5;k:4"}, "i:3;j:5"},              // transposed operands
+      {{"b:2;i:3;k:4", "b:2;k:4;j:5"}, "b:2;i:3;j:5"},  // batched
+      {{"i:3;b:2;k:4", "k:4;j:5;b:2"}, "j:5;b:2;i:3"},  // batched, scrambled
+      {{"r:2;c:3;h:4", "b:5;r:2;c:3"}, "b:5;h:4"},      // two contracted dims
+      {{"i:3;k:4;e:2", "k:4;j:5"}, "i:3;j:5"},          // dim only in one input
+      {{"i:3;k:4", "k:4;j:5", "j:5;l:2"}, "i:3;l:2"},   // three inputs
+      {{"i:3;j:4"}, "j:4"},                             // single input reduction
+      {{"i:3;j:4"}, "j:4;i:3"},                         // single input transpose
+      {{"i:3;j:4", "i:3;j:4"}, "i:3;j:4"},              // elementwise product
+      {{"i:3;j:4", "j:4"}, ""},                         // full contraction
+      {{"i:1;k:4", "k:4;j:1"}, "i:1;j:1"},              // size-1 dims
+      {{"i:3;k:0", "k:0;j:2"}, "i:3;j:2"},              // empty contraction: zeros
+      {{"i:0;k:2", "k:2;j:2"}, "i:0;j:2"},              // empty output
   };
   uint64_t seed = 10;
   for (const auto& c : cases) {
@@ -279,7 +280,8 @@ TEST_F(OpsTest, ReshapeRenameTranspose) {
   EXPECT_EQ(eval(r), v);
   const Shape ts("c:4;a:2;b:3");
   std::vector<float> want(24);
-  for_each_index(ts, [&](const Index& i, int64_t flat) { want[flat] = v[offset_of(h.shape(), i)]; });
+  for_each_index(ts,
+                 [&](const Index& i, int64_t flat) { want[flat] = v[offset_of(h.shape(), i)]; });
   EXPECT_EQ(eval(transpose(in(h), ts)), want);
   // broadcast adds dimensions.
   HostTensor s = HostTensor::from_floats(Shape("a:2"), {1, 2});
@@ -319,7 +321,8 @@ TEST_F(OpsTest, Shift) {
   EXPECT_EQ(eval(shift(in(h), 1, b, true)), (std::vector<float>{3, 0, 1, 2, 7, 4, 5, 6}));
   EXPECT_EQ(eval(shift(in(h), -5, b, true)), (std::vector<float>{1, 2, 3, 0, 5, 6, 7, 4}));
   EXPECT_EQ(eval(shift(in(h), 9, b, false)), std::vector<float>(8, 0.f));
-  EXPECT_EQ(eval(shift(in(h), 1, Dimension{"a", 2}, false)), (std::vector<float>{0, 0, 0, 0, 0, 1, 2, 3}));
+  EXPECT_EQ(eval(shift(in(h), 1, Dimension{"a", 2}, false)),
+            (std::vector<float>{0, 0, 0, 0, 0, 1, 2, 3}));
 }
 
 TEST_F(OpsTest, OneHotRangeGather) {

@@ -6,8 +6,8 @@
 TEST(ReadmeExample, CompilesAndTrains) {
   mtf::Graph graph;
   mtf::Mesh mesh(graph, "my_mesh");
-  mtf::Dimension batch{"batch", 100}, rows{"rows", 28}, cols{"cols", 28},
-      hidden{"hidden", 1024}, classes{"classes", 10};
+  mtf::Dimension batch{"batch", 100}, rows{"rows", 28}, cols{"cols", 28}, hidden{"hidden", 1024},
+      classes{"classes", 10};
 
   mtf::Tensor images = mtf::placeholder(mesh, {batch, rows, cols}, mtf::float32, "images");
   mtf::Tensor labels = mtf::placeholder(mesh, {batch}, mtf::int32, "labels");
@@ -16,9 +16,9 @@ TEST(ReadmeExample, CompilesAndTrains) {
   // einsum contracts every input dimension that the output lacks.
   mtf::Tensor h = mtf::relu(mtf::einsum({images, w1}, {batch, hidden}));
   mtf::Tensor logits = mtf::einsum({h, w2}, {batch, classes});
-  mtf::Tensor loss = mtf::reduce_mean(mtf::softmax_cross_entropy_with_logits(
-      logits, mtf::one_hot(labels, classes), classes));
-  auto train = mtf::SgdOptimizer(0.2f).minimize(loss);   // gradients + assignments
+  mtf::Tensor loss = mtf::reduce_mean(
+      mtf::softmax_cross_entropy_with_logits(logits, mtf::one_hot(labels, classes), classes));
+  auto train = mtf::SgdOptimizer(0.2f).minimize(loss);  // gradients + assignments
 
   mtf::Session session(graph);
   // x: a HostTensor [batch, rows, cols] float32; y: [batch] int32.

@@ -18,7 +18,8 @@ namespace mtf::testing {
 
 using Index = std::map<std::string, int64_t>;
 
-inline HostTensor random_tensor(const Shape& shape, uint64_t seed, float lo = -1.f, float hi = 1.f) {
+inline HostTensor random_tensor(const Shape& shape, uint64_t seed, float lo = -1.f,
+                                float hi = 1.f) {
   std::mt19937 rng(static_cast<uint32_t>(seed));
   std::uniform_real_distribution<float> d(lo, hi);
   std::vector<float> v(shape.num_elements());
@@ -27,7 +28,8 @@ inline HostTensor random_tensor(const Shape& shape, uint64_t seed, float lo = -1
 }
 
 // Calls f(index by name, flat position) for every element of shape, row-major.
-inline void for_each_index(const Shape& shape, const std::function<void(const Index&, int64_t)>& f) {
+inline void for_each_index(const Shape& shape,
+                           const std::function<void(const Index&, int64_t)>& f) {
   const int64_t n = shape.num_elements();
   std::vector<int64_t> idx(shape.ndims(), 0);
   for (int64_t flat = 0; flat < n; ++flat) {

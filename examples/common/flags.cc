@@ -19,7 +19,8 @@ bool Flags::parse(int argc, char** argv) {
       std::cout << usage();
       return false;
     }
-    if (arg.rfind("--", 0) != 0) throw ValueError("unexpected argument \"" + arg + "\"\n" + usage());
+    if (arg.rfind("--", 0) != 0)
+      throw ValueError("unexpected argument \"" + arg + "\"\n" + usage());
     arg = arg.substr(2);
     std::string value;
     size_t eq = arg.find('=');

@@ -121,8 +121,8 @@ Dataset load_mnist_split(const std::string& dir, const std::string& split) {
   d.images = read_idx_images(ip);
   d.labels = read_idx_labels(lp);
   if (d.images.count != d.labels.count) {
-    throw IoError("\"" + ip + "\" holds " + std::to_string(d.images.count) + " images but \"" +
-                  lp + "\" holds " + std::to_string(d.labels.count) + " labels");
+    throw IoError("\"" + ip + "\" holds " + std::to_string(d.images.count) + " images but \"" + lp +
+                  "\" holds " + std::to_string(d.labels.count) + " labels");
   }
   for (size_t i = 0; i < d.labels.labels.size(); ++i) {
     if (d.labels.labels[i] > 9) {

@@ -58,8 +58,8 @@ int main(int argc, char** argv) {
     }
     const double secs =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    std::printf("trained %lld steps in %.1f s (%.2f ms/step)\n", static_cast<long long>(steps), secs,
-                steps ? 1000.0 * secs / static_cast<double>(steps) : 0.0);
+    std::printf("trained %lld steps in %.1f s (%.2f ms/step)\n", static_cast<long long>(steps),
+                secs, steps ? 1000.0 * secs / static_cast<double>(steps) : 0.0);
     std::printf("test accuracy: %.4f over %lld images\n", mlp.accuracy(session, test),
                 static_cast<long long>(test.images.count));
     return 0;

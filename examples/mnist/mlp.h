@@ -40,7 +40,8 @@ class Mlp {
   static HostTensor labels_batch(const data::Dataset& ds, const std::vector<int64_t>& index,
                                  const Dimension& batch);
 
-  Dimension batch_dim, rows_dim{"rows", 28}, cols_dim{"cols", 28}, hidden_dim, classes_dim{"classes", 10};
+  Dimension batch_dim, rows_dim{"rows", 28}, cols_dim{"cols", 28}, hidden_dim,
+      classes_dim{"classes", 10};
   Tensor images, labels, loss;
   std::vector<Operation*> train_ops;
 

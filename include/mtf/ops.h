@@ -19,8 +19,8 @@ namespace mtf {
 
 // ---- creation -------------------------------------------------------------
 // A tensor of `shape` filled with `value`.
-Tensor constant(const Mesh& mesh, float value, const Shape& shape = Shape(),
-                DType dtype = float32, const std::string& name = "");
+Tensor constant(const Mesh& mesh, float value, const Shape& shape = Shape(), DType dtype = float32,
+                const std::string& name = "");
 Tensor zeros(const Mesh& mesh, const Shape& shape, DType dtype = float32);
 Tensor ones(const Mesh& mesh, const Shape& shape, DType dtype = float32);
 // A constant holding a copy of host data.

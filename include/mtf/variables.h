@@ -35,8 +35,8 @@ struct Initializer {
 // Creates a variable; returns its value tensor. Names are the op names and
 // must be unique in the graph (ValueError otherwise): checkpoints key on them.
 Tensor get_variable(const Mesh& mesh, const std::string& name, const Shape& shape,
-                    Initializer initializer = Initializer::glorot_uniform(),
-                    DType dtype = float32, bool trainable = true);
+                    Initializer initializer = Initializer::glorot_uniform(), DType dtype = float32,
+                    bool trainable = true);
 // True when t is the value of a variable op.
 bool is_variable(const Tensor& t);
 

@@ -24,5 +24,5 @@ std::string str_cat(const Args&... args) {
     if (!(cond))                                                                               \
       throw ::mtf::InternalError(::mtf::detail::str_cat("mtf internal error: ", #cond, " at ", \
                                                         __FILE__, ":", __LINE__,               \
-                                                        " (please report this bug)"));          \
+                                                        " (please report this bug)"));         \
   } while (0)

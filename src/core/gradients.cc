@@ -72,7 +72,8 @@ std::vector<Tensor> gradients(const std::vector<Tensor>& ys, const std::vector<T
   for (size_t i = last + 1; i-- > first;) {
     const Operation* op = ops[i].get();
     bool any_input_live = false;
-    for (const Tensor& in : op->inputs()) any_input_live = any_input_live || downstream.count(in.id());
+    for (const Tensor& in : op->inputs())
+      any_input_live = any_input_live || downstream.count(in.id());
     if (!any_input_live || !op->differentiable()) continue;
     std::vector<Tensor> gouts;
     bool any = false;

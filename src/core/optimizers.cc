@@ -19,8 +19,8 @@ namespace {
 void check_pairs(const char* who, const std::vector<Tensor>& grads,
                  const std::vector<Tensor>& vars) {
   if (grads.size() != vars.size()) {
-    throw ValueError(detail::str_cat(who, ": ", grads.size(), " gradients for ", vars.size(),
-                                     " variables"));
+    throw ValueError(
+        detail::str_cat(who, ": ", grads.size(), " gradients for ", vars.size(), " variables"));
   }
 }
 }  // namespace

@@ -20,7 +20,8 @@ std::string Program::to_string() const {
   os << "program: " << steps.size() << " steps, " << total_flops() << " flops\n";
   for (const auto& s : steps) {
     os << "  " << s.op->name() << " = " << s.op->type() << "(";
-    for (size_t i = 0; i < s.input_slots.size(); ++i) os << (i ? ", " : "") << "%" << s.input_slots[i];
+    for (size_t i = 0; i < s.input_slots.size(); ++i)
+      os << (i ? ", " : "") << "%" << s.input_slots[i];
     os << ") ->";
     for (size_t i = 0; i < s.output_slots.size(); ++i)
       os << " %" << s.output_slots[i] << s.output_slice_shapes[i].to_string();

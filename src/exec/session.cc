@@ -66,7 +66,8 @@ class SessionImpl {
     const Operation& op = find_variable(name);
     const Tensor t = op.output(0);
     if (!value.valid() || value.shape() != t.shape() || value.dtype() != t.dtype()) {
-      throw ValueError(str_cat("set_variable_value: variable ", t.describe(), " cannot take a value of shape ",
+      throw ValueError(str_cat("set_variable_value: variable ", t.describe(),
+                               " cannot take a value of shape ",
                                value.valid() ? value.shape().to_string() : "(empty)", " ",
                                value.valid() ? dtype_name(value.dtype()) : ""));
     }
@@ -124,9 +125,9 @@ class SessionImpl {
       }
       if (!value.valid() || value.shape() != t.shape() || value.dtype() != t.dtype()) {
         throw ValueError(str_cat("Session::run: placeholder ", t.describe(), " was fed ",
-                                 value.valid() ? value.shape().to_string() + " " +
-                                                     dtype_name(value.dtype())
-                                               : std::string("an empty HostTensor"),
+                                 value.valid()
+                                     ? value.shape().to_string() + " " + dtype_name(value.dtype())
+                                     : std::string("an empty HostTensor"),
                                  "; feed exactly its shape and dtype"));
       }
       m[t.id()] = value;

@@ -16,9 +16,12 @@ struct AxisView {
 AxisView view(const Shape& s, int axis) {
   AxisView v;
   for (int i = 0; i < s.ndims(); ++i) {
-    if (i < axis) v.outer *= s[i].size;
-    else if (i == axis) v.len = s[i].size;
-    else v.inner *= s[i].size;
+    if (i < axis)
+      v.outer *= s[i].size;
+    else if (i == axis)
+      v.len = s[i].size;
+    else
+      v.inner *= s[i].size;
   }
   return v;
 }

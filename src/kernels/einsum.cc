@@ -76,9 +76,12 @@ void einsum2(const HostTensor& a_in, const HostTensor& b_in, HostTensor& out) {
   Names batch, m_names, n_names, k_names;
   for (const auto& d : os) {
     bool in_a = has(a.shape(), d.name), in_b = has(b.shape(), d.name);
-    if (in_a && in_b) batch.push_back(d.name);
-    else if (in_a) m_names.push_back(d.name);
-    else n_names.push_back(d.name);
+    if (in_a && in_b)
+      batch.push_back(d.name);
+    else if (in_a)
+      m_names.push_back(d.name);
+    else
+      n_names.push_back(d.name);
   }
   const Names out_names = os.names();
   bool swap = false;
@@ -101,11 +104,14 @@ void einsum2(const HostTensor& a_in, const HostTensor& b_in, HostTensor& out) {
   }
   const int64_t nb = product(os, batch), m = product(os, M), n = product(os, N);
   const int64_t k = product(A0.shape(), k_names);
-  HostTensor c = out_direct ? out : HostTensor(Shape([&] {
-    std::vector<Dimension> d;
-    for (const auto& nm : concat_names(batch, M, N)) d.push_back(os.get(nm));
-    return d;
-  }()), out.dtype());
+  HostTensor c = out_direct ? out
+                            : HostTensor(Shape([&] {
+                                           std::vector<Dimension> d;
+                                           for (const auto& nm : concat_names(batch, M, N))
+                                             d.push_back(os.get(nm));
+                                           return d;
+                                         }()),
+                                         out.dtype());
   if (k == 0) {
     fill(c, 0.f);
   } else {

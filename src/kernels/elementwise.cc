@@ -18,10 +18,10 @@ void require_supported(const HostTensor& t, bool allow_int, const char* kernel) 
 }
 
 const char* unary_name(UnaryFn fn) {
-  static const char* names[] = {"identity", "relu",    "gelu",       "exp",  "log",
-                                "tanh",     "sigmoid", "sqrt",       "rsqrt", "square",
-                                "abs",      "negative", "reciprocal", "sin",  "cos",
-                                "softplus", "sign",    "relu_grad",  "gelu_grad"};
+  static const char* names[] = {"identity", "relu",     "gelu",       "exp",      "log",
+                                "tanh",     "sigmoid",  "sqrt",       "rsqrt",    "square",
+                                "abs",      "negative", "reciprocal", "sin",      "cos",
+                                "softplus", "sign",     "relu_grad",  "gelu_grad"};
   return names[static_cast<int>(fn)];
 }
 
@@ -36,15 +36,21 @@ void map(const T* x, T* y, int64_t n, F f) {
 
 void unary_float(UnaryFn fn, const float* x, float* y, int64_t n) {
   switch (fn) {
-    case UnaryFn::kIdentity: std::memcpy(y, x, n * sizeof(float)); return;
-    case UnaryFn::kRelu: return map(x, y, n, [](float v) { return v > 0.f ? v : 0.f; });
+    case UnaryFn::kIdentity:
+      std::memcpy(y, x, n * sizeof(float));
+      return;
+    case UnaryFn::kRelu:
+      return map(x, y, n, [](float v) { return v > 0.f ? v : 0.f; });
     case UnaryFn::kGelu:
       return map(x, y, n, [](float v) {
         return 0.5f * v * (1.f + std::tanh(kGeluC * (v + 0.044715f * v * v * v)));
       });
-    case UnaryFn::kExp: return map(x, y, n, [](float v) { return std::exp(v); });
-    case UnaryFn::kLog: return map(x, y, n, [](float v) { return std::log(v); });
-    case UnaryFn::kTanh: return map(x, y, n, [](float v) { return std::tanh(v); });
+    case UnaryFn::kExp:
+      return map(x, y, n, [](float v) { return std::exp(v); });
+    case UnaryFn::kLog:
+      return map(x, y, n, [](float v) { return std::log(v); });
+    case UnaryFn::kTanh:
+      return map(x, y, n, [](float v) { return std::tanh(v); });
     case UnaryFn::kSigmoid:
       return map(x, y, n, [](float v) {
         // Stable on both tails.
@@ -52,21 +58,30 @@ void unary_float(UnaryFn fn, const float* x, float* y, int64_t n) {
         float e = std::exp(v);
         return e / (1.f + e);
       });
-    case UnaryFn::kSqrt: return map(x, y, n, [](float v) { return std::sqrt(v); });
-    case UnaryFn::kRsqrt: return map(x, y, n, [](float v) { return 1.f / std::sqrt(v); });
-    case UnaryFn::kSquare: return map(x, y, n, [](float v) { return v * v; });
-    case UnaryFn::kAbs: return map(x, y, n, [](float v) { return std::fabs(v); });
-    case UnaryFn::kNegative: return map(x, y, n, [](float v) { return -v; });
-    case UnaryFn::kReciprocal: return map(x, y, n, [](float v) { return 1.f / v; });
-    case UnaryFn::kSin: return map(x, y, n, [](float v) { return std::sin(v); });
-    case UnaryFn::kCos: return map(x, y, n, [](float v) { return std::cos(v); });
+    case UnaryFn::kSqrt:
+      return map(x, y, n, [](float v) { return std::sqrt(v); });
+    case UnaryFn::kRsqrt:
+      return map(x, y, n, [](float v) { return 1.f / std::sqrt(v); });
+    case UnaryFn::kSquare:
+      return map(x, y, n, [](float v) { return v * v; });
+    case UnaryFn::kAbs:
+      return map(x, y, n, [](float v) { return std::fabs(v); });
+    case UnaryFn::kNegative:
+      return map(x, y, n, [](float v) { return -v; });
+    case UnaryFn::kReciprocal:
+      return map(x, y, n, [](float v) { return 1.f / v; });
+    case UnaryFn::kSin:
+      return map(x, y, n, [](float v) { return std::sin(v); });
+    case UnaryFn::kCos:
+      return map(x, y, n, [](float v) { return std::cos(v); });
     case UnaryFn::kSoftplus:
       return map(x, y, n, [](float v) {
         return v > 0.f ? v + std::log1p(std::exp(-v)) : std::log1p(std::exp(v));
       });
     case UnaryFn::kSign:
       return map(x, y, n, [](float v) { return v > 0.f ? 1.f : (v < 0.f ? -1.f : 0.f); });
-    case UnaryFn::kReluGrad: return map(x, y, n, [](float v) { return v > 0.f ? 1.f : 0.f; });
+    case UnaryFn::kReluGrad:
+      return map(x, y, n, [](float v) { return v > 0.f ? 1.f : 0.f; });
     case UnaryFn::kGeluGrad:
       return map(x, y, n, [](float v) {
         float u = kGeluC * (v + 0.044715f * v * v * v);
@@ -79,11 +94,17 @@ void unary_float(UnaryFn fn, const float* x, float* y, int64_t n) {
 
 void unary_int(UnaryFn fn, const int32_t* x, int32_t* y, int64_t n) {
   switch (fn) {
-    case UnaryFn::kIdentity: std::memcpy(y, x, n * sizeof(int32_t)); return;
-    case UnaryFn::kRelu: return map(x, y, n, [](int32_t v) { return v > 0 ? v : 0; });
-    case UnaryFn::kSquare: return map(x, y, n, [](int32_t v) { return v * v; });
-    case UnaryFn::kAbs: return map(x, y, n, [](int32_t v) { return v < 0 ? -v : v; });
-    case UnaryFn::kNegative: return map(x, y, n, [](int32_t v) { return -v; });
+    case UnaryFn::kIdentity:
+      std::memcpy(y, x, n * sizeof(int32_t));
+      return;
+    case UnaryFn::kRelu:
+      return map(x, y, n, [](int32_t v) { return v > 0 ? v : 0; });
+    case UnaryFn::kSquare:
+      return map(x, y, n, [](int32_t v) { return v * v; });
+    case UnaryFn::kAbs:
+      return map(x, y, n, [](int32_t v) { return v < 0 ? -v : v; });
+    case UnaryFn::kNegative:
+      return map(x, y, n, [](int32_t v) { return -v; });
     case UnaryFn::kSign:
       return map(x, y, n, [](int32_t v) { return v > 0 ? 1 : (v < 0 ? -1 : 0); });
     default:
@@ -123,13 +144,15 @@ void cast(const HostTensor& x, HostTensor& y) {
 }
 
 const char* binary_name(BinaryFn fn) {
-  static const char* names[] = {"add",  "subtract",   "multiply", "divide",        "minimum",
-                                "maximum", "pow",     "less",     "less_equal",    "greater",
-                                "greater_equal", "equal", "not_equal"};
+  static const char* names[] = {"add",           "subtract", "multiply", "divide",     "minimum",
+                                "maximum",       "pow",      "less",     "less_equal", "greater",
+                                "greater_equal", "equal",    "not_equal"};
   return names[static_cast<int>(fn)];
 }
 
-bool is_comparison(BinaryFn fn) { return static_cast<int>(fn) >= static_cast<int>(BinaryFn::kLess); }
+bool is_comparison(BinaryFn fn) {
+  return static_cast<int>(fn) >= static_cast<int>(BinaryFn::kLess);
+}
 
 namespace {
 
@@ -138,10 +161,10 @@ namespace {
 template <typename TA, typename TO, typename F>
 void broadcast_apply(const HostTensor& a, const HostTensor& b, HostTensor& out, F f) {
   const auto names = out.shape().names();
-  auto plan = make_plan<3>(out.shape().sizes(),
-                           {out.shape().strides(),
-                            strides_along(names, a.shape().names(), a.shape().strides()),
-                            strides_along(names, b.shape().names(), b.shape().strides())});
+  auto plan = make_plan<3>(
+      out.shape().sizes(),
+      {out.shape().strides(), strides_along(names, a.shape().names(), a.shape().strides()),
+       strides_along(names, b.shape().names(), b.shape().strides())});
   const TA* pa = static_cast<const TA*>(a.raw_data());
   const TA* pb = static_cast<const TA*>(b.raw_data());
   TO* po = static_cast<TO*>(out.raw_data());
@@ -167,13 +190,18 @@ template <typename T>
 void binary_typed(BinaryFn fn, const HostTensor& a, const HostTensor& b, HostTensor& out) {
   using I = int32_t;
   switch (fn) {
-    case BinaryFn::kAdd: return broadcast_apply<T, T>(a, b, out, [](T x, T y) { return x + y; });
-    case BinaryFn::kSub: return broadcast_apply<T, T>(a, b, out, [](T x, T y) { return x - y; });
-    case BinaryFn::kMul: return broadcast_apply<T, T>(a, b, out, [](T x, T y) { return x * y; });
+    case BinaryFn::kAdd:
+      return broadcast_apply<T, T>(a, b, out, [](T x, T y) { return x + y; });
+    case BinaryFn::kSub:
+      return broadcast_apply<T, T>(a, b, out, [](T x, T y) { return x - y; });
+    case BinaryFn::kMul:
+      return broadcast_apply<T, T>(a, b, out, [](T x, T y) { return x * y; });
     case BinaryFn::kDiv:
       return broadcast_apply<T, T>(a, b, out, [](T x, T y) {
-        if constexpr (std::is_integral_v<T>) return y == 0 ? T(0) : T(x / y);
-        else return x / y;
+        if constexpr (std::is_integral_v<T>)
+          return y == 0 ? T(0) : T(x / y);
+        else
+          return x / y;
       });
     case BinaryFn::kMin:
       return broadcast_apply<T, T>(a, b, out, [](T x, T y) { return y < x ? y : x; });
@@ -183,14 +211,16 @@ void binary_typed(BinaryFn fn, const HostTensor& a, const HostTensor& b, HostTen
       return broadcast_apply<T, T>(a, b, out, [](T x, T y) {
         return static_cast<T>(std::pow(static_cast<double>(x), static_cast<double>(y)));
       });
-    case BinaryFn::kLess: return broadcast_apply<T, I>(a, b, out, [](T x, T y) { return I(x < y); });
+    case BinaryFn::kLess:
+      return broadcast_apply<T, I>(a, b, out, [](T x, T y) { return I(x < y); });
     case BinaryFn::kLessEqual:
       return broadcast_apply<T, I>(a, b, out, [](T x, T y) { return I(x <= y); });
     case BinaryFn::kGreater:
       return broadcast_apply<T, I>(a, b, out, [](T x, T y) { return I(x > y); });
     case BinaryFn::kGreaterEqual:
       return broadcast_apply<T, I>(a, b, out, [](T x, T y) { return I(x >= y); });
-    case BinaryFn::kEqual: return broadcast_apply<T, I>(a, b, out, [](T x, T y) { return I(x == y); });
+    case BinaryFn::kEqual:
+      return broadcast_apply<T, I>(a, b, out, [](T x, T y) { return I(x == y); });
     case BinaryFn::kNotEqual:
       return broadcast_apply<T, I>(a, b, out, [](T x, T y) { return I(x != y); });
   }
@@ -243,9 +273,9 @@ void where(const HostTensor& cond, const HostTensor& x, const HostTensor& y, Hos
 void broadcast_copy(const HostTensor& x, HostTensor& out) {
   MTF_CHECK(x.dtype() == out.dtype());
   const auto names = out.shape().names();
-  auto plan = make_plan<2>(out.shape().sizes(),
-                           {out.shape().strides(),
-                            strides_along(names, x.shape().names(), x.shape().strides())});
+  auto plan = make_plan<2>(
+      out.shape().sizes(),
+      {out.shape().strides(), strides_along(names, x.shape().names(), x.shape().strides())});
   const size_t es = dtype_size(x.dtype());
   MTF_CHECK(es == 4);
   const uint32_t* px = static_cast<const uint32_t*>(x.raw_data());

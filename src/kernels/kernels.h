@@ -15,8 +15,23 @@
 namespace mtf::kernels {
 
 enum class UnaryFn {
-  kIdentity, kRelu, kGelu, kExp, kLog, kTanh, kSigmoid, kSqrt, kRsqrt, kSquare, kAbs,
-  kNegative, kReciprocal, kSin, kCos, kSoftplus, kSign,
+  kIdentity,
+  kRelu,
+  kGelu,
+  kExp,
+  kLog,
+  kTanh,
+  kSigmoid,
+  kSqrt,
+  kRsqrt,
+  kSquare,
+  kAbs,
+  kNegative,
+  kReciprocal,
+  kSin,
+  kCos,
+  kSoftplus,
+  kSign,
   kReluGrad,  // 1 where x > 0 else 0: relu'(x)
   kGeluGrad,  // gelu'(x)
 };
@@ -26,8 +41,19 @@ void unary(UnaryFn fn, const HostTensor& x, HostTensor& y);
 void cast(const HostTensor& x, HostTensor& y);
 
 enum class BinaryFn {
-  kAdd, kSub, kMul, kDiv, kMin, kMax, kPow,
-  kLess, kLessEqual, kGreater, kGreaterEqual, kEqual, kNotEqual,
+  kAdd,
+  kSub,
+  kMul,
+  kDiv,
+  kMin,
+  kMax,
+  kPow,
+  kLess,
+  kLessEqual,
+  kGreater,
+  kGreaterEqual,
+  kEqual,
+  kNotEqual,
 };
 const char* binary_name(BinaryFn fn);
 bool is_comparison(BinaryFn fn);
@@ -72,8 +98,8 @@ void top_k(const HostTensor& x, int axis, HostTensor& values, HostTensor& indice
 void random_uniform(uint64_t seed, uint64_t run, const Shape& full,
                     const std::vector<int64_t>& offset, float lo, float hi, HostTensor& out);
 void random_normal(uint64_t seed, uint64_t run, const Shape& full,
-                   const std::vector<int64_t>& offset, float mean, float stddev,
-                   bool truncated, HostTensor& out);
+                   const std::vector<int64_t>& offset, float mean, float stddev, bool truncated,
+                   HostTensor& out);
 
 // Throws DTypeError unless t is float32 (or int32 when allow_int).
 void require_supported(const HostTensor& t, bool allow_int, const char* kernel);

@@ -36,9 +36,10 @@ void for_each_logical(const Shape& full, const Shape& slice, const std::vector<i
 
 std::array<uint32_t, 4> draw(uint64_t seed, uint64_t run, int64_t logical, uint32_t attempt) {
   const uint64_t li = static_cast<uint64_t>(logical);
-  return philox4x32({static_cast<uint32_t>(li), static_cast<uint32_t>(li >> 32),
-                     static_cast<uint32_t>(run), static_cast<uint32_t>(run >> 32) ^ (attempt << 20)},
-                    {static_cast<uint32_t>(seed), static_cast<uint32_t>(seed >> 32)});
+  return philox4x32(
+      {static_cast<uint32_t>(li), static_cast<uint32_t>(li >> 32), static_cast<uint32_t>(run),
+       static_cast<uint32_t>(run >> 32) ^ (attempt << 20)},
+      {static_cast<uint32_t>(seed), static_cast<uint32_t>(seed >> 32)});
 }
 
 }  // namespace

@@ -14,7 +14,8 @@ namespace {
 template <typename T>
 T identity_of(ReduceFn fn) {
   switch (fn) {
-    case ReduceFn::kSum: return T(0);
+    case ReduceFn::kSum:
+      return T(0);
     case ReduceFn::kMax:
       return std::numeric_limits<T>::has_infinity ? -std::numeric_limits<T>::infinity()
                                                   : std::numeric_limits<T>::lowest();
@@ -31,9 +32,9 @@ void reduce_typed(const HostTensor& x, HostTensor& out, T init, Op op) {
   const int64_t nout = out.num_elements();
   for (int64_t i = 0; i < nout; ++i) po[i] = init;
   const auto names = x.shape().names();
-  auto plan = make_plan<2>(x.shape().sizes(),
-                           {x.shape().strides(),
-                            strides_along(names, out.shape().names(), out.shape().strides())});
+  auto plan = make_plan<2>(
+      x.shape().sizes(),
+      {x.shape().strides(), strides_along(names, out.shape().names(), out.shape().strides())});
   const T* px = static_cast<const T*>(x.raw_data());
   for_each_row(plan, [&](const int64_t* off, int64_t n, const int64_t* s) {
     const T* in = px + off[0];
@@ -62,9 +63,12 @@ template <typename T>
 void reduce_dispatch(ReduceFn fn, const HostTensor& x, HostTensor& out) {
   const T init = identity_of<T>(fn);
   switch (fn) {
-    case ReduceFn::kSum: return reduce_typed<T>(x, out, init, [](T a, T b) { return a + b; });
-    case ReduceFn::kMax: return reduce_typed<T>(x, out, init, [](T a, T b) { return b > a ? b : a; });
-    case ReduceFn::kMin: return reduce_typed<T>(x, out, init, [](T a, T b) { return b < a ? b : a; });
+    case ReduceFn::kSum:
+      return reduce_typed<T>(x, out, init, [](T a, T b) { return a + b; });
+    case ReduceFn::kMax:
+      return reduce_typed<T>(x, out, init, [](T a, T b) { return b > a ? b : a; });
+    case ReduceFn::kMin:
+      return reduce_typed<T>(x, out, init, [](T a, T b) { return b < a ? b : a; });
   }
 }
 

@@ -8,7 +8,8 @@ namespace {
 
 class ConstantOp : public Operation {
  public:
-  ConstantOp(const Mesh& mesh, float value, const Shape& shape, DType dtype, const std::string& name)
+  ConstantOp(const Mesh& mesh, float value, const Shape& shape, DType dtype,
+             const std::string& name)
       : Operation(mesh, "constant", {}, name), value_(value) {
     add_output(shape, dtype);
   }

@@ -78,7 +78,8 @@ class EinsumOp : public Operation {
 
 }  // namespace
 
-Tensor einsum(const std::vector<Tensor>& inputs, const Shape& output_shape, const std::string& name) {
+Tensor einsum(const std::vector<Tensor>& inputs, const Shape& output_shape,
+              const std::string& name) {
   if (inputs.empty()) throw ValueError("einsum: needs at least one input");
   for (const Tensor& t : inputs)
     if (!t.valid()) throw ValueError("einsum: an input is an invalid mtf::Tensor");

@@ -33,23 +33,40 @@ class UnaryOp : public Operation {
     const Tensor y = output(0);
     const Tensor& dy = g[0];
     switch (fn_) {
-      case UnaryFn::kIdentity: return {dy};
-      case UnaryFn::kRelu: return {dy * unary_op(UnaryFn::kReluGrad, x, "")};
-      case UnaryFn::kGelu: return {dy * unary_op(UnaryFn::kGeluGrad, x, "")};
-      case UnaryFn::kExp: return {dy * y};
-      case UnaryFn::kLog: return {dy / x};
-      case UnaryFn::kTanh: return {dy * (1.0f - square(y))};
-      case UnaryFn::kSigmoid: return {dy * y * (1.0f - y)};
-      case UnaryFn::kSqrt: return {dy * 0.5f / y};
-      case UnaryFn::kRsqrt: return {dy * -0.5f * y * y * y};
-      case UnaryFn::kSquare: return {dy * 2.0f * x};
-      case UnaryFn::kAbs: return {dy * sign(x)};
-      case UnaryFn::kNegative: return {-dy};
-      case UnaryFn::kReciprocal: return {-dy * y * y};
-      case UnaryFn::kSin: return {dy * cos(x)};
-      case UnaryFn::kCos: return {-dy * sin(x)};
-      case UnaryFn::kSoftplus: return {dy * sigmoid(x)};
-      default: return Operation::gradient(g);
+      case UnaryFn::kIdentity:
+        return {dy};
+      case UnaryFn::kRelu:
+        return {dy * unary_op(UnaryFn::kReluGrad, x, "")};
+      case UnaryFn::kGelu:
+        return {dy * unary_op(UnaryFn::kGeluGrad, x, "")};
+      case UnaryFn::kExp:
+        return {dy * y};
+      case UnaryFn::kLog:
+        return {dy / x};
+      case UnaryFn::kTanh:
+        return {dy * (1.0f - square(y))};
+      case UnaryFn::kSigmoid:
+        return {dy * y * (1.0f - y)};
+      case UnaryFn::kSqrt:
+        return {dy * 0.5f / y};
+      case UnaryFn::kRsqrt:
+        return {dy * -0.5f * y * y * y};
+      case UnaryFn::kSquare:
+        return {dy * 2.0f * x};
+      case UnaryFn::kAbs:
+        return {dy * sign(x)};
+      case UnaryFn::kNegative:
+        return {-dy};
+      case UnaryFn::kReciprocal:
+        return {-dy * y * y};
+      case UnaryFn::kSin:
+        return {dy * cos(x)};
+      case UnaryFn::kCos:
+        return {-dy * sin(x)};
+      case UnaryFn::kSoftplus:
+        return {dy * sigmoid(x)};
+      default:
+        return Operation::gradient(g);
     }
   }
 
@@ -67,7 +84,9 @@ class CastOp : public Operation {
       : Operation(x.mesh(), "cast", {x}, name) {
     add_output(x.shape(), dtype);
   }
-  void compute(KernelContext& ctx) const override { kernels::cast(ctx.input(0), ctx.allocate_output(0)); }
+  void compute(KernelContext& ctx) const override {
+    kernels::cast(ctx.input(0), ctx.allocate_output(0));
+  }
   bool differentiable() const override {
     return inputs()[0].dtype() == float32 && output(0).dtype() == float32;
   }
@@ -102,8 +121,10 @@ class BinaryOp : public Operation {
     const Shape& bs = b.shape();
     auto zero = ops::scalar_like(dy, 0.0f);
     switch (fn_) {
-      case BinaryFn::kAdd: return {ops::reduce_to(dy, as), ops::reduce_to(dy, bs)};
-      case BinaryFn::kSub: return {ops::reduce_to(dy, as), ops::reduce_to(-dy, bs)};
+      case BinaryFn::kAdd:
+        return {ops::reduce_to(dy, as), ops::reduce_to(dy, bs)};
+      case BinaryFn::kSub:
+        return {ops::reduce_to(dy, as), ops::reduce_to(-dy, bs)};
       case BinaryFn::kMul:
         // einsum does the product and the reduction to each input in one op.
         return {einsum({dy, b}, as), einsum({dy, a}, bs)};
@@ -120,7 +141,8 @@ class BinaryOp : public Operation {
         Tensor log_a = where(greater(a, zero), log(where(greater(a, zero), a, zero + 1.0f)), zero);
         return {ops::reduce_to(da, as), ops::reduce_to(dy * output(0) * log_a, bs)};
       }
-      default: return Operation::gradient(g);
+      default:
+        return Operation::gradient(g);
     }
   }
 
@@ -130,7 +152,8 @@ class BinaryOp : public Operation {
 
 Tensor binary_op(BinaryFn fn, const Tensor& a, const Tensor& b, const Shape* out) {
   if (!a.valid() || !b.valid())
-    throw ValueError(std::string(kernels::binary_name(fn)) + ": an input is an invalid mtf::Tensor");
+    throw ValueError(std::string(kernels::binary_name(fn)) +
+                     ": an input is an invalid mtf::Tensor");
   ops::check_consistent_sizes(kernels::binary_name(fn), {a, b});
   Shape shape = out ? *out : ops::broadcast_shape(a.shape(), b.shape());
   if (out) {
@@ -208,15 +231,21 @@ Tensor sqrt(const Tensor& x, const std::string& n) { return unary_op(UnaryFn::kS
 Tensor rsqrt(const Tensor& x, const std::string& n) { return unary_op(UnaryFn::kRsqrt, x, n); }
 Tensor square(const Tensor& x, const std::string& n) { return unary_op(UnaryFn::kSquare, x, n); }
 Tensor abs(const Tensor& x, const std::string& n) { return unary_op(UnaryFn::kAbs, x, n); }
-Tensor negative(const Tensor& x, const std::string& n) { return unary_op(UnaryFn::kNegative, x, n); }
+Tensor negative(const Tensor& x, const std::string& n) {
+  return unary_op(UnaryFn::kNegative, x, n);
+}
 Tensor reciprocal(const Tensor& x, const std::string& n) {
   return unary_op(UnaryFn::kReciprocal, x, n);
 }
 Tensor sin(const Tensor& x, const std::string& n) { return unary_op(UnaryFn::kSin, x, n); }
 Tensor cos(const Tensor& x, const std::string& n) { return unary_op(UnaryFn::kCos, x, n); }
-Tensor softplus(const Tensor& x, const std::string& n) { return unary_op(UnaryFn::kSoftplus, x, n); }
+Tensor softplus(const Tensor& x, const std::string& n) {
+  return unary_op(UnaryFn::kSoftplus, x, n);
+}
 Tensor sign(const Tensor& x, const std::string& n) { return unary_op(UnaryFn::kSign, x, n); }
-Tensor identity(const Tensor& x, const std::string& n) { return unary_op(UnaryFn::kIdentity, x, n); }
+Tensor identity(const Tensor& x, const std::string& n) {
+  return unary_op(UnaryFn::kIdentity, x, n);
+}
 Tensor cast(const Tensor& x, DType dtype, const std::string& name) {
   return x.graph().add<CastOp>(x, dtype, name)->output(0);
 }
@@ -224,30 +253,40 @@ Tensor stop_gradient(const Tensor& x, const std::string& name) {
   return x.graph().add<StopGradientOp>(x, name)->output(0);
 }
 
-Tensor add(const Tensor& a, const Tensor& b, const Shape* o) { return binary_op(BinaryFn::kAdd, a, b, o); }
+Tensor add(const Tensor& a, const Tensor& b, const Shape* o) {
+  return binary_op(BinaryFn::kAdd, a, b, o);
+}
 Tensor subtract(const Tensor& a, const Tensor& b, const Shape* o) {
   return binary_op(BinaryFn::kSub, a, b, o);
 }
 Tensor multiply(const Tensor& a, const Tensor& b, const Shape* o) {
   return binary_op(BinaryFn::kMul, a, b, o);
 }
-Tensor divide(const Tensor& a, const Tensor& b, const Shape* o) { return binary_op(BinaryFn::kDiv, a, b, o); }
+Tensor divide(const Tensor& a, const Tensor& b, const Shape* o) {
+  return binary_op(BinaryFn::kDiv, a, b, o);
+}
 Tensor minimum(const Tensor& a, const Tensor& b, const Shape* o) {
   return binary_op(BinaryFn::kMin, a, b, o);
 }
 Tensor maximum(const Tensor& a, const Tensor& b, const Shape* o) {
   return binary_op(BinaryFn::kMax, a, b, o);
 }
-Tensor pow(const Tensor& a, const Tensor& b, const Shape* o) { return binary_op(BinaryFn::kPow, a, b, o); }
+Tensor pow(const Tensor& a, const Tensor& b, const Shape* o) {
+  return binary_op(BinaryFn::kPow, a, b, o);
+}
 Tensor less(const Tensor& a, const Tensor& b) { return binary_op(BinaryFn::kLess, a, b, nullptr); }
 Tensor less_equal(const Tensor& a, const Tensor& b) {
   return binary_op(BinaryFn::kLessEqual, a, b, nullptr);
 }
-Tensor greater(const Tensor& a, const Tensor& b) { return binary_op(BinaryFn::kGreater, a, b, nullptr); }
+Tensor greater(const Tensor& a, const Tensor& b) {
+  return binary_op(BinaryFn::kGreater, a, b, nullptr);
+}
 Tensor greater_equal(const Tensor& a, const Tensor& b) {
   return binary_op(BinaryFn::kGreaterEqual, a, b, nullptr);
 }
-Tensor equal(const Tensor& a, const Tensor& b) { return binary_op(BinaryFn::kEqual, a, b, nullptr); }
+Tensor equal(const Tensor& a, const Tensor& b) {
+  return binary_op(BinaryFn::kEqual, a, b, nullptr);
+}
 Tensor not_equal(const Tensor& a, const Tensor& b) {
   return binary_op(BinaryFn::kNotEqual, a, b, nullptr);
 }

@@ -58,8 +58,8 @@ Tensor reduce_to(const Tensor& t, const Shape& shape) {
 int axis_of(const std::string& op, const Tensor& x, const std::string& name) {
   int a = x.shape().index_of(name);
   if (a < 0) {
-    throw ShapeError(detail::str_cat(op, ": unknown dimension \"", name, "\": input ",
-                                     x.describe(), " has no dimension of that name"));
+    throw ShapeError(detail::str_cat(op, ": unknown dimension \"", name, "\": input ", x.describe(),
+                                     " has no dimension of that name"));
   }
   return a;
 }

@@ -14,9 +14,12 @@ using kernels::ReduceFn;
 
 const char* reduce_name(ReduceFn fn) {
   switch (fn) {
-    case ReduceFn::kSum: return "reduce_sum";
-    case ReduceFn::kMax: return "reduce_max";
-    case ReduceFn::kMin: return "reduce_min";
+    case ReduceFn::kSum:
+      return "reduce_sum";
+    case ReduceFn::kMax:
+      return "reduce_max";
+    case ReduceFn::kMin:
+      return "reduce_min";
   }
   return "reduce";
 }
@@ -74,10 +77,9 @@ class TopKOp : public Operation {
   TopKOp(const Tensor& x, const Dimension& reduced, const Dimension& k_dim)
       : Operation(x.mesh(), "top_k", {x}, ""), axis_(ops::axis_of("top_k", x, reduced.name)) {
     if (k_dim.size > x.shape()[axis_].size || k_dim.size < 0) {
-      throw ValueError(detail::str_cat("top_k: k = ", k_dim.size, " (dimension \"", k_dim.name,
-                                       "\") exceeds the size ", x.shape()[axis_].size,
-                                       " of reduced dimension \"", reduced.name, "\" of ",
-                                       x.describe()));
+      throw ValueError(detail::str_cat(
+          "top_k: k = ", k_dim.size, " (dimension \"", k_dim.name, "\") exceeds the size ",
+          x.shape()[axis_].size, " of reduced dimension \"", reduced.name, "\" of ", x.describe()));
     }
     std::vector<Dimension> dims = x.shape().dims();
     dims[axis_] = k_dim;

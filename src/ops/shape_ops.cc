@@ -13,11 +13,10 @@ class ReshapeOp : public Operation {
   ReshapeOp(const Tensor& x, const Shape& shape, const std::string& name)
       : Operation(x.mesh(), "reshape", {x}, name) {
     if (shape.num_elements() != x.shape().num_elements()) {
-      throw ShapeError(detail::str_cat("reshape \"", this->name(), "\": cannot reshape ",
-                                       x.describe(), " (", x.shape().num_elements(),
-                                       " elements) to ", shape.to_string(), " (",
-                                       shape.num_elements(),
-                                       " elements); a reshape must keep the element count"));
+      throw ShapeError(detail::str_cat(
+          "reshape \"", this->name(), "\": cannot reshape ", x.describe(), " (",
+          x.shape().num_elements(), " elements) to ", shape.to_string(), " (", shape.num_elements(),
+          " elements); a reshape must keep the element count"));
     }
     add_output(shape, x.dtype());
   }
@@ -58,9 +57,12 @@ class AxisOp : public Operation {
   void compute(KernelContext& ctx) const override {
     HostTensor& out = ctx.allocate_output(0);
     switch (kind_) {
-      case Kind::kSlice: return kernels::slice(ctx.input(0), axis_, a_, out);
-      case Kind::kPad: return kernels::pad(ctx.input(0), axis_, a_, out);
-      case Kind::kShift: return kernels::shift(ctx.input(0), axis_, a_, wrap_, out);
+      case Kind::kSlice:
+        return kernels::slice(ctx.input(0), axis_, a_, out);
+      case Kind::kPad:
+        return kernels::pad(ctx.input(0), axis_, a_, out);
+      case Kind::kShift:
+        return kernels::shift(ctx.input(0), axis_, a_, wrap_, out);
     }
   }
   bool differentiable() const override { return output(0).dtype() == float32; }
@@ -68,9 +70,12 @@ class AxisOp : public Operation {
     const Tensor& x = inputs()[0];
     const Dimension& d = x.shape()[axis_];
     switch (kind_) {
-      case Kind::kSlice: return {pad(g[0], a_, d.size - a_ - b_, d.name)};
-      case Kind::kPad: return {slice(g[0], a_, d.size, d.name)};
-      case Kind::kShift: return {shift(g[0], -a_, d, wrap_)};
+      case Kind::kSlice:
+        return {pad(g[0], a_, d.size - a_ - b_, d.name)};
+      case Kind::kPad:
+        return {slice(g[0], a_, d.size, d.name)};
+      case Kind::kShift:
+        return {shift(g[0], -a_, d, wrap_)};
     }
     return {};
   }
@@ -128,9 +133,7 @@ Tensor rename_dimension(const Tensor& x, const std::string& old_name, const std:
 }
 
 Tensor slice(const Tensor& x, int64_t begin, int64_t size, const std::string& dim_name) {
-  return x.graph()
-      .add<AxisOp>(AxisOp::Kind::kSlice, x, dim_name, begin, size, false)
-      ->output(0);
+  return x.graph().add<AxisOp>(AxisOp::Kind::kSlice, x, dim_name, begin, size, false)->output(0);
 }
 
 Tensor pad(const Tensor& x, int64_t before, int64_t after, const std::string& dim_name) {
@@ -161,7 +164,8 @@ Tensor concat(const std::vector<Tensor>& xs, const std::string& dim_name) {
     arranged.push_back(transpose(x, first.shape().resize(dim_name, n)));
     total += n;
   }
-  return first.graph().add<ConcatOp>(arranged, dim_name, first.shape().resize(dim_name, total))
+  return first.graph()
+      .add<ConcatOp>(arranged, dim_name, first.shape().resize(dim_name, total))
       ->output(0);
 }
 
@@ -187,8 +191,8 @@ Tensor stack(const std::vector<Tensor>& xs, const std::string& dim_name, int axi
   if (xs.empty()) throw ValueError("stack: no tensors to stack");
   const Shape& s = xs[0].shape();
   if (axis < 0 || axis > s.ndims()) {
-    throw ValueError(detail::str_cat("stack: axis ", axis, " is outside [0, ", s.ndims(),
-                                     "] for ", xs[0].describe()));
+    throw ValueError(detail::str_cat("stack: axis ", axis, " is outside [0, ", s.ndims(), "] for ",
+                                     xs[0].describe()));
   }
   if (s.contains(dim_name)) {
     throw ShapeError(detail::str_cat("stack: new dimension \"", dim_name, "\" already exists in ",

@@ -36,9 +36,15 @@ HostTensor VariableOp::initial_value(const Shape& slice_shape,
                        dtype_name(dtype));
   };
   switch (init_.kind) {
-    case K::kZeros: kernels::fill(t, 0.f); break;
-    case K::kOnes: kernels::fill(t, 1.f); break;
-    case K::kConstant: kernels::fill(t, init_.a); break;
+    case K::kZeros:
+      kernels::fill(t, 0.f);
+      break;
+    case K::kOnes:
+      kernels::fill(t, 1.f);
+      break;
+    case K::kConstant:
+      kernels::fill(t, init_.a);
+      break;
     case K::kNormal:
       float_only();
       kernels::random_normal(seed_, 0, full, offset, init_.a, init_.b, false, t);
@@ -73,9 +79,10 @@ HostTensor VariableOp::initial_value(const Shape& slice_shape,
 }
 
 AssignOp::AssignOp(Kind kind, const Tensor& var, const Tensor& value, float scale)
-    : Operation(var.mesh(),
-                kind == Kind::kAssign ? "assign" : (kind == Kind::kAdd ? "assign_add" : "assign_sub"),
-                {var, value}, ""),
+    : Operation(
+          var.mesh(),
+          kind == Kind::kAssign ? "assign" : (kind == Kind::kAdd ? "assign_add" : "assign_sub"),
+          {var, value}, ""),
       kind_(kind),
       scale_(scale) {
   if (scale != 1.0f && var.dtype() != float32) {
@@ -99,14 +106,20 @@ void AssignOp::compute(KernelContext& ctx) const {
   const HostTensor& value = ctx.input(1);
   HostTensor next(var.shape(), var.dtype());
   switch (kind_) {
-    case Kind::kAssign: kernels::broadcast_copy(value, next); break;
+    case Kind::kAssign:
+      kernels::broadcast_copy(value, next);
+      break;
     case Kind::kAdd:
-      if (var.dtype() == float32) kernels::scaled_add(var, scale_, value, next);
-      else kernels::binary(kernels::BinaryFn::kAdd, var, value, next);
+      if (var.dtype() == float32)
+        kernels::scaled_add(var, scale_, value, next);
+      else
+        kernels::binary(kernels::BinaryFn::kAdd, var, value, next);
       break;
     case Kind::kSub:
-      if (var.dtype() == float32) kernels::scaled_add(var, -scale_, value, next);
-      else kernels::binary(kernels::BinaryFn::kSub, var, value, next);
+      if (var.dtype() == float32)
+        kernels::scaled_add(var, -scale_, value, next);
+      else
+        kernels::binary(kernels::BinaryFn::kSub, var, value, next);
       break;
   }
   ctx.state().pending_assignments.emplace_back(&variable(), std::move(next));
