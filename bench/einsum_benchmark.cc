@@ -139,20 +139,11 @@ BENCHMARK(BM_RunOverhead);
 
 int main(int argc, char** argv) {
   for (const Case& c : cases()) {
-    benchmark::RegisterBenchmark((std::string("sgemm/") + c.name).c_str(), BM_Sgemm, c)
-        ->MinTime(0.2)
-        ->UseRealTime()
-        ->Repetitions(5)
-        ->ReportAggregatesOnly(true);
-    benchmark::RegisterBenchmark((std::string("einsum/") + c.name).c_str(), BM_Einsum, c)
-        ->MinTime(0.2)
-        ->UseRealTime()
-        ->Repetitions(5)
-        ->ReportAggregatesOnly(true);
+    mtf::bench::register_repeated(std::string("sgemm/") + c.name, 0.2, BM_Sgemm, c);
+    mtf::bench::register_repeated(std::string("einsum/") + c.name, 0.2, BM_Einsum, c);
   }
-  benchmark::Initialize(&argc, argv);
   mtf::bench::RatioReporter reporter;
-  benchmark::RunSpecifiedBenchmarks(&reporter);
+  mtf::bench::run_benchmarks(&argc, argv, &reporter);
   std::printf(
       "\neinsum / sgemm throughput, same shapes, same run, medians of 5 (target >= 0.90):\n");
   for (const Case& c : cases()) {

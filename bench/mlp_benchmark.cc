@@ -62,22 +62,11 @@ void BM_MlpGemms(benchmark::State& state) {
 
 int main(int argc, char** argv) {
   for (int b : {100, 1000}) {
-    benchmark::RegisterBenchmark(("gemms/" + std::to_string(b)).c_str(), BM_MlpGemms)
-        ->Arg(b)
-        ->MinTime(0.3)
-        ->UseRealTime()
-        ->Repetitions(5)
-        ->ReportAggregatesOnly(true);
-    benchmark::RegisterBenchmark(("mlp_step/" + std::to_string(b)).c_str(), BM_MlpStep)
-        ->Arg(b)
-        ->MinTime(0.3)
-        ->UseRealTime()
-        ->Repetitions(5)
-        ->ReportAggregatesOnly(true);
+    mtf::bench::register_repeated("gemms/" + std::to_string(b), 0.3, BM_MlpGemms)->Arg(b);
+    mtf::bench::register_repeated("mlp_step/" + std::to_string(b), 0.3, BM_MlpStep)->Arg(b);
   }
-  benchmark::Initialize(&argc, argv);
   mtf::bench::RatioReporter reporter;
-  benchmark::RunSpecifiedBenchmarks(&reporter);
+  mtf::bench::run_benchmarks(&argc, argv, &reporter);
   std::printf(
       "\nMLP step: matmul FLOP rate as a fraction of direct sgemm on the same GEMMs,\n"
       "same run, medians of 5 (targets: >= 0.60 at batch 100, >= 0.85 at batch 1000):\n");

@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace mtf::bench {
@@ -38,5 +39,24 @@ class RatioReporter : public benchmark::ConsoleReporter {
  private:
   std::map<std::string, double> seconds_;
 };
+
+// Registers a benchmark the way the ratio suites run them: wall-clock time,
+// five repetitions of at least `min_time` seconds each, medians reported.
+template <typename... Args>
+benchmark::internal::Benchmark* register_repeated(const std::string& name, double min_time,
+                                                  Args&&... args) {
+  return benchmark::RegisterBenchmark(name.c_str(), std::forward<Args>(args)...)
+      ->MinTime(min_time)
+      ->UseRealTime()
+      ->Repetitions(5)
+      ->ReportAggregatesOnly(true);
+}
+
+// Parses the benchmark flags and runs the registered benchmarks; `reporter`
+// then holds their times.
+inline void run_benchmarks(int* argc, char** argv, RatioReporter* reporter) {
+  benchmark::Initialize(argc, argv);
+  benchmark::RunSpecifiedBenchmarks(reporter);
+}
 
 }  // namespace mtf::bench

@@ -40,32 +40,35 @@ bool Flags::parse(int argc, char** argv) {
 
 std::string Flags::str(const std::string& name) const { return flags_.at(name).value; }
 
-int64_t Flags::i64(const std::string& name) const {
-  const std::string& v = str(name);
+namespace {
+
+// Parses the whole of `v` with `parse` (std::stoll / std::stod style).
+template <typename T, typename Parse>
+T parse_whole(const std::string& name, const std::string& v, Parse parse, const char* what) {
   size_t used = 0;
-  long long r = 0;
+  T r{};
   try {
-    r = std::stoll(v, &used);
+    r = parse(v, &used);
   } catch (const std::exception&) {
     used = 0;
   }
   if (used != v.size() || v.empty())
-    throw ValueError("flag --" + name + "=\"" + v + "\" is not an integer");
+    throw ValueError("flag --" + name + "=\"" + v + "\" is not " + what);
   return r;
 }
 
+}  // namespace
+
+int64_t Flags::i64(const std::string& name) const {
+  return parse_whole<int64_t>(
+      name, str(name), [](const std::string& s, size_t* used) { return std::stoll(s, used); },
+      "an integer");
+}
+
 double Flags::f64(const std::string& name) const {
-  const std::string& v = str(name);
-  size_t used = 0;
-  double r = 0;
-  try {
-    r = std::stod(v, &used);
-  } catch (const std::exception&) {
-    used = 0;
-  }
-  if (used != v.size() || v.empty())
-    throw ValueError("flag --" + name + "=\"" + v + "\" is not a number");
-  return r;
+  return parse_whole<double>(
+      name, str(name), [](const std::string& s, size_t* used) { return std::stod(s, used); },
+      "a number");
 }
 
 std::string Flags::usage() const {

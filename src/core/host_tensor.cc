@@ -18,26 +18,28 @@ HostTensor HostTensor::zeros(Shape shape, DType dtype) {
   return t;
 }
 
-HostTensor HostTensor::from_floats(Shape shape, const std::vector<float>& values) {
+namespace {
+
+template <typename T>
+HostTensor from_values(Shape shape, DType dtype, const std::vector<T>& values, const char* who) {
   if (static_cast<int64_t>(values.size()) != shape.num_elements()) {
-    throw ValueError(detail::str_cat("HostTensor::from_floats: ", values.size(),
+    throw ValueError(detail::str_cat("HostTensor::", who, ": ", values.size(),
                                      " values given for shape ", shape.to_string(), " of ",
                                      shape.num_elements(), " elements"));
   }
-  HostTensor t(std::move(shape), float32);
-  if (!values.empty()) std::memcpy(t.raw_data(), values.data(), values.size() * sizeof(float));
+  HostTensor t(std::move(shape), dtype);
+  if (!values.empty()) std::memcpy(t.raw_data(), values.data(), values.size() * sizeof(T));
   return t;
 }
 
+}  // namespace
+
+HostTensor HostTensor::from_floats(Shape shape, const std::vector<float>& values) {
+  return from_values(std::move(shape), float32, values, "from_floats");
+}
+
 HostTensor HostTensor::from_ints(Shape shape, const std::vector<int32_t>& values) {
-  if (static_cast<int64_t>(values.size()) != shape.num_elements()) {
-    throw ValueError(detail::str_cat("HostTensor::from_ints: ", values.size(),
-                                     " values given for shape ", shape.to_string(), " of ",
-                                     shape.num_elements(), " elements"));
-  }
-  HostTensor t(std::move(shape), int32);
-  if (!values.empty()) std::memcpy(t.raw_data(), values.data(), values.size() * sizeof(int32_t));
-  return t;
+  return from_values(std::move(shape), int32, values, "from_ints");
 }
 
 HostTensor HostTensor::scalar(float value) { return from_floats(Shape(), {value}); }
