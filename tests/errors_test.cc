@@ -112,6 +112,27 @@ TEST_F(ErrorsTest, VariablesNeedUniqueNames) {
       {"\"w:0\"", "[a:3]"});
 }
 
+TEST_F(ErrorsTest, RuntimeErrorsNameTheOp) {
+  Tensor a = constant(mesh, 7.f, Shape("a:2"), int32);
+  Tensor b = constant(mesh, 0.f, Shape("a:2"), int32);
+  Tensor q = divide(a, b);
+  expect_error<ValueError>([&] { Session(g).run(q); },
+                           {"while running op \"divide\" (divide)", "integer division by zero"});
+  // Nothing was committed by the failed run: variables keep their values.
+  Tensor v = get_variable(mesh, "v", Shape("a:2"), Initializer::constant(1.f), int32);
+  Session s(g);
+  EXPECT_THROW(s.run({}, {}, {assign(v, q)}), ValueError);
+  EXPECT_EQ(s.variable_value("v").to_ints(), (std::vector<int32_t>{1, 1}));
+}
+
+TEST_F(ErrorsTest, HugeShapesAreErrorsNotCrashes) {
+  expect_error<ShapeError>([&] { Shape("a:4294967296;b:4294967296"); }, {"2^62"});
+  Tensor big = zeros(mesh, Shape("a:1000000;b:1000000"));  // 4 TB
+  expect_error<OutOfMemoryError>(
+      [&] { Session(g).run(big); },
+      {"while running op \"zeros\"", "cannot allocate", "[a:1000000, b:1000000]"});
+}
+
 TEST_F(ErrorsTest, InvalidTensorHandles) {
   Tensor none;
   Tensor x = zeros(mesh, Shape("a:2"));

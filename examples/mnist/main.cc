@@ -66,5 +66,8 @@ int main(int argc, char** argv) {
   } catch (const mtf::Error& e) {
     std::fprintf(stderr, "mnist: error: %s\n", e.what());
     return 1;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "mnist: unexpected error: %s\n", e.what());
+    return 1;
   }
 }

@@ -42,6 +42,12 @@ class IoError : public Error {
   using Error::Error;
 };
 
+// Memory for a tensor could not be allocated.
+class OutOfMemoryError : public Error {
+ public:
+  using Error::Error;
+};
+
 // An invariant of mtf itself was broken: a bug in mtf, please report it.
 class InternalError : public Error {
  public:

@@ -4,7 +4,10 @@
 #include <map>
 #include <mutex>
 #include <new>
+#include <string>
 #include <vector>
+
+#include "mtf/errors.h"
 
 namespace mtf::detail {
 namespace {
@@ -26,7 +29,11 @@ class Pool {
       }
     }
     void* p = std::aligned_alloc(kAlignment, bytes);
-    if (!p) throw std::bad_alloc();
+    if (!p) {
+      throw OutOfMemoryError("cannot allocate " + std::to_string(bytes) +
+                             " bytes of host memory for a tensor; use smaller shapes or split "
+                             "the tensor over a mesh");
+    }
     return p;
   }
 

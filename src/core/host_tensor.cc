@@ -7,10 +7,14 @@
 
 namespace mtf {
 
-HostTensor::HostTensor(Shape shape, DType dtype)
-    : shape_(std::move(shape)),
-      dtype_(dtype),
-      buffer_(detail::allocate_buffer(shape_.num_elements() * dtype_size(dtype))) {}
+HostTensor::HostTensor(Shape shape, DType dtype) : shape_(std::move(shape)), dtype_(dtype) {
+  try {
+    buffer_ = detail::allocate_buffer(shape_.num_elements() * dtype_size(dtype));
+  } catch (const OutOfMemoryError& e) {
+    throw OutOfMemoryError(
+        detail::str_cat("HostTensor ", shape_.to_string(), " ", dtype_name(dtype), ": ", e.what()));
+  }
+}
 
 HostTensor HostTensor::zeros(Shape shape, DType dtype) {
   HostTensor t(std::move(shape), dtype);

@@ -69,6 +69,7 @@ std::vector<std::pair<std::string, std::string>> parse_pairs(const std::string& 
 }
 
 void Shape::validate() const {
+  int64_t elements = 1;
   for (size_t i = 0; i < dims_.size(); ++i) {
     const Dimension& d = dims_[i];
     if (d.name.empty()) {
@@ -79,6 +80,10 @@ void Shape::validate() const {
       throw ShapeError(detail::str_cat("dimension \"", d.name, "\" of shape ", to_string(),
                                        " has negative size ", d.size));
     }
+    if (d.size > 0 && elements > (int64_t{1} << 62) / d.size) {
+      throw ShapeError(detail::str_cat("shape ", to_string(), " has more than 2^62 elements"));
+    }
+    elements *= d.size;
     for (size_t j = 0; j < i; ++j) {
       if (dims_[j].name == d.name) {
         throw ShapeError(detail::str_cat("duplicate dimension \"", d.name, "\" in shape ",

@@ -13,6 +13,22 @@
 
 namespace mtf {
 namespace detail {
+namespace {
+
+// Rethrows an error raised while running `op` as the same type, with the op
+// named first, so a failure deep in a kernel says where in the graph it was.
+[[noreturn]] void rethrow_in_op(const Operation& op, const Error& e) {
+  const std::string msg = "while running op \"" + op.name() + "\" (" + op.type() + "): " + e.what();
+  if (dynamic_cast<const ShapeError*>(&e)) throw ShapeError(msg);
+  if (dynamic_cast<const DTypeError*>(&e)) throw DTypeError(msg);
+  if (dynamic_cast<const ValueError*>(&e)) throw ValueError(msg);
+  if (dynamic_cast<const IoError*>(&e)) throw IoError(msg);
+  if (dynamic_cast<const OutOfMemoryError*>(&e)) throw OutOfMemoryError(msg);
+  if (dynamic_cast<const InternalError*>(&e)) throw InternalError(msg);
+  throw Error(msg);
+}
+
+}  // namespace
 
 class SessionImpl {
  public:
@@ -40,7 +56,11 @@ class SessionImpl {
       outputs.assign(step.output_slots.size(), HostTensor());
       KernelContext ctx(*step.op, inputs, &outputs, &step.output_slice_shapes,
                         &step.output_slice_offsets, &state);
-      step.op->compute(ctx);
+      try {
+        step.op->compute(ctx);
+      } catch (const Error& e) {
+        rethrow_in_op(*step.op, e);
+      }
       for (size_t i = 0; i < step.output_slots.size(); ++i) {
         MTF_CHECK(outputs[i].valid());
         MTF_CHECK(outputs[i].shape() == step.output_slice_shapes[i]);

@@ -3,6 +3,8 @@
 // so the compiler can vectorize them.
 #include <cmath>
 #include <cstring>
+#include <string>
+#include <type_traits>
 
 #include "core/check.h"
 #include "kernels/kernels.h"
@@ -197,12 +199,16 @@ void binary_typed(BinaryFn fn, const HostTensor& a, const HostTensor& b, HostTen
     case BinaryFn::kMul:
       return broadcast_apply<T, T>(a, b, out, [](T x, T y) { return x * y; });
     case BinaryFn::kDiv:
-      return broadcast_apply<T, T>(a, b, out, [](T x, T y) {
-        if constexpr (std::is_integral_v<T>)
-          return y == 0 ? T(0) : T(x / y);
-        else
-          return x / y;
-      });
+      if constexpr (std::is_integral_v<T>) {
+        const T* pb = static_cast<const T*>(b.raw_data());
+        for (int64_t i = 0; i < b.num_elements(); ++i) {
+          if (pb[i] == 0) {
+            throw ValueError("integer division by zero (element " + std::to_string(i) +
+                             " of the divisor is 0)");
+          }
+        }
+      }
+      return broadcast_apply<T, T>(a, b, out, [](T x, T y) { return T(x / y); });
     case BinaryFn::kMin:
       return broadcast_apply<T, T>(a, b, out, [](T x, T y) { return y < x ? y : x; });
     case BinaryFn::kMax:
