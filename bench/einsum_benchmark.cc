@@ -7,7 +7,7 @@
 #include <random>
 
 #include "mtf/mtf.h"
-#include "ratio_reporter.h"
+#include "paired.h"
 
 namespace {
 
@@ -84,7 +84,9 @@ HostTensor random_host(const Shape& s, uint32_t seed) {
   return t;
 }
 
-void BM_Einsum(benchmark::State& state, Case c) {
+// einsum through the public API (a Session run) against cblas_sgemm on the
+// same shape, paired.
+void BM_EinsumVsSgemm(benchmark::State& state, Case c) {
   Graph g;
   Mesh mesh(g, "m");
   std::vector<Tensor> ins;
@@ -96,28 +98,21 @@ void BM_Einsum(benchmark::State& state, Case c) {
   }
   Tensor out = einsum(ins, Shape(c.output));
   Session session(g);
-  for (auto _ : state) benchmark::DoNotOptimize(session.run(out, feeds));
-  const double flops = 2.0 * c.m * c.n * c.k;
-  state.counters["GFLOP/s"] =
-      benchmark::Counter(flops * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
-}
 
-void BM_Sgemm(benchmark::State& state, Case c) {
   std::vector<float> a(static_cast<size_t>(c.m) * c.k), b(static_cast<size_t>(c.k) * c.n),
-      out(static_cast<size_t>(c.m) * c.n);
+      ref_out(static_cast<size_t>(c.m) * c.n);
   std::mt19937 rng(1);
   std::uniform_real_distribution<float> d(-1.f, 1.f);
   for (auto& x : a) x = d(rng);
   for (auto& x : b) x = d(rng);
   const int lda = c.ta ? c.m : c.k, ldb = c.tb ? c.k : c.n;
-  for (auto _ : state) {
+  auto sgemm = [&] {
     cblas_sgemm(CblasRowMajor, c.ta ? CblasTrans : CblasNoTrans, c.tb ? CblasTrans : CblasNoTrans,
-                c.m, c.n, c.k, 1.f, a.data(), lda, b.data(), ldb, 0.f, out.data(), c.n);
-    benchmark::DoNotOptimize(out.data());
-  }
-  const double flops = 2.0 * c.m * c.n * c.k;
-  state.counters["GFLOP/s"] =
-      benchmark::Counter(flops * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
+                c.m, c.n, c.k, 1.f, a.data(), lda, b.data(), ldb, 0.f, ref_out.data(), c.n);
+    benchmark::DoNotOptimize(ref_out.data());
+  };
+  auto run = [&] { benchmark::DoNotOptimize(session.run(out, feeds)); };
+  mtf::bench::run_paired(state, sgemm, run, 2.0 * c.m * c.n * c.k);
 }
 
 // The fixed cost of one Session::run of a one-element einsum: what small
@@ -138,19 +133,14 @@ BENCHMARK(BM_RunOverhead);
 }  // namespace
 
 int main(int argc, char** argv) {
-  for (const Case& c : cases()) {
-    mtf::bench::register_repeated(std::string("sgemm/") + c.name, 0.2, BM_Sgemm, c);
-    mtf::bench::register_repeated(std::string("einsum/") + c.name, 0.2, BM_Einsum, c);
-  }
-  mtf::bench::RatioReporter reporter;
-  mtf::bench::run_benchmarks(&argc, argv, &reporter);
-  std::printf(
-      "\neinsum / sgemm throughput, same shapes, same run, medians of 5 (target >= 0.90):\n");
-  for (const Case& c : cases()) {
-    const double e = reporter.seconds(std::string("einsum/") + c.name);
-    const double s = reporter.seconds(std::string("sgemm/") + c.name);
-    if (e > 0 && s > 0) std::printf("  %-28s %.3f\n", c.name, s / e);
-  }
+  for (const Case& c : cases())
+    benchmark::RegisterBenchmark((std::string("einsum_vs_sgemm/") + c.name).c_str(),
+                                 BM_EinsumVsSgemm, c)
+        ->MinTime(1.0);
+  benchmark::Initialize(&argc, argv);
+  mtf::bench::RatioSummary reporter(
+      "einsum / cblas_sgemm throughput, same shapes, paired in the same run (target >= 0.90):");
+  benchmark::RunSpecifiedBenchmarks(&reporter);
   benchmark::Shutdown();
   return 0;
 }

@@ -10,7 +10,7 @@
 #include <random>
 
 #include "mnist/mlp.h"
-#include "ratio_reporter.h"
+#include "paired.h"
 
 namespace {
 
@@ -22,30 +22,27 @@ double matmul_flops(int64_t b) {
   return 2.0 * b * (2.0 * kPixels * kHidden + 3.0 * kHidden * kClasses);
 }
 
-void BM_MlpStep(benchmark::State& state) {
-  const int64_t b = state.range(0);
+// One training step against its five GEMMs called directly, paired.
+void BM_MlpStepVsGemms(benchmark::State& state) {
+  const int64_t batch = state.range(0);
   examples::MlpConfig config;
-  config.batch_size = b;
+  config.batch_size = batch;
   examples::Mlp mlp(config);
   Session session(mlp.graph());
   std::mt19937 rng(1);
   HostTensor images(mlp.images.shape(), float32), labels(mlp.labels.shape(), int32);
   for (int64_t i = 0; i < images.num_elements(); ++i)
     images.data<float>()[i] = (rng() % 256) / 255.f;
-  for (int64_t i = 0; i < b; ++i) labels.data<int32_t>()[i] = static_cast<int32_t>(rng() % 10);
-  for (auto _ : state) benchmark::DoNotOptimize(mlp.train_step(session, images, labels));
-  state.counters["matmul_GFLOP/s"] =
-      benchmark::Counter(matmul_flops(b) * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
-}
+  for (int64_t i = 0; i < batch; ++i) labels.data<int32_t>()[i] = static_cast<int32_t>(rng() % 10);
+  auto step = [&] { benchmark::DoNotOptimize(mlp.train_step(session, images, labels)); };
 
-void BM_MlpGemms(benchmark::State& state) {
-  const int b = static_cast<int>(state.range(0));
+  const int b = static_cast<int>(batch);
   const int p = kPixels, h = kHidden, c = kClasses;
   std::vector<float> x(size_t(b) * p, 0.5f), w1(size_t(p) * h, 0.01f), hid(size_t(b) * h),
       w2(size_t(h) * c, 0.01f), logits(size_t(b) * c), dl(size_t(b) * c, 0.1f), dw2(size_t(h) * c),
       dh(size_t(b) * h), dw1(size_t(p) * h);
   const auto N = CblasNoTrans, T = CblasTrans;
-  for (auto _ : state) {
+  auto gemms = [&] {
     cblas_sgemm(CblasRowMajor, N, N, b, h, p, 1.f, x.data(), p, w1.data(), h, 0.f, hid.data(), h);
     cblas_sgemm(CblasRowMajor, N, N, b, c, h, 1.f, hid.data(), h, w2.data(), c, 0.f, logits.data(),
                 c);
@@ -53,30 +50,22 @@ void BM_MlpGemms(benchmark::State& state) {
     cblas_sgemm(CblasRowMajor, N, T, b, h, c, 1.f, dl.data(), c, w2.data(), c, 0.f, dh.data(), h);
     cblas_sgemm(CblasRowMajor, T, N, p, h, b, 1.f, x.data(), p, dh.data(), h, 0.f, dw1.data(), h);
     benchmark::DoNotOptimize(dw1.data());
-  }
-  state.counters["matmul_GFLOP/s"] =
-      benchmark::Counter(matmul_flops(b) * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
+  };
+  mtf::bench::run_paired(state, gemms, step, matmul_flops(batch), "matmul_GFLOP/s");
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  for (int b : {100, 1000}) {
-    mtf::bench::register_repeated("gemms/" + std::to_string(b), 0.3, BM_MlpGemms)->Arg(b);
-    mtf::bench::register_repeated("mlp_step/" + std::to_string(b), 0.3, BM_MlpStep)->Arg(b);
-  }
-  mtf::bench::RatioReporter reporter;
-  mtf::bench::run_benchmarks(&argc, argv, &reporter);
-  std::printf(
-      "\nMLP step: matmul FLOP rate as a fraction of direct sgemm on the same GEMMs,\n"
-      "same run, medians of 5 (targets: >= 0.60 at batch 100, >= 0.85 at batch 1000):\n");
-  for (int b : {100, 1000}) {
-    const double step = reporter.seconds("mlp_step/" + std::to_string(b));
-    const double gemm = reporter.seconds("gemms/" + std::to_string(b));
-    if (step > 0 && gemm > 0)
-      std::printf("  batch %-5d step %.3f ms, gemms %.3f ms, fraction %.3f\n", b, step * 1e3,
-                  gemm * 1e3, gemm / step);
-  }
+  benchmark::RegisterBenchmark("mlp_step_vs_gemms", BM_MlpStepVsGemms)
+      ->Arg(100)
+      ->Arg(1000)
+      ->MinTime(2.0);
+  benchmark::Initialize(&argc, argv);
+  mtf::bench::RatioSummary reporter(
+      "MLP training step: its matmul FLOP rate as a fraction of direct sgemm on the same GEMMs,\n"
+      "paired in the same run (targets: >= 0.60 at batch 100, >= 0.85 at batch 1000):");
+  benchmark::RunSpecifiedBenchmarks(&reporter);
   benchmark::Shutdown();
   return 0;
 }
