@@ -304,6 +304,10 @@ TEST_F(OpsTest, SlicePadConcatSplitStackUnstack) {
   auto parts = split(t, Dimension{"b", 4}, {1, 3});
   EXPECT_EQ(eval(parts[0]), (std::vector<float>{0, 4}));
   EXPECT_EQ(eval(parts[1]), (std::vector<float>{1, 2, 3, 5, 6, 7}));
+  auto halves = split(t, Dimension{"b", 4}, 2);
+  ASSERT_EQ(halves.size(), 2u);
+  EXPECT_EQ(eval(halves[1]), (std::vector<float>{2, 3, 6, 7}));
+  EXPECT_THROW(split(t, Dimension{"b", 4}, 3), ValueError);
   auto rows = unstack(t, Dimension{"a", 2});
   ASSERT_EQ(rows.size(), 2u);
   EXPECT_EQ(rows[1].shape(), Shape("b:4"));

@@ -141,6 +141,8 @@ Tensor concat(const std::vector<Tensor>& xs, const std::string& dim_name);
 // Pieces of x along split_dim of the given sizes (summing to its size).
 std::vector<Tensor> split(const Tensor& x, const Dimension& split_dim,
                           const std::vector<int64_t>& sizes);
+// `num_splits` equal pieces (ValueError unless they divide the dimension).
+std::vector<Tensor> split(const Tensor& x, const Dimension& split_dim, int num_splits);
 // A new dimension of size xs.size() named dim_name, inserted at `axis`.
 Tensor stack(const std::vector<Tensor>& xs, const std::string& dim_name, int axis);
 // The slices of x along dim, each without that dimension.

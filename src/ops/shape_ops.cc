@@ -187,6 +187,15 @@ std::vector<Tensor> split(const Tensor& x, const Dimension& split_dim,
   return r;
 }
 
+std::vector<Tensor> split(const Tensor& x, const Dimension& split_dim, int num_splits) {
+  const int64_t n = x.shape()[ops::axis_of("split", x, split_dim.name)].size;
+  if (num_splits <= 0 || n % num_splits != 0) {
+    throw ValueError(detail::str_cat("split: ", num_splits, " pieces do not divide dimension \"",
+                                     split_dim.name, "\" of size ", n, " of ", x.describe()));
+  }
+  return split(x, split_dim, std::vector<int64_t>(num_splits, n / num_splits));
+}
+
 Tensor stack(const std::vector<Tensor>& xs, const std::string& dim_name, int axis) {
   if (xs.empty()) throw ValueError("stack: no tensors to stack");
   const Shape& s = xs[0].shape();
