@@ -29,6 +29,14 @@ class DTypeError : public Error {
   using Error::Error;
 };
 
+// A layout that cannot work: a tensor dimension not divisible by its mesh
+// dimension, two dimensions of one tensor on one mesh dimension, one tensor
+// dimension on two mesh dimensions, a rule naming an unknown mesh dimension.
+class LayoutError : public Error {
+ public:
+  using Error::Error;
+};
+
 // A bad argument value: k larger than a dimension, keep_prob outside (0,1],
 // slice out of range, a feed of the wrong shape, tensors of two graphs mixed.
 class ValueError : public Error {

@@ -6,6 +6,7 @@
 #include "mtf/gradients.h"
 #include "mtf/graph.h"
 #include "mtf/host_tensor.h"
+#include "mtf/layout.h"
 #include "mtf/ops.h"
 #include "mtf/optimizers.h"
 #include "mtf/session.h"
