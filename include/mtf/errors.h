@@ -50,6 +50,19 @@ class IoError : public Error {
   using Error::Error;
 };
 
+// A blocking call passed its deadline (a peer too slow, or waiting for a
+// message that never comes).
+class TimeoutError : public Error {
+ public:
+  using Error::Error;
+};
+
+// A peer of a multi-processor run is gone (died, killed, disconnected).
+class PeerLostError : public Error {
+ public:
+  using Error::Error;
+};
+
 // Memory for a tensor could not be allocated.
 class OutOfMemoryError : public Error {
  public:

@@ -1,0 +1,58 @@
+// mtf/transport.h — point-to-point messaging between the ranks of one job,
+// and a small rendezvous store. Collectives (src/collectives/) are written
+// only against these interfaces, so they run unchanged in process, in the
+// torus simulator, over TCP and over MPI.
+//
+// Contract for every Transport:
+// - send() copies the bytes before it returns (the caller may reuse its
+//   buffer at once) and does not wait for the receiver;
+// - recv() blocks until the next message from `peer` with `tag` arrives, and
+//   needs its size to be exactly `bytes` (ValueError otherwise, naming both);
+// - messages from one peer with one tag arrive in the order they were sent;
+// - every blocking call ends by its deadline: TimeoutError names the ranks,
+//   the tag and the wait; PeerLostError names the lost rank.
+// A Transport object belongs to one rank and is used from one fiber or
+// thread at a time.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace mtf {
+
+class Transport {
+ public:
+  virtual ~Transport() = default;
+  virtual int rank() const = 0;
+  virtual int size() const = 0;
+  virtual void send(int peer, uint64_t tag, const void* data, size_t bytes) = 0;
+  virtual void recv(int peer, uint64_t tag, void* data, size_t bytes) = 0;
+
+  // Deadline of each blocking call (default 60 s).
+  std::chrono::milliseconds timeout() const { return timeout_; }
+  void set_timeout(std::chrono::milliseconds t) { timeout_ = t; }
+
+ protected:
+  // ValueError unless 0 <= peer < size() and peer != rank().
+  void check_peer(int peer, const char* what) const;
+
+ private:
+  std::chrono::milliseconds timeout_{60000};
+};
+
+// A key-value store for rendezvous: ranks publish addresses or tokens and
+// wait for each other's. Thread- and fiber-safe.
+class Store {
+ public:
+  virtual ~Store() = default;
+  virtual void set(const std::string& key, const std::vector<uint8_t>& value) = 0;
+  // Waits until `key` is set, up to `timeout` (TimeoutError naming the key).
+  virtual std::vector<uint8_t> get(const std::string& key, std::chrono::milliseconds timeout) = 0;
+  // Adds delta to the integer at key (0 when unset) and returns the new value.
+  virtual int64_t add(const std::string& key, int64_t delta) = 0;
+};
+
+}  // namespace mtf

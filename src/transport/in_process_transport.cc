@@ -1,0 +1,218 @@
+// In-process transport: one mailbox per rank, keyed by (sender, tag), with
+// Boost.Fiber synchronisation so ranks may be fibers or threads.
+#include "mtf/in_process_transport.h"
+
+#include <atomic>
+#include <boost/fiber/all.hpp>
+#include <cstring>
+#include <deque>
+#include <map>
+#include <mutex>
+
+#include "core/buffer_pool.h"
+#include "core/check.h"
+#include "mtf/errors.h"
+
+namespace mtf {
+
+void Transport::check_peer(int peer, const char* what) const {
+  if (peer < 0 || peer >= size() || peer == rank()) {
+    throw ValueError(detail::str_cat(what, " on rank ", rank(), ": peer ", peer,
+                                     " is not another rank of this job (size ", size(), ")"));
+  }
+}
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using Lock = std::unique_lock<boost::fibers::mutex>;
+
+struct Message {
+  std::shared_ptr<detail::Buffer> data;
+  size_t bytes = 0;
+  Clock::time_point ready;
+};
+
+struct Mailbox {
+  boost::fibers::mutex mu;
+  boost::fibers::condition_variable cv;
+  std::map<std::pair<int, uint64_t>, std::deque<Message>> queues;
+};
+
+class World final : public InProcessWorld {
+ public:
+  explicit World(int n) : dead_(n), store_(make_in_memory_store()) {
+    for (int i = 0; i < n; ++i) boxes_.push_back(std::make_unique<Mailbox>());
+    for (auto& d : dead_) d = false;
+  }
+
+  int size() const override { return static_cast<int>(boxes_.size()); }
+  std::unique_ptr<Transport> transport(int rank) override;
+  Store& store() override { return *store_; }
+
+  void kill(int rank) override {
+    MTF_CHECK(rank >= 0 && rank < size());
+    dead_[rank] = true;
+    for (auto& box : boxes_) {
+      Lock lock(box->mu);
+      box->cv.notify_all();
+    }
+  }
+  void set_delay(std::chrono::microseconds d) override { delay_us_ = d.count(); }
+
+  void deliver(int src, int dst, uint64_t tag, const void* data, size_t bytes) {
+    if (dead_[src])
+      throw PeerLostError(detail::str_cat("rank ", src, " was killed; it cannot send"));
+    if (dead_[dst]) {
+      throw PeerLostError(detail::str_cat("rank ", src, " cannot send to rank ", dst, " (tag ", tag,
+                                          "): rank ", dst, " is lost"));
+    }
+    Message m;
+    m.data = detail::allocate_buffer(bytes);
+    m.bytes = bytes;
+    if (bytes) std::memcpy(m.data->data, data, bytes);
+    m.ready = Clock::now() + std::chrono::microseconds(delay_us_.load());
+    Mailbox& box = *boxes_[dst];
+    Lock lock(box.mu);
+    box.queues[{src, tag}].push_back(std::move(m));
+    box.cv.notify_all();
+  }
+
+  void receive(int me, int src, uint64_t tag, void* data, size_t bytes,
+               std::chrono::milliseconds timeout) {
+    const auto start = Clock::now();
+    const auto deadline = start + timeout;
+    Mailbox& box = *boxes_[me];
+    // Poll briefly, yielding, before blocking: a blocking cross-core wake-up
+    // costs far more than a short spin when the message is about to arrive.
+    for (int spin = 0; spin < 64; ++spin) {
+      {
+        Lock lock(box.mu);
+        if (try_take(box, src, tag, data, bytes, me)) return;
+      }
+      boost::this_fiber::yield();
+    }
+    Lock lock(box.mu);
+    while (true) {
+      if (try_take(box, src, tag, data, bytes, me)) return;
+      if (dead_[me]) throw PeerLostError(detail::str_cat("rank ", me, " was killed"));
+      if (dead_[src]) {
+        throw PeerLostError(detail::str_cat("rank ", me, " waited for a message from rank ", src,
+                                            " (tag ", tag, ", ", bytes, " bytes), but rank ", src,
+                                            " is lost"));
+      }
+      auto wake = deadline;
+      auto it = box.queues.find({src, tag});
+      if (it != box.queues.end() && !it->second.empty())
+        wake = std::min(wake, it->second.front().ready);
+      if (Clock::now() >= deadline) {
+        const auto waited =
+            std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start).count();
+        throw TimeoutError(
+            detail::str_cat("rank ", me, " timed out after ", waited,
+                            " ms waiting for a message from rank ", src, " (tag ", tag, ", ", bytes,
+                            " bytes); the peer is stuck, slow, or running a different "
+                            "program (raise the timeout if it is only slow)"));
+      }
+      box.cv.wait_until(lock, wake);
+    }
+  }
+
+ private:
+  // REQUIRES: box.mu held.
+  bool try_take(Mailbox& box, int src, uint64_t tag, void* data, size_t bytes, int me) {
+    auto it = box.queues.find({src, tag});
+    if (it == box.queues.end() || it->second.empty()) return false;
+    Message& m = it->second.front();
+    if (m.ready > Clock::now()) return false;
+    if (m.bytes != bytes) {
+      throw ValueError(detail::str_cat("rank ", me, " expected ", bytes, " bytes from rank ", src,
+                                       " (tag ", tag, ") but the message has ", m.bytes,
+                                       " bytes; the ranks disagree about the data they exchange"));
+    }
+    if (bytes) std::memcpy(data, m.data->data, bytes);
+    it->second.pop_front();
+    if (it->second.empty()) box.queues.erase(it);
+    return true;
+  }
+
+  std::vector<std::unique_ptr<Mailbox>> boxes_;
+  std::vector<std::atomic<bool>> dead_;
+  std::atomic<int64_t> delay_us_{0};
+  std::unique_ptr<Store> store_;
+};
+
+class InProcessTransport final : public Transport {
+ public:
+  InProcessTransport(std::shared_ptr<World> world, int rank)
+      : world_(std::move(world)), rank_(rank) {}
+  int rank() const override { return rank_; }
+  int size() const override { return world_->size(); }
+  void send(int peer, uint64_t tag, const void* data, size_t bytes) override {
+    check_peer(peer, "send");
+    world_->deliver(rank_, peer, tag, data, bytes);
+  }
+  void recv(int peer, uint64_t tag, void* data, size_t bytes) override {
+    check_peer(peer, "recv");
+    world_->receive(rank_, peer, tag, data, bytes, timeout());
+  }
+
+ private:
+  std::shared_ptr<World> world_;
+  int rank_;
+};
+
+std::unique_ptr<Transport> World::transport(int rank) {
+  if (rank < 0 || rank >= size()) {
+    throw ValueError(
+        detail::str_cat("InProcessWorld::transport: rank ", rank, " is outside 0..", size() - 1));
+  }
+  return std::make_unique<InProcessTransport>(std::static_pointer_cast<World>(shared_from_this()),
+                                              rank);
+}
+
+class InMemoryStore final : public Store {
+ public:
+  void set(const std::string& key, const std::vector<uint8_t>& value) override {
+    Lock lock(mu_);
+    values_[key] = value;
+    cv_.notify_all();
+  }
+  std::vector<uint8_t> get(const std::string& key, std::chrono::milliseconds timeout) override {
+    Lock lock(mu_);
+    if (!cv_.wait_for(lock, timeout, [&] { return values_.count(key) > 0; })) {
+      throw TimeoutError(
+          detail::str_cat("store: key \"", key, "\" was not set within ", timeout.count(), " ms"));
+    }
+    return values_[key];
+  }
+  int64_t add(const std::string& key, int64_t delta) override {
+    Lock lock(mu_);
+    int64_t v = 0;
+    auto it = values_.find(key);
+    if (it != values_.end() && it->second.size() == sizeof(int64_t))
+      std::memcpy(&v, it->second.data(), sizeof v);
+    v += delta;
+    std::vector<uint8_t> bytes(sizeof v);
+    std::memcpy(bytes.data(), &v, sizeof v);
+    values_[key] = bytes;
+    cv_.notify_all();
+    return v;
+  }
+
+ private:
+  boost::fibers::mutex mu_;
+  boost::fibers::condition_variable cv_;
+  std::map<std::string, std::vector<uint8_t>> values_;
+};
+
+}  // namespace
+
+std::shared_ptr<InProcessWorld> InProcessWorld::create(int size) {
+  if (size < 1) throw ValueError(detail::str_cat("InProcessWorld: size ", size, " must be >= 1"));
+  return std::make_shared<World>(size);
+}
+
+std::unique_ptr<Store> make_in_memory_store() { return std::make_unique<InMemoryStore>(); }
+
+}  // namespace mtf

@@ -1,0 +1,185 @@
+// The in-process transport, as fibers and as threads: ordering, tags, size
+// checks, timeouts and lost peers end in clear errors, never hangs.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+
+#include "mtf/errors.h"
+#include "mtf/in_process_transport.h"
+
+namespace mtf {
+namespace {
+
+using std::chrono::milliseconds;
+
+class TransportTest : public ::testing::TestWithParam<RankExecution> {};
+
+TEST_P(TransportTest, PingPongKeepsOrderPerPeerAndTag) {
+  run_in_process(
+      3,
+      [](Transport& t) {
+        const int next = (t.rank() + 1) % t.size(), prev = (t.rank() + 2) % t.size();
+        for (int i = 0; i < 50; ++i) {
+          const int v = t.rank() * 1000 + i;
+          t.send(next, 7, &v, sizeof v);
+        }
+        const int w = -t.rank();
+        t.send(next, 9, &w, sizeof w);
+        // Tag 9 can be taken before tag 7's backlog.
+        int got = 0;
+        t.recv(prev, 9, &got, sizeof got);
+        EXPECT_EQ(got, -prev);
+        for (int i = 0; i < 50; ++i) {
+          t.recv(prev, 7, &got, sizeof got);
+          EXPECT_EQ(got, prev * 1000 + i);
+        }
+      },
+      GetParam());
+}
+
+TEST_P(TransportTest, ZeroByteAndLargeMessages) {
+  run_in_process(
+      2,
+      [](Transport& t) {
+        const int peer = 1 - t.rank();
+        std::vector<float> big(1 << 20, static_cast<float>(t.rank() + 1));
+        t.send(peer, 1, nullptr, 0);
+        t.send(peer, 2, big.data(), big.size() * sizeof(float));
+        t.recv(peer, 1, nullptr, 0);
+        std::vector<float> in(big.size());
+        t.recv(peer, 2, in.data(), in.size() * sizeof(float));
+        EXPECT_EQ(in.front(), static_cast<float>(peer + 1));
+        EXPECT_EQ(in.back(), static_cast<float>(peer + 1));
+      },
+      GetParam());
+}
+
+TEST_P(TransportTest, SizeMismatchIsAnError) {
+  try {
+    run_in_process(
+        2,
+        [](Transport& t) {
+          if (t.rank() == 0) {
+            int v[2] = {1, 2};
+            t.send(1, 3, v, sizeof v);
+          } else {
+            int v = 0;
+            t.recv(0, 3, &v, sizeof v);
+          }
+        },
+        GetParam(), milliseconds(2000));
+    FAIL() << "no error";
+  } catch (const ValueError& e) {
+    EXPECT_NE(std::string(e.what()).find("expected 4 bytes from rank 0 (tag 3)"), std::string::npos)
+        << e.what();
+    EXPECT_NE(std::string(e.what()).find("has 8 bytes"), std::string::npos) << e.what();
+  }
+}
+
+TEST_P(TransportTest, APeerThatNeverAnswersTimesOut) {
+  const auto start = std::chrono::steady_clock::now();
+  try {
+    run_in_process(
+        2,
+        [](Transport& t) {
+          if (t.rank() == 0) {
+            int v = 0;
+            t.recv(1, 42, &v, sizeof v);  // rank 1 never sends
+          }
+        },
+        GetParam(), milliseconds(300));
+    FAIL() << "no error";
+  } catch (const TimeoutError& e) {
+    const std::string msg = e.what();
+    EXPECT_NE(msg.find("rank 0 timed out"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("from rank 1 (tag 42"), std::string::npos) << msg;
+  }
+  const double secs =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_GE(secs, 0.25);
+  EXPECT_LT(secs, 5.0);
+}
+
+TEST_P(TransportTest, AFailingRankIsReportedAndItsPeersStopQuickly) {
+  const auto start = std::chrono::steady_clock::now();
+  std::atomic<int> lost{0};
+  try {
+    run_in_process(
+        4,
+        [&](Transport& t) {
+          if (t.rank() == 2) throw ValueError("rank 2 had bad input");
+          int v = 0;
+          try {
+            t.recv(2, 1, &v, sizeof v);  // would wait 30 s without the failure detection
+          } catch (const PeerLostError& e) {
+            ++lost;
+            EXPECT_NE(std::string(e.what()).find("rank 2 is lost"), std::string::npos) << e.what();
+            throw;
+          }
+        },
+        GetParam(), milliseconds(30000));
+    FAIL() << "no error";
+  } catch (const ValueError& e) {
+    EXPECT_STREQ(e.what(), "rank 2 had bad input");  // the cause, not the consequences
+  }
+  EXPECT_EQ(lost.load(), 3);
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), 5.0);
+}
+
+TEST_P(TransportTest, InvalidPeersAreRejected) {
+  run_in_process(
+      2,
+      [](Transport& t) {
+        int v = 0;
+        EXPECT_THROW(t.send(t.rank(), 0, &v, sizeof v), ValueError);
+        EXPECT_THROW(t.send(5, 0, &v, sizeof v), ValueError);
+        EXPECT_THROW(t.recv(-1, 0, &v, sizeof v), ValueError);
+      },
+      GetParam());
+}
+
+INSTANTIATE_TEST_SUITE_P(Execution, TransportTest,
+                         ::testing::Values(RankExecution::kFibers, RankExecution::kThreads),
+                         [](const auto& info) {
+                           return info.param == RankExecution::kFibers ? "Fibers" : "Threads";
+                         });
+
+TEST(InProcessWorldTest, DelayedDeliveryAndKill) {
+  auto world = InProcessWorld::create(2);
+  auto a = world->transport(0), b = world->transport(1);
+  world->set_delay(std::chrono::microseconds(50000));
+  const auto start = std::chrono::steady_clock::now();
+  int v = 5, got = 0;
+  a->send(1, 0, &v, sizeof v);
+  b->recv(0, 0, &got, sizeof got);
+  EXPECT_EQ(got, 5);
+  EXPECT_GE(std::chrono::steady_clock::now() - start, milliseconds(45));
+  world->set_delay(std::chrono::microseconds(0));
+  world->kill(0);
+  EXPECT_THROW(b->recv(0, 0, &got, sizeof got), PeerLostError);
+  EXPECT_THROW(b->send(0, 0, &v, sizeof v), PeerLostError);
+  EXPECT_THROW(world->transport(2), ValueError);
+}
+
+TEST(StoreTest, SetGetAddAcrossRanks) {
+  auto world = InProcessWorld::create(3);
+  Store& store = world->store();
+  run_in_process(3, [&](Transport& t) {
+    store.set("addr/" + std::to_string(t.rank()), {static_cast<uint8_t>(t.rank())});
+    for (int r = 0; r < 3; ++r)
+      EXPECT_EQ(store.get("addr/" + std::to_string(r), milliseconds(5000)),
+                (std::vector<uint8_t>{static_cast<uint8_t>(r)}));
+    store.add("count", 1);
+  });
+  EXPECT_EQ(store.add("count", 0), 3);
+  try {
+    store.get("never", milliseconds(50));
+    FAIL();
+  } catch (const TimeoutError& e) {
+    EXPECT_NE(std::string(e.what()).find("\"never\""), std::string::npos);
+  }
+}
+
+}  // namespace
+}  // namespace mtf
