@@ -1,6 +1,7 @@
 // mtf/mtf.h — the whole public API of mtf.
 #pragma once
 
+#include "mtf/collectives.h"
 #include "mtf/dtype.h"
 #include "mtf/errors.h"
 #include "mtf/gradients.h"

@@ -1,0 +1,73 @@
+// mtf/collectives.h — collectives over a group of ranks, written only
+// against mtf::Transport (so they run in process, in the simulator, over TCP
+// and over MPI alike).
+//
+// A Group is the list of ranks taking part, in ring order, and the caller's
+// position in it. Group::along_axes gives the processors of a mesh that
+// differ from one processor only in the given mesh axes, ordered row-major
+// over those axes: for one axis, the torus ring of that axis. Multi-axis
+// collectives (allreduce_over_axes) go axis by axis.
+//
+// Every member of a group must make the same calls in the same order with
+// the same sizes; `tag` (distinct per concurrent collective, e.g. a sequence
+// number) keeps their messages apart. Reduction order depends only on the
+// group and the sizes, so a repeated run gives the same bits on every rank.
+// Buffers hold `count` elements of float32 or int32.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "mtf/dtype.h"
+#include "mtf/layout.h"
+#include "mtf/transport.h"
+
+namespace mtf {
+
+enum class ReduceOp { kSum, kMax, kMin };
+
+struct Group {
+  std::vector<int> ranks;  // ring order
+  int index = 0;           // the caller's position in `ranks`
+
+  int size() const { return static_cast<int>(ranks.size()); }
+  // Rank `steps` positions further round the ring (negative: backwards).
+  int rank_at(int steps) const;
+
+  // All `size` ranks of a job, in rank order.
+  static Group all(int size, int rank);
+  // The processors of `mesh` that differ from `pnum` only in `axes`.
+  static Group along_axes(const MeshShape& mesh, int64_t pnum, const std::vector<int>& axes);
+};
+
+// data <- op over the group of everyone's data (ring reduce-scatter then
+// allgather, half of the buffer clockwise and half counter-clockwise).
+void allreduce(Transport& t, const Group& g, void* data, int64_t count, DType dtype, ReduceOp op,
+               uint64_t tag);
+// The same over several mesh axes, one axis after another.
+void allreduce_over_axes(Transport& t, const MeshShape& mesh, int64_t pnum,
+                         const std::vector<int>& axes, void* data, int64_t count, DType dtype,
+                         ReduceOp op, uint64_t tag);
+// in: size() blocks of `block` elements; out: block index of the reduction.
+void reduce_scatter(Transport& t, const Group& g, const void* in, void* out, int64_t block,
+                    DType dtype, ReduceOp op, uint64_t tag);
+// in: `block` elements; out: size() blocks, block j from position j.
+void allgather(Transport& t, const Group& g, const void* in, void* out, int64_t block, DType dtype,
+               uint64_t tag);
+// in: size() blocks, block j for position j; out: block j from position j.
+void alltoall(Transport& t, const Group& g, const void* in, void* out, int64_t block, DType dtype,
+              uint64_t tag);
+// Position i sends its `count` elements to position dest[i] (-1: nowhere);
+// a position nobody sends to gets zeros. dest must be injective.
+void permute(Transport& t, const Group& g, const void* in, void* out, int64_t count, DType dtype,
+             const std::vector<int>& dest, uint64_t tag);
+// permute with dest[i] = i + offset (wrapping, or nowhere past the ends).
+void shift(Transport& t, const Group& g, const void* in, void* out, int64_t count, DType dtype,
+           int offset, bool wrap, uint64_t tag);
+// data of position `root` to everyone (pipelined along the ring).
+void broadcast(Transport& t, const Group& g, void* data, int64_t count, DType dtype, int root,
+               uint64_t tag);
+// Returns once every member has entered it (dissemination barrier).
+void barrier(Transport& t, const Group& g, uint64_t tag);
+
+}  // namespace mtf

@@ -1,0 +1,23 @@
+// Ring allgather (allconcat): n-1 steps, each forwarding one block.
+#include <cstring>
+#include <vector>
+
+#include "collectives/ring.h"
+
+namespace mtf {
+
+void allgather(Transport& t, const Group& g, const void* in, void* out, int64_t block, DType dtype,
+               uint64_t tag) {
+  collectives::check_group(t, g, "allgather");
+  const size_t es = collectives::element_size(dtype);
+  const int n = g.size();
+  char* o = static_cast<char*>(out);
+  if (block) std::memcpy(o + g.index * block * es, in, block * es);
+  if (n == 1) return;
+  std::vector<collectives::RingPass> pass;
+  pass.emplace_back(t, g.ranks, g.index, o, 0, block * n, dtype, ReduceOp::kSum,
+                    collectives::RingPass::Kind::kAllgather, 0, collectives::subtag(tag, 0));
+  collectives::run_lockstep(pass);
+}
+
+}  // namespace mtf

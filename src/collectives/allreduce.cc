@@ -1,0 +1,46 @@
+// Ring allreduce: reduce-scatter then allgather, with the first half of the
+// buffer going round the ring one way and the second half the other way, in
+// lockstep, so each link carries traffic in both directions.
+#include <algorithm>
+
+#include "collectives/ring.h"
+
+namespace mtf {
+
+void allreduce(Transport& t, const Group& g, void* data, int64_t count, DType dtype, ReduceOp op,
+               uint64_t tag) {
+  collectives::check_group(t, g, "allreduce");
+  collectives::element_size(dtype);
+  const int n = g.size();
+  if (n == 1 || count == 0) return;
+  using collectives::RingPass;
+  std::vector<int> reversed(g.ranks.rbegin(), g.ranks.rend());
+  const int rpos = n - 1 - g.index;
+  const int64_t half = count / 2;
+  char* p = static_cast<char*>(data);
+  auto passes = [&](RingPass::Kind kind, int sub) {
+    std::vector<RingPass> v;
+    v.emplace_back(t, g.ranks, g.index, p, half, count, dtype, op, kind, 1,
+                   collectives::subtag(tag, sub));
+    if (half > 0) {
+      v.emplace_back(t, reversed, rpos, p, 0, half, dtype, op, kind, 1,
+                     collectives::subtag(tag, sub + 1));
+    }
+    return v;
+  };
+  auto scatter = passes(RingPass::Kind::kReduceScatter, 0);
+  collectives::run_lockstep(scatter);
+  auto gather = passes(RingPass::Kind::kAllgather, 2);
+  collectives::run_lockstep(gather);
+}
+
+void allreduce_over_axes(Transport& t, const MeshShape& mesh, int64_t pnum,
+                         const std::vector<int>& axes, void* data, int64_t count, DType dtype,
+                         ReduceOp op, uint64_t tag) {
+  for (size_t i = 0; i < axes.size(); ++i) {
+    allreduce(t, Group::along_axes(mesh, pnum, {axes[i]}), data, count, dtype, op,
+              (tag << 3) | static_cast<uint64_t>(i & 7));
+  }
+}
+
+}  // namespace mtf

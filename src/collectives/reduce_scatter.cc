@@ -1,0 +1,25 @@
+// Ring reduce-scatter: n-1 steps, each rank ends with its own block reduced.
+#include <cstring>
+#include <vector>
+
+#include "collectives/ring.h"
+
+namespace mtf {
+
+void reduce_scatter(Transport& t, const Group& g, const void* in, void* out, int64_t block,
+                    DType dtype, ReduceOp op, uint64_t tag) {
+  collectives::check_group(t, g, "reduce_scatter");
+  const size_t es = collectives::element_size(dtype);
+  const int n = g.size();
+  std::vector<char> work(static_cast<size_t>(block) * n * es);
+  if (!work.empty()) std::memcpy(work.data(), in, work.size());
+  if (n > 1) {
+    std::vector<collectives::RingPass> pass;
+    pass.emplace_back(t, g.ranks, g.index, work.data(), 0, block * n, dtype, op,
+                      collectives::RingPass::Kind::kReduceScatter, 0, collectives::subtag(tag, 0));
+    collectives::run_lockstep(pass);
+  }
+  if (block) std::memcpy(out, work.data() + g.index * block * es, block * es);
+}
+
+}  // namespace mtf

@@ -1,0 +1,114 @@
+#include "collectives/ring.h"
+
+#include <algorithm>
+#include <cstring>
+#include <set>
+
+#include "core/check.h"
+#include "mtf/errors.h"
+
+namespace mtf::collectives {
+
+size_t element_size(DType dtype) {
+  if (dtype != float32 && dtype != int32) {
+    throw DTypeError("collectives support float32 and int32, not " + dtype_name(dtype));
+  }
+  return 4;
+}
+
+namespace {
+template <typename T>
+void reduce_typed(T* d, const T* s, int64_t n, ReduceOp op) {
+  switch (op) {
+    case ReduceOp::kSum:
+      for (int64_t i = 0; i < n; ++i) d[i] += s[i];
+      return;
+    case ReduceOp::kMax:
+      for (int64_t i = 0; i < n; ++i) d[i] = s[i] > d[i] ? s[i] : d[i];
+      return;
+    case ReduceOp::kMin:
+      for (int64_t i = 0; i < n; ++i) d[i] = s[i] < d[i] ? s[i] : d[i];
+      return;
+  }
+}
+}  // namespace
+
+void reduce_into(void* dst, const void* src, int64_t count, DType dtype, ReduceOp op) {
+  if (dtype == float32) {
+    reduce_typed(static_cast<float*>(dst), static_cast<const float*>(src), count, op);
+  } else {
+    reduce_typed(static_cast<int32_t*>(dst), static_cast<const int32_t*>(src), count, op);
+  }
+}
+
+void check_group(const Transport& t, const Group& g, const char* what) {
+  if (g.size() < 1 || g.index < 0 || g.index >= g.size()) {
+    throw ValueError(
+        detail::str_cat(what, ": group position ", g.index, " is outside a group of ", g.size()));
+  }
+  if (g.ranks[g.index] != t.rank()) {
+    throw ValueError(detail::str_cat(what, ": the group puts rank ", g.ranks[g.index],
+                                     " at position ", g.index, " but the caller is rank ",
+                                     t.rank()));
+  }
+  std::set<int> seen;
+  for (int r : g.ranks) {
+    if (r < 0 || r >= t.size() || !seen.insert(r).second) {
+      throw ValueError(detail::str_cat(what, ": group rank ", r,
+                                       " is repeated or outside the job of ", t.size(), " ranks"));
+    }
+  }
+}
+
+RingPass::RingPass(Transport& t, std::vector<int> order, int position, char* data, int64_t lo,
+                   int64_t hi, DType dtype, ReduceOp op, Kind kind, int owner_shift, uint64_t tag)
+    : t_(t),
+      order_(std::move(order)),
+      pos_(position),
+      n_(static_cast<int>(order_.size())),
+      data_(data),
+      lo_(lo),
+      hi_(hi),
+      dtype_(dtype),
+      es_(element_size(dtype)),
+      op_(op),
+      kind_(kind),
+      k_(owner_shift),
+      tag_(tag) {
+  int64_t largest = 0;
+  for (int c = 0; c < n_; ++c) {
+    const ChunkRange r = chunk_of(lo_, hi_, n_, c);
+    largest = std::max(largest, r.end - r.begin);
+  }
+  if (kind_ == Kind::kReduceScatter) scratch_.resize(largest * es_);
+}
+
+void RingPass::send_step(int s) {
+  const int c = kind_ == Kind::kReduceScatter ? mod(pos_ + k_ - 1 - s) : mod(pos_ + k_ - s);
+  const ChunkRange r = chunk_of(lo_, hi_, n_, c);
+  t_.send(order_[mod(pos_ + 1)], tag_, data_ + r.begin * es_, (r.end - r.begin) * es_);
+}
+
+void RingPass::recv_step(int s) {
+  const int c = kind_ == Kind::kReduceScatter ? mod(pos_ + k_ - 2 - s) : mod(pos_ + k_ - 1 - s);
+  const ChunkRange r = chunk_of(lo_, hi_, n_, c);
+  const int64_t len = r.end - r.begin;
+  const int from = order_[mod(pos_ - 1)];
+  if (kind_ == Kind::kAllgather) {
+    t_.recv(from, tag_, data_ + r.begin * es_, len * es_);
+  } else {
+    t_.recv(from, tag_, scratch_.data(), len * es_);
+    reduce_into(data_ + r.begin * es_, scratch_.data(), len, dtype_, op_);
+  }
+}
+
+void run_lockstep(std::vector<RingPass>& passes) {
+  if (passes.empty()) return;
+  const int steps = passes[0].steps();
+  for (int s = 0; s < steps; ++s) {
+    for (auto& p : passes) p.send_step(s);
+    for (auto& p : passes) p.recv_step(s);
+  }
+}
+
+}  // namespace mtf::collectives

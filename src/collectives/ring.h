@@ -1,0 +1,66 @@
+// ring.h — the pieces every collective shares: element sizes, elementwise
+// reduction of buffers, sub-tags, and a ring pass engine that runs
+// reduce-scatter / allgather passes of one or two rings in lockstep (so a
+// bidirectional allreduce keeps both directions of each link busy).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <vector>
+
+#include "mtf/collectives.h"
+
+namespace mtf::collectives {
+
+size_t element_size(DType dtype);  // ValueError for dtypes collectives lack
+// dst[i] = op(dst[i], src[i]) for count elements.
+void reduce_into(void* dst, const void* src, int64_t count, DType dtype, ReduceOp op);
+// Tags of a collective's messages: the caller's tag and a sub-channel.
+inline uint64_t subtag(uint64_t tag, int sub) { return (tag << 4) | static_cast<uint64_t>(sub); }
+// ValueError unless g names the transport's rank at g.index, sizes are sane.
+void check_group(const Transport& t, const Group& g, const char* what);
+
+// Chunk c of a ring of n chunks over elements [lo, hi): [begin, end).
+struct ChunkRange {
+  int64_t begin, end;
+};
+inline ChunkRange chunk_of(int64_t lo, int64_t hi, int n, int c) {
+  const int64_t len = hi - lo;
+  return {lo + len * c / n, lo + len * (c + 1) / n};
+}
+
+// One ring pass over a buffer region: n-1 steps in which each position sends
+// one chunk to the next rank of `order` and receives one from the previous.
+// kind: reduce-scatter (received chunks are reduced in) or allgather
+// (received chunks overwrite). `owner_shift` k: after a reduce-scatter,
+// position i holds the finished chunk (i + k) mod n; an allgather starts from
+// that state.
+class RingPass {
+ public:
+  enum class Kind { kReduceScatter, kAllgather };
+  RingPass(Transport& t, std::vector<int> order, int position, char* data, int64_t lo, int64_t hi,
+           DType dtype, ReduceOp op, Kind kind, int owner_shift, uint64_t tag);
+  void send_step(int s);
+  void recv_step(int s);
+  int steps() const { return n_ - 1; }
+
+ private:
+  int mod(int x) const { return ((x % n_) + n_) % n_; }
+  Transport& t_;
+  std::vector<int> order_;
+  int pos_, n_;
+  char* data_;
+  int64_t lo_, hi_;
+  DType dtype_;
+  size_t es_;
+  ReduceOp op_;
+  Kind kind_;
+  int k_;
+  uint64_t tag_;
+  std::vector<char> scratch_;
+};
+
+// Runs the passes' steps in lockstep: all sends of step s, then all receives.
+void run_lockstep(std::vector<RingPass>& passes);
+
+}  // namespace mtf::collectives
