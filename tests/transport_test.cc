@@ -13,6 +13,20 @@ namespace {
 
 using std::chrono::milliseconds;
 
+#if defined(__SANITIZE_ADDRESS__)
+constexpr bool kAsan = true;
+#else
+constexpr bool kAsan = false;
+#endif
+
+// ASan reports false stack overflows when an exception unwinds a Boost.Fiber
+// stack (google/sanitizers#189; Debian's Boost.Context has no ASan hooks).
+// The Threads variant runs the same transport code under ASan.
+#define SKIP_FIBER_EXCEPTIONS_UNDER_ASAN()                                               \
+  if (kAsan && GetParam() == RankExecution::kFibers)                                     \
+  GTEST_SKIP() << "exceptions on fiber stacks confuse ASan; the Threads variant covers " \
+                  "this path"
+
 class TransportTest : public ::testing::TestWithParam<RankExecution> {};
 
 TEST_P(TransportTest, PingPongKeepsOrderPerPeerAndTag) {
@@ -56,6 +70,7 @@ TEST_P(TransportTest, ZeroByteAndLargeMessages) {
 }
 
 TEST_P(TransportTest, SizeMismatchIsAnError) {
+  SKIP_FIBER_EXCEPTIONS_UNDER_ASAN();
   try {
     run_in_process(
         2,
@@ -78,6 +93,7 @@ TEST_P(TransportTest, SizeMismatchIsAnError) {
 }
 
 TEST_P(TransportTest, APeerThatNeverAnswersTimesOut) {
+  SKIP_FIBER_EXCEPTIONS_UNDER_ASAN();
   const auto start = std::chrono::steady_clock::now();
   try {
     run_in_process(
@@ -102,6 +118,7 @@ TEST_P(TransportTest, APeerThatNeverAnswersTimesOut) {
 }
 
 TEST_P(TransportTest, AFailingRankIsReportedAndItsPeersStopQuickly) {
+  SKIP_FIBER_EXCEPTIONS_UNDER_ASAN();
   const auto start = std::chrono::steady_clock::now();
   std::atomic<int> lost{0};
   try {
@@ -128,6 +145,7 @@ TEST_P(TransportTest, AFailingRankIsReportedAndItsPeersStopQuickly) {
 }
 
 TEST_P(TransportTest, InvalidPeersAreRejected) {
+  SKIP_FIBER_EXCEPTIONS_UNDER_ASAN();
   run_in_process(
       2,
       [](Transport& t) {
