@@ -20,11 +20,10 @@
 
 #include "mtf/dtype.h"
 #include "mtf/layout.h"
+#include "mtf/reduce_op.h"
 #include "mtf/transport.h"
 
 namespace mtf {
-
-enum class ReduceOp { kSum, kMax, kMin };
 
 struct Group {
   std::vector<int> ranks;  // ring order

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "mtf/dtype.h"
+#include "mtf/reduce_op.h"
 #include "mtf/shape.h"
 
 namespace mtf {
@@ -102,6 +103,15 @@ class Operation {
   virtual std::vector<Tensor> gradient(const std::vector<Tensor>& grad_outputs) const;
   // Floating-point operations the op performs over its whole logical shape.
   virtual double flops() const;
+  // ---- how the op runs on a mesh (used by the lowering) ----
+  // Dimensions the op needs whole on every processor: inputs split along
+  // them are gathered first, and outputs are computed whole along them, then
+  // split by their layout.
+  virtual std::vector<std::string> unsplittable_dims() const { return {}; }
+  // Input dimensions the op combines away (einsum, reductions) and how; when
+  // one is split, the partial results are allreduced over its mesh axis.
+  virtual std::vector<std::string> reduced_dims() const { return {}; }
+  virtual ReduceOp reduction() const { return ReduceOp::kSum; }
   // True for ops whose effect is a side effect (assignments): they run only
   // when named as targets, and after every read of the variables they write.
   virtual bool is_assignment() const { return false; }

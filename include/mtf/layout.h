@@ -79,6 +79,9 @@ class TensorLayout {
                            const std::string& tensor_name = "tensor");
   // Fully replicated on `mesh`.
   static TensorLayout replicated(const Shape& shape, const MeshShape& mesh);
+  // From an explicit map (per tensor axis: mesh axis or -1), validated like make().
+  static TensorLayout with_mesh_axes(const Shape& shape, const MeshShape& mesh,
+                                     std::vector<int> tensor_to_mesh);
 
   const Shape& shape() const { return shape_; }
   const MeshShape& mesh() const { return mesh_; }

@@ -1,9 +1,18 @@
-// mtf/session.h — runs a graph on one processor and holds variable values.
+// mtf/session.h — runs a graph on a mesh of processors (by default, one)
+// and holds variable values.
 //
-// A Session lowers the part of the graph that a run needs into a per-processor
-// program (src/exec/program.h): a list of slice-wise steps. Mesh
-// implementations (later) produce the same kind of program with collective
-// steps added. Programs are cached per (fetches, targets) set.
+// A Session lowers the part of the graph that a run needs into one SPMD
+// program (src/exec/program.h) for its mesh and layout rules: slice-wise
+// steps plus the collectives the layouts force. Programs are cached per
+// (fetches, targets) set. Mesh implementations:
+// - kSimd: every processor runs the program on its own slices, as a fiber
+//   (or thread) with an in-process transport;
+// - kPlacement: one controller runs each step for every device's slices and
+//   does the collectives in memory.
+// Layouts never change results: any mesh, layout and implementation gives
+// the numbers of the one-processor run (to float rounding of reductions;
+// random numbers bit for bit). Feeds and fetches are whole host tensors;
+// variables live sliced on their processors.
 //
 // Variables are initialised when the Session is created. Each run sees the
 // variable values as they were at its start; its assignments take effect when
@@ -20,6 +29,8 @@
 
 #include "mtf/graph.h"
 #include "mtf/host_tensor.h"
+#include "mtf/in_process_transport.h"
+#include "mtf/layout.h"
 
 namespace mtf {
 
@@ -29,9 +40,21 @@ class SessionImpl;
 
 using Feeds = std::vector<std::pair<Tensor, HostTensor>>;
 
+enum class MeshImpl { kSimd, kPlacement };
+
+struct MeshConfig {
+  MeshShape mesh_shape;  // default: one processor
+  LayoutRules layout;    // default: nothing split
+  MeshImpl impl = MeshImpl::kSimd;
+  RankExecution execution = RankExecution::kFibers;  // kSimd: cores as fibers or threads
+  std::chrono::milliseconds timeout{60000};          // of every collective's wait
+};
+
 class Session {
  public:
-  explicit Session(Graph& graph);
+  // Throws LayoutError when the layout rules name mesh dimensions the mesh
+  // lacks; layouts of individual tensors are checked when a run lowers them.
+  explicit Session(Graph& graph, MeshConfig config = {});
   ~Session();
   Session(const Session&) = delete;
   Session& operator=(const Session&) = delete;
@@ -52,9 +75,16 @@ class Session {
   void set_run_counter(uint64_t n);
 
   // The per-processor program for these fetches/targets, as text: one step
-  // per line with slice shapes and flops.
+  // per line with layouts, slice shapes, flops, and collectives with their
+  // mesh axes and bytes.
   std::string program_text(const std::vector<Tensor>& fetches,
                            const std::vector<Operation*>& targets = {});
+  // Mesh TensorFlow's computation/communication counters for that program:
+  // flops per processor, bytes sent per processor by collective kind and
+  // mesh axis, and the same per op.
+  std::string counters_text(const std::vector<Tensor>& fetches,
+                            const std::vector<Operation*>& targets = {});
+  const MeshConfig& config() const;
 
  private:
   std::unique_ptr<detail::SessionImpl> impl_;

@@ -1,6 +1,6 @@
 #include "exec/program.h"
 
-#include <map>
+#include <algorithm>
 #include <set>
 #include <sstream>
 
@@ -9,29 +9,255 @@
 
 namespace mtf {
 
+namespace {
+
+const char* kind_name(Step::Kind k) {
+  switch (k) {
+    case Step::Kind::kCompute:
+      return "compute";
+    case Step::Kind::kAllgather:
+      return "allgather";
+    case Step::Kind::kAllreduce:
+      return "allreduce";
+    case Step::Kind::kSplit:
+      return "split";
+  }
+  return "?";
+}
+
+std::string axes_name(const MeshShape& mesh, const std::vector<int>& axes) {
+  std::string s;
+  for (int a : axes) s += (s.empty() ? "" : "+") + mesh.dims()[a].name;
+  return s;
+}
+
+}  // namespace
+
+bool Program::has_collectives() const {
+  for (const Step& s : steps)
+    if (s.kind == Step::Kind::kAllgather || s.kind == Step::Kind::kAllreduce) return true;
+  return false;
+}
+
 double Program::total_flops() const {
   double f = 0;
   for (const auto& s : steps) f += s.flops;
   return f;
 }
 
+ProgramCounters Program::counters() const {
+  ProgramCounters c;
+  c.flops = total_flops();
+  for (const Step& s : steps) {
+    if (s.kind != Step::Kind::kAllgather && s.kind != Step::Kind::kAllreduce) continue;
+    const std::string key = std::string(kind_name(s.kind)) + "/" + axes_name(mesh, s.mesh_axes);
+    c.bytes[key] += s.bytes;
+    c.bytes_by_op[s.op->name()][key] += s.bytes;
+  }
+  return c;
+}
+
+std::string ProgramCounters::to_string() const {
+  std::ostringstream os;
+  os << "flops per processor: " << flops << "\n";
+  for (const auto& [k, b] : bytes) os << "bytes sent per processor, " << k << ": " << b << "\n";
+  for (const auto& [op, m] : bytes_by_op)
+    for (const auto& [k, b] : m) os << "  op " << op << ": " << k << " " << b << " bytes\n";
+  return os.str();
+}
+
 std::string Program::to_string() const {
   std::ostringstream os;
-  os << "program: " << steps.size() << " steps, " << total_flops() << " flops\n";
+  os << "program on mesh \"" << mesh.to_string() << "\": " << steps.size() << " steps, "
+     << total_flops() << " flops per processor\n";
   for (const auto& s : steps) {
-    os << "  " << s.op->name() << " = " << s.op->type() << "(";
+    os << "  " << kind_name(s.kind) << " " << s.op->name();
+    if (s.kind == Step::Kind::kCompute) os << " = " << s.op->type();
+    os << "(";
     for (size_t i = 0; i < s.input_slots.size(); ++i)
       os << (i ? ", " : "") << "%" << s.input_slots[i];
     os << ") ->";
     for (size_t i = 0; i < s.output_slots.size(); ++i)
-      os << " %" << s.output_slots[i] << s.output_slice_shapes[i].to_string();
-    os << "  flops=" << s.flops << "\n";
+      os << " %" << s.output_slots[i] << s.output_layouts[i].to_string() << " slice "
+         << s.output_layouts[i].slice_shape().to_string();
+    if (s.kind != Step::Kind::kCompute) {
+      os << " over " << axes_name(mesh, s.mesh_axes);
+      if (s.kind != Step::Kind::kSplit) os << ", " << s.bytes << " bytes";
+    } else {
+      os << "  flops=" << s.flops;
+    }
+    os << "\n";
   }
   return os.str();
 }
 
-Program lower_single_processor(const Graph& graph, const std::vector<Tensor>& fetches,
-                               const std::vector<const Operation*>& targets) {
+namespace {
+
+// Builds a program step by step, tracking every slot's layout.
+class Lowerer {
+ public:
+  Lowerer(const MeshShape& mesh, const LayoutRules& rules) : mesh_(mesh), rules_(rules) {
+    rules.validate(mesh);
+    p_.mesh = mesh;
+  }
+
+  int new_slot(const TensorLayout& layout, DType dtype) {
+    p_.slot_layouts.push_back(layout);
+    p_.slot_dtypes.push_back(dtype);
+    return p_.num_slots++;
+  }
+
+  // A slot holding `slot` made whole along tensor axes whose dimension is in `whole`.
+  int gathered(int slot, const Operation& op, const std::set<std::string>& whole) {
+    for (int t = 0; t < p_.slot_layouts[slot].shape().ndims(); ++t) {
+      const TensorLayout& l = p_.slot_layouts[slot];
+      const int axis = l.tensor_to_mesh()[t];
+      if (axis < 0 || !whole.count(l.shape()[t].name)) continue;
+      std::vector<int> t2m = l.tensor_to_mesh();
+      t2m[t] = -1;
+      const TensorLayout out = with_axes(l, t2m);
+      Step s;
+      s.kind = Step::Kind::kAllgather;
+      s.op = &op;
+      s.input_slots = {slot};
+      s.mesh_axes = {axis};
+      s.tensor_axis = t;
+      const DType dtype = p_.slot_dtypes[slot];
+      s.bytes =
+          l.slice_size() * static_cast<int64_t>(dtype_size(dtype)) * (mesh_.dims()[axis].size - 1);
+      slot = new_slot(out, dtype);
+      s.output_slots = {slot};
+      s.output_layouts = {out};
+      p_.steps.push_back(std::move(s));
+    }
+    return slot;
+  }
+
+  void lower_op(const Operation& op, std::map<int64_t, int>& slot_of) {
+    std::vector<TensorLayout> final_layouts;
+    std::set<int> out_axes;
+    for (const Tensor& out : op.outputs()) {
+      final_layouts.push_back(TensorLayout::make(out.shape(), rules_, mesh_, out.name()));
+      for (int a : final_layouts.back().tensor_to_mesh())
+        if (a >= 0) out_axes.insert(a);
+    }
+    std::set<std::string> whole;
+    for (const std::string& d : op.unsplittable_dims()) whole.insert(d);
+    const std::vector<std::string> reduced = op.reduced_dims();
+    // A split input dimension that no output has must be reduced over (then
+    // partial results are allreduced) unless its mesh axis also splits an
+    // output, or the op declares no reduction: then it is gathered first.
+    // (Ops without outputs, the assignments, work slice by slice.)
+    for (const Tensor& in : op.num_outputs() ? op.inputs() : std::vector<Tensor>{}) {
+      const TensorLayout& l = p_.slot_layouts[slot_of.at(in.id())];
+      for (int t = 0; t < in.shape().ndims(); ++t) {
+        const int axis = l.tensor_to_mesh()[t];
+        if (axis < 0) continue;
+        const std::string& name = in.shape()[t].name;
+        bool in_output = false;
+        for (const Tensor& out : op.outputs()) in_output = in_output || out.shape().contains(name);
+        const bool is_reduced = std::find(reduced.begin(), reduced.end(), name) != reduced.end();
+        if ((!in_output && !is_reduced) || (is_reduced && out_axes.count(axis))) whole.insert(name);
+      }
+    }
+    Step c;
+    c.kind = Step::Kind::kCompute;
+    c.op = &op;
+    std::set<int> reduce_axes;
+    for (const Tensor& in : op.inputs()) {
+      const int slot = gathered(slot_of.at(in.id()), op, whole);
+      c.input_slots.push_back(slot);
+      const TensorLayout& l = p_.slot_layouts[slot];
+      for (int t = 0; t < in.shape().ndims(); ++t)
+        if (l.tensor_to_mesh()[t] >= 0 &&
+            std::find(reduced.begin(), reduced.end(), in.shape()[t].name) != reduced.end())
+          reduce_axes.insert(l.tensor_to_mesh()[t]);
+    }
+    std::vector<TensorLayout> compute_layouts;
+    for (const TensorLayout& f : final_layouts) {
+      std::vector<int> t2m = f.tensor_to_mesh();
+      for (int t = 0; t < f.shape().ndims(); ++t)
+        if (whole.count(f.shape()[t].name)) t2m[t] = -1;
+      compute_layouts.push_back(with_axes(f, t2m));
+      c.output_slots.push_back(new_slot(
+          compute_layouts.back(), op.output(static_cast<int>(c.output_slots.size())).dtype()));
+      c.output_layouts.push_back(compute_layouts.back());
+    }
+    // Flops scale with the share of the whole computation this processor does.
+    double share = 1;
+    for (const TensorLayout& l : compute_layouts) {
+      share =
+          std::min(share, static_cast<double>(l.slice_size()) /
+                              std::max<double>(1, static_cast<double>(l.shape().num_elements())));
+    }
+    if (!reduce_axes.empty()) {
+      for (int a : reduce_axes) share /= static_cast<double>(mesh_.dims()[a].size);
+    }
+    c.flops = op.flops() * (compute_layouts.empty() ? 1.0 : share);
+    const std::vector<int> outs = c.output_slots;
+    p_.steps.push_back(std::move(c));
+    for (size_t i = 0; i < outs.size(); ++i) {
+      int slot = outs[i];
+      if (!reduce_axes.empty()) {
+        Step r;
+        r.kind = Step::Kind::kAllreduce;
+        r.op = &op;
+        r.input_slots = {slot};
+        r.output_slots = {slot};
+        r.output_layouts = {compute_layouts[i]};
+        r.mesh_axes.assign(reduce_axes.begin(), reduce_axes.end());
+        r.reduce_op = op.reduction();
+        int64_t group = 1;
+        for (int a : r.mesh_axes) group *= mesh_.dims()[a].size;
+        const int64_t bytes = compute_layouts[i].slice_size() *
+                              static_cast<int64_t>(dtype_size(op.output(i).dtype()));
+        r.bytes = 2 * bytes * (group - 1) / group;
+        p_.steps.push_back(std::move(r));
+      }
+      slot = split_to(slot, op, final_layouts[i]);
+      slot_of[op.output(i).id()] = slot;
+    }
+  }
+
+  // Splits `slot` (whole where `target` splits) down to `target`.
+  int split_to(int slot, const Operation& op, const TensorLayout& target) {
+    TensorLayout l = p_.slot_layouts[slot];
+    for (int t = 0; t < target.shape().ndims(); ++t) {
+      if (target.tensor_to_mesh()[t] == l.tensor_to_mesh()[t]) continue;
+      MTF_CHECK(l.tensor_to_mesh()[t] < 0);
+      std::vector<int> t2m = l.tensor_to_mesh();
+      t2m[t] = target.tensor_to_mesh()[t];
+      l = with_axes(l, t2m);
+      Step s;
+      s.kind = Step::Kind::kSplit;
+      s.op = &op;
+      s.input_slots = {slot};
+      s.mesh_axes = {t2m[t]};
+      s.tensor_axis = t;
+      slot = new_slot(l, p_.slot_dtypes[s.input_slots[0]]);
+      s.output_slots = {slot};
+      s.output_layouts = {l};
+      p_.steps.push_back(std::move(s));
+    }
+    return slot;
+  }
+
+  Program& program() { return p_; }
+
+ private:
+  TensorLayout with_axes(const TensorLayout& l, const std::vector<int>& t2m) const {
+    return TensorLayout::with_mesh_axes(l.shape(), mesh_, t2m);
+  }
+  const MeshShape& mesh_;
+  const LayoutRules& rules_;
+  Program p_;
+};
+
+}  // namespace
+
+Program lower(const Graph& graph, const std::vector<Tensor>& fetches,
+              const std::vector<const Operation*>& targets, const MeshShape& mesh,
+              const LayoutRules& rules) {
   std::set<const Operation*> needed;
   std::vector<const Operation*> stack;
   for (const Tensor& t : fetches) {
@@ -53,38 +279,30 @@ Program lower_single_processor(const Graph& graph, const std::vector<Tensor>& fe
     for (const Tensor& in : op->inputs()) stack.push_back(&in.op());
   }
 
-  Program p;
-  std::map<int64_t, int> slot_of;  // tensor id -> slot
-  std::map<int, size_t> last_reader;
+  Lowerer lw(mesh, rules);
+  std::map<int64_t, int> slot_of;
   for (const auto& owned : graph.operations()) {
     const Operation* op = owned.get();
     if (!needed.count(op)) continue;
-    Step s;
-    s.op = op;
-    for (const Tensor& in : op->inputs()) {
-      auto it = slot_of.find(in.id());
-      MTF_CHECK(it != slot_of.end());
-      s.input_slots.push_back(it->second);
-      last_reader[it->second] = p.steps.size();
-    }
-    for (const Tensor& out : op->outputs()) {
-      slot_of[out.id()] = p.num_slots;
-      s.output_slots.push_back(p.num_slots++);
-      s.output_slice_shapes.push_back(out.shape());
-      s.output_slice_offsets.emplace_back(out.shape().ndims(), 0);
-    }
-    s.flops = op->flops();
-    if (op->type() == "placeholder") p.placeholders.push_back(op);
-    p.steps.push_back(std::move(s));
+    lw.lower_op(*op, slot_of);
+    if (op->type() == "placeholder") lw.program().placeholders.push_back(op);
   }
+  Program& p = lw.program();
   std::set<int> fetched;
   for (const Tensor& t : fetches) {
     p.fetch_slots.push_back(slot_of.at(t.id()));
     fetched.insert(p.fetch_slots.back());
   }
-  for (const auto& [slot, step] : last_reader)
-    if (!fetched.count(slot)) p.steps[step].free_after.push_back(slot);
-  // Outputs nobody reads are freed right after the step that made them.
+  std::map<int, size_t> last_reader;
+  std::set<int> written;
+  for (size_t i = 0; i < p.steps.size(); ++i)
+    for (int slot : p.steps[i].input_slots) last_reader[slot] = i;
+  for (const auto& [slot, step] : last_reader) {
+    const Step& s = p.steps[step];
+    const bool in_place =
+        std::find(s.output_slots.begin(), s.output_slots.end(), slot) != s.output_slots.end();
+    if (!fetched.count(slot) && !in_place) p.steps[step].free_after.push_back(slot);
+  }
   for (size_t i = 0; i < p.steps.size(); ++i)
     for (int slot : p.steps[i].output_slots)
       if (!last_reader.count(slot) && !fetched.count(slot)) p.steps[i].free_after.push_back(slot);

@@ -1,45 +1,72 @@
-// program.h — a per-processor program: the explicit list of steps one
-// processor executes for a run, with the slots (tensor values) each reads and
-// writes, and when each slot can be freed.
+// program.h — the SPMD program every processor of a mesh runs: a list of
+// steps over slots (tensor slices), with the layout of every slot, so that
+// processor `pnum` knows the shape and offset of each of its slices.
 //
-// lower_single_processor() builds it for one processor (every slice is the
-// whole tensor). Mesh implementations will build the same structure with
-// collective steps inserted; execution, printing and cost counters work on it
-// unchanged.
+// Step kinds: a compute step runs an op's slice-wise kernel; an allgather
+// makes a slot whole along one tensor axis by concatenating the slices of
+// the processors along one mesh axis; an allreduce combines partial results
+// over mesh axes (in place); a split keeps this processor's piece of a slot
+// that is whole along a tensor axis (no communication). lower() builds the
+// program from a graph, a mesh and layout rules; on a one-processor mesh it
+// has compute steps only. Executors (src/exec/executor.h) run it; it prints
+// as text and yields counters.
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
 #include "mtf/graph.h"
+#include "mtf/layout.h"
+#include "mtf/reduce_op.h"
 
 namespace mtf {
 
 struct Step {
-  const Operation* op = nullptr;
+  enum class Kind { kCompute, kAllgather, kAllreduce, kSplit };
+  Kind kind = Kind::kCompute;
+  const Operation* op = nullptr;  // the op computed, or served by the collective
   std::vector<int> input_slots;
-  std::vector<int> output_slots;  // -1 for outputs nobody reads
-  std::vector<Shape> output_slice_shapes;
-  std::vector<std::vector<int64_t>> output_slice_offsets;
+  std::vector<int> output_slots;  // allreduce: same as input (in place)
+  std::vector<TensorLayout> output_layouts;
   std::vector<int> free_after;  // slots whose last reader is this step
-  double flops = 0;
+  double flops = 0;             // per processor
+  // Collectives and splits.
+  std::vector<int> mesh_axes;  // allreduce: its axes; allgather / split: one axis
+  int tensor_axis = -1;        // allgather / split: the tensor axis
+  ReduceOp reduce_op = ReduceOp::kSum;
+  int64_t bytes = 0;  // bytes each processor sends
 };
 
-struct Program {
-  std::vector<Step> steps;
-  int num_slots = 0;
-  std::vector<int> fetch_slots;
-  // Placeholders the program reads (their ops), for feed validation.
-  std::vector<const Operation*> placeholders;
-  double total_flops() const;
+struct ProgramCounters {
+  double flops = 0;  // per processor
+  // Bytes each processor sends, by "<collective>/<mesh axis>".
+  std::map<std::string, int64_t> bytes;
+  // The same per op: op name -> ("<collective>/<mesh axis>" -> bytes).
+  std::map<std::string, std::map<std::string, int64_t>> bytes_by_op;
   std::string to_string() const;
 };
 
-// Only the ops that fetches and targets depend on, in graph order (which is
-// topological: an op's inputs exist before it). Throws ValueError when a
-// target is not an assignment op of this graph or a fetch is invalid.
-Program lower_single_processor(const Graph& graph, const std::vector<Tensor>& fetches,
-                               const std::vector<const Operation*>& targets);
+struct Program {
+  MeshShape mesh;
+  std::vector<Step> steps;
+  int num_slots = 0;
+  std::vector<TensorLayout> slot_layouts;
+  std::vector<DType> slot_dtypes;
+  std::vector<int> fetch_slots;
+  std::vector<const Operation*> placeholders;
+  bool has_collectives() const;
+  double total_flops() const;
+  ProgramCounters counters() const;
+  std::string to_string() const;
+};
+
+// Lowers the ops that `fetches` and `targets` need, in graph order (which is
+// topological), for `mesh` under `rules`. Throws LayoutError for layouts
+// that cannot work, ValueError for bad fetches or targets.
+Program lower(const Graph& graph, const std::vector<Tensor>& fetches,
+              const std::vector<const Operation*>& targets, const MeshShape& mesh,
+              const LayoutRules& rules);
 
 }  // namespace mtf

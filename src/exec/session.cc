@@ -1,38 +1,27 @@
-// Session: lowers the needed part of the graph to a per-processor program,
-// executes it step by step on host slices, and keeps variable values.
+// Session: lowers what a run needs for the configured mesh, runs it with the
+// chosen mesh implementation, keeps every processor's variable slices, and
+// assembles fetches and variable values into whole host tensors.
 #include "mtf/session.h"
 
 #include <map>
 #include <set>
 
 #include "core/check.h"
+#include "exec/executor.h"
 #include "exec/kernel_context.h"
 #include "exec/program.h"
+#include "kernels/kernels.h"
 #include "mtf/errors.h"
 #include "ops/state_ops.h"
 
 namespace mtf {
 namespace detail {
-namespace {
-
-// Rethrows an error raised while running `op` as the same type, with the op
-// named first, so a failure deep in a kernel says where in the graph it was.
-[[noreturn]] void rethrow_in_op(const Operation& op, const Error& e) {
-  const std::string msg = "while running op \"" + op.name() + "\" (" + op.type() + "): " + e.what();
-  if (dynamic_cast<const ShapeError*>(&e)) throw ShapeError(msg);
-  if (dynamic_cast<const DTypeError*>(&e)) throw DTypeError(msg);
-  if (dynamic_cast<const ValueError*>(&e)) throw ValueError(msg);
-  if (dynamic_cast<const IoError*>(&e)) throw IoError(msg);
-  if (dynamic_cast<const OutOfMemoryError*>(&e)) throw OutOfMemoryError(msg);
-  if (dynamic_cast<const InternalError*>(&e)) throw InternalError(msg);
-  throw Error(msg);
-}
-
-}  // namespace
 
 class SessionImpl {
  public:
-  explicit SessionImpl(Graph& graph) : graph_(graph) {
+  SessionImpl(Graph& graph, MeshConfig config)
+      : graph_(graph), config_(std::move(config)), cores_(config_.mesh_shape.size()) {
+    config_.layout.validate(config_.mesh_shape);
     for (const Tensor& v : graph_.all_variables()) ensure_initialized(v.op());
   }
 
@@ -41,45 +30,48 @@ class SessionImpl {
     const Program& program = program_for(fetches, targets);
     std::map<int64_t, HostTensor> feed_map = check_feeds(program, feeds);
     for (const Step& s : program.steps)
-      if (s.op->type() == "variable") ensure_initialized(*s.op);
+      if (s.kind == Step::Kind::kCompute && s.op->type() == "variable") ensure_initialized(*s.op);
 
-    RunState state;
-    state.variables = &variables_;
-    state.feeds = &feed_map;
-    state.run_counter = run_counter_;
-    std::vector<HostTensor> slots(program.num_slots);
-    std::vector<HostTensor> outputs;
-    std::vector<const HostTensor*> inputs;
-    for (const Step& step : program.steps) {
-      inputs.clear();
-      for (int slot : step.input_slots) inputs.push_back(&slots[slot]);
-      outputs.assign(step.output_slots.size(), HostTensor());
-      KernelContext ctx(*step.op, inputs, &outputs, &step.output_slice_shapes,
-                        &step.output_slice_offsets, &state);
-      try {
-        step.op->compute(ctx);
-      } catch (const Error& e) {
-        rethrow_in_op(*step.op, e);
-      }
-      for (size_t i = 0; i < step.output_slots.size(); ++i) {
-        MTF_CHECK(outputs[i].valid());
-        MTF_CHECK(outputs[i].shape() == step.output_slice_shapes[i]);
-        slots[step.output_slots[i]] = std::move(outputs[i]);
-      }
-      for (int slot : step.free_after) slots[slot] = HostTensor();
+    const int64_t n = config_.mesh_shape.size();
+    std::vector<RunState> states(n);
+    for (int64_t p = 0; p < n; ++p) {
+      states[p].variables = &cores_[p];
+      states[p].feeds = &feed_map;
+      states[p].run_counter = run_counter_;
     }
-    std::vector<HostTensor> result;
-    for (int slot : program.fetch_slots) result.push_back(slots[slot]);
+    std::vector<std::vector<HostTensor>> fetched(n);
+    if (n == 1) {
+      run_core(program, 0, nullptr, states[0], &fetched[0]);
+    } else if (config_.impl == MeshImpl::kSimd) {
+      run_in_process(
+          static_cast<int>(n),
+          [&](Transport& t) {
+            run_core(program, t.rank(), &t, states[t.rank()], &fetched[t.rank()]);
+          },
+          config_.execution, config_.timeout);
+    } else {
+      run_placement(program, states, &fetched);
+    }
     // Assignments take effect when the run ends, in program order.
-    for (auto& [var, value] : state.pending_assignments) variables_[var] = std::move(value);
+    for (int64_t p = 0; p < n; ++p)
+      for (auto& [var, value] : states[p].pending_assignments) cores_[p][var] = std::move(value);
     ++run_counter_;
+    std::vector<HostTensor> result;
+    for (size_t i = 0; i < program.fetch_slots.size(); ++i) {
+      const TensorLayout& layout = program.slot_layouts[program.fetch_slots[i]];
+      std::vector<HostTensor> slices;
+      for (int64_t p = 0; p < n; ++p) slices.push_back(fetched[p][i]);
+      result.push_back(assemble(layout, slices));
+    }
     return result;
   }
 
   HostTensor variable_value(const std::string& name) {
     const Operation& op = find_variable(name);
     ensure_initialized(op);
-    return variables_.at(&op);
+    std::vector<HostTensor> slices;
+    for (auto& core : cores_) slices.push_back(core.at(&op));
+    return assemble(variable_layout(op), slices);
   }
 
   void set_variable_value(const std::string& name, const HostTensor& value) {
@@ -91,18 +83,46 @@ class SessionImpl {
                                value.valid() ? value.shape().to_string() : "(empty)", " ",
                                value.valid() ? dtype_name(value.dtype()) : ""));
     }
-    variables_[&op] = value.clone();
+    const TensorLayout layout = variable_layout(op);
+    for (size_t p = 0; p < cores_.size(); ++p)
+      cores_[p][&op] =
+          kernels::block_of(value, layout.slice_begin(p), layout.slice_shape()).clone();
   }
 
   uint64_t run_counter() const { return run_counter_; }
   void set_run_counter(uint64_t n) { run_counter_ = n; }
+  const MeshConfig& config() const { return config_; }
 
   std::string program_text(const std::vector<Tensor>& fetches,
                            const std::vector<Operation*>& targets) {
     return program_for(fetches, targets).to_string();
   }
+  std::string counters_text(const std::vector<Tensor>& fetches,
+                            const std::vector<Operation*>& targets) {
+    return program_for(fetches, targets).counters().to_string();
+  }
 
  private:
+  // The whole tensor from every processor's slice (replicated pieces are
+  // taken from the first processor holding them).
+  HostTensor assemble(const TensorLayout& layout, const std::vector<HostTensor>& slices) const {
+    if (slices.size() == 1 || layout.is_fully_replicated()) return slices[0];
+    HostTensor full(layout.shape(), slices[0].dtype());
+    const std::vector<int> m2t = layout.mesh_to_tensor();
+    for (size_t p = 0; p < slices.size(); ++p) {
+      const std::vector<int64_t> c = config_.mesh_shape.coordinates(static_cast<int64_t>(p));
+      bool first_copy = true;
+      for (size_t a = 0; a < c.size(); ++a) first_copy = first_copy && (m2t[a] >= 0 || c[a] == 0);
+      if (first_copy) kernels::insert_block(full, layout.slice_begin(p), slices[p]);
+    }
+    return full;
+  }
+
+  TensorLayout variable_layout(const Operation& op) const {
+    const Tensor t = op.output(0);
+    return TensorLayout::make(t.shape(), config_.layout, config_.mesh_shape, t.name());
+  }
+
   const Operation& find_variable(const std::string& name) const {
     const Operation* op = graph_.find_operation(name);
     if (!op || op->type() != "variable") {
@@ -111,11 +131,14 @@ class SessionImpl {
     return *op;
   }
 
+  // Each processor's slice is drawn from the logical indices it holds, so
+  // every mesh and layout starts from the same values.
   void ensure_initialized(const Operation& op) {
-    if (variables_.count(&op)) return;
+    if (cores_[0].count(&op)) return;
     const auto& var = dynamic_cast<const ops::VariableOp&>(op);
-    const Shape& shape = var.output(0).shape();
-    variables_[&op] = var.initial_value(shape, std::vector<int64_t>(shape.ndims(), 0));
+    const TensorLayout layout = variable_layout(op);
+    for (size_t p = 0; p < cores_.size(); ++p)
+      cores_[p][&op] = var.initial_value(layout.slice_shape(), layout.slice_begin(p));
   }
 
   const Program& program_for(const std::vector<Tensor>& fetches,
@@ -128,12 +151,13 @@ class SessionImpl {
         throw ValueError("Session::run: target \"" + op->name() + "\" (" + op->type() +
                          ") is not an assignment; fetch its outputs instead");
       }
-      key.push_back(op && op->num_outputs() == 0 ? reinterpret_cast<intptr_t>(op) : -3);
+      key.push_back(op ? reinterpret_cast<intptr_t>(op) : -3);
     }
     auto it = programs_.find(key);
     if (it != programs_.end()) return it->second;
     std::vector<const Operation*> t(targets.begin(), targets.end());
-    return programs_.emplace(key, lower_single_processor(graph_, fetches, t)).first->second;
+    return programs_.emplace(key, lower(graph_, fetches, t, config_.mesh_shape, config_.layout))
+        .first->second;
   }
 
   std::map<int64_t, HostTensor> check_feeds(const Program& program, const Feeds& feeds) {
@@ -162,14 +186,17 @@ class SessionImpl {
   }
 
   Graph& graph_;
-  std::map<const Operation*, HostTensor> variables_;
+  MeshConfig config_;
+  // Per processor: variable slices by variable op.
+  std::vector<std::map<const Operation*, HostTensor>> cores_;
   std::map<std::vector<int64_t>, Program> programs_;
   uint64_t run_counter_ = 0;
 };
 
 }  // namespace detail
 
-Session::Session(Graph& graph) : impl_(std::make_unique<detail::SessionImpl>(graph)) {}
+Session::Session(Graph& graph, MeshConfig config)
+    : impl_(std::make_unique<detail::SessionImpl>(graph, std::move(config))) {}
 Session::~Session() = default;
 
 std::vector<HostTensor> Session::run(const std::vector<Tensor>& fetches, const Feeds& feeds,
@@ -189,9 +216,14 @@ void Session::set_variable_value(const std::string& name, const HostTensor& valu
 }
 uint64_t Session::run_counter() const { return impl_->run_counter(); }
 void Session::set_run_counter(uint64_t n) { impl_->set_run_counter(n); }
+const MeshConfig& Session::config() const { return impl_->config(); }
 std::string Session::program_text(const std::vector<Tensor>& fetches,
                                   const std::vector<Operation*>& targets) {
   return impl_->program_text(fetches, targets);
+}
+std::string Session::counters_text(const std::vector<Tensor>& fetches,
+                                   const std::vector<Operation*>& targets) {
+  return impl_->counters_text(fetches, targets);
 }
 
 }  // namespace mtf

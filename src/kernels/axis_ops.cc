@@ -5,6 +5,7 @@
 
 #include "core/check.h"
 #include "kernels/kernels.h"
+#include "kernels/strided_loop.h"
 
 namespace mtf::kernels {
 namespace {
@@ -48,6 +49,53 @@ void zero(HostTensor& t) {
 }
 
 }  // namespace
+
+namespace {
+
+// Copies between `full` and a block of it at `begin`, row by row.
+void copy_block(const HostTensor& full, const std::vector<int64_t>& begin, const Shape& shape,
+                char* block, bool to_block, char* full_data) {
+  const size_t es = dtype_size(full.dtype());
+  const auto fs = full.shape().strides();
+  int64_t base = 0;
+  for (size_t i = 0; i < begin.size(); ++i) base += begin[i] * fs[i];
+  auto plan = make_plan<2>(shape.sizes(), {fs, shape.strides()});
+  for_each_row(plan, [&](const int64_t* off, int64_t n, const int64_t* s) {
+    char* f = full_data + (base + off[0]) * es;
+    char* b = block + off[1] * es;
+    if (s[0] == 1 && s[1] == 1) {
+      if (to_block)
+        std::memcpy(b, f, n * es);
+      else
+        std::memcpy(f, b, n * es);
+    } else {
+      for (int64_t k = 0; k < n; ++k) {
+        if (to_block)
+          std::memcpy(b + k * s[1] * es, f + k * s[0] * es, es);
+        else
+          std::memcpy(f + k * s[0] * es, b + k * s[1] * es, es);
+      }
+    }
+  });
+}
+
+}  // namespace
+
+HostTensor block_of(const HostTensor& full, const std::vector<int64_t>& begin, const Shape& shape) {
+  if (shape == full.shape()) return full;
+  MTF_CHECK(static_cast<int>(begin.size()) == shape.ndims());
+  HostTensor out(shape, full.dtype());
+  copy_block(full, begin, shape, static_cast<char*>(out.raw_data()), true,
+             const_cast<char*>(static_cast<const char*>(full.raw_data())));
+  return out;
+}
+
+void insert_block(HostTensor& full, const std::vector<int64_t>& begin, const HostTensor& block) {
+  MTF_CHECK(block.dtype() == full.dtype());
+  copy_block(full, begin, block.shape(),
+             const_cast<char*>(static_cast<const char*>(block.raw_data())), false,
+             static_cast<char*>(full.raw_data()));
+}
 
 void slice(const HostTensor& x, int axis, int64_t begin, HostTensor& out) {
   copy_along(x, begin, out, 0, out.shape()[axis].size, axis);

@@ -71,6 +71,8 @@ void fill(HostTensor& out, float value);
 enum class ReduceFn { kSum, kMax, kMin };
 // out's dimensions are a subset of x's (any order).
 void reduce(ReduceFn fn, const HostTensor& x, HostTensor& out);
+// acc = fn(acc, x) elementwise; x and acc have one shape.
+void combine(ReduceFn fn, const HostTensor& x, HostTensor& acc);
 
 // Generalised contraction; out's dimensions come from the inputs. float32
 // contractions run on OpenBLAS sgemm.
@@ -81,6 +83,12 @@ void slice(const HostTensor& x, int axis, int64_t begin, HostTensor& out);
 void pad(const HostTensor& x, int axis, int64_t before, HostTensor& out);
 void concat(const std::vector<const HostTensor*>& xs, int axis, HostTensor& out);
 void shift(const HostTensor& x, int axis, int64_t offset, bool wrap, HostTensor& out);
+
+// The block of `full` at `begin` with `shape` (same dimension order): shares
+// full's buffer when the block is all of it, else a copy.
+HostTensor block_of(const HostTensor& full, const std::vector<int64_t>& begin, const Shape& shape);
+// Copies `block` into `full` at `begin`.
+void insert_block(HostTensor& full, const std::vector<int64_t>& begin, const HostTensor& block);
 
 // out = indices.shape + [depth]; `offset` is the first position held by this
 // slice of the one-hot dimension.

@@ -74,6 +74,14 @@ void reduce_dispatch(ReduceFn fn, const HostTensor& x, HostTensor& out) {
 
 }  // namespace
 
+void combine(ReduceFn fn, const HostTensor& x, HostTensor& acc) {
+  MTF_CHECK(x.shape() == acc.shape() && x.dtype() == acc.dtype());
+  const BinaryFn b = fn == ReduceFn::kSum
+                         ? BinaryFn::kAdd
+                         : (fn == ReduceFn::kMax ? BinaryFn::kMax : BinaryFn::kMin);
+  binary(b, acc, x, acc);
+}
+
 void reduce(ReduceFn fn, const HostTensor& x, HostTensor& out) {
   require_supported(x, true, "reduce");
   MTF_CHECK(x.dtype() == out.dtype());

@@ -180,6 +180,18 @@ TensorLayout TensorLayout::replicated(const Shape& shape, const MeshShape& mesh)
   return TensorLayout(shape, mesh, std::vector<int>(shape.ndims(), -1));
 }
 
+TensorLayout TensorLayout::with_mesh_axes(const Shape& shape, const MeshShape& mesh,
+                                          std::vector<int> t2m) {
+  MTF_CHECK(static_cast<int>(t2m.size()) == shape.ndims());
+  for (int i = 0; i < shape.ndims(); ++i) {
+    if (t2m[i] < 0) continue;
+    MTF_CHECK(t2m[i] < mesh.ndims());
+    for (int j = 0; j < i; ++j) MTF_CHECK(t2m[j] != t2m[i]);
+    MTF_CHECK(shape[i].size % mesh.dims()[t2m[i]].size == 0);
+  }
+  return TensorLayout(shape, mesh, std::move(t2m));
+}
+
 std::vector<int> TensorLayout::mesh_to_tensor() const {
   std::vector<int> r(mesh_.ndims(), -1);
   for (size_t i = 0; i < tensor_to_mesh_.size(); ++i)

@@ -27,8 +27,8 @@ class ImportOp : public Operation {
     add_output(value.shape(), value.dtype());
   }
   void compute(KernelContext& ctx) const override {
-    // The slice of the held value; on one processor, all of it (shared).
-    ctx.set_output(0, value_);
+    ctx.set_output(
+        0, kernels::block_of(value_, ctx.output_slice_offset(0), ctx.output_slice_shape(0)));
   }
   double flops() const override { return 0; }
 
@@ -43,7 +43,8 @@ class PlaceholderOp : public Operation {
     add_output(shape, dtype);
   }
   void compute(KernelContext& ctx) const override {
-    ctx.set_output(0, ctx.state().feeds->at(output(0).id()));
+    ctx.set_output(0, kernels::block_of(ctx.state().feeds->at(output(0).id()),
+                                        ctx.output_slice_offset(0), ctx.output_slice_shape(0)));
   }
   double flops() const override { return 0; }
 };

@@ -1,5 +1,7 @@
 // einsum by dimension name, and its gradient: the gradient for one input is
 // the einsum of the output gradient with the other inputs.
+#include <algorithm>
+
 #include "exec/kernel_context.h"
 #include "kernels/kernels.h"
 #include "ops/op_util.h"
@@ -44,6 +46,15 @@ class EinsumOp : public Operation {
   }
 
   bool differentiable() const override { return output(0).dtype() == float32; }
+
+  std::vector<std::string> reduced_dims() const override {
+    std::vector<std::string> r;
+    for (const Tensor& t : inputs())
+      for (const Dimension& d : t.shape())
+        if (!output(0).shape().contains(d.name) && std::find(r.begin(), r.end(), d.name) == r.end())
+          r.push_back(d.name);
+    return r;
+  }
 
   std::vector<Tensor> gradient(const std::vector<Tensor>& g) const override {
     std::vector<Tensor> grads;

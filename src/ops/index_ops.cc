@@ -74,6 +74,9 @@ class GatherOp : public Operation {
     return {einsum({one_hot(inputs()[1], w.shape()[axis_]), g[0]}, w.shape()), Tensor()};
   }
   double flops() const override { return 0; }
+  std::vector<std::string> unsplittable_dims() const override {
+    return {inputs()[0].shape()[axis_].name};
+  }
 
  private:
   int axis_;

@@ -24,9 +24,9 @@ const char* reduce_name(ReduceFn fn) {
   return "reduce";
 }
 
-class ReduceOp : public Operation {
+class ReductionOp : public Operation {
  public:
-  ReduceOp(ReduceFn fn, const Tensor& x, const Shape& out_shape)
+  ReductionOp(ReduceFn fn, const Tensor& x, const Shape& out_shape)
       : Operation(x.mesh(), reduce_name(fn), {x}, ""), fn_(fn) {
     for (const Dimension& d : out_shape) {
       int i = x.shape().index_of(d.name);
@@ -52,6 +52,14 @@ class ReduceOp : public Operation {
     return {where(mask, dy, ops::scalar_like(dy, 0.0f))};
   }
   double flops() const override { return static_cast<double>(inputs()[0].shape().num_elements()); }
+  std::vector<std::string> reduced_dims() const override {
+    return inputs()[0].shape().minus(output(0).shape()).names();
+  }
+  mtf::ReduceOp reduction() const override {
+    return fn_ == ReduceFn::kSum
+               ? mtf::ReduceOp::kSum
+               : (fn_ == ReduceFn::kMax ? mtf::ReduceOp::kMax : mtf::ReduceOp::kMin);
+  }
 
  private:
   ReduceFn fn_;
@@ -60,7 +68,7 @@ class ReduceOp : public Operation {
 Tensor reduce(ReduceFn fn, const Tensor& x, const Shape& out) {
   if (!x.valid()) throw ValueError(std::string(reduce_name(fn)) + ": invalid input tensor");
   if (out == x.shape()) return x;
-  return x.graph().add<ReduceOp>(fn, x, out)->output(0);
+  return x.graph().add<ReductionOp>(fn, x, out)->output(0);
 }
 
 Shape without(const char* op, const Tensor& x, const Dimension& d) {
@@ -91,6 +99,9 @@ class TopKOp : public Operation {
     kernels::top_k(ctx.input(0), axis_, v, ctx.allocate_output(1));
   }
   bool differentiable() const override { return inputs()[0].dtype() == float32; }
+  std::vector<std::string> unsplittable_dims() const override {
+    return {inputs()[0].shape()[axis_].name, output(0).shape()[axis_].name};
+  }
   std::vector<Tensor> gradient(const std::vector<Tensor>& g) const override {
     if (!g[0].valid()) return {Tensor()};
     const Tensor& x = inputs()[0];

@@ -1,6 +1,8 @@
 // Ops that change a tensor's shape or move data along one dimension:
 // reshape, rename_dimension, slice, pad, concat, shift; split, stack and
 // unstack are compositions of these.
+#include <algorithm>
+
 #include "exec/kernel_context.h"
 #include "kernels/kernels.h"
 #include "ops/op_util.h"
@@ -28,6 +30,29 @@ class ReshapeOp : public Operation {
     return {reshape(g[0], inputs()[0].shape())};
   }
   double flops() const override { return 0; }
+  // A dimension may stay split only if it keeps its name and size and the
+  // dimensions before it hold as many elements in the input as in the
+  // output: then every processor's row-major block maps onto its own block.
+  std::vector<std::string> unsplittable_dims() const override {
+    const Shape& in = inputs()[0].shape();
+    const Shape& out = output(0).shape();
+    auto prefix = [](const Shape& s, int axis) {
+      int64_t p = 1;
+      for (int i = 0; i < axis; ++i) p *= s[i].size;
+      return p;
+    };
+    std::vector<std::string> r;
+    for (const Shape* s : {&in, &out}) {
+      for (int i = 0; i < s->ndims(); ++i) {
+        const Dimension& d = (*s)[i];
+        const int ii = in.index_of(d.name), oi = out.index_of(d.name);
+        const bool keeps =
+            ii >= 0 && oi >= 0 && in[ii].size == out[oi].size && prefix(in, ii) == prefix(out, oi);
+        if (!keeps && std::find(r.begin(), r.end(), d.name) == r.end()) r.push_back(d.name);
+      }
+    }
+    return r;
+  }
 };
 
 // slice / pad / shift: same dimensions, one of them moved or resized.
@@ -80,6 +105,9 @@ class AxisOp : public Operation {
     return {};
   }
   double flops() const override { return 0; }
+  std::vector<std::string> unsplittable_dims() const override {
+    return {inputs()[0].shape()[axis_].name};
+  }
 
  private:
   static const char* kind_name(Kind k) {
@@ -115,6 +143,9 @@ class ConcatOp : public Operation {
     return grads;
   }
   double flops() const override { return 0; }
+  std::vector<std::string> unsplittable_dims() const override {
+    return {output(0).shape()[axis_].name};
+  }
 
  private:
   int axis_;
