@@ -2,6 +2,7 @@
 # scripts/setup.sh — one command from a fresh Debian machine to a result.
 #
 #   bash scripts/setup.sh demo   install missing packages, build, train the Fashion-MNIST MLP
+#                                on a 2x2 mesh (batch over rows, hidden over cols)
 #   bash scripts/setup.sh test   install missing packages, build, run the whole test suite
 #   bash scripts/setup.sh build  install missing packages and build only
 #
@@ -47,7 +48,7 @@ cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release ${CMAKE_ARGS:-}
 cmake --build "$build" -j"$jobs"
 
 case "$mode" in
-  demo) "$build/examples/mnist" ;;
+  demo) "$build/examples/mnist" --mesh_shape "rows:2;cols:2" --layout "batch:rows;hidden:cols" ;;
   test) cd "$build" && ctest --output-on-failure -j"$jobs" ;;
   build) ;;
 esac

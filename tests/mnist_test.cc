@@ -76,6 +76,39 @@ TEST_F(DataErrorsTest, ReadsAValidFile) {
   EXPECT_EQ(im.pixels, (std::vector<uint8_t>{7, 9}));
 }
 
+// The real MLP on real data: data-parallel, model-parallel and hybrid layouts
+// print the one-processor loss trajectory (1e-5 relative) over the first
+// steps. (Over hundreds of steps, ~1e-9 rounding differences in the weights
+// are amplified by SGD; see docs/ARCHITECTURE.md.)
+TEST(MnistTrainingTest, MeshLayoutsFollowTheOneProcessorTrajectory) {
+  if (!std::filesystem::exists(kDataDir)) GTEST_SKIP() << "Fashion-MNIST not installed";
+  auto train = data::load_mnist_split(kDataDir, "train");
+  examples::MlpConfig config;
+  auto trajectory = [&](const char* mesh, const char* layout) {
+    examples::Mlp mlp(config);
+    MeshConfig c;
+    c.mesh_shape = MeshShape(mesh);
+    c.layout = LayoutRules(layout);
+    Session session(mlp.graph(), c);
+    examples::BatchSampler sampler(train.images.count, config.batch_size, config.seed);
+    std::vector<float> losses;
+    for (int step = 0; step < 12; ++step) {
+      auto idx = sampler.next();
+      losses.push_back(mlp.train_step(session,
+                                      examples::Mlp::images_batch(train, idx, mlp.batch_dim),
+                                      examples::Mlp::labels_batch(train, idx, mlp.batch_dim)));
+    }
+    return losses;
+  };
+  const auto one = trajectory("", "");
+  for (auto [mesh, layout] : {std::pair{"all:4", "batch:all"}, std::pair{"all:4", "hidden:all"},
+                              std::pair{"rows:2;cols:2", "batch:rows;hidden:cols"}}) {
+    const auto got = trajectory(mesh, layout);
+    for (size_t i = 0; i < one.size(); ++i)
+      EXPECT_NEAR(got[i], one[i], 1e-5f * one[i]) << mesh << " " << layout << " step " << i + 1;
+  }
+}
+
 TEST(MnistTrainingTest, DefaultSettingsReachTheAdvertisedAccuracy) {
   if (!std::filesystem::exists(kDataDir)) GTEST_SKIP() << "Fashion-MNIST not installed";
   auto train = data::load_mnist_split(kDataDir, "train");

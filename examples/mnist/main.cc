@@ -18,6 +18,11 @@ int main(int argc, char** argv) {
     flags.define("lr", "0.2", "SGD learning rate");
     flags.define("seed", "1", "seed for initialisation and data order");
     flags.define("eval_every", "500", "print the mean training loss every this many steps");
+    flags.define("mesh_shape", "", "mesh of processors, e.g. \"rows:2;cols:2\" (empty: one)");
+    flags.define("layout", "", "layout rules, e.g. \"batch:rows;hidden:cols\"");
+    flags.define("mesh_impl", "simd", "simd (a program per core) or placement (one controller)");
+    flags.define("print_counters", "false",
+                 "print the training step's program counters (flops, bytes per collective)");
     if (!flags.parse(argc, argv)) return 0;
 
     examples::MlpConfig config;
@@ -36,8 +41,26 @@ int main(int argc, char** argv) {
                 static_cast<long long>(train.images.count),
                 static_cast<long long>(test.images.count), dir.c_str());
 
+    MeshConfig mesh;
+    mesh.mesh_shape = MeshShape(flags.str("mesh_shape"));
+    mesh.layout = LayoutRules(flags.str("layout"));
+    const std::string impl = flags.str("mesh_impl");
+    if (impl != "simd" && impl != "placement")
+      throw ValueError("--mesh_impl must be simd or placement, not \"" + impl + "\"");
+    mesh.impl = impl == "simd" ? MeshImpl::kSimd : MeshImpl::kPlacement;
+    const std::string counters = flags.str("print_counters");
+    if (counters != "true" && counters != "false")
+      throw ValueError("--print_counters must be true or false, not \"" + counters + "\"");
+
     examples::Mlp mlp(config);
-    Session session(mlp.graph());
+    Session session(mlp.graph(), mesh);
+    std::printf("mesh: %s (%lld processors), layout: \"%s\", %s\n",
+                mesh.mesh_shape.size() > 1 ? mesh.mesh_shape.to_string().c_str() : "one processor",
+                static_cast<long long>(mesh.mesh_shape.size()), mesh.layout.to_string().c_str(),
+                impl.c_str());
+    // Lowering the training step checks every tensor's layout before training.
+    const std::string step_counters = session.counters_text({mlp.loss}, mlp.train_ops);
+    if (counters == "true") std::printf("training step counters:\n%s", step_counters.c_str());
     examples::BatchSampler sampler(train.images.count, config.batch_size, config.seed);
     const auto start = std::chrono::steady_clock::now();
     double interval_loss = 0;
@@ -64,9 +87,11 @@ int main(int argc, char** argv) {
                 static_cast<long long>(test.images.count));
     return 0;
   } catch (const mtf::Error& e) {
+    std::fflush(stdout);
     std::fprintf(stderr, "mnist: error: %s\n", e.what());
     return 1;
   } catch (const std::exception& e) {
+    std::fflush(stdout);
     std::fprintf(stderr, "mnist: unexpected error: %s\n", e.what());
     return 1;
   }
