@@ -12,6 +12,8 @@
 namespace mtf {
 namespace {
 
+using testing::expect_close;
+
 const Dimension kI{"i", 8}, kJ{"j", 6}, kK{"k", 4}, kL{"l", 12};
 
 struct RandomGraph {
@@ -158,13 +160,6 @@ LayoutRules random_rules(const Graph& g, const MeshShape& mesh, std::mt19937& rn
     pairs.emplace_back(d.name, mesh.dims()[a].name);
   }
   return LayoutRules(pairs);
-}
-
-void expect_close(const HostTensor& got, const HostTensor& want, const std::string& what) {
-  ASSERT_EQ(got.shape(), want.shape()) << what;
-  const auto g = got.to_floats(), w = want.to_floats();
-  for (size_t i = 0; i < g.size(); ++i)
-    ASSERT_NEAR(g[i], w[i], 1e-5f * std::max(1.f, std::fabs(w[i]))) << what << " element " << i;
 }
 
 class MeshPropertyTest : public ::testing::TestWithParam<const char*> {};

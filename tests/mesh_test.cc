@@ -8,6 +8,8 @@
 namespace mtf {
 namespace {
 
+using testing::expect_close;
+
 struct MeshCase {
   const char* mesh;
   const char* layout;
@@ -20,14 +22,6 @@ MeshConfig config(const MeshCase& c, MeshImpl impl) {
   m.impl = impl;
   m.timeout = std::chrono::milliseconds(20000);
   return m;
-}
-
-void expect_close(const HostTensor& got, const HostTensor& want, const std::string& what) {
-  ASSERT_EQ(got.shape(), want.shape()) << what;
-  const auto g = got.to_floats(), w = want.to_floats();
-  for (size_t i = 0; i < g.size(); ++i) {
-    ASSERT_NEAR(g[i], w[i], 1e-5f * std::max(1.f, std::fabs(w[i]))) << what << " element " << i;
-  }
 }
 
 // A small MLP with a training step: the mesh run's losses and final

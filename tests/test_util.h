@@ -65,6 +65,15 @@ inline void expect_near_vectors(const std::vector<float>& got, const std::vector
   }
 }
 
+// Elementwise within 1e-5 relative (absolute below 1): the tolerance for
+// results that differ only in the order of float reductions.
+inline void expect_close(const HostTensor& got, const HostTensor& want, const std::string& what) {
+  ASSERT_EQ(got.shape(), want.shape()) << what;
+  const auto g = got.to_floats(), w = want.to_floats();
+  for (size_t i = 0; i < g.size(); ++i)
+    ASSERT_NEAR(g[i], w[i], 1e-5f * std::max(1.f, std::fabs(w[i]))) << what << " element " << i;
+}
+
 // Input generators for gradient checks.
 using Generator = std::function<HostTensor(const Shape&, uint64_t)>;
 inline Generator uniform(float lo, float hi) {

@@ -21,6 +21,7 @@ int main(int argc, char** argv) {
     flags.define("mesh_shape", "", "mesh of processors, e.g. \"rows:2;cols:2\" (empty: one)");
     flags.define("layout", "", "layout rules, e.g. \"batch:rows;hidden:cols\"");
     flags.define("mesh_impl", "simd", "simd (a program per core) or placement (one controller)");
+    flags.define("execution", "fibers", "simd cores as fibers on one thread, or as threads");
     flags.define("print_counters", "false",
                  "print the training step's program counters (flops, bytes per collective)");
     if (!flags.parse(argc, argv)) return 0;
@@ -48,6 +49,10 @@ int main(int argc, char** argv) {
     if (impl != "simd" && impl != "placement")
       throw ValueError("--mesh_impl must be simd or placement, not \"" + impl + "\"");
     mesh.impl = impl == "simd" ? MeshImpl::kSimd : MeshImpl::kPlacement;
+    const std::string execution = flags.str("execution");
+    if (execution != "fibers" && execution != "threads")
+      throw ValueError("--execution must be fibers or threads, not \"" + execution + "\"");
+    mesh.execution = execution == "fibers" ? RankExecution::kFibers : RankExecution::kThreads;
     const std::string counters = flags.str("print_counters");
     if (counters != "true" && counters != "false")
       throw ValueError("--print_counters must be true or false, not \"" + counters + "\"");

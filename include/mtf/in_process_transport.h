@@ -3,8 +3,9 @@
 // InProcessWorld owns the mailboxes of N ranks; transport(r) is rank r's
 // endpoint. Blocking calls use Boost.Fiber's mutex and condition variable,
 // so the same code runs with the ranks as fibers on one thread (a waiting
-// rank lets the others run) or as N threads. recv() spins briefly (yielding)
-// before it blocks, since a cross-core wake-up costs ~25 us here.
+// rank lets the others run) or as N threads. When ranks are threads, recv()
+// spins briefly (yielding the core) before it blocks, since a cross-core
+// wake-up costs ~25 us here; fibers block at once (a switch costs ~50 ns).
 //
 // Fault injection for tests: kill(r) makes rank r lost (its peers' blocked
 // and later calls that involve it fail with PeerLostError); set_delay()
@@ -19,9 +20,16 @@
 
 namespace mtf {
 
+enum class RankExecution {
+  kFibers,   // all ranks as fibers on the calling thread
+  kThreads,  // one thread per rank
+};
+
 class InProcessWorld : public std::enable_shared_from_this<InProcessWorld> {
  public:
-  static std::shared_ptr<InProcessWorld> create(int size);
+  // `execution` tells how the ranks will run, for the waiting policy.
+  static std::shared_ptr<InProcessWorld> create(int size,
+                                                RankExecution execution = RankExecution::kThreads);
   virtual ~InProcessWorld() = default;
 
   virtual int size() const = 0;
@@ -33,11 +41,6 @@ class InProcessWorld : public std::enable_shared_from_this<InProcessWorld> {
   // Fault injection.
   virtual void kill(int rank) = 0;
   virtual void set_delay(std::chrono::microseconds delay) = 0;
-};
-
-enum class RankExecution {
-  kFibers,   // all ranks as fibers on the calling thread
-  kThreads,  // one thread per rank
 };
 
 // Runs body(transport) for every rank of a new world of `size` ranks and

@@ -42,7 +42,8 @@ struct Mailbox {
 
 class World final : public InProcessWorld {
  public:
-  explicit World(int n) : dead_(n), store_(make_in_memory_store()) {
+  World(int n, RankExecution execution)
+      : spin_(execution == RankExecution::kThreads), dead_(n), store_(make_in_memory_store()) {
     for (int i = 0; i < n; ++i) boxes_.push_back(std::make_unique<Mailbox>());
     for (auto& d : dead_) d = false;
   }
@@ -88,12 +89,13 @@ class World final : public InProcessWorld {
     // ~25-30 us here, far more than a short spin when the message is about to
     // arrive. Each poll yields to other fibers of this thread and to other
     // threads of this core, so a spinning rank never starves its peers.
-    const auto spin_until = start + std::chrono::microseconds(30);
+    const auto spin_until = start + std::chrono::microseconds(spin_ ? 30 : 0);
     do {
       {
         Lock lock(box.mu);
         if (try_take(box, src, tag, data, bytes, me)) return;
       }
+      if (!spin_) break;
       boost::this_fiber::yield();
       std::this_thread::yield();
     } while (Clock::now() < spin_until);
@@ -141,6 +143,7 @@ class World final : public InProcessWorld {
     return true;
   }
 
+  const bool spin_;
   std::vector<std::unique_ptr<Mailbox>> boxes_;
   std::vector<std::atomic<bool>> dead_;
   std::atomic<int64_t> delay_us_{0};
@@ -213,9 +216,9 @@ class InMemoryStore final : public Store {
 
 }  // namespace
 
-std::shared_ptr<InProcessWorld> InProcessWorld::create(int size) {
+std::shared_ptr<InProcessWorld> InProcessWorld::create(int size, RankExecution execution) {
   if (size < 1) throw ValueError(detail::str_cat("InProcessWorld: size ", size, " must be >= 1"));
-  return std::make_shared<World>(size);
+  return std::make_shared<World>(size, execution);
 }
 
 std::unique_ptr<Store> make_in_memory_store() { return std::make_unique<InMemoryStore>(); }

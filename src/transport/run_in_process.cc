@@ -48,7 +48,7 @@ class FirstError {
 
 void run_in_process(int size, const std::function<void(Transport&)>& body, RankExecution execution,
                     std::chrono::milliseconds timeout) {
-  auto world = InProcessWorld::create(size);
+  auto world = InProcessWorld::create(size, execution);
   std::vector<std::unique_ptr<Transport>> transports;
   for (int r = 0; r < size; ++r) {
     transports.push_back(world->transport(r));
