@@ -7,12 +7,13 @@
 #include <set>
 
 #include "core/check.h"
-#include "exec/executor.h"
 #include "exec/kernel_context.h"
 #include "exec/program.h"
 #include "kernels/kernels.h"
 #include "mtf/errors.h"
 #include "ops/state_ops.h"
+#include "placement/placement_executor.h"
+#include "simd/simd_executor.h"
 
 namespace mtf {
 namespace detail {

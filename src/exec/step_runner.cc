@@ -1,0 +1,74 @@
+#include "exec/step_runner.h"
+
+#include "core/check.h"
+#include "kernels/kernels.h"
+
+namespace mtf::exec {
+
+// Rethrows an error raised while running `op` as the same type, with the op
+// named first, so a failure deep in a kernel says where in the graph it was.
+[[noreturn]] void rethrow_in_op(const Operation& op, const Error& e) {
+  const std::string msg = "while running op \"" + op.name() + "\" (" + op.type() + "): " + e.what();
+  if (dynamic_cast<const ShapeError*>(&e)) throw ShapeError(msg);
+  if (dynamic_cast<const DTypeError*>(&e)) throw DTypeError(msg);
+  if (dynamic_cast<const ValueError*>(&e)) throw ValueError(msg);
+  if (dynamic_cast<const IoError*>(&e)) throw IoError(msg);
+  if (dynamic_cast<const OutOfMemoryError*>(&e)) throw OutOfMemoryError(msg);
+  if (dynamic_cast<const TimeoutError*>(&e)) throw TimeoutError(msg);
+  if (dynamic_cast<const PeerLostError*>(&e)) throw PeerLostError(msg);
+  if (dynamic_cast<const LayoutError*>(&e)) throw LayoutError(msg);
+  if (dynamic_cast<const InternalError*>(&e)) throw InternalError(msg);
+  throw Error(msg);
+}
+
+// Runs a compute step for processor pnum; returns its outputs.
+std::vector<HostTensor> compute(const Step& s, int64_t pnum, const std::vector<HostTensor>& slots,
+                                RunState& state) {
+  std::vector<const HostTensor*> inputs;
+  for (int slot : s.input_slots) inputs.push_back(&slots[slot]);
+  std::vector<Shape> shapes;
+  std::vector<std::vector<int64_t>> offsets;
+  for (const TensorLayout& l : s.output_layouts) {
+    shapes.push_back(l.slice_shape());
+    offsets.push_back(l.slice_begin(pnum));
+  }
+  std::vector<HostTensor> outputs(s.output_slots.size());
+  KernelContext ctx(*s.op, inputs, &outputs, &shapes, &offsets, &state);
+  s.op->compute(ctx);
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    MTF_CHECK(outputs[i].valid());
+    MTF_CHECK(outputs[i].shape() == shapes[i]);
+  }
+  return outputs;
+}
+
+// This processor's piece of `whole` along the split step's tensor axis.
+HostTensor split_piece(const Step& s, int64_t pnum, const HostTensor& whole) {
+  const TensorLayout& l = s.output_layouts[0];
+  HostTensor out(l.slice_shape(), whole.dtype());
+  kernels::slice(whole, s.tensor_axis, l.slice_begin(pnum)[s.tensor_axis], out);
+  return out;
+}
+
+int64_t group_size(const MeshShape& mesh, const std::vector<int>& axes) {
+  int64_t n = 1;
+  for (int a : axes) n *= mesh.dims()[a].size;
+  return n;
+}
+
+// `blocks` holds n slices back to back ([n, slice...]); returns them
+// concatenated along tensor axis `axis` of the slice.
+HostTensor concat_gathered(const HostTensor& blocks, int64_t n, const Shape& slice, int axis) {
+  const std::string g = "__gathered__";
+  std::vector<Dimension> from{{g, n}}, to;
+  for (const Dimension& d : slice) from.push_back(d);
+  for (int i = 0; i < slice.ndims(); ++i) {
+    if (i == axis) to.push_back({g, n});
+    to.push_back(slice[i]);
+  }
+  HostTensor arranged(Shape(to), blocks.dtype());
+  kernels::broadcast_copy(blocks.reshaped(Shape(from)), arranged);
+  return arranged.reshaped(slice.resize(slice[axis].name, slice[axis].size * n));
+}
+
+}  // namespace mtf::exec

@@ -1,0 +1,29 @@
+// step_runner.h — what every executor does the same way: run one compute
+// step for a processor, take a processor's piece of a whole slot, turn
+// gathered blocks into a concatenated slice, and rethrow a step's error with
+// its op named. Used by the SIMD and placement executors.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "exec/kernel_context.h"
+#include "exec/program.h"
+#include "mtf/errors.h"
+
+namespace mtf::exec {
+
+// Rethrows e as the same mtf error type, prefixed with the op.
+[[noreturn]] void rethrow_in_op(const Operation& op, const Error& e);
+// Runs compute step s for processor pnum; returns its outputs.
+std::vector<HostTensor> compute(const Step& s, int64_t pnum, const std::vector<HostTensor>& slots,
+                                RunState& state);
+// Processor pnum's piece of `whole` for split step s.
+HostTensor split_piece(const Step& s, int64_t pnum, const HostTensor& whole);
+// Processors in a group along `axes`.
+int64_t group_size(const MeshShape& mesh, const std::vector<int>& axes);
+// `blocks` holds n slices back to back ([n, slice...]); returns them
+// concatenated along tensor axis `axis` of the slice.
+HostTensor concat_gathered(const HostTensor& blocks, int64_t n, const Shape& slice, int axis);
+
+}  // namespace mtf::exec

@@ -1,0 +1,62 @@
+#include "simd/simd_executor.h"
+
+#include "core/check.h"
+#include "exec/step_runner.h"
+#include "mtf/collectives.h"
+
+namespace mtf {
+
+using exec::compute;
+using exec::concat_gathered;
+using exec::group_size;
+using exec::rethrow_in_op;
+using exec::split_piece;
+
+void run_core(const Program& program, int64_t pnum, Transport* transport, RunState& state,
+              std::vector<HostTensor>* fetched) {
+  std::vector<HostTensor> slots(program.num_slots);
+  for (size_t i = 0; i < program.steps.size(); ++i) {
+    const Step& s = program.steps[i];
+    try {
+      switch (s.kind) {
+        case Step::Kind::kCompute: {
+          std::vector<HostTensor> outs = compute(s, pnum, slots, state);
+          for (size_t k = 0; k < outs.size(); ++k) slots[s.output_slots[k]] = std::move(outs[k]);
+          break;
+        }
+        case Step::Kind::kSplit:
+          slots[s.output_slots[0]] = split_piece(s, pnum, slots[s.input_slots[0]]);
+          break;
+        case Step::Kind::kAllgather: {
+          const HostTensor& in = slots[s.input_slots[0]];
+          const int64_t n = group_size(program.mesh, s.mesh_axes);
+          HostTensor blocks(Shape({{"__blocks__", n * in.num_elements()}}), in.dtype());
+          MTF_CHECK(transport != nullptr || n == 1);
+          if (n == 1) {
+            slots[s.output_slots[0]] = in;
+            break;
+          }
+          allgather(*transport, Group::along_axes(program.mesh, pnum, s.mesh_axes), in.raw_data(),
+                    blocks.raw_data(), in.num_elements(), in.dtype(), i);
+          slots[s.output_slots[0]] = concat_gathered(blocks, n, in.shape(), s.tensor_axis);
+          break;
+        }
+        case Step::Kind::kAllreduce: {
+          HostTensor& x = slots[s.input_slots[0]];
+          if (group_size(program.mesh, s.mesh_axes) == 1) break;
+          MTF_CHECK(transport != nullptr);
+          allreduce_over_axes(*transport, program.mesh, pnum, s.mesh_axes, x.raw_data(),
+                              x.num_elements(), x.dtype(), s.reduce_op, i);
+          break;
+        }
+      }
+    } catch (const Error& e) {
+      rethrow_in_op(*s.op, e);
+    }
+    for (int slot : s.free_after) slots[slot] = HostTensor();
+  }
+  fetched->clear();
+  for (int slot : program.fetch_slots) fetched->push_back(slots[slot]);
+}
+
+}  // namespace mtf
