@@ -137,10 +137,7 @@ int main(int argc, char** argv) {
     benchmark::RegisterBenchmark((std::string("einsum_vs_sgemm/") + c.name).c_str(),
                                  BM_EinsumVsSgemm, c)
         ->MinTime(1.0);
-  benchmark::Initialize(&argc, argv);
-  mtf::bench::RatioSummary reporter(
+  return mtf::bench::run_with_summary(
+      argc, argv,
       "einsum / cblas_sgemm throughput, same shapes, paired in the same run (target >= 0.90):");
-  benchmark::RunSpecifiedBenchmarks(&reporter);
-  benchmark::Shutdown();
-  return 0;
 }

@@ -96,11 +96,8 @@ int main(int argc, char** argv) {
       ->Arg(2)
       ->Arg(4)
       ->MinTime(3.0);
-  benchmark::Initialize(&argc, argv);
-  mtf::bench::RatioSummary reporter(
+  return mtf::bench::run_with_summary(
+      argc, argv,
       "MLP step at batch 1000: one-core time / data-parallel mesh time, paired (1.0 = no\n"
       "overhead; target >= 0.87, i.e. <= 15% overhead):");
-  benchmark::RunSpecifiedBenchmarks(&reporter);
-  benchmark::Shutdown();
-  return 0;
 }

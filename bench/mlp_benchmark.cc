@@ -61,11 +61,8 @@ int main(int argc, char** argv) {
       ->Arg(100)
       ->Arg(1000)
       ->MinTime(2.0);
-  benchmark::Initialize(&argc, argv);
-  mtf::bench::RatioSummary reporter(
+  return mtf::bench::run_with_summary(
+      argc, argv,
       "MLP training step: its matmul FLOP rate as a fraction of direct sgemm on the same GEMMs,\n"
       "paired in the same run (targets: >= 0.60 at batch 100, >= 0.85 at batch 1000):");
-  benchmark::RunSpecifiedBenchmarks(&reporter);
-  benchmark::Shutdown();
-  return 0;
 }

@@ -77,4 +77,14 @@ class RatioSummary : public benchmark::ConsoleReporter {
   std::map<std::string, double> ratios_;
 };
 
+// Parses benchmark flags, runs the registered benchmarks with a RatioSummary
+// titled `title`, and returns main's exit code.
+inline int run_with_summary(int argc, char** argv, const std::string& title) {
+  benchmark::Initialize(&argc, argv);
+  RatioSummary reporter(title);
+  benchmark::RunSpecifiedBenchmarks(&reporter);
+  benchmark::Shutdown();
+  return 0;
+}
+
 }  // namespace mtf::bench
