@@ -30,12 +30,12 @@ void run_core(const Program& program, int64_t pnum, Transport* transport, RunSta
         case Step::Kind::kAllgather: {
           const HostTensor& in = slots[s.input_slots[0]];
           const int64_t n = group_size(program.mesh, s.mesh_axes);
-          HostTensor blocks(Shape({{"__blocks__", n * in.num_elements()}}), in.dtype());
           MTF_CHECK(transport != nullptr || n == 1);
           if (n == 1) {
             slots[s.output_slots[0]] = in;
             break;
           }
+          HostTensor blocks(Shape({{"__blocks__", n * in.num_elements()}}), in.dtype());
           allgather(*transport, Group::along_axes(program.mesh, pnum, s.mesh_axes), in.raw_data(),
                     blocks.raw_data(), in.num_elements(), in.dtype(), i);
           slots[s.output_slots[0]] = concat_gathered(blocks, n, in.shape(), s.tensor_axis);
