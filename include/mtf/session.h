@@ -8,7 +8,13 @@
 // - kSimd: every processor runs the program on its own slices, as a fiber
 //   (or thread) with an in-process transport;
 // - kPlacement: one controller runs each step for every device's slices and
-//   does the collectives in memory.
+//   does the collectives in memory;
+// - kSimulated: the SIMD program on the torus simulator (mtf/sim.h). Its
+//   mesh must have the topology's core count. Each run first checks the
+//   program's peak memory per core against the machine (OutOfMemoryError
+//   naming the largest tensors). In cost-only mode the Session holds no
+//   values: variables are not created, placeholders need no feeds, and
+//   fetches come back as empty HostTensors; only the report is produced.
 // Layouts never change results: any mesh, layout and implementation gives
 // the numbers of the one-processor run (to float rounding of reductions;
 // random numbers bit for bit). Feeds and fetches are whole host tensors;
@@ -31,6 +37,7 @@
 #include "mtf/host_tensor.h"
 #include "mtf/in_process_transport.h"
 #include "mtf/layout.h"
+#include "mtf/sim.h"
 
 namespace mtf {
 
@@ -40,7 +47,7 @@ class SessionImpl;
 
 using Feeds = std::vector<std::pair<Tensor, HostTensor>>;
 
-enum class MeshImpl { kSimd, kPlacement };
+enum class MeshImpl { kSimd, kPlacement, kSimulated };
 
 struct MeshConfig {
   MeshShape mesh_shape;  // default: one processor
@@ -48,6 +55,7 @@ struct MeshConfig {
   MeshImpl impl = MeshImpl::kSimd;
   RankExecution execution = RankExecution::kFibers;  // kSimd: cores as fibers or threads
   std::chrono::milliseconds timeout{60000};          // of every collective's wait
+  SimOptions sim;  // kSimulated: the machine, mode, core mapping and trace
 };
 
 class Session {
@@ -85,6 +93,9 @@ class Session {
   std::string counters_text(const std::vector<Tensor>& fetches,
                             const std::vector<Operation*>& targets = {});
   const MeshConfig& config() const;
+  // kSimulated: the report of the last run (ValueError before any run or
+  // for another mesh implementation).
+  const SimReport& simulation_report() const;
 
  private:
   std::unique_ptr<detail::SessionImpl> impl_;

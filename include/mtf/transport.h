@@ -11,6 +11,7 @@
 // - messages from one peer with one tag arrive in the order they were sent;
 // - every blocking call ends by its deadline: TimeoutError names the ranks,
 //   the tag and the wait; PeerLostError names the lost rank.
+// - without data (carries_data() false) only sizes and timing matter.
 // A Transport object belongs to one rank and is used from one fiber or
 // thread at a time.
 #pragma once
@@ -30,6 +31,11 @@ class Transport {
   virtual int size() const = 0;
   virtual void send(int peer, uint64_t tag, const void* data, size_t bytes) = 0;
   virtual void recv(int peer, uint64_t tag, void* data, size_t bytes) = 0;
+
+  // False for a transport that only times messages (the simulator's
+  // cost-only mode): data pointers may then be null, nothing is copied, and
+  // collectives skip their local data movement.
+  virtual bool carries_data() const { return true; }
 
   // Deadline of each blocking call (default 60 s).
   std::chrono::milliseconds timeout() const { return timeout_; }

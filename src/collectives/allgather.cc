@@ -12,7 +12,7 @@ void allgather(Transport& t, const Group& g, const void* in, void* out, int64_t 
   const size_t es = collectives::element_size(dtype);
   const int n = g.size();
   char* o = static_cast<char*>(out);
-  if (block) std::memcpy(o + g.index * block * es, in, block * es);
+  if (block && t.carries_data()) std::memcpy(o + g.index * block * es, in, block * es);
   if (n == 1) return;
   std::vector<collectives::RingPass> pass;
   pass.emplace_back(t, g.ranks, g.index, o, 0, block * n, dtype, ReduceOp::kSum,

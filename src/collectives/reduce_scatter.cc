@@ -11,7 +11,8 @@ void reduce_scatter(Transport& t, const Group& g, const void* in, void* out, int
   collectives::check_group(t, g, "reduce_scatter");
   const size_t es = collectives::element_size(dtype);
   const int n = g.size();
-  std::vector<char> work(static_cast<size_t>(block) * n * es);
+  const bool data = t.carries_data();
+  std::vector<char> work(data ? static_cast<size_t>(block) * n * es : 0);
   if (!work.empty()) std::memcpy(work.data(), in, work.size());
   if (n > 1) {
     std::vector<collectives::RingPass> pass;
@@ -19,7 +20,7 @@ void reduce_scatter(Transport& t, const Group& g, const void* in, void* out, int
                       collectives::RingPass::Kind::kReduceScatter, 0, collectives::subtag(tag, 0));
     collectives::run_lockstep(pass);
   }
-  if (block) std::memcpy(out, work.data() + g.index * block * es, block * es);
+  if (block && data) std::memcpy(out, work.data() + g.index * block * es, block * es);
 }
 
 }  // namespace mtf

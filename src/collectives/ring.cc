@@ -80,7 +80,7 @@ RingPass::RingPass(Transport& t, std::vector<int> order, int position, char* dat
     const ChunkRange r = chunk_of(lo_, hi_, n_, c);
     largest = std::max(largest, r.end - r.begin);
   }
-  if (kind_ == Kind::kReduceScatter) scratch_.resize(largest * es_);
+  if (kind_ == Kind::kReduceScatter && t_.carries_data()) scratch_.resize(largest * es_);
 }
 
 void RingPass::send_step(int s) {
@@ -98,7 +98,7 @@ void RingPass::recv_step(int s) {
     t_.recv(from, tag_, data_ + r.begin * es_, len * es_);
   } else {
     t_.recv(from, tag_, scratch_.data(), len * es_);
-    reduce_into(data_ + r.begin * es_, scratch_.data(), len, dtype_, op_);
+    if (t_.carries_data()) reduce_into(data_ + r.begin * es_, scratch_.data(), len, dtype_, op_);
   }
 }
 

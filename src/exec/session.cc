@@ -13,6 +13,8 @@
 #include "mtf/errors.h"
 #include "ops/state_ops.h"
 #include "placement/placement_executor.h"
+#include "sim/engine.h"
+#include "sim/memory.h"
 #include "simd/simd_executor.h"
 
 namespace mtf {
@@ -23,15 +25,38 @@ class SessionImpl {
   SessionImpl(Graph& graph, MeshConfig config)
       : graph_(graph), config_(std::move(config)), cores_(config_.mesh_shape.size()) {
     config_.layout.validate(config_.mesh_shape);
-    for (const Tensor& v : graph_.all_variables()) ensure_initialized(v.op());
+    if (config_.impl == MeshImpl::kSimulated) {
+      engine_ = std::make_unique<sim::Engine>(config_.sim, config_.mesh_shape);
+    }
+    if (!cost_only())
+      for (const Tensor& v : graph_.all_variables()) ensure_initialized(v.op());
+  }
+
+  bool cost_only() const {
+    return config_.impl == MeshImpl::kSimulated && config_.sim.mode == SimMode::kCostOnly;
+  }
+
+  const SimReport& simulation_report() const {
+    if (!report_) {
+      throw ValueError(config_.impl == MeshImpl::kSimulated
+                           ? "Session::simulation_report: no run has been simulated yet"
+                           : "Session::simulation_report: this session is not simulated (use "
+                             "MeshImpl::kSimulated)");
+    }
+    return *report_;
   }
 
   std::vector<HostTensor> run(const std::vector<Tensor>& fetches, const Feeds& feeds,
                               const std::vector<Operation*>& targets) {
     const Program& program = program_for(fetches, targets);
-    std::map<int64_t, HostTensor> feed_map = check_feeds(program, feeds);
-    for (const Step& s : program.steps)
-      if (s.kind == Step::Kind::kCompute && s.op->type() == "variable") ensure_initialized(*s.op);
+    std::map<int64_t, HostTensor> feed_map;
+    if (!cost_only()) {
+      feed_map = check_feeds(program, feeds);
+      for (const Step& s : program.steps)
+        if (s.kind == Step::Kind::kCompute && s.op->type() == "variable") ensure_initialized(*s.op);
+    }
+    sim::MemoryEstimate memory;
+    if (engine_) memory = check_memory(program);
 
     const int64_t n = config_.mesh_shape.size();
     std::vector<RunState> states(n);
@@ -41,7 +66,15 @@ class SessionImpl {
       states[p].run_counter = run_counter_;
     }
     std::vector<std::vector<HostTensor>> fetched(n);
-    if (n == 1) {
+    if (engine_) {
+      SimReport rep = engine_->run(program, [&](Transport& t, StepHooks& hooks) {
+        run_core(program, t.rank(), &t, states[t.rank()], &fetched[t.rank()], &hooks);
+      });
+      rep.layout = config_.layout.to_string();
+      rep.peak_memory = memory.peak;
+      rep.peak_memory_at = memory.peak_at;
+      report_ = std::make_unique<SimReport>(std::move(rep));
+    } else if (n == 1) {
       run_core(program, 0, nullptr, states[0], &fetched[0]);
     } else if (config_.impl == MeshImpl::kSimd) {
       run_in_process(
@@ -58,6 +91,7 @@ class SessionImpl {
       for (auto& [var, value] : states[p].pending_assignments) cores_[p][var] = std::move(value);
     ++run_counter_;
     std::vector<HostTensor> result;
+    if (cost_only()) return std::vector<HostTensor>(program.fetch_slots.size());
     for (size_t i = 0; i < program.fetch_slots.size(); ++i) {
       const TensorLayout& layout = program.slot_layouts[program.fetch_slots[i]];
       std::vector<HostTensor> slices;
@@ -69,6 +103,7 @@ class SessionImpl {
 
   HostTensor variable_value(const std::string& name) {
     const Operation& op = find_variable(name);
+    require_values("variable_value");
     ensure_initialized(op);
     std::vector<HostTensor> slices;
     for (auto& core : cores_) slices.push_back(core.at(&op));
@@ -77,6 +112,7 @@ class SessionImpl {
 
   void set_variable_value(const std::string& name, const HostTensor& value) {
     const Operation& op = find_variable(name);
+    require_values("set_variable_value");
     const Tensor t = op.output(0);
     if (!value.valid() || value.shape() != t.shape() || value.dtype() != t.dtype()) {
       throw ValueError(str_cat("set_variable_value: variable ", t.describe(),
@@ -104,6 +140,34 @@ class SessionImpl {
   }
 
  private:
+  void require_values(const char* what) const {
+    if (cost_only()) {
+      throw ValueError(std::string("Session::") + what +
+                       ": a cost-only simulation holds no tensor values; use "
+                       "SimMode::kFunctional for values");
+    }
+  }
+
+  // Peak memory per core of `program` on the simulated machine; throws
+  // OutOfMemoryError when it exceeds the core's memory.
+  sim::MemoryEstimate check_memory(const Program& program) const {
+    std::vector<std::pair<std::string, int64_t>> vars;
+    for (const Tensor& v : graph_.all_variables()) {
+      vars.push_back({v.op().name(), variable_layout(v.op()).slice_shape().num_elements() *
+                                         static_cast<int64_t>(dtype_size(v.dtype()))});
+    }
+    sim::MemoryEstimate est = sim::estimate_memory(program, vars);
+    const double limit = config_.sim.topology.core_memory;
+    if (static_cast<double>(est.peak) > limit) {
+      throw OutOfMemoryError(str_cat(
+          "layout \"", config_.layout.to_string(), "\" on mesh ", config_.mesh_shape.to_string(),
+          " does not fit topology \"", config_.sim.topology.name, "\": ", est.describe(),
+          "; each core has ", limit / (1 << 30),
+          " GiB. Split the largest tensors over more mesh dimensions, or use more cores"));
+    }
+    return est;
+  }
+
   // The whole tensor from every processor's slice (replicated pieces are
   // taken from the first processor holding them).
   HostTensor assemble(const TensorLayout& layout, const std::vector<HostTensor>& slices) const {
@@ -192,6 +256,8 @@ class SessionImpl {
   std::vector<std::map<const Operation*, HostTensor>> cores_;
   std::map<std::vector<int64_t>, Program> programs_;
   uint64_t run_counter_ = 0;
+  std::unique_ptr<sim::Engine> engine_;
+  std::unique_ptr<SimReport> report_;
 };
 
 }  // namespace detail
@@ -218,6 +284,7 @@ void Session::set_variable_value(const std::string& name, const HostTensor& valu
 uint64_t Session::run_counter() const { return impl_->run_counter(); }
 void Session::set_run_counter(uint64_t n) { impl_->set_run_counter(n); }
 const MeshConfig& Session::config() const { return impl_->config(); }
+const SimReport& Session::simulation_report() const { return impl_->simulation_report(); }
 std::string Session::program_text(const std::vector<Tensor>& fetches,
                                   const std::vector<Operation*>& targets) {
   return impl_->program_text(fetches, targets);

@@ -6,6 +6,7 @@
 
 #include "mtf/errors.h"
 #include "mtf/in_process_transport.h"
+#include "transport/first_error.h"
 
 namespace mtf {
 
@@ -15,36 +16,8 @@ namespace {
 // pages are only touched when used.
 constexpr size_t kFiberStackBytes = 512 * 1024;
 
-// Keeps the first error that is a cause, falling back to the first
-// PeerLostError (a consequence of another rank's failure).
-class FirstError {
- public:
-  void record(std::exception_ptr e) {
-    std::lock_guard<std::mutex> lock(mu_);
-    bool lost = false;
-    try {
-      std::rethrow_exception(e);
-    } catch (const PeerLostError&) {
-      lost = true;
-    } catch (...) {
-    }
-    if (lost) {
-      if (!consequence_) consequence_ = e;
-    } else if (!cause_) {
-      cause_ = e;
-    }
-  }
-  void rethrow_if_any() const {
-    if (cause_) std::rethrow_exception(cause_);
-    if (consequence_) std::rethrow_exception(consequence_);
-  }
-
- private:
-  std::mutex mu_;
-  std::exception_ptr cause_, consequence_;
-};
-
 }  // namespace
+
 
 void run_in_process(int size, const std::function<void(Transport&)>& body, RankExecution execution,
                     std::chrono::milliseconds timeout) {
@@ -54,7 +27,7 @@ void run_in_process(int size, const std::function<void(Transport&)>& body, RankE
     transports.push_back(world->transport(r));
     transports.back()->set_timeout(timeout);
   }
-  FirstError errors;
+  transport::FirstError errors;
   auto rank_main = [&](int r) {
     try {
       body(*transports[r]);

@@ -1,0 +1,133 @@
+// mtf/sim.h — the torus simulator: a TPU-shaped machine, how a logical mesh
+// is laid onto it, and what a simulated run reports.
+//
+// A simulated run executes the same per-core program as a real SIMD run, one
+// Boost.Fiber fiber per simulated core, against a model of the machine:
+// compute steps take roofline time (max of flops over peak and bytes over
+// memory bandwidth); a message leaves at its sender's clock and arrives after
+// per-hop latency plus size over bandwidth along its dimension-order route,
+// waiting for every directed link it crosses to be free (contention). Fibers
+// are scheduled by simulated time, so times are causal and deterministic.
+// Functional mode computes real data (results equal the in-process SIMD run
+// bit for bit); cost-only mode moves sizes and clocks only, holding no
+// tensor memory. Select it with MeshConfig{.impl = MeshImpl::kSimulated,
+// .sim = ...}; Session::simulation_report() returns the last run's report.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "mtf/layout.h"
+
+namespace mtf {
+
+// A machine: chips in a 2-D or 3-D torus (or mesh without wraparound), a few
+// cores per chip joined by an on-chip link. Cores are numbered chip-major:
+// physical core = chip index (row-major over `chips`) * cores_per_chip + core.
+struct Topology {
+  std::string name = "custom";
+  std::vector<int> chips{1, 1};  // extent of each physical dimension
+  bool wraparound = true;
+  int cores_per_chip = 1;
+  double core_flops = 1e12;              // peak flop/s of one core
+  double core_memory = 8.0 * (1 << 30);  // bytes of memory per core
+  double chip_memory_bandwidth = 100e9;  // bytes/s per chip, shared by its cores
+  double link_bandwidth = 10e9;          // bytes/s per direction of an inter-chip link
+  double link_latency = 1e-6;            // seconds per inter-chip hop
+  double core_link_bandwidth = 10e9;     // bytes/s per direction between cores of a chip
+  double core_link_latency = 0.5e-6;     // seconds for that hop
+  std::string sources;                   // where the figures come from
+
+  int num_chips() const;
+  int num_cores() const;
+  double core_memory_bandwidth() const { return chip_memory_bandwidth / cores_per_chip; }
+
+  // Presets with public figures (see `sources` of each). ValueError naming
+  // the known presets for an unknown name.
+  static Topology preset(const std::string& name);
+  static std::vector<std::string> preset_names();
+  // One override, e.g. set("link_bandwidth", "50e9") or set("chips", "8x8").
+  // ValueError naming the key and the accepted keys.
+  void set(const std::string& key, const std::string& value);
+  // "key=value,key=value" (also ';' separated).
+  void apply_overrides(const std::string& spec);
+  // A file of `key = value` lines (# comments); IoError / ValueError with
+  // the file and line.
+  void load_file(const std::string& path);
+  // ValueError for impossible figures (non-positive sizes, bandwidths).
+  void validate() const;
+  std::string to_string() const;
+};
+
+// How logical processors sit on physical cores: physical[pnum] is the
+// physical core of logical processor pnum.
+struct CoreMapping {
+  std::vector<int> physical;
+  // Per logical mesh axis: the hops between ring neighbours (processor 0's
+  // ring, wraparound included).
+  struct AxisRing {
+    std::string axis;
+    int size = 1;
+    int max_hops = 0;
+    double mean_hops = 0;
+  };
+  std::vector<AxisRing> rings;
+
+  // Each logical mesh axis laid onto physical dimensions so that its ring
+  // runs through neighbouring chips where it can (on-chip cores first, then
+  // the torus dimensions in order; snake and comb orders for axes that span
+  // several physical dimensions), as Mesh TensorFlow's
+  // auto_logical_to_physical_tpu aims to. Falls back to row-major order
+  // when the mesh dims do not factor onto the physical ones.
+  static CoreMapping automatic(const MeshShape& mesh, const Topology& topo);
+  // A user-given order: `physical` lists each logical processor's physical
+  // core (a permutation; ValueError otherwise).
+  static CoreMapping explicit_order(const MeshShape& mesh, const Topology& topo,
+                                    std::vector<int> physical);
+};
+
+enum class SimMode { kFunctional, kCostOnly };
+
+struct SimOptions {
+  Topology topology;
+  SimMode mode = SimMode::kFunctional;
+  std::vector<int> physical_order;  // empty: CoreMapping::automatic
+  std::string trace_path;           // Chrome trace-event JSON of each run, when set
+};
+
+struct SimReport {
+  std::string topology, mesh, layout, mode;
+  int64_t cores = 0;
+  double step_time = 0;  // seconds: the last core's finish
+  struct Core {
+    double compute = 0, communication = 0, idle = 0;  // seconds
+    int64_t bytes_sent = 0;
+  };
+  std::vector<Core> per_core;
+  double flops_per_core = 0;
+  double utilization = 0;  // achieved flop/s over peak, all cores
+  int64_t messages = 0;
+  int64_t link_bytes_max = 0;
+  double link_bytes_mean = 0;  // over all directed links of the machine
+  int links_used = 0, links_total = 0;
+  struct OpRow {
+    std::string op;
+    double flops = 0;            // per core
+    int64_t bytes = 0;           // sent per core in this op's collectives
+    double time = 0;             // seconds, mean over cores
+  };
+  std::vector<OpRow> ops;  // in program order of first appearance
+  int64_t peak_memory = 0;  // bytes per core
+  std::string peak_memory_at;
+  std::vector<CoreMapping::AxisRing> rings;
+
+  double mean_compute() const;
+  double mean_communication() const;
+  double mean_idle() const;
+  // Readable report; `max_ops` rows of the op table (the most costly).
+  std::string to_table(int max_ops = 12) const;
+  std::string to_json() const;
+};
+
+}  // namespace mtf

@@ -1,0 +1,137 @@
+// SimReport as a table and as JSON.
+#include <algorithm>
+#include <cstdio>
+#include <sstream>
+
+#include "mtf/sim.h"
+
+namespace mtf {
+namespace {
+
+std::string fmt(const char* f, double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof(buf), f, v);
+  return buf;
+}
+
+// Seconds with a unit that keeps 3-4 significant digits.
+std::string seconds(double s) {
+  if (s >= 1) return fmt("%.3f s", s);
+  if (s >= 1e-3) return fmt("%.3f ms", s * 1e3);
+  return fmt("%.3f us", s * 1e6);
+}
+
+std::string bytes(double b) {
+  if (b >= (1LL << 30)) return fmt("%.2f GiB", b / (1LL << 30));
+  if (b >= (1LL << 20)) return fmt("%.2f MiB", b / (1LL << 20));
+  if (b >= 1024) return fmt("%.2f KiB", b / 1024);
+  return fmt("%.0f B", b);
+}
+
+std::string pad(const std::string& s, size_t w) {
+  return s.size() >= w ? s : s + std::string(w - s.size(), ' ');
+}
+std::string lpad(const std::string& s, size_t w) {
+  return s.size() >= w ? s : std::string(w - s.size(), ' ') + s;
+}
+
+std::string json_string(const std::string& s) {
+  std::string r = "\"";
+  for (char c : s) {
+    if (c == '"' || c == '\\') r += '\\';
+    if (static_cast<unsigned char>(c) >= 0x20) r += c;
+  }
+  return r + "\"";
+}
+
+}  // namespace
+
+double SimReport::mean_compute() const {
+  double s = 0;
+  for (const auto& c : per_core) s += c.compute;
+  return per_core.empty() ? 0 : s / per_core.size();
+}
+double SimReport::mean_communication() const {
+  double s = 0;
+  for (const auto& c : per_core) s += c.communication;
+  return per_core.empty() ? 0 : s / per_core.size();
+}
+double SimReport::mean_idle() const {
+  double s = 0;
+  for (const auto& c : per_core) s += c.idle;
+  return per_core.empty() ? 0 : s / per_core.size();
+}
+
+std::string SimReport::to_table(int max_ops) const {
+  std::ostringstream o;
+  auto share = [&](double x) { return step_time > 0 ? fmt("%.1f%%", 100 * x / step_time) : "-"; };
+  o << "simulated " << mode << " run: " << topology << ", mesh " << mesh << ", layout \""
+    << layout << "\" (" << cores << " cores)\n";
+  o << "  step time       " << seconds(step_time) << "\n";
+  o << "  per core (mean) compute " << seconds(mean_compute()) << " (" << share(mean_compute())
+    << "), communication " << seconds(mean_communication()) << " ("
+    << share(mean_communication()) << "), idle " << seconds(mean_idle()) << " ("
+    << share(mean_idle()) << ")\n";
+  o << "  utilization     " << fmt("%.1f%%", 100 * utilization) << " of peak ("
+    << fmt("%.3g", flops_per_core) << " flop per core)\n";
+  o << "  peak memory     " << bytes(static_cast<double>(peak_memory)) << " per core, at "
+    << peak_memory_at << "\n";
+  o << "  messages        " << messages << "; links: " << links_used << " of " << links_total
+    << " used, max " << bytes(static_cast<double>(link_bytes_max)) << ", mean "
+    << bytes(link_bytes_mean) << "\n";
+  for (const auto& r : rings) {
+    if (r.size <= 1) continue;
+    o << "  ring " << pad(r.axis, 10) << " " << r.size << " cores, hops per step: max "
+      << r.max_hops << ", mean " << fmt("%.2f", r.mean_hops) << "\n";
+  }
+  std::vector<OpRow> sorted = ops;
+  std::stable_sort(sorted.begin(), sorted.end(),
+                   [](const OpRow& a, const OpRow& b) { return a.time > b.time; });
+  o << "  " << pad("op", 28) << lpad("flops/core", 12) << lpad("sent/core", 12)
+    << lpad("time", 12) << lpad("share", 8) << "\n";
+  for (int i = 0; i < max_ops && i < static_cast<int>(sorted.size()); ++i) {
+    const OpRow& r = sorted[i];
+    if (r.time == 0 && r.bytes == 0 && r.flops == 0) continue;
+    o << "  " << pad(r.op.size() > 27 ? r.op.substr(0, 27) : r.op, 28)
+      << lpad(fmt("%.3g", r.flops), 12) << lpad(bytes(static_cast<double>(r.bytes)), 12)
+      << lpad(seconds(r.time), 12) << lpad(share(r.time), 8) << "\n";
+  }
+  if (static_cast<int>(sorted.size()) > max_ops)
+    o << "  (" << sorted.size() - max_ops << " more ops)\n";
+  return o.str();
+}
+
+std::string SimReport::to_json() const {
+  std::ostringstream o;
+  o.precision(9);
+  o << "{\"topology\":" << json_string(topology) << ",\"mesh\":" << json_string(mesh)
+    << ",\"layout\":" << json_string(layout) << ",\"mode\":" << json_string(mode)
+    << ",\"cores\":" << cores << ",\"step_time\":" << step_time
+    << ",\"compute\":" << mean_compute() << ",\"communication\":" << mean_communication()
+    << ",\"idle\":" << mean_idle() << ",\"utilization\":" << utilization
+    << ",\"flops_per_core\":" << flops_per_core << ",\"messages\":" << messages
+    << ",\"link_bytes_max\":" << link_bytes_max << ",\"link_bytes_mean\":" << link_bytes_mean
+    << ",\"links_used\":" << links_used << ",\"links_total\":" << links_total
+    << ",\"peak_memory\":" << peak_memory << ",\"peak_memory_at\":" << json_string(peak_memory_at)
+    << ",\"rings\":[";
+  for (size_t i = 0; i < rings.size(); ++i) {
+    o << (i ? "," : "") << "{\"axis\":" << json_string(rings[i].axis)
+      << ",\"size\":" << rings[i].size << ",\"max_hops\":" << rings[i].max_hops
+      << ",\"mean_hops\":" << rings[i].mean_hops << "}";
+  }
+  o << "],\"ops\":[";
+  for (size_t i = 0; i < ops.size(); ++i) {
+    o << (i ? "," : "") << "{\"op\":" << json_string(ops[i].op) << ",\"flops\":" << ops[i].flops
+      << ",\"bytes\":" << ops[i].bytes << ",\"time\":" << ops[i].time << "}";
+  }
+  o << "],\"per_core\":[";
+  for (size_t i = 0; i < per_core.size(); ++i) {
+    o << (i ? "," : "") << "{\"compute\":" << per_core[i].compute
+      << ",\"communication\":" << per_core[i].communication << ",\"idle\":" << per_core[i].idle
+      << ",\"bytes_sent\":" << per_core[i].bytes_sent << "}";
+  }
+  o << "]}";
+  return o.str();
+}
+
+}  // namespace mtf
