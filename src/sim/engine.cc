@@ -73,8 +73,11 @@ struct World {
     cores = std::vector<Core>(n);
     link_free.assign(machine.num_links(), 0.0);
     link_bytes.assign(machine.num_links(), 0);
-    step_time_sum.assign(program.steps.size(), 0.0);
-    step_bytes.assign(program.steps.size(), 0);
+    // One more slot for messages sent outside any step (collectives called
+    // directly, as the tests do).
+    step_time_sum.assign(program.steps.size() + 1, 0.0);
+    step_bytes.assign(program.steps.size() + 1, 0);
+    for (Core& c : cores) c.step = program.steps.size();
     running = n;
   }
 
@@ -88,11 +91,17 @@ struct World {
     if (failed) return;
     failed = true;
     failure = why;
-    for (Core& c : cores) {
-      if (!c.waiting) continue;
-      c.props->key = c.clock;
-      c.cv.notify_all();
-    }
+    for (Core& c : cores)
+      if (c.waiting) wake(c, c.clock);
+  }
+
+  // Makes a waiting core ready at simulated time `at`. It stops counting as
+  // blocked now, not when it next runs, so the deadlock check stays exact.
+  void wake(Core& c, double at) {
+    c.waiting = false;
+    --blocked;
+    c.props->key = std::max(c.clock, at);
+    c.cv.notify_all();
   }
 
   // Called when a core blocks or finishes: if every running core is waiting,
@@ -103,9 +112,11 @@ struct World {
     int listed = 0;
     for (size_t r = 0; r < cores.size() && listed < 8; ++r) {
       if (!cores[r].waiting) continue;
-      const Step& s = program.steps[cores[r].step];
+      const size_t step = cores[r].step;
       who += detail::str_cat(listed ? "; " : " ", "core ", r, " waits for core ",
-                             cores[r].wait_peer, " in ", s.op->name());
+                             cores[r].wait_peer, " in ",
+                             step < program.steps.size() ? program.steps[step].op->name()
+                                                         : std::string("a direct call"));
       ++listed;
     }
     fail("simulation deadlock: every running core waits for a message nobody will send "
@@ -135,8 +146,10 @@ class SimTransport : public Transport {
       bandwidth = bandwidth == 0 ? w_.machine.bandwidth(l) : std::min(bandwidth, w_.machine.bandwidth(l));
     }
     const double serialize = bandwidth > 0 ? static_cast<double>(bytes) / bandwidth : 0;
+    static const std::string kOutside = "message";
     const std::string* label = nullptr;
-    if (w_.tracing) label = &w_.program.steps[me.step].op->name();
+    if (w_.tracing)
+      label = me.step < w_.program.steps.size() ? &w_.program.steps[me.step].op->name() : &kOutside;
     for (int l : w_.route) {
       w_.link_free[l] = start + serialize;
       w_.link_bytes[l] += static_cast<int64_t>(bytes);
@@ -155,10 +168,7 @@ class SimTransport : public Transport {
     World::Core& to = w_.cores[peer];
     const double arrival = m.arrival;
     to.inbox[{rank_, tag}].push_back(std::move(m));
-    if (to.waiting && to.wait_peer == rank_ && to.wait_tag == tag) {
-      to.props->key = std::max(to.clock, arrival);
-      to.cv.notify_all();
-    }
+    if (to.waiting && to.wait_peer == rank_ && to.wait_tag == tag) w_.wake(to, arrival);
   }
 
   void recv(int peer, uint64_t tag, void* data, size_t bytes) override {
@@ -173,14 +183,12 @@ class SimTransport : public Transport {
         me.wait_peer = peer;
         me.wait_tag = tag;
         ++w_.blocked;
-        if (w_.check_deadlock()) {
+        if (w_.check_deadlock()) throw TimeoutError(w_.failure);  // fail() woke us all
+        if (!w_.failed) me.cv.wait(lock);
+        if (me.waiting) {  // woken by something else than wake()
           --w_.blocked;
           me.waiting = false;
-          throw TimeoutError(w_.failure);
         }
-        if (!w_.failed) me.cv.wait(lock);
-        --w_.blocked;
-        me.waiting = false;
       }
     }
     Message m = std::move(q.front());

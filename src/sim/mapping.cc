@@ -8,6 +8,7 @@
 // or more sub-axes in a comb (a snake through all but one column, then back
 // down the spare column), which closes with one-hop steps whenever one side
 // is even.
+#include <algorithm>
 #include <numeric>
 #include <set>
 
@@ -24,7 +25,7 @@ struct SubAxis {
   int physical;  // 0: core in chip; 1 + d: torus dimension d
   int size;      // factor taken
   int stride;    // within the physical axis
-  bool ring;     // the factor is the whole physical axis and wraps round
+  bool ring;     // natural order closes the ring (outermost factor, wraps round)
 };
 
 using Coords = std::vector<int>;  // one coordinate per sub-axis
@@ -117,6 +118,52 @@ void check_size(const MeshShape& mesh, const Topology& topo) {
   }
 }
 
+// One candidate: logical axes taken in `logical_order`, each consuming
+// physical axes in `physical_order` (inner factors first). Empty when the
+// sizes do not factor that way.
+std::vector<int> place(const MeshShape& mesh, const sim::Machine& machine,
+                       const std::vector<int>& phys_size, const std::vector<int>& logical_order,
+                       const std::vector<int>& physical_order, bool wraparound) {
+  std::vector<int> used(phys_size.size(), 1);
+  std::vector<std::vector<SubAxis>> subs(mesh.ndims());
+  size_t cursor = 0;
+  for (int axis : logical_order) {
+    int64_t m = mesh.dims()[axis].size;
+    while (m > 1) {
+      while (cursor < physical_order.size() &&
+             phys_size[physical_order[cursor]] / used[physical_order[cursor]] == 1)
+        ++cursor;
+      if (cursor == physical_order.size()) return {};
+      const int ph = physical_order[cursor];
+      const int remaining = phys_size[ph] / used[ph];
+      const int f = std::gcd(static_cast<int>(m), remaining);
+      if (f == 1) return {};
+      // The outermost factor of a wrapped dimension is a ring of its own:
+      // its positions are evenly spaced round the whole torus dimension.
+      const bool outermost = f * used[ph] == phys_size[ph];
+      subs[axis].push_back({ph, f, used[ph], outermost && (ph == 0 || wraparound)});
+      used[ph] *= f;
+      m /= f;
+    }
+  }
+  std::vector<std::vector<Coords>> orders(mesh.ndims());
+  for (int axis = 0; axis < mesh.ndims(); ++axis)
+    orders[axis] = subs[axis].empty() ? std::vector<Coords>{Coords{}} : ring_order(subs[axis]);
+  std::vector<int> physical(mesh.size());
+  for (int64_t p = 0; p < mesh.size(); ++p) {
+    const std::vector<int64_t> c = mesh.coordinates(p);
+    std::vector<int> phys(phys_size.size(), 0);
+    for (int axis = 0; axis < mesh.ndims(); ++axis) {
+      const Coords& sc = orders[axis][c[axis]];
+      for (size_t k = 0; k < subs[axis].size(); ++k)
+        phys[subs[axis][k].physical] += sc[k] * subs[axis][k].stride;
+    }
+    const std::vector<int> chip(phys.begin() + 1, phys.end());
+    physical[p] = machine.core_at(chip, phys[0]);
+  }
+  return physical;
+}
+
 }  // namespace
 
 CoreMapping CoreMapping::automatic(const MeshShape& mesh, const Topology& topo) {
@@ -124,53 +171,44 @@ CoreMapping CoreMapping::automatic(const MeshShape& mesh, const Topology& topo) 
   const sim::Machine machine(topo);
   std::vector<int> phys_size{topo.cores_per_chip};
   for (int c : topo.chips) phys_size.push_back(c);
-  std::vector<int> used(phys_size.size(), 1);
-  std::vector<std::vector<SubAxis>> subs(mesh.ndims());
-  bool factored = true;
-  size_t cursor = 0;
-  for (int axis = mesh.ndims() - 1; axis >= 0 && factored; --axis) {
-    int64_t m = mesh.dims()[axis].size;
-    while (m > 1) {
-      while (cursor < phys_size.size() && phys_size[cursor] / used[cursor] == 1) ++cursor;
-      if (cursor == phys_size.size()) {
-        factored = false;
-        break;
+  // Candidates: every order of the physical axes, logical axes innermost
+  // first or outermost first. Best: the least sum over axes of the longest
+  // ring step, then the least mean step; the first such candidate wins.
+  std::vector<int> physical_order(phys_size.size());
+  std::iota(physical_order.begin(), physical_order.end(), 0);
+  std::vector<int> inner_first(mesh.ndims()), outer_first(mesh.ndims());
+  std::iota(outer_first.begin(), outer_first.end(), 0);
+  std::iota(inner_first.rbegin(), inner_first.rend(), 0);
+  CoreMapping best;
+  double best_max = 0, best_mean = 0;
+  do {
+    for (const auto* logical : {&inner_first, &outer_first}) {
+      std::vector<int> physical =
+          place(mesh, machine, phys_size, *logical, physical_order, topo.wraparound);
+      if (physical.empty()) continue;
+      CoreMapping m;
+      m.physical = std::move(physical);
+      fill_rings(m, mesh, machine);
+      double sum_max = 0, sum_mean = 0;
+      for (const auto& r : m.rings) {
+        sum_max += r.max_hops;
+        sum_mean += r.mean_hops;
       }
-      const int remaining = phys_size[cursor] / used[cursor];
-      const int f = std::gcd(static_cast<int>(m), remaining);
-      if (f == 1) {
-        factored = false;
-        break;
+      if (best.physical.empty() || sum_max < best_max ||
+          (sum_max == best_max && sum_mean < best_mean)) {
+        best = std::move(m);
+        best_max = sum_max;
+        best_mean = sum_mean;
       }
-      const bool whole = f == phys_size[cursor];
-      const bool wraps = cursor == 0 || topo.wraparound;
-      subs[axis].push_back({static_cast<int>(cursor), f, used[cursor], whole && wraps});
-      used[cursor] *= f;
-      m /= f;
     }
+  } while (std::next_permutation(physical_order.begin(), physical_order.end()));
+  if (best.physical.empty()) {
+    // The mesh does not factor onto the machine: row-major order.
+    best.physical.resize(mesh.size());
+    std::iota(best.physical.begin(), best.physical.end(), 0);
+    fill_rings(best, mesh, machine);
   }
-  CoreMapping result;
-  result.physical.resize(mesh.size());
-  if (!factored) {
-    std::iota(result.physical.begin(), result.physical.end(), 0);
-  } else {
-    std::vector<std::vector<Coords>> orders(mesh.ndims());
-    for (int axis = 0; axis < mesh.ndims(); ++axis)
-      orders[axis] = subs[axis].empty() ? std::vector<Coords>{Coords{}} : ring_order(subs[axis]);
-    for (int64_t p = 0; p < mesh.size(); ++p) {
-      const std::vector<int64_t> c = mesh.coordinates(p);
-      std::vector<int> phys(phys_size.size(), 0);
-      for (int axis = 0; axis < mesh.ndims(); ++axis) {
-        const Coords& sc = orders[axis][c[axis]];
-        for (size_t k = 0; k < subs[axis].size(); ++k)
-          phys[subs[axis][k].physical] += sc[k] * subs[axis][k].stride;
-      }
-      std::vector<int> chip(phys.begin() + 1, phys.end());
-      result.physical[p] = machine.core_at(chip, phys[0]);
-    }
-  }
-  fill_rings(result, mesh, machine);
-  return result;
+  return best;
 }
 
 CoreMapping CoreMapping::explicit_order(const MeshShape& mesh, const Topology& topo,
