@@ -7,23 +7,17 @@
 
 #include "mtf/errors.h"
 #include "mtf/in_process_transport.h"
+#include "test_util.h"
 
 namespace mtf {
 namespace {
 
 using std::chrono::milliseconds;
 
-#if defined(__SANITIZE_ADDRESS__)
-constexpr bool kAsan = true;
-#else
-constexpr bool kAsan = false;
-#endif
-
-// ASan reports false stack overflows when an exception unwinds a Boost.Fiber
-// stack (google/sanitizers#189; Debian's Boost.Context has no ASan hooks).
-// The Threads variant runs the same transport code under ASan.
+// Fibers: see testing::kAddressSanitizer. The Threads variant runs the same
+// transport code under ASan.
 #define SKIP_FIBER_EXCEPTIONS_UNDER_ASAN()                                               \
-  if (kAsan && GetParam() == RankExecution::kFibers)                                     \
+  if (testing::kAddressSanitizer && GetParam() == RankExecution::kFibers)                                     \
   GTEST_SKIP() << "exceptions on fiber stacks confuse ASan; the Threads variant covers " \
                   "this path"
 

@@ -202,8 +202,16 @@ class SessionImpl {
     if (cores_[0].count(&op)) return;
     const auto& var = dynamic_cast<const ops::VariableOp&>(op);
     const TensorLayout layout = variable_layout(op);
-    for (size_t p = 0; p < cores_.size(); ++p)
-      cores_[p][&op] = var.initial_value(layout.slice_shape(), layout.slice_begin(p));
+    // Processors holding the same slice share one initial buffer (values are
+    // never changed in place: an assignment installs a new tensor).
+    std::map<std::vector<int64_t>, HostTensor> drawn;
+    for (size_t p = 0; p < cores_.size(); ++p) {
+      const std::vector<int64_t> begin = layout.slice_begin(p);
+      auto it = drawn.find(begin);
+      if (it == drawn.end())
+        it = drawn.emplace(begin, var.initial_value(layout.slice_shape(), begin)).first;
+      cores_[p][&op] = it->second;
+    }
   }
 
   const Program& program_for(const std::vector<Tensor>& fetches,

@@ -1,0 +1,138 @@
+// mtf-sim: simulate a built-in model on a TPU-shaped torus and print where
+// the time goes. See --help.
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <iostream>
+#include <random>
+#include <sstream>
+
+#include "common/flags.h"
+#include "mnist/mlp.h"
+#include "mtf/mtf.h"
+
+namespace {
+
+using namespace mtf;
+
+// Synthetic Fashion-MNIST-shaped batches: a simulation needs shapes, and in
+// functional mode some data; it does not need the data set.
+Feeds mlp_feeds(examples::Mlp& mlp, uint64_t step) {
+  std::mt19937_64 rng(1000 + step);
+  std::uniform_real_distribution<float> pixel(0.f, 1.f);
+  std::uniform_int_distribution<int32_t> label(0, 9);
+  HostTensor x(mlp.images.shape(), float32);
+  for (int64_t i = 0; i < x.num_elements(); ++i) x.data<float>()[i] = pixel(rng);
+  HostTensor y(mlp.labels.shape(), int32);
+  for (int64_t i = 0; i < y.num_elements(); ++i) y.data<int32_t>()[i] = label(rng);
+  return {{mlp.images, x}, {mlp.labels, y}};
+}
+
+std::vector<int> parse_mapping(const std::string& s) {
+  std::vector<int> r;
+  std::stringstream ss(s);
+  std::string item;
+  while (std::getline(ss, item, ',')) {
+    try {
+      size_t used = 0;
+      r.push_back(std::stoi(item, &used));
+      if (used != item.size()) throw std::invalid_argument(item);
+    } catch (const std::exception&) {
+      throw ValueError("--mapping needs comma-separated physical core numbers, got \"" + item +
+                       "\"");
+    }
+  }
+  return r;
+}
+
+void progress(int64_t done, int64_t total, double seconds) {
+  if (!isatty(STDERR_FILENO) || total < 2) return;
+  const int width = 30;
+  const int filled = static_cast<int>(width * done / total);
+  std::fprintf(stderr, "\r[%s%s] step %lld/%lld  %.1f s", std::string(filled, '#').c_str(),
+               std::string(width - filled, '.').c_str(), static_cast<long long>(done),
+               static_cast<long long>(total), seconds);
+  if (done == total) std::fprintf(stderr, "\n");
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    data::Flags flags;
+    flags.define("model", "mlp", "built-in model: mlp (the Fashion-MNIST MLP, synthetic data)");
+    flags.define("batch_size", "512", "mlp: examples per step");
+    flags.define("hidden", "1024", "mlp: size of the hidden dimension");
+    flags.define("mesh_shape", "all:512", "logical mesh, e.g. \"batch:16;model:32\"");
+    flags.define("layout", "batch:all", "layout rules, e.g. \"batch:batch;hidden:model\"");
+    flags.define("topology", "tpu-v2-512",
+                 "machine preset: tpu-v2-{8,32,128,512}, tpu-v3-{8,32,128,512,2048}, "
+                 "tpu-v4-{4x4x4,8x8x8}");
+    flags.define("topology_set", "",
+                 "overrides, e.g. \"link_bandwidth=50e9,chips=8x8\" (keys: name chips wraparound "
+                 "cores_per_chip core_flops core_memory chip_memory_bandwidth link_bandwidth "
+                 "link_latency core_link_bandwidth core_link_latency)");
+    flags.define("topology_file", "", "file of `key = value` overrides, applied before --topology_set");
+    flags.define("mapping", "", "physical core of each logical processor, comma-separated "
+                                "(default: automatic, axes as rings of neighbours)");
+    flags.define("mode", "cost", "functional (real data on every core) or cost (shapes and clocks only)");
+    flags.define("steps", "1", "training steps to simulate");
+    flags.define("trace", "", "write a Chrome trace-event JSON of the last step (opens in Perfetto)");
+    flags.define("json", "false", "print the report as JSON");
+    flags.define("ops", "12", "rows of the per-op table");
+    if (!flags.parse(argc, argv)) return 0;
+
+    if (flags.str("model") != "mlp")
+      throw ValueError("--model: unknown model \"" + flags.str("model") + "\"; built-in: mlp");
+    const std::string mode = flags.str("mode");
+    if (mode != "functional" && mode != "cost")
+      throw ValueError("--mode must be functional or cost, not \"" + mode + "\"");
+    const std::string json = flags.str("json");
+    if (json != "true" && json != "false")
+      throw ValueError("--json must be true or false, not \"" + json + "\"");
+    const int64_t steps = flags.i64("steps");
+    if (steps < 1) throw ValueError("--steps must be at least 1");
+
+    MeshConfig config;
+    config.mesh_shape = MeshShape(flags.str("mesh_shape"));
+    config.layout = LayoutRules(flags.str("layout"));
+    config.impl = MeshImpl::kSimulated;
+    config.sim.topology = Topology::preset(flags.str("topology"));
+    if (!flags.str("topology_file").empty()) config.sim.topology.load_file(flags.str("topology_file"));
+    config.sim.topology.apply_overrides(flags.str("topology_set"));
+    config.sim.mode = mode == "functional" ? SimMode::kFunctional : SimMode::kCostOnly;
+    config.sim.physical_order = parse_mapping(flags.str("mapping"));
+    config.sim.trace_path = flags.str("trace");  // each step rewrites it: the last one stays
+
+    examples::MlpConfig mc;
+    mc.batch_size = flags.i64("batch_size");
+    mc.hidden = flags.i64("hidden");
+    examples::Mlp mlp(mc);
+    Session session(mlp.graph(), config);
+    if (json == "false") std::printf("%s\n", config.sim.topology.to_string().c_str());
+
+    const auto start = std::chrono::steady_clock::now();
+    for (int64_t step = 0; step < steps; ++step) {
+      Feeds feeds;
+      if (config.sim.mode == SimMode::kFunctional) feeds = mlp_feeds(mlp, step);
+      session.run({mlp.loss}, feeds, mlp.train_ops);
+      progress(step + 1, steps,
+               std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+    }
+    const double wall =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    const SimReport& report = session.simulation_report();
+    if (json == "true") {
+      std::printf("%s\n", report.to_json().c_str());
+    } else {
+      std::printf("%s", report.to_table(static_cast<int>(flags.i64("ops"))).c_str());
+      std::printf("simulated %lld step(s) in %.2f s of wall time\n", static_cast<long long>(steps),
+                  wall);
+    }
+    return 0;
+  } catch (const mtf::Error& e) {
+    std::fprintf(stderr, "mtf-sim: %s\n", e.what());
+    return 1;
+  }
+}
