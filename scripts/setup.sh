@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # scripts/setup.sh — one command from a fresh Debian machine to a result.
 #
-#   bash scripts/setup.sh demo   install missing packages, build, train the Fashion-MNIST MLP
+#   bash scripts/setup.sh demo   install missing packages, build, train the Fashion-MNIST MLP,
+#                                then simulate its step on a 512-core TPU v2 pod
 #                                on a 2x2 mesh (batch over rows, hidden over cols)
 #   bash scripts/setup.sh test   install missing packages, build, run the whole test suite
 #   bash scripts/setup.sh build  install missing packages and build only
@@ -48,7 +49,11 @@ cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release ${CMAKE_ARGS:-}
 cmake --build "$build" -j"$jobs"
 
 case "$mode" in
-  demo) "$build/examples/mnist" --mesh_shape "rows:2;cols:2" --layout "batch:rows;hidden:cols" ;;
+  demo)
+    "$build/examples/mnist" --mesh_shape "rows:2;cols:2" --layout "batch:rows;hidden:cols"
+    "$build/examples/mtf-sim" --topology tpu-v2-512 --mesh_shape "batch:16;model:32" \
+      --layout "batch:batch;hidden:model" --mode cost
+    ;;
   test) cd "$build" && ctest --output-on-failure -j"$jobs" ;;
   build) ;;
 esac

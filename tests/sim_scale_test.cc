@@ -67,13 +67,13 @@ void check(const ScaleRun& r, const char* what) {
 }
 
 TEST(SimScale, HybridMlpOn512CoresFunctionalAndCostOnlyAgree) {
-  const ScaleRun f = run_mlp("batch:16;model:32", "batch:batch;hidden:model",
-                             SimMode::kFunctional, 512);
+  const ScaleRun f =
+      run_mlp("batch:16;model:32", "batch:batch;hidden:model", SimMode::kFunctional, 512);
   check(f, "hybrid functional");
   EXPECT_TRUE(std::isfinite(f.loss));
   EXPECT_GT(f.loss, 1.0f);  // about ln(10) at initialisation
-  const ScaleRun c = run_mlp("batch:16;model:32", "batch:batch;hidden:model",
-                             SimMode::kCostOnly, 512);
+  const ScaleRun c =
+      run_mlp("batch:16;model:32", "batch:batch;hidden:model", SimMode::kCostOnly, 512);
   check(c, "hybrid cost-only");
   EXPECT_EQ(c.report.step_time, f.report.step_time);
   EXPECT_EQ(c.report.messages, f.report.messages);

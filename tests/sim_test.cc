@@ -187,7 +187,8 @@ struct TwoLayer {
   Dimension batch, model, hidden;
   Tensor x, loss;
   std::vector<Operation*> train;
-  TwoLayer(int64_t b, int64_t d, int64_t h) : batch{"batch", b}, model{"model", d}, hidden{"hidden", h} {
+  TwoLayer(int64_t b, int64_t d, int64_t h)
+      : batch{"batch", b}, model{"model", d}, hidden{"hidden", h} {
     x = placeholder(mesh, Shape({batch, model}), float32, "x");
     Tensor w1 = get_variable(mesh, "w1", Shape({model, hidden}));
     Tensor w2 = get_variable(mesh, "w2", Shape({hidden, model}));
@@ -242,8 +243,8 @@ TEST(SimTwoLayer, CommunicationFollowsThePapersFormulas) {
         flops0 = flops;
       }
       // The algorithm's constant stays the same as sizes change.
-      EXPECT_NEAR(ratio, ratio0, 0.1 * ratio0) << k.layout << " b,d,h=" << sz[0] << "," << sz[1]
-                                               << "," << sz[2];
+      EXPECT_NEAR(ratio, ratio0, 0.1 * ratio0)
+          << k.layout << " b,d,h=" << sz[0] << "," << sz[1] << "," << sz[2];
       EXPECT_NEAR(flops, flops0, 0.05 * flops0) << k.layout;
     }
   }

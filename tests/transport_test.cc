@@ -17,7 +17,7 @@ using std::chrono::milliseconds;
 // Fibers: see testing::kAddressSanitizer. The Threads variant runs the same
 // transport code under ASan.
 #define SKIP_FIBER_EXCEPTIONS_UNDER_ASAN()                                               \
-  if (testing::kAddressSanitizer && GetParam() == RankExecution::kFibers)                                     \
+  if (testing::kAddressSanitizer && GetParam() == RankExecution::kFibers)                \
   GTEST_SKIP() << "exceptions on fiber stacks confuse ASan; the Threads variant covers " \
                   "this path"
 

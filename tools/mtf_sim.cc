@@ -73,12 +73,16 @@ int main(int argc, char** argv) {
                  "overrides, e.g. \"link_bandwidth=50e9,chips=8x8\" (keys: name chips wraparound "
                  "cores_per_chip core_flops core_memory chip_memory_bandwidth link_bandwidth "
                  "link_latency core_link_bandwidth core_link_latency)");
-    flags.define("topology_file", "", "file of `key = value` overrides, applied before --topology_set");
-    flags.define("mapping", "", "physical core of each logical processor, comma-separated "
-                                "(default: automatic, axes as rings of neighbours)");
-    flags.define("mode", "cost", "functional (real data on every core) or cost (shapes and clocks only)");
+    flags.define("topology_file", "",
+                 "file of `key = value` overrides, applied before --topology_set");
+    flags.define("mapping", "",
+                 "physical core of each logical processor, comma-separated "
+                 "(default: automatic, axes as rings of neighbours)");
+    flags.define("mode", "cost",
+                 "functional (real data on every core) or cost (shapes and clocks only)");
     flags.define("steps", "1", "training steps to simulate");
-    flags.define("trace", "", "write a Chrome trace-event JSON of the last step (opens in Perfetto)");
+    flags.define("trace", "",
+                 "write a Chrome trace-event JSON of the last step (opens in Perfetto)");
     flags.define("json", "false", "print the report as JSON");
     flags.define("ops", "12", "rows of the per-op table");
     if (!flags.parse(argc, argv)) return 0;
@@ -99,7 +103,8 @@ int main(int argc, char** argv) {
     config.layout = LayoutRules(flags.str("layout"));
     config.impl = MeshImpl::kSimulated;
     config.sim.topology = Topology::preset(flags.str("topology"));
-    if (!flags.str("topology_file").empty()) config.sim.topology.load_file(flags.str("topology_file"));
+    if (!flags.str("topology_file").empty())
+      config.sim.topology.load_file(flags.str("topology_file"));
     config.sim.topology.apply_overrides(flags.str("topology_set"));
     config.sim.mode = mode == "functional" ? SimMode::kFunctional : SimMode::kCostOnly;
     config.sim.physical_order = parse_mapping(flags.str("mapping"));

@@ -113,11 +113,11 @@ struct SimReport {
   int links_used = 0, links_total = 0;
   struct OpRow {
     std::string op;
-    double flops = 0;            // per core
-    int64_t bytes = 0;           // sent per core in this op's collectives
-    double time = 0;             // seconds, mean over cores
+    double flops = 0;   // per core
+    int64_t bytes = 0;  // sent per core in this op's collectives
+    double time = 0;    // seconds, mean over cores
   };
-  std::vector<OpRow> ops;  // in program order of first appearance
+  std::vector<OpRow> ops;   // in program order of first appearance
   int64_t peak_memory = 0;  // bytes per core
   std::string peak_memory_at;
   std::vector<CoreMapping::AxisRing> rings;

@@ -60,8 +60,8 @@ struct World {
   std::vector<Core> cores;
   std::vector<double> link_free;
   std::vector<int64_t> link_bytes;
-  std::vector<double> step_time_sum;   // per step, over cores
-  std::vector<int64_t> step_bytes;     // per step, over cores
+  std::vector<double> step_time_sum;  // per step, over cores
+  std::vector<int64_t> step_bytes;    // per step, over cores
   std::vector<TraceEvent> events;
   int64_t messages = 0;
   int running = 0, blocked = 0;
@@ -119,9 +119,10 @@ struct World {
                                                          : std::string("a direct call"));
       ++listed;
     }
-    fail("simulation deadlock: every running core waits for a message nobody will send "
-         "(the cores called different collectives or sizes):" +
-         who);
+    fail(
+        "simulation deadlock: every running core waits for a message nobody will send "
+        "(the cores called different collectives or sizes):" +
+        who);
     return true;
   }
 };
@@ -143,7 +144,8 @@ class SimTransport : public Transport {
     for (int l : w_.route) {
       start = std::max(start, w_.link_free[l]);
       latency += w_.machine.latency(l);
-      bandwidth = bandwidth == 0 ? w_.machine.bandwidth(l) : std::min(bandwidth, w_.machine.bandwidth(l));
+      bandwidth =
+          bandwidth == 0 ? w_.machine.bandwidth(l) : std::min(bandwidth, w_.machine.bandwidth(l));
     }
     const double serialize = bandwidth > 0 ? static_cast<double>(bytes) / bandwidth : 0;
     static const std::string kOutside = "message";
@@ -264,7 +266,8 @@ void write_trace(const std::string& path, const World& w, const Machine& machine
   std::ofstream out(path);
   if (!out) throw IoError("cannot write the trace file \"" + path + "\"");
   out << "{\"displayTimeUnit\":\"ns\",\"traceEvents\":[\n";
-  out << R"({"name":"process_name","ph":"M","pid":0,"args":{"name":"cores"}},)" << "\n";
+  out << R"({"name":"process_name","ph":"M","pid":0,"args":{"name":"cores"}},)"
+      << "\n";
   out << R"({"name":"process_name","ph":"M","pid":1,"args":{"name":"links"}})";
   for (size_t r = 0; r < w.cores.size(); ++r) {
     const int phys = w.mapping.physical[r];
@@ -280,8 +283,8 @@ void write_trace(const std::string& path, const World& w, const Machine& machine
     if (e.pid == 1 && !named[e.tid]) {
       named[e.tid] = true;
       out << ",\n"
-          << R"({"name":"thread_name","ph":"M","pid":1,"tid":)" << e.tid
-          << R"(,"args":{"name":")" << json_escape(machine.link_name(e.tid)) << "\"}}";
+          << R"({"name":"thread_name","ph":"M","pid":1,"tid":)" << e.tid << R"(,"args":{"name":")"
+          << json_escape(machine.link_name(e.tid)) << "\"}}";
     }
   }
   out.precision(15);
@@ -332,23 +335,24 @@ SimReport Engine::run(const Program& program,
     std::vector<boost::fibers::fiber> fibers;
     fibers.reserve(n);
     for (int r = 0; r < n; ++r) {
-      fibers.emplace_back(
-          std::allocator_arg, boost::fibers::fixedsize_stack(kFiberStackBytes), [&, r] {
-            World::Core& c = w.cores[r];
-            c.props = &boost::this_fiber::properties<SimProps>();
-            c.props->order = r;
-            w.yield_at(c);
-            SimTransport t(w, r);
-            CoreHooks hooks(w, r, options_.topology, dry);
-            try {
-              core_main(t, hooks);
-            } catch (...) {
-              errors.record(std::current_exception());
-              w.fail(detail::str_cat("core ", r, " failed"));
-            }
-            --w.running;
-            if (w.check_deadlock()) errors.record(std::make_exception_ptr(TimeoutError(w.failure)));
-          });
+      fibers.emplace_back(std::allocator_arg, boost::fibers::fixedsize_stack(kFiberStackBytes),
+                          [&, r] {
+                            World::Core& c = w.cores[r];
+                            c.props = &boost::this_fiber::properties<SimProps>();
+                            c.props->order = r;
+                            w.yield_at(c);
+                            SimTransport t(w, r);
+                            CoreHooks hooks(w, r, options_.topology, dry);
+                            try {
+                              core_main(t, hooks);
+                            } catch (...) {
+                              errors.record(std::current_exception());
+                              w.fail(detail::str_cat("core ", r, " failed"));
+                            }
+                            --w.running;
+                            if (w.check_deadlock())
+                              errors.record(std::make_exception_ptr(TimeoutError(w.failure)));
+                          });
     }
     for (auto& f : fibers) f.join();
   });
@@ -370,9 +374,8 @@ SimReport Engine::run(const Program& program,
     rep.per_core.push_back(rc);
   }
   rep.flops_per_core = program.total_flops();
-  rep.utilization = rep.step_time > 0
-                        ? rep.flops_per_core / (rep.step_time * options_.topology.core_flops)
-                        : 0;
+  rep.utilization =
+      rep.step_time > 0 ? rep.flops_per_core / (rep.step_time * options_.topology.core_flops) : 0;
   rep.messages = w.messages;
   // Real links: no self links between a core and itself, no dimension of
   // extent one.
@@ -393,8 +396,7 @@ SimReport Engine::run(const Program& program,
     rep.link_bytes_max = std::max(rep.link_bytes_max, w.link_bytes[l]);
     total_bytes += w.link_bytes[l];
   }
-  rep.link_bytes_mean =
-      rep.links_total ? static_cast<double>(total_bytes) / rep.links_total : 0.0;
+  rep.link_bytes_mean = rep.links_total ? static_cast<double>(total_bytes) / rep.links_total : 0.0;
   std::map<std::string, size_t> row_of;
   for (size_t i = 0; i < program.steps.size(); ++i) {
     const Step& s = program.steps[i];

@@ -10,8 +10,8 @@
 #include "exec/program.h"
 #include "mtf/sim.h"
 #include "mtf/transport.h"
-#include "simd/simd_executor.h"
 #include "sim/machine.h"
+#include "simd/simd_executor.h"
 
 namespace mtf::sim {
 

@@ -51,21 +51,20 @@ MemoryEstimate estimate_memory(const Program& program,
     int64_t transient = 0;
     std::string transient_name;
     if (s.kind == Step::Kind::kAllgather) {
-      const int64_t n = s.output_layouts.empty()
-                            ? 1
-                            : s.output_layouts[0].slice_shape().num_elements() /
-                                  std::max<int64_t>(1, program.slot_layouts[s.input_slots[0]]
-                                                           .slice_shape()
-                                                           .num_elements());
+      const int64_t n =
+          s.output_layouts.empty()
+              ? 1
+              : s.output_layouts[0].slice_shape().num_elements() /
+                    std::max<int64_t>(
+                        1, program.slot_layouts[s.input_slots[0]].slice_shape().num_elements());
       transient = n * slot_bytes(program, s.input_slots[0]);
       transient_name = "allgather buffer of " + s.op->name();
     }
     if (s.kind == Step::Kind::kCompute && s.op->is_assignment()) {
       // The new value is held until the run ends.
       const Operation& var = s.op->inputs()[0].op();
-      const int64_t bytes =
-          program.slot_layouts[s.input_slots[0]].slice_shape().num_elements() *
-          static_cast<int64_t>(dtype_size(var.output(0).dtype()));
+      const int64_t bytes = program.slot_layouts[s.input_slots[0]].slice_shape().num_elements() *
+                            static_cast<int64_t>(dtype_size(var.output(0).dtype()));
       held.push_back({"new value of " + var.name(), bytes});
       held_bytes += bytes;
     }

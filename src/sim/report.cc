@@ -65,13 +65,12 @@ double SimReport::mean_idle() const {
 std::string SimReport::to_table(int max_ops) const {
   std::ostringstream o;
   auto share = [&](double x) { return step_time > 0 ? fmt("%.1f%%", 100 * x / step_time) : "-"; };
-  o << "simulated " << mode << " run: " << topology << ", mesh " << mesh << ", layout \""
-    << layout << "\" (" << cores << " cores)\n";
+  o << "simulated " << mode << " run: " << topology << ", mesh " << mesh << ", layout \"" << layout
+    << "\" (" << cores << " cores)\n";
   o << "  step time       " << seconds(step_time) << "\n";
   o << "  per core (mean) compute " << seconds(mean_compute()) << " (" << share(mean_compute())
-    << "), communication " << seconds(mean_communication()) << " ("
-    << share(mean_communication()) << "), idle " << seconds(mean_idle()) << " ("
-    << share(mean_idle()) << ")\n";
+    << "), communication " << seconds(mean_communication()) << " (" << share(mean_communication())
+    << "), idle " << seconds(mean_idle()) << " (" << share(mean_idle()) << ")\n";
   o << "  utilization     " << fmt("%.1f%%", 100 * utilization) << " of peak ("
     << fmt("%.3g", flops_per_core) << " flop per core)\n";
   o << "  peak memory     " << bytes(static_cast<double>(peak_memory)) << " per core, at "
@@ -87,8 +86,8 @@ std::string SimReport::to_table(int max_ops) const {
   std::vector<OpRow> sorted = ops;
   std::stable_sort(sorted.begin(), sorted.end(),
                    [](const OpRow& a, const OpRow& b) { return a.time > b.time; });
-  o << "  " << pad("op", 28) << lpad("flops/core", 12) << lpad("sent/core", 12)
-    << lpad("time", 12) << lpad("share", 8) << "\n";
+  o << "  " << pad("op", 28) << lpad("flops/core", 12) << lpad("sent/core", 12) << lpad("time", 12)
+    << lpad("share", 8) << "\n";
   for (int i = 0; i < max_ops && i < static_cast<int>(sorted.size()); ++i) {
     const OpRow& r = sorted[i];
     if (r.time == 0 && r.bytes == 0 && r.flops == 0) continue;
@@ -106,14 +105,13 @@ std::string SimReport::to_json() const {
   o.precision(9);
   o << "{\"topology\":" << json_string(topology) << ",\"mesh\":" << json_string(mesh)
     << ",\"layout\":" << json_string(layout) << ",\"mode\":" << json_string(mode)
-    << ",\"cores\":" << cores << ",\"step_time\":" << step_time
-    << ",\"compute\":" << mean_compute() << ",\"communication\":" << mean_communication()
-    << ",\"idle\":" << mean_idle() << ",\"utilization\":" << utilization
-    << ",\"flops_per_core\":" << flops_per_core << ",\"messages\":" << messages
-    << ",\"link_bytes_max\":" << link_bytes_max << ",\"link_bytes_mean\":" << link_bytes_mean
-    << ",\"links_used\":" << links_used << ",\"links_total\":" << links_total
-    << ",\"peak_memory\":" << peak_memory << ",\"peak_memory_at\":" << json_string(peak_memory_at)
-    << ",\"rings\":[";
+    << ",\"cores\":" << cores << ",\"step_time\":" << step_time << ",\"compute\":" << mean_compute()
+    << ",\"communication\":" << mean_communication() << ",\"idle\":" << mean_idle()
+    << ",\"utilization\":" << utilization << ",\"flops_per_core\":" << flops_per_core
+    << ",\"messages\":" << messages << ",\"link_bytes_max\":" << link_bytes_max
+    << ",\"link_bytes_mean\":" << link_bytes_mean << ",\"links_used\":" << links_used
+    << ",\"links_total\":" << links_total << ",\"peak_memory\":" << peak_memory
+    << ",\"peak_memory_at\":" << json_string(peak_memory_at) << ",\"rings\":[";
   for (size_t i = 0; i < rings.size(); ++i) {
     o << (i ? "," : "") << "{\"axis\":" << json_string(rings[i].axis)
       << ",\"size\":" << rings[i].size << ",\"max_hops\":" << rings[i].max_hops

@@ -67,17 +67,50 @@ Topology tpu(const std::string& name, std::vector<int> chips, int version) {
 
 const std::map<std::string, std::function<Topology()>>& presets() {
   static const std::map<std::string, std::function<Topology()>> m = {
-      {"tpu-v2-8", [] { return tpu("tpu-v2-8", {2, 2}, 2); }},
-      {"tpu-v2-32", [] { return tpu("tpu-v2-32", {4, 4}, 2); }},
-      {"tpu-v2-128", [] { return tpu("tpu-v2-128", {8, 8}, 2); }},
-      {"tpu-v2-512", [] { return tpu("tpu-v2-512", {16, 16}, 2); }},
-      {"tpu-v3-8", [] { return tpu("tpu-v3-8", {2, 2}, 3); }},
-      {"tpu-v3-32", [] { return tpu("tpu-v3-32", {4, 4}, 3); }},
-      {"tpu-v3-128", [] { return tpu("tpu-v3-128", {8, 8}, 3); }},
-      {"tpu-v3-512", [] { return tpu("tpu-v3-512", {16, 16}, 3); }},
-      {"tpu-v3-2048", [] { return tpu("tpu-v3-2048", {32, 32}, 3); }},
-      {"tpu-v4-4x4x4", [] { return tpu("tpu-v4-4x4x4", {4, 4, 4}, 4); }},
-      {"tpu-v4-8x8x8", [] { return tpu("tpu-v4-8x8x8", {8, 8, 8}, 4); }},
+      {"tpu-v2-8",
+       [] {
+         return tpu("tpu-v2-8", {2, 2}, 2);
+       }},
+      {"tpu-v2-32",
+       [] {
+         return tpu("tpu-v2-32", {4, 4}, 2);
+       }},
+      {"tpu-v2-128",
+       [] {
+         return tpu("tpu-v2-128", {8, 8}, 2);
+       }},
+      {"tpu-v2-512",
+       [] {
+         return tpu("tpu-v2-512", {16, 16}, 2);
+       }},
+      {"tpu-v3-8",
+       [] {
+         return tpu("tpu-v3-8", {2, 2}, 3);
+       }},
+      {"tpu-v3-32",
+       [] {
+         return tpu("tpu-v3-32", {4, 4}, 3);
+       }},
+      {"tpu-v3-128",
+       [] {
+         return tpu("tpu-v3-128", {8, 8}, 3);
+       }},
+      {"tpu-v3-512",
+       [] {
+         return tpu("tpu-v3-512", {16, 16}, 3);
+       }},
+      {"tpu-v3-2048",
+       [] {
+         return tpu("tpu-v3-2048", {32, 32}, 3);
+       }},
+      {"tpu-v4-4x4x4",
+       [] {
+         return tpu("tpu-v4-4x4x4", {4, 4, 4}, 4);
+       }},
+      {"tpu-v4-8x8x8",
+       [] {
+         return tpu("tpu-v4-8x8x8", {8, 8, 8}, 4);
+       }},
   };
   return m;
 }
@@ -217,8 +250,8 @@ void Topology::load_file(const std::string& path) {
 void Topology::validate() const {
   auto positive = [&](double v, const char* what) {
     if (!(v > 0)) {
-      throw ValueError(detail::str_cat("topology \"", name, "\": ", what,
-                                       " must be positive, got ", v));
+      throw ValueError(
+          detail::str_cat("topology \"", name, "\": ", what, " must be positive, got ", v));
     }
   };
   positive(core_flops, "core_flops");
@@ -237,12 +270,11 @@ void Topology::validate() const {
 std::string Topology::to_string() const {
   std::string dims;
   for (size_t i = 0; i < chips.size(); ++i) dims += (i ? "x" : "") + std::to_string(chips[i]);
-  return detail::str_cat(name, ": ", dims, " chips", wraparound ? " (torus)" : " (no wraparound)",
-                         " x ", cores_per_chip, " cores = ", num_cores(), " cores; ",
-                         core_flops / 1e12, " TFLOP/s and ", core_memory / kGiB,
-                         " GiB per core; ", chip_memory_bandwidth / 1e9, " GB/s memory per chip; ",
-                         link_bandwidth / 1e9, " GB/s per link direction, ", link_latency * 1e6,
-                         " us per hop");
+  return detail::str_cat(
+      name, ": ", dims, " chips", wraparound ? " (torus)" : " (no wraparound)", " x ",
+      cores_per_chip, " cores = ", num_cores(), " cores; ", core_flops / 1e12, " TFLOP/s and ",
+      core_memory / kGiB, " GiB per core; ", chip_memory_bandwidth / 1e9, " GB/s memory per chip; ",
+      link_bandwidth / 1e9, " GB/s per link direction, ", link_latency * 1e6, " us per hop");
 }
 
 }  // namespace mtf

@@ -37,5 +37,4 @@ class FirstError {
   std::exception_ptr cause_, consequence_;
 };
 
-
 }  // namespace mtf::transport

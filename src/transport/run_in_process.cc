@@ -18,7 +18,6 @@ constexpr size_t kFiberStackBytes = 512 * 1024;
 
 }  // namespace
 
-
 void run_in_process(int size, const std::function<void(Transport&)>& body, RankExecution execution,
                     std::chrono::milliseconds timeout) {
   auto world = InProcessWorld::create(size, execution);
