@@ -27,6 +27,8 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev
   dataset-fashion-mnist
 )
+# The checkpoint tests read files back with h5py.
+if [ "$mode" = test ]; then packages+=(python3-h5py); fi
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -145,6 +145,13 @@ TEST(SimCollectives, MatchClosedForms) {
   });
   expect_within(t, a + n / 2 * beta, 0.01, "alltoall");
 
+  // Over three cores the pairwise exchange is still uncontended: one hop
+  // forward, then one hop backward.
+  t = simulate(ring_topology({3}, a, bw), MeshShape("x:3"), [&](Transport& tr) {
+    alltoall(tr, Group::all(3, tr.rank()), nullptr, nullptr, 4096, float32, 6);
+  });
+  expect_within(t, 2 * (a + 4096 * 4 * beta), 0.01, "alltoall over 3");
+
   // 2-D torus 4x8: allreduce over both axes goes one axis after the other,
   // each with the whole buffer.
   const MeshShape m2("r:4;c:8");

@@ -1,6 +1,7 @@
 // mtf/mtf.h — the whole public API of mtf.
 #pragma once
 
+#include "mtf/checkpoint.h"
 #include "mtf/collectives.h"
 #include "mtf/dtype.h"
 #include "mtf/errors.h"
@@ -12,4 +13,5 @@
 #include "mtf/optimizers.h"
 #include "mtf/session.h"
 #include "mtf/shape.h"
+#include "mtf/sim.h"
 #include "mtf/variables.h"

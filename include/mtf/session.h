@@ -27,6 +27,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -78,6 +79,22 @@ class Session {
   // value of another shape or dtype.
   HostTensor variable_value(const std::string& name) const;
   void set_variable_value(const std::string& name, const HostTensor& value);
+  // Slice-wise access for checkpoints, without assembling whole tensors:
+  // every variable's name in graph order; the distinct slices a variable's
+  // layout holds (replicas once; `begin` is the slice's offset); and setting
+  // a variable slice by slice — fill(begin, slice) is called once per
+  // distinct slice with a tensor of that slice's shape to fill, and replicas
+  // share the result. If fill throws, the variable keeps its old value.
+  struct VariableSlice {
+    std::vector<int64_t> begin;
+    HostTensor value;
+  };
+  std::vector<std::string> variable_names() const;
+  std::vector<VariableSlice> variable_slices(const std::string& name) const;
+  void set_variable_slices(
+      const std::string& name,
+      const std::function<void(const std::vector<int64_t>& begin, HostTensor& slice)>& fill);
+
   // Runs so far; keys the random ops. Settable for resuming from checkpoints.
   uint64_t run_counter() const;
   void set_run_counter(uint64_t n);

@@ -126,6 +126,43 @@ class SessionImpl {
           kernels::block_of(value, layout.slice_begin(p), layout.slice_shape()).clone();
   }
 
+  std::vector<std::string> variable_names() const {
+    std::vector<std::string> names;
+    for (const Tensor& v : graph_.all_variables()) names.push_back(v.op().name());
+    return names;
+  }
+
+  std::vector<Session::VariableSlice> variable_slices(const std::string& name) {
+    const Operation& op = find_variable(name);
+    require_values("variable_slices");
+    ensure_initialized(op);
+    const TensorLayout layout = variable_layout(op);
+    std::vector<Session::VariableSlice> r;
+    std::set<std::vector<int64_t>> seen;
+    for (size_t p = 0; p < cores_.size(); ++p) {
+      std::vector<int64_t> begin = layout.slice_begin(p);
+      if (seen.insert(begin).second) r.push_back({begin, cores_[p].at(&op)});
+    }
+    return r;
+  }
+
+  void set_variable_slices(
+      const std::string& name,
+      const std::function<void(const std::vector<int64_t>&, HostTensor&)>& fill) {
+    const Operation& op = find_variable(name);
+    require_values("set_variable_slices");
+    const TensorLayout layout = variable_layout(op);
+    std::map<std::vector<int64_t>, HostTensor> filled;
+    for (size_t p = 0; p < cores_.size(); ++p) {
+      const std::vector<int64_t> begin = layout.slice_begin(p);
+      if (filled.count(begin)) continue;
+      HostTensor slice(layout.slice_shape(), op.output(0).dtype());
+      fill(begin, slice);
+      filled.emplace(begin, slice);
+    }
+    for (size_t p = 0; p < cores_.size(); ++p) cores_[p][&op] = filled.at(layout.slice_begin(p));
+  }
+
   uint64_t run_counter() const { return run_counter_; }
   void set_run_counter(uint64_t n) { run_counter_ = n; }
   const MeshConfig& config() const { return config_; }
@@ -288,6 +325,15 @@ HostTensor Session::variable_value(const std::string& name) const {
 }
 void Session::set_variable_value(const std::string& name, const HostTensor& value) {
   impl_->set_variable_value(name, value);
+}
+std::vector<std::string> Session::variable_names() const { return impl_->variable_names(); }
+std::vector<Session::VariableSlice> Session::variable_slices(const std::string& name) const {
+  return impl_->variable_slices(name);
+}
+void Session::set_variable_slices(
+    const std::string& name,
+    const std::function<void(const std::vector<int64_t>&, HostTensor&)>& fill) {
+  impl_->set_variable_slices(name, fill);
 }
 uint64_t Session::run_counter() const { return impl_->run_counter(); }
 void Session::set_run_counter(uint64_t n) { impl_->set_run_counter(n); }

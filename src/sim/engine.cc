@@ -8,6 +8,7 @@
 #include <fstream>
 #include <map>
 #include <thread>
+#include <unordered_map>
 
 #include "core/check.h"
 #include "mtf/errors.h"
@@ -23,6 +24,24 @@ struct Message {
   double arrival = 0;
   size_t bytes = 0;
   std::vector<char> data;
+};
+
+struct InboxKey {
+  int peer;
+  uint64_t tag;
+  bool operator==(const InboxKey& o) const { return peer == o.peer && tag == o.tag; }
+};
+struct InboxKeyHash {
+  size_t operator()(const InboxKey& k) const {
+    return static_cast<size_t>((k.tag * 0x9E3779B97F4A7C15ULL) ^ static_cast<uint64_t>(k.peer));
+  }
+};
+
+// A route between two logical processors, with what a message over it pays.
+struct Route {
+  std::vector<int> links;
+  double latency = 0;
+  double bandwidth = 0;  // the slowest link's
 };
 
 struct TraceEvent {
@@ -49,7 +68,8 @@ struct World {
     SimProps* props = nullptr;
     boost::fibers::mutex mu;
     boost::fibers::condition_variable cv;
-    std::map<std::pair<int, uint64_t>, std::deque<Message>> inbox;
+    // Messages not yet received, by (sender, tag); emptied entries are erased.
+    std::unordered_map<InboxKey, std::deque<Message>, InboxKeyHash> inbox;
     bool waiting = false;
     int wait_peer = -1;
     uint64_t wait_tag = 0;
@@ -67,7 +87,21 @@ struct World {
   int running = 0, blocked = 0;
   bool failed = false;
   std::string failure;
-  std::vector<int> route;  // scratch
+  std::unordered_map<int64_t, Route> routes;  // by from * cores + to
+
+  const Route& route(int from, int to) {
+    const int64_t key = static_cast<int64_t>(from) * static_cast<int64_t>(cores.size()) + to;
+    auto it = routes.find(key);
+    if (it != routes.end()) return it->second;
+    Route r;
+    machine.route(mapping.physical[from], mapping.physical[to], &r.links);
+    for (int l : r.links) {
+      r.latency += machine.latency(l);
+      r.bandwidth =
+          r.bandwidth == 0 ? machine.bandwidth(l) : std::min(r.bandwidth, machine.bandwidth(l));
+    }
+    return routes.emplace(key, std::move(r)).first->second;
+  }
 
   void init(int n) {
     cores = std::vector<Core>(n);
@@ -138,27 +172,21 @@ class SimTransport : public Transport {
     check_peer(peer, "send");
     if (w_.failed) throw PeerLostError("simulation stopped: " + w_.failure);
     World::Core& me = w_.cores[rank_];
-    w_.route.clear();
-    w_.machine.route(w_.mapping.physical[rank_], w_.mapping.physical[peer], &w_.route);
-    double start = me.clock, latency = 0, bandwidth = 0;
-    for (int l : w_.route) {
-      start = std::max(start, w_.link_free[l]);
-      latency += w_.machine.latency(l);
-      bandwidth =
-          bandwidth == 0 ? w_.machine.bandwidth(l) : std::min(bandwidth, w_.machine.bandwidth(l));
-    }
-    const double serialize = bandwidth > 0 ? static_cast<double>(bytes) / bandwidth : 0;
+    const Route& route = w_.route(rank_, peer);
+    double start = me.clock;
+    for (int l : route.links) start = std::max(start, w_.link_free[l]);
+    const double serialize = route.bandwidth > 0 ? static_cast<double>(bytes) / route.bandwidth : 0;
     static const std::string kOutside = "message";
     const std::string* label = nullptr;
     if (w_.tracing)
       label = me.step < w_.program.steps.size() ? &w_.program.steps[me.step].op->name() : &kOutside;
-    for (int l : w_.route) {
+    for (int l : route.links) {
       w_.link_free[l] = start + serialize;
       w_.link_bytes[l] += static_cast<int64_t>(bytes);
       if (label && bytes) w_.events.push_back({1, l, *label, start, start + serialize});
     }
     Message m;
-    m.arrival = start + latency + serialize;
+    m.arrival = start + route.latency + serialize;
     m.bytes = bytes;
     if (w_.carries_data && bytes) {
       m.data.resize(bytes);
@@ -176,7 +204,8 @@ class SimTransport : public Transport {
   void recv(int peer, uint64_t tag, void* data, size_t bytes) override {
     check_peer(peer, "recv");
     World::Core& me = w_.cores[rank_];
-    std::deque<Message>& q = me.inbox[{peer, tag}];
+    const InboxKey key{peer, tag};
+    std::deque<Message>& q = me.inbox[key];  // nodes are stable while senders add others
     {
       std::unique_lock<boost::fibers::mutex> lock(me.mu);
       while (q.empty()) {
@@ -195,6 +224,7 @@ class SimTransport : public Transport {
     }
     Message m = std::move(q.front());
     q.pop_front();
+    if (q.empty()) me.inbox.erase(key);
     if (m.bytes != bytes) {
       w_.fail(detail::str_cat("core ", rank_, " expected ", bytes, " bytes from core ", peer,
                               " but got ", m.bytes));

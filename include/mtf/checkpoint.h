@@ -1,0 +1,94 @@
+// mtf/checkpoint.h — checkpoints in HDF5 that restore into any mesh, layout
+// or mesh implementation, and a directory manager that never loses one.
+//
+// A checkpoint file holds every variable of a Session as its full logical
+// tensor (so h5py's f["w1"][...] is a plain array of the right shape), with
+// its dimension names and dtype as attributes, plus the step, the run
+// counter (which keys random ops), the mesh shape and layout rules it was
+// saved from, a format version and user metadata (e.g. a data position).
+// Optimizer state is saved because optimizer slots are variables. Each
+// distinct slice is written once, straight from the processors' slices, and
+// carries a CRC-32C checked on restore; HDF5's own metadata checksums (latest
+// file format) guard the rest. The format is in docs/checkpoints.md.
+//
+// Errors: IoError for files that cannot be read or written, are truncated,
+// corrupted or not mtf checkpoints; ValueError for a missing variable;
+// ShapeError for a shape or dimension-name mismatch (naming the variable and
+// both shapes); DTypeError for a dtype mismatch. A failed restore leaves
+// every variable as it was; a failed save leaves no file behind.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "mtf/session.h"
+
+namespace mtf {
+
+struct CheckpointInfo {
+  std::string path;
+  int64_t step = 0;
+  uint64_t run_counter = 0;
+  std::string mesh_shape, layout;  // where it was saved from
+  int format_version = 0;
+  std::map<std::string, std::string> metadata;  // user key-value pairs
+  std::vector<std::string> variables;           // names, in file order
+};
+
+struct RestoreOptions {
+  // Variable name in the session -> name in the checkpoint, for variables
+  // stored under another name (e.g. initialising one model from another's
+  // checkpoint). Unlisted variables use their own name.
+  std::map<std::string, std::string> rename;
+  // Restore only these session variables (empty: all of them).
+  std::vector<std::string> only;
+  // Variables the checkpoint lacks keep their values instead of failing.
+  bool allow_missing = false;
+  // Also set the session's run counter from the checkpoint.
+  bool restore_run_counter = true;
+};
+
+// Writes `session`'s variables to `path` atomically: to a temporary name in
+// the same directory, flushed to disk, then renamed over `path`.
+void save_checkpoint(Session& session, const std::string& path, int64_t step,
+                     const std::map<std::string, std::string>& metadata = {});
+// Reads the header (no tensor data); validates that it is an mtf checkpoint.
+CheckpointInfo read_checkpoint_info(const std::string& path);
+// Restores variables (and the run counter) into `session`, whatever its mesh,
+// layout or implementation, bit for bit. Returns the checkpoint's header.
+CheckpointInfo restore_checkpoint(Session& session, const std::string& path,
+                                  const RestoreOptions& options = {});
+// One variable as a whole host tensor, checksums verified.
+HostTensor read_checkpoint_variable(const std::string& path, const std::string& name);
+
+// A directory of checkpoints `ckpt-<step>.h5` with a `latest` pointer file,
+// keeping the newest `keep`. Saves are atomic (temporary file, fsync,
+// rename, then the pointer is replaced the same way), so a crash at any
+// moment leaves the previous checkpoint whole and findable; temporary files
+// are never taken for checkpoints and are removed by the next save.
+class CheckpointManager {
+ public:
+  explicit CheckpointManager(std::string directory, int keep = 3);
+
+  // Returns the path written.
+  std::string save(Session& session, int64_t step,
+                   const std::map<std::string, std::string>& metadata = {});
+  // The checkpoint the pointer names (or, when the pointer is missing or
+  // names a missing file, the newest `ckpt-*.h5`); nullopt when there is none.
+  std::optional<std::string> latest_path() const;
+  // Restores the latest checkpoint; nullopt when the directory has none.
+  std::optional<CheckpointInfo> restore_latest(Session& session,
+                                               const RestoreOptions& options = {}) const;
+  // Steps of the checkpoints present, ascending.
+  std::vector<int64_t> steps() const;
+  const std::string& directory() const { return dir_; }
+
+ private:
+  std::string dir_;
+  int keep_;
+};
+
+}  // namespace mtf

@@ -1,0 +1,14 @@
+// crc32c.h — CRC-32C (Castagnoli) of a byte range, with SSE4.2's crc32
+// instruction where the CPU has it (several GB/s) and a table otherwise.
+// Internal.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace mtf::checkpoint {
+
+// crc32c(a + b) == crc32c(b, size_b, crc32c(a, size_a, 0)).
+uint32_t crc32c(const void* data, size_t size, uint32_t crc = 0);
+
+}  // namespace mtf::checkpoint

@@ -1,0 +1,94 @@
+// CheckpointManager: a directory of checkpoints with an atomic "latest"
+// pointer and the newest K kept.
+#include <algorithm>
+#include <cctype>
+
+#include "checkpoint/files.h"
+#include "mtf/checkpoint.h"
+#include "mtf/errors.h"
+
+namespace mtf {
+namespace {
+
+constexpr const char* kPrefix = "ckpt-";
+constexpr const char* kSuffix = ".h5";
+constexpr const char* kPointer = "latest";
+
+// The step of a checkpoint file name "ckpt-<digits>.h5", or -1.
+int64_t step_of(const std::string& name) {
+  const std::string prefix = kPrefix, suffix = kSuffix;
+  if (name.size() <= prefix.size() + suffix.size() || name.compare(0, prefix.size(), prefix) != 0 ||
+      name.compare(name.size() - suffix.size(), suffix.size(), suffix) != 0)
+    return -1;
+  const std::string digits =
+      name.substr(prefix.size(), name.size() - prefix.size() - suffix.size());
+  if (digits.empty() || digits.size() > 18 ||
+      !std::all_of(digits.begin(), digits.end(), [](unsigned char c) { return std::isdigit(c); }))
+    return -1;
+  return std::stoll(digits);
+}
+
+std::string file_name(int64_t step) { return kPrefix + std::to_string(step) + kSuffix; }
+
+}  // namespace
+
+CheckpointManager::CheckpointManager(std::string directory, int keep)
+    : dir_(std::move(directory)), keep_(keep) {
+  if (dir_.empty()) throw ValueError("CheckpointManager: the directory name is empty");
+  if (keep_ < 1) throw ValueError("CheckpointManager: keep must be at least 1");
+}
+
+std::vector<int64_t> CheckpointManager::steps() const {
+  std::vector<int64_t> steps;
+  for (const std::string& n : checkpoint::list_directory(dir_)) {
+    const int64_t s = step_of(n);
+    if (s >= 0) steps.push_back(s);
+  }
+  std::sort(steps.begin(), steps.end());
+  return steps;
+}
+
+std::string CheckpointManager::save(Session& session, int64_t step,
+                                    const std::map<std::string, std::string>& metadata) {
+  if (step < 0) throw ValueError("CheckpointManager::save: step must be >= 0");
+  checkpoint::make_directories(dir_);
+  // Temporary files of earlier saves that crashed.
+  for (const std::string& n : checkpoint::list_directory(dir_))
+    if (n.rfind(".tmp-", 0) == 0) checkpoint::remove_file(dir_ + "/" + n);
+  const std::string path = dir_ + "/" + file_name(step);
+  save_checkpoint(session, path, step, metadata);
+  checkpoint::write_file_atomically(dir_ + "/" + kPointer, file_name(step) + "\n");
+  // Keep the newest `keep_`, never the one the pointer names.
+  std::vector<int64_t> all = steps();
+  for (size_t i = 0; i + static_cast<size_t>(keep_) < all.size(); ++i)
+    if (all[i] != step) checkpoint::remove_file(dir_ + "/" + file_name(all[i]));
+  return path;
+}
+
+std::optional<std::string> CheckpointManager::latest_path() const {
+  const std::string pointer = dir_ + "/" + kPointer;
+  if (checkpoint::file_exists(pointer)) {
+    std::string name = checkpoint::read_small_file(pointer);
+    while (!name.empty() && std::isspace(static_cast<unsigned char>(name.back()))) name.pop_back();
+    if (step_of(name) >= 0 && checkpoint::file_exists(dir_ + "/" + name)) return dir_ + "/" + name;
+  }
+  // No usable pointer (e.g. a crash between a checkpoint's rename and the
+  // pointer's): the newest complete file. Temporary files never match.
+  std::vector<int64_t> all;
+  try {
+    all = steps();
+  } catch (const IoError&) {
+    return std::nullopt;  // no directory yet
+  }
+  if (all.empty()) return std::nullopt;
+  return dir_ + "/" + file_name(all.back());
+}
+
+std::optional<CheckpointInfo> CheckpointManager::restore_latest(
+    Session& session, const RestoreOptions& options) const {
+  const std::optional<std::string> path = latest_path();
+  if (!path) return std::nullopt;
+  return restore_checkpoint(session, *path, options);
+}
+
+}  // namespace mtf

@@ -1,0 +1,318 @@
+// Checkpoints: round trips between meshes, layouts and mesh implementations
+// (bit for bit), optimizer state and run counter, partial restore with
+// renames, the directory manager (latest pointer, keep K, stale temporary
+// files), and clear errors for every kind of bad checkpoint — truncated and
+// bit-flipped files at many positions included.
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <random>
+
+#include "test_util.h"
+
+namespace mtf {
+namespace {
+
+// Variables of several kinds trained by Adam (so there are optimizer slots
+// and a step), plus an int32 counter and a scalar.
+struct Model {
+  Graph g;
+  Mesh mesh{g, "mesh"};
+  Dimension batch{"batch", 8}, d_in{"d_in", 6}, hidden{"hidden", 16}, out{"out", 4};
+  Tensor x, loss;
+  std::vector<Operation*> train;
+  explicit Model(int64_t hidden_size = 16, const std::string& prefix = "") {
+    hidden.size = hidden_size;
+    x = placeholder(mesh, Shape({batch, d_in}), float32, "x");
+    Tensor w1 = get_variable(mesh, prefix + "w1", Shape({d_in, hidden}));
+    Tensor b1 = get_variable(mesh, prefix + "b1", Shape({hidden}), Initializer::constant(0.1f));
+    Tensor w2 = get_variable(mesh, prefix + "w2", Shape({hidden, out}));
+    Tensor scale = get_variable(mesh, prefix + "scale", Shape(), Initializer::constant(1.5f));
+    get_variable(mesh, prefix + "counter", Shape({out}), Initializer::zeros(), int32, false);
+    Tensor h = relu(einsum({x, w1}, Shape({batch, hidden})) + b1);
+    loss = reduce_mean(square(einsum({h, w2}, Shape({batch, out})))) * scale;
+    train = AdamOptimizer(0.01f).minimize(loss);
+  }
+  Feeds feeds(int step) { return {{x, testing::random_tensor(x.shape(), 100 + step)}}; }
+};
+
+MeshConfig mesh_config(const char* mesh, const char* layout, MeshImpl impl = MeshImpl::kSimd) {
+  MeshConfig c;
+  c.mesh_shape = MeshShape(mesh);
+  c.layout = LayoutRules(layout);
+  c.impl = impl;
+  return c;
+}
+
+void expect_same_bits(const HostTensor& a, const HostTensor& b, const std::string& what) {
+  ASSERT_EQ(a.shape(), b.shape()) << what;
+  ASSERT_EQ(a.dtype(), b.dtype()) << what;
+  ASSERT_EQ(std::memcmp(a.raw_data(), b.raw_data(), a.num_bytes()), 0) << what;
+}
+
+std::string temp_dir(const std::string& name) {
+  const std::string d =
+      ::testing::TempDir() + "/mtf_ckpt_" + name + "_" + std::to_string(::getpid());
+  std::system(("rm -rf '" + d + "'").c_str());
+  ::mkdir(d.c_str(), 0755);
+  return d;
+}
+
+struct MeshCase {
+  const char* mesh;
+  const char* layout;
+  MeshImpl impl;
+};
+
+// Saved from one mesh, restored into another: every variable (optimizer
+// slots and step included) bit for bit, the run counter too, and training
+// goes on to the same numbers as on the saving mesh.
+TEST(Checkpoint, RoundTripsBetweenMeshesLayoutsAndImplementations) {
+  const std::vector<MeshCase> cases = {
+      {"", "", MeshImpl::kSimd},
+      {"all:2", "batch:all", MeshImpl::kSimd},
+      {"all:4", "hidden:all", MeshImpl::kPlacement},
+      {"all:8", "hidden:all", MeshImpl::kSimd},
+      {"rows:2;cols:4", "batch:rows;hidden:cols", MeshImpl::kSimd},
+      {"rows:4;cols:2", "hidden:rows;d_in:cols", MeshImpl::kPlacement},
+      {"a:2;b:2;c:2", "batch:a;hidden:b;out:c", MeshImpl::kSimd},
+      {"all:3", "d_in:all", MeshImpl::kSimd},
+  };
+  const std::string dir = temp_dir("roundtrip");
+  for (size_t i = 0; i < cases.size(); ++i) {
+    const MeshCase& from = cases[i];
+    const MeshCase& to = cases[(i + 3) % cases.size()];
+    SCOPED_TRACE(std::string("from ") + from.mesh + " / " + from.layout + " to " + to.mesh + " / " +
+                 to.layout);
+    Model a, b;
+    Session sa(a.g, mesh_config(from.mesh, from.layout, from.impl));
+    for (int step = 0; step < 3; ++step) sa.run({a.loss}, a.feeds(step), a.train);
+    const std::string path = dir + "/c" + std::to_string(i) + ".h5";
+    save_checkpoint(sa, path, 3, {{"note", "round trip"}});
+
+    Session sb(b.g, mesh_config(to.mesh, to.layout, to.impl));
+    const CheckpointInfo info = restore_checkpoint(sb, path);
+    EXPECT_EQ(info.step, 3);
+    EXPECT_EQ(info.mesh_shape, MeshShape(from.mesh).to_string());
+    EXPECT_EQ(info.metadata.at("note"), "round trip");
+    EXPECT_EQ(sb.run_counter(), sa.run_counter());
+    for (const std::string& name : sa.variable_names())
+      expect_same_bits(sb.variable_value(name), sa.variable_value(name), name);
+    // The restored session trains on like the original (layouts agree to
+    // rounding).
+    const float la = sa.run({a.loss}, a.feeds(3), a.train)[0].data<float>()[0];
+    const float lb = sb.run({b.loss}, b.feeds(3), b.train)[0].data<float>()[0];
+    EXPECT_NEAR(lb, la, 1e-5 * std::abs(la));
+  }
+}
+
+TEST(Checkpoint, RestoresIntoTheSimulatorFunctionalMode) {
+  Model a, b;
+  Session sa(a.g, mesh_config("rows:2;cols:4", "batch:rows;hidden:cols"));
+  sa.run({a.loss}, a.feeds(0), a.train);
+  const std::string path = temp_dir("sim") + "/c.h5";
+  save_checkpoint(sa, path, 1);
+  MeshConfig c = mesh_config("all:8", "hidden:all", MeshImpl::kSimulated);
+  c.sim.topology = Topology::preset("tpu-v2-8");
+  Session sb(b.g, c);
+  restore_checkpoint(sb, path);
+  for (const std::string& name : sa.variable_names())
+    expect_same_bits(sb.variable_value(name), sa.variable_value(name), name);
+}
+
+TEST(Checkpoint, PartialRestoreWithRenames) {
+  Model a;
+  Session sa(a.g);
+  sa.run({a.loss}, a.feeds(0), a.train);
+  const std::string path = temp_dir("partial") + "/c.h5";
+  save_checkpoint(sa, path, 1);
+
+  // A model whose variables are named differently: initialise two of them.
+  Model b(16, "enc/");
+  Session sb(b.g, mesh_config("all:2", "hidden:all"));
+  const HostTensor w2_before = sb.variable_value("enc/w2");
+  RestoreOptions o;
+  o.only = {"enc/w1", "enc/b1"};
+  o.rename = {{"enc/w1", "w1"}, {"enc/b1", "b1"}};
+  o.restore_run_counter = false;
+  restore_checkpoint(sb, path, o);
+  expect_same_bits(sb.variable_value("enc/w1"), sa.variable_value("w1"), "w1");
+  expect_same_bits(sb.variable_value("enc/b1"), sa.variable_value("b1"), "b1");
+  expect_same_bits(sb.variable_value("enc/w2"), w2_before, "w2 untouched");
+  EXPECT_EQ(sb.run_counter(), 0u);
+
+  // allow_missing: variables the file lacks keep their values.
+  Model c(16, "other/");
+  Session sc(c.g);
+  RestoreOptions missing;
+  missing.allow_missing = true;
+  EXPECT_NO_THROW(restore_checkpoint(sc, path, missing));
+  try {
+    restore_checkpoint(sc, path);
+    FAIL();
+  } catch (const ValueError& e) {
+    EXPECT_NE(std::string(e.what()).find("has no variable \"other/w1\""), std::string::npos)
+        << e.what();
+  }
+  // One variable read whole.
+  expect_same_bits(read_checkpoint_variable(path, "w1/adam_m"), sa.variable_value("w1/adam_m"),
+                   "adam_m");
+}
+
+TEST(Checkpoint, MismatchesAreClearErrorsAndChangeNothing) {
+  Model a;
+  Session sa(a.g);
+  const std::string path = temp_dir("mismatch") + "/c.h5";
+  save_checkpoint(sa, path, 0);
+
+  Model wider(32);  // hidden 32 instead of 16
+  Session sw(wider.g);
+  const HostTensor before = sw.variable_value("b1");
+  try {
+    restore_checkpoint(sw, path);
+    FAIL();
+  } catch (const ShapeError& e) {
+    const std::string m = e.what();
+    EXPECT_NE(m.find("variable \"w1\""), std::string::npos) << m;
+    EXPECT_NE(m.find("[d_in:6, hidden:32]"), std::string::npos) << m;
+    EXPECT_NE(m.find("[d_in:6, hidden:16]"), std::string::npos) << m;
+  }
+  expect_same_bits(sw.variable_value("b1"), before, "nothing restored after a failure");
+
+  // Same sizes, another dimension name.
+  Graph g;
+  Mesh m(g, "m");
+  get_variable(m, "w1", Shape({{"d_in", 6}, {"units", 16}}));
+  Session s(g);
+  RestoreOptions only_w1;
+  only_w1.only = {"w1"};
+  EXPECT_THROW(restore_checkpoint(s, path, only_w1), ShapeError);
+
+  // Another dtype.
+  Graph g2;
+  Mesh m2(g2, "m");
+  get_variable(m2, "counter", Shape({{"out", 4}}), Initializer::zeros(), float32);
+  Session s2(g2);
+  RestoreOptions only_counter;
+  only_counter.only = {"counter"};
+  try {
+    restore_checkpoint(s2, path, only_counter);
+    FAIL();
+  } catch (const DTypeError& e) {
+    EXPECT_NE(std::string(e.what()).find("int32"), std::string::npos) << e.what();
+  }
+}
+
+TEST(Checkpoint, FilesThatAreNotCheckpoints) {
+  Model a;
+  Session s(a.g);
+  const std::string dir = temp_dir("notckpt");
+  EXPECT_THROW(restore_checkpoint(s, dir + "/missing.h5"), IoError);
+  std::ofstream(dir + "/text.h5") << "hello, not a checkpoint at all\n";
+  try {
+    restore_checkpoint(s, dir + "/text.h5");
+    FAIL();
+  } catch (const IoError& e) {
+    EXPECT_NE(std::string(e.what()).find("not an mtf checkpoint"), std::string::npos) << e.what();
+  }
+  std::ofstream(dir + "/empty.h5");
+  EXPECT_THROW(restore_checkpoint(s, dir + "/empty.h5"), IoError);
+  EXPECT_THROW(restore_checkpoint(s, dir), IoError);  // a directory
+}
+
+// Truncated at many lengths and with a bit flipped at many positions: every
+// restore is an IoError (never a crash, never different numbers), and the
+// session's variables are untouched.
+TEST(Checkpoint, TruncatedAndCorruptedFilesAlwaysFailCleanly) {
+  Model a;
+  Session sa(a.g, mesh_config("all:2", "hidden:all"));
+  sa.run({a.loss}, a.feeds(0), a.train);
+  const std::string dir = temp_dir("corrupt");
+  const std::string good = dir + "/good.h5";
+  save_checkpoint(sa, good, 1);
+  std::ifstream in(good, std::ios::binary);
+  const std::vector<char> bytes((std::istreambuf_iterator<char>(in)),
+                                std::istreambuf_iterator<char>());
+  ASSERT_GT(bytes.size(), 4096u);
+
+  Model b;
+  Session sb(b.g);
+  const HostTensor before = sb.variable_value("w1");
+  const std::string bad = dir + "/bad.h5";
+  auto write = [&](const std::vector<char>& content) {
+    std::ofstream out(bad, std::ios::binary | std::ios::trunc);
+    out.write(content.data(), static_cast<std::streamsize>(content.size()));
+  };
+  std::mt19937 rng(7);
+  int failures = 0, trials = 0;
+  for (int i = 0; i < 60; ++i) {
+    const size_t len = i < 10 ? static_cast<size_t>(i) * 40 : rng() % bytes.size();
+    write(std::vector<char>(bytes.begin(), bytes.begin() + static_cast<std::ptrdiff_t>(len)));
+    ++trials;
+    try {
+      restore_checkpoint(sb, bad);
+    } catch (const IoError&) {
+      ++failures;
+    }
+  }
+  for (int i = 0; i < 300; ++i) {
+    std::vector<char> flipped = bytes;
+    const size_t pos = i < 64 ? static_cast<size_t>(i) * 8 : rng() % bytes.size();
+    flipped[pos] = static_cast<char>(flipped[pos] ^ (1 << (rng() % 8)));
+    write(flipped);
+    ++trials;
+    try {
+      restore_checkpoint(sb, bad);
+    } catch (const IoError&) {
+      ++failures;
+    }
+  }
+  EXPECT_EQ(failures, trials);
+  expect_same_bits(sb.variable_value("w1"), before, "untouched");
+  restore_checkpoint(sb, good);  // the good one still restores
+  expect_same_bits(sb.variable_value("w1"), sa.variable_value("w1"), "w1");
+}
+
+TEST(CheckpointManager, KeepsTheNewestAndPointsToTheLatest) {
+  Model a;
+  Session s(a.g);
+  const std::string dir = temp_dir("manager") + "/nested/ckpts";
+  CheckpointManager m(dir, 2);
+  EXPECT_FALSE(m.latest_path().has_value());
+  EXPECT_FALSE(m.restore_latest(s).has_value());
+  for (int step = 1; step <= 4; ++step) {
+    s.run({a.loss}, a.feeds(step), a.train);
+    m.save(s, step * 10, {{"data_position", std::to_string(step)}});
+  }
+  EXPECT_EQ(m.steps(), (std::vector<int64_t>{30, 40}));
+  EXPECT_EQ(*m.latest_path(), dir + "/ckpt-40.h5");
+
+  // A crashed writer's temporary file is never taken for a checkpoint and
+  // goes away with the next save.
+  std::ofstream(dir + "/.tmp-ckpt-50.h5-12345-0") << "partial";
+  EXPECT_EQ(*m.latest_path(), dir + "/ckpt-40.h5");
+  // Without the pointer, the newest complete file.
+  std::remove((dir + "/latest").c_str());
+  EXPECT_EQ(*m.latest_path(), dir + "/ckpt-40.h5");
+
+  Model b;
+  Session sb(b.g, mesh_config("all:4", "hidden:all"));
+  const std::optional<CheckpointInfo> info = m.restore_latest(sb);
+  ASSERT_TRUE(info.has_value());
+  EXPECT_EQ(info->step, 40);
+  EXPECT_EQ(info->metadata.at("data_position"), "4");
+  expect_same_bits(sb.variable_value("w2"), s.variable_value("w2"), "w2");
+
+  m.save(s, 50);
+  for (const std::string& n : {std::string(".tmp-ckpt-50.h5-12345-0")})
+    EXPECT_FALSE(std::ifstream(dir + "/" + n).good()) << n;
+  EXPECT_EQ(m.steps(), (std::vector<int64_t>{40, 50}));
+  EXPECT_THROW(CheckpointManager("", 1), ValueError);
+  EXPECT_THROW(CheckpointManager(dir, 0), ValueError);
+}
+
+}  // namespace
+}  // namespace mtf
