@@ -3,7 +3,10 @@
 // renames, the directory manager (latest pointer, keep K, stale temporary
 // files), and clear errors for every kind of bad checkpoint — truncated and
 // bit-flipped files at many positions included.
+#include <signal.h>
+#include <spawn.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -312,6 +315,52 @@ TEST(CheckpointManager, KeepsTheNewestAndPointsToTheLatest) {
   EXPECT_EQ(m.steps(), (std::vector<int64_t>{40, 50}));
   EXPECT_THROW(CheckpointManager("", 1), ValueError);
   EXPECT_THROW(CheckpointManager(dir, 0), ValueError);
+}
+
+#ifndef MTF_CHECKPOINT_WRITER
+#define MTF_CHECKPOINT_WRITER "checkpoint_writer"
+#endif
+
+// kill -9 of a writer at random moments, many times: the latest checkpoint
+// always restores whole, every checkpoint file present is complete, and no
+// temporary file is ever taken for one.
+TEST(CheckpointManager, SurvivesAWriterKilledAtAnyMoment) {
+  const std::string dir = temp_dir("kill");
+  Graph g;
+  Mesh m(g, "m");
+  get_variable(m, "w", Shape({{"a", 1024}, {"b", 512}}), Initializer::zeros());
+  get_variable(m, "v", Shape({{"b", 512}, {"c", 512}}), Initializer::zeros());
+  Session reader(g, mesh_config("all:2", "b:all"));
+  std::mt19937 rng(11);
+  int64_t last_step = 0;
+  for (int round = 0; round < 25; ++round) {
+    pid_t pid = 0;
+    const char* argv[] = {MTF_CHECKPOINT_WRITER, dir.c_str(), nullptr};
+    ASSERT_EQ(posix_spawn(&pid, MTF_CHECKPOINT_WRITER, nullptr, nullptr,
+                          const_cast<char* const*>(argv), environ),
+              0)
+        << "cannot start " << MTF_CHECKPOINT_WRITER;
+    ::usleep(20000 + rng() % 120000);
+    ::kill(pid, SIGKILL);
+    int status = 0;
+    ::waitpid(pid, &status, 0);
+    ASSERT_TRUE(WIFSIGNALED(status)) << "the writer stopped by itself, status " << status;
+
+    CheckpointManager manager(dir, 3);
+    const std::optional<std::string> latest = manager.latest_path();
+    if (!latest) continue;  // killed before its first save finished
+    const CheckpointInfo info = restore_checkpoint(reader, *latest);
+    EXPECT_EQ(info.metadata.at("step"), std::to_string(info.step));
+    const HostTensor w = reader.variable_value("w");
+    for (int64_t i = 0; i < w.num_elements(); i += 4099)
+      ASSERT_EQ(w.data<float>()[i], static_cast<float>(info.step)) << *latest;
+    for (int64_t step : manager.steps()) {
+      const std::string p = dir + "/ckpt-" + std::to_string(step) + ".h5";
+      EXPECT_NO_THROW(read_checkpoint_variable(p, "w")) << p;
+    }
+    last_step = std::max<int64_t>(last_step, info.step);
+  }
+  EXPECT_GT(last_step, 0) << "no save ever completed";
 }
 
 }  // namespace

@@ -3,6 +3,7 @@
 #include <chrono>
 #include <cstdio>
 #include <iostream>
+#include <memory>
 
 #include "common/flags.h"
 #include "mnist/mlp.h"
@@ -22,6 +23,11 @@ int main(int argc, char** argv) {
     flags.define("layout", "", "layout rules, e.g. \"batch:rows;hidden:cols\"");
     flags.define("mesh_impl", "simd", "simd (a program per core) or placement (one controller)");
     flags.define("execution", "fibers", "simd cores as fibers on one thread, or as threads");
+    flags.define("checkpoint_dir", "",
+                 "save checkpoints here and resume from the latest one found (any mesh/layout)");
+    flags.define("save_every", "500", "with --checkpoint_dir: save every this many steps (and at "
+                                      "the end)");
+    flags.define("keep", "3", "with --checkpoint_dir: checkpoints to keep");
     flags.define("print_counters", "false",
                  "print the training step's program counters (flops, bytes per collective)");
     if (!flags.parse(argc, argv)) return 0;
@@ -67,10 +73,46 @@ int main(int argc, char** argv) {
     const std::string step_counters = session.counters_text({mlp.loss}, mlp.train_ops);
     if (counters == "true") std::printf("training step counters:\n%s", step_counters.c_str());
     examples::BatchSampler sampler(train.images.count, config.batch_size, config.seed);
-    const auto start = std::chrono::steady_clock::now();
     double interval_loss = 0;
     int64_t interval_steps = 0;
-    for (int64_t step = 1; step <= steps; ++step) {
+    int64_t first_step = 1;
+    const std::string checkpoint_dir = flags.str("checkpoint_dir");
+    const int64_t save_every = flags.i64("save_every");
+    if (save_every < 1) throw ValueError("--save_every must be >= 1");
+    std::unique_ptr<CheckpointManager> checkpoints;
+    if (!checkpoint_dir.empty()) {
+      checkpoints = std::make_unique<CheckpointManager>(checkpoint_dir, flags.i64("keep"));
+      // Weights, optimizer state, run counter, data position and the loss
+      // accumulated since the last print: the run goes on as if never stopped.
+      if (const auto info = checkpoints->restore_latest(session)) {
+        auto meta = [&](const char* key) {
+          auto it = info->metadata.find(key);
+          if (it == info->metadata.end()) {
+            throw ValueError("checkpoint " + info->path + " has no \"" + key +
+                             "\" entry: it was not written by this example; use another "
+                             "--checkpoint_dir");
+          }
+          return it->second;
+        };
+        sampler.restore(meta("sampler"));
+        interval_loss = std::stod(meta("interval_loss"));
+        interval_steps = std::stoll(meta("interval_steps"));
+        first_step = info->step + 1;
+        std::printf("resumed from %s at step %lld (saved on mesh \"%s\", layout \"%s\")\n",
+                    info->path.c_str(), static_cast<long long>(info->step),
+                    info->mesh_shape.c_str(), info->layout.c_str());
+      }
+    }
+    auto save = [&](int64_t step) {
+      char loss[64];
+      std::snprintf(loss, sizeof(loss), "%.17g", interval_loss);
+      checkpoints->save(session, step,
+                        {{"sampler", sampler.state()},
+                         {"interval_loss", loss},
+                         {"interval_steps", std::to_string(interval_steps)}});
+    };
+    const auto start = std::chrono::steady_clock::now();
+    for (int64_t step = first_step; step <= steps; ++step) {
       std::vector<int64_t> idx = sampler.next();
       float loss = mlp.train_step(session, examples::Mlp::images_batch(train, idx, mlp.batch_dim),
                                   examples::Mlp::labels_batch(train, idx, mlp.batch_dim));
@@ -83,11 +125,13 @@ int main(int argc, char** argv) {
         interval_loss = 0;
         interval_steps = 0;
       }
+      if (checkpoints && (step % save_every == 0 || step == steps)) save(step);
     }
     const double secs =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    std::printf("trained %lld steps in %.1f s (%.2f ms/step)\n", static_cast<long long>(steps),
-                secs, steps ? 1000.0 * secs / static_cast<double>(steps) : 0.0);
+    const int64_t trained = std::max<int64_t>(0, steps - first_step + 1);
+    std::printf("trained %lld steps in %.1f s (%.2f ms/step)\n", static_cast<long long>(trained),
+                secs, trained ? 1000.0 * secs / static_cast<double>(trained) : 0.0);
     std::printf("test accuracy: %.4f over %lld images\n", mlp.accuracy(session, test),
                 static_cast<long long>(test.images.count));
     return 0;

@@ -1,6 +1,7 @@
 #include "mnist/mlp.h"
 
 #include <algorithm>
+#include <cstdio>
 
 namespace mtf::examples {
 
@@ -79,7 +80,7 @@ HostTensor Mlp::labels_batch(const data::Dataset& ds, const std::vector<int64_t>
 }
 
 BatchSampler::BatchSampler(int64_t num_examples, int64_t batch_size, uint64_t seed)
-    : n_(num_examples), batch_(batch_size), rng_(seed), order_(num_examples) {
+    : seed_(seed), n_(num_examples), batch_(batch_size), rng_(seed), order_(num_examples) {
   if (batch_size <= 0 || batch_size > num_examples) {
     throw ValueError("batch size " + std::to_string(batch_size) + " must be in 1.." +
                      std::to_string(num_examples) + " (the number of training examples)");
@@ -88,7 +89,25 @@ BatchSampler::BatchSampler(int64_t num_examples, int64_t batch_size, uint64_t se
   shuffle();
 }
 
+std::string BatchSampler::state() const {
+  return std::to_string(shuffles_) + " " + std::to_string(pos_);
+}
+
+void BatchSampler::restore(const std::string& state) {
+  long long shuffles = -1, pos = -1;
+  if (std::sscanf(state.c_str(), "%lld %lld", &shuffles, &pos) != 2 || shuffles < 1 || pos < 0 ||
+      pos > n_) {
+    throw ValueError("batch sampler state \"" + state + "\" is malformed");
+  }
+  rng_.seed(seed_);
+  for (int64_t i = 0; i < n_; ++i) order_[i] = i;
+  shuffles_ = 0;
+  for (long long k = 0; k < shuffles; ++k) shuffle();
+  pos_ = pos;
+}
+
 void BatchSampler::shuffle() {
+  ++shuffles_;
   for (int64_t i = n_ - 1; i > 0; --i) {
     const int64_t j = static_cast<int64_t>(rng_() % static_cast<uint64_t>(i + 1));
     std::swap(order_[i], order_[j]);

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <memory>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "common/idx_reader.h"
@@ -67,9 +68,15 @@ class BatchSampler {
  public:
   BatchSampler(int64_t num_examples, int64_t batch_size, uint64_t seed);
   std::vector<int64_t> next();
+  // Where the sampler is, as text ("<shuffles> <position>"), and going back
+  // there (replaying the shuffles from the seed), for checkpoints.
+  std::string state() const;
+  void restore(const std::string& state);
 
  private:
   void shuffle();
+  uint64_t seed_;
+  int64_t shuffles_ = 0;
   int64_t n_, batch_;
   std::mt19937_64 rng_;
   std::vector<int64_t> order_;
