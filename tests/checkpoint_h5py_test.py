@@ -1,0 +1,38 @@
+"""Reads a checkpoint written by checkpoint_fixture with h5py (Debian's
+python3-h5py) and checks shapes, values and attributes.
+Usage: python3 checkpoint_h5py_test.py FIXTURE_BINARY WORK_DIR"""
+import os
+import subprocess
+import sys
+
+try:
+    import h5py
+    import numpy as np
+except ImportError as e:
+    print(f"SKIP: h5py is not installed ({e}); `apt-get install python3-h5py`")
+    sys.exit(77)
+
+fixture, work = sys.argv[1], sys.argv[2]
+os.makedirs(work, exist_ok=True)
+path = os.path.join(work, "fixture.h5")
+subprocess.run([fixture, path], check=True)
+
+with h5py.File(path, "r") as f:
+    assert f.attrs["mtf_format"] == "mtf-checkpoint", f.attrs["mtf_format"]
+    assert int(f.attrs["step"][0]) == 42
+    assert f.attrs["mesh_shape"] == "x:2;y:3", f.attrs["mesh_shape"]
+    assert f.attrs["layout"] == "a:x;b:y", f.attrs["layout"]
+    w = f["w1"][...]
+    assert w.shape == (4, 6) and w.dtype == np.float32, (w.shape, w.dtype)
+    want = np.array([[i * 10 + j + 0.25 for j in range(6)] for i in range(4)], np.float32)
+    assert (w == want).all(), w
+    assert list(f["w1"].attrs["dims"]) == ["a", "b"], f["w1"].attrs["dims"]
+    assert f["w1"].attrs["dtype"] == "float32"
+    m = f["w1.adam_m"][...]
+    assert (m == -np.array([[i * 10 + j for j in range(6)] for i in range(4)], np.float32)).all()
+    assert f["w1.adam_m"].attrs["mtf_name"] == "w1/adam_m"
+    c = f["count"][...]
+    assert c.dtype == np.int32 and list(c) == [7, 8, 9, 10, 11, 12], c
+    assert f["s"][()] == np.float32(2.5)
+    assert f["s"].shape == ()
+print("h5py reads the checkpoint: shapes, values and attributes as written")
