@@ -25,8 +25,9 @@ int main(int argc, char** argv) {
     flags.define("execution", "fibers", "simd cores as fibers on one thread, or as threads");
     flags.define("checkpoint_dir", "",
                  "save checkpoints here and resume from the latest one found (any mesh/layout)");
-    flags.define("save_every", "500", "with --checkpoint_dir: save every this many steps (and at "
-                                      "the end)");
+    flags.define("save_every", "500",
+                 "with --checkpoint_dir: save every this many steps (and at "
+                 "the end)");
     flags.define("keep", "3", "with --checkpoint_dir: checkpoints to keep");
     flags.define("print_counters", "false",
                  "print the training step's program counters (flops, bytes per collective)");
