@@ -24,6 +24,18 @@
 
 namespace mtf {
 
+// The collective a rank is in, for transports that check that every rank
+// calls the same collectives in the same order: each call gets the next
+// sequence number, and messages carry it with the kind, op and size, so a
+// rank that skipped or swapped a collective is named instead of hanging.
+struct CollectiveCall {
+  uint64_t seq = 0;  // set by the transport: the n-th call on this rank
+  std::string kind;  // "allreduce", "allgather", ...
+  std::string op;    // the graph op it serves
+  int64_t bytes = 0;
+  std::string describe() const;
+};
+
 class Transport {
  public:
   virtual ~Transport() = default;
@@ -37,16 +49,26 @@ class Transport {
   // collectives skip their local data movement.
   virtual bool carries_data() const { return true; }
 
+  // Marks the start of a collective call (numbered here); the default
+  // keeps it for error messages only.
+  virtual void begin_collective(CollectiveCall call);
+  const CollectiveCall& current_collective() const { return call_; }
+
   // Deadline of each blocking call (default 60 s).
   std::chrono::milliseconds timeout() const { return timeout_; }
   void set_timeout(std::chrono::milliseconds t) { timeout_ = t; }
 
  protected:
+  // Numbers and records `call`; transports that override begin_collective
+  // call this first.
+  void record_collective(CollectiveCall call);
   // ValueError unless 0 <= peer < size() and peer != rank().
   void check_peer(int peer, const char* what) const;
 
  private:
   std::chrono::milliseconds timeout_{60000};
+  CollectiveCall call_;
+  uint64_t calls_ = 0;
 };
 
 // A key-value store for rendezvous: ranks publish addresses or tokens and

@@ -34,6 +34,8 @@ void run_step(const Program& program, const Step& s, size_t i, int64_t pnum, Tra
         break;
       }
       HostTensor blocks(Shape({{"__blocks__", n * in.num_elements()}}), in.dtype());
+      transport->begin_collective(
+          {0, "allgather", s.op->name(), static_cast<int64_t>(in.num_bytes())});
       allgather(*transport, Group::along_axes(program.mesh, pnum, s.mesh_axes), in.raw_data(),
                 blocks.raw_data(), in.num_elements(), in.dtype(), i);
       slots[s.output_slots[0]] = concat_gathered(blocks, n, in.shape(), s.tensor_axis);
@@ -43,6 +45,8 @@ void run_step(const Program& program, const Step& s, size_t i, int64_t pnum, Tra
       HostTensor& x = slots[s.input_slots[0]];
       if (group_size(program.mesh, s.mesh_axes) == 1) break;
       MTF_CHECK(transport != nullptr);
+      transport->begin_collective(
+          {0, "allreduce", s.op->name(), static_cast<int64_t>(x.num_bytes())});
       allreduce_over_axes(*transport, program.mesh, pnum, s.mesh_axes, x.raw_data(),
                           x.num_elements(), x.dtype(), s.reduce_op, i);
       break;
@@ -59,6 +63,8 @@ void run_dry_collective(const Program& program, const Step& s, size_t i, int64_t
   const int in = s.input_slots[0];
   const int64_t count = program.slot_layouts[in].slice_shape().num_elements();
   const DType dtype = program.slot_dtypes[in];
+  transport->begin_collective({0, s.kind == Step::Kind::kAllgather ? "allgather" : "allreduce",
+                               s.op->name(), count * static_cast<int64_t>(dtype_size(dtype))});
   if (s.kind == Step::Kind::kAllgather) {
     allgather(*transport, Group::along_axes(program.mesh, pnum, s.mesh_axes), nullptr, nullptr,
               count, dtype, i);

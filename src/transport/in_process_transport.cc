@@ -16,13 +16,6 @@
 
 namespace mtf {
 
-void Transport::check_peer(int peer, const char* what) const {
-  if (peer < 0 || peer >= size() || peer == rank()) {
-    throw ValueError(detail::str_cat(what, " on rank ", rank(), ": peer ", peer,
-                                     " is not another rank of this job (size ", size(), ")"));
-  }
-}
-
 namespace {
 
 using Clock = std::chrono::steady_clock;

@@ -1,0 +1,61 @@
+// mtf/tcp_transport.h — one process per rank over TCP (Boost.Asio).
+//
+// Ranks meet through a coordinator: rank 0 listens on MTF_COORDINATOR
+// (host:port); every other rank listens on its own port, introduces itself
+// to rank 0, gets everyone's address back and connects to the ranks below it,
+// so every pair of ranks shares one connection. Any launcher can start the
+// ranks (mtf-launch, Slurm's srun, a shell loop) by setting, per process:
+//   MTF_RANK, MTF_WORLD_SIZE, MTF_COORDINATOR, MTF_JOB_TOKEN
+// and optionally MTF_LISTEN_HOST (default 127.0.0.1: loopback only) and
+// MTF_TIMEOUT_MS (deadline of every blocking call, default 60000).
+//
+// Security: every connection proves knowledge of the job token by HMAC-SHA-256
+// challenge-response in both directions (the token never crosses the wire);
+// wrong tokens, duplicate or out-of-range ranks, garbage and stalled
+// handshakes are refused and logged to stderr without disturbing the job.
+// Frames carry a bounded length, checked before anything is allocated.
+//
+// Failures never hang: a peer that exits without saying goodbye (crash,
+// kill -9) is a PeerLostError naming it and the collective in progress, in
+// whatever blocking call notices first; a silent peer is a TimeoutError at
+// the deadline; a rank that calls another collective than its peers (kind,
+// op, size or order) is an error naming both ranks and both calls.
+//
+// Data path: each blocking call drives all connections itself (poll on the
+// sockets): an expected message is read straight into the caller's buffer,
+// others are queued; while a send waits for buffer space, incoming data is
+// drained, so two ranks sending to each other never deadlock.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "mtf/transport.h"
+
+namespace mtf {
+
+struct TcpOptions {
+  int rank = -1;
+  int world_size = 0;
+  std::string coordinator;  // "host:port" where rank 0 listens
+  std::string token;        // the job's shared secret
+  std::string listen_host = "127.0.0.1";
+  std::chrono::milliseconds timeout{60000};          // each blocking call
+  std::chrono::milliseconds connect_timeout{60000};  // the whole set-up
+  std::chrono::milliseconds handshake_timeout{5000};
+  uint64_t max_frame_bytes = uint64_t{1} << 32;  // larger frames are a protocol error
+
+  // From the MTF_* variables; ValueError naming the variable that is missing
+  // or malformed.
+  static TcpOptions from_environment();
+  // True when MTF_RANK and MTF_WORLD_SIZE are set.
+  static bool in_environment();
+};
+
+// Connects this rank to all others (blocking until every rank is in, or
+// TimeoutError / IoError naming who is missing).
+std::unique_ptr<Transport> connect_tcp(const TcpOptions& options);
+
+}  // namespace mtf

@@ -1,0 +1,822 @@
+// TCP transport: rendezvous and authenticated connections set up with
+// Boost.Asio; a poll-driven progress engine on the sockets for the data path.
+#include "mtf/tcp_transport.h"
+
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <boost/asio.hpp>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <deque>
+#include <random>
+#include <thread>
+
+#include "core/check.h"
+#include "mtf/errors.h"
+#include "transport/hmac.h"
+
+namespace mtf {
+namespace {
+
+namespace asio = boost::asio;
+using tcp = asio::ip::tcp;
+using Clock = std::chrono::steady_clock;
+using detail::str_cat;
+
+constexpr uint16_t kProtocolVersion = 1;
+constexpr size_t kNonce = 16;
+
+// ---- bytes on the wire (little-endian) ----
+
+void put_u16(std::string& s, uint16_t v) { s.append(reinterpret_cast<const char*>(&v), 2); }
+void put_u32(std::string& s, uint32_t v) { s.append(reinterpret_cast<const char*>(&v), 4); }
+template <typename T>
+T get(const char* p) {
+  T v;
+  std::memcpy(&v, p, sizeof(T));
+  return v;
+}
+
+int remaining_ms(Clock::time_point deadline) {
+  const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+  return static_cast<int>(std::clamp<int64_t>(left.count(), 0, 1 << 30));
+}
+
+// Waits for `events` on fd until `deadline`; false on timeout.
+bool wait_fd(int fd, short events, Clock::time_point deadline) {
+  for (;;) {
+    pollfd p{fd, events, 0};
+    const int r = ::poll(&p, 1, remaining_ms(deadline));
+    if (r > 0) return true;
+    if (r == 0) return false;
+    if (errno != EINTR) return true;  // let the read/write report it
+  }
+}
+
+struct Refused : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+// Handshake I/O: whole buffers with a deadline; Refused on any failure.
+void read_exact(int fd, void* buf, size_t n, Clock::time_point deadline) {
+  size_t done = 0;
+  while (done < n) {
+    const ssize_t r = ::recv(fd, static_cast<char*>(buf) + done, n - done, 0);
+    if (r > 0) {
+      done += static_cast<size_t>(r);
+    } else if (r == 0) {
+      throw Refused("the connection closed during the handshake");
+    } else if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) {
+      if (!wait_fd(fd, POLLIN, deadline)) throw Refused("the handshake timed out");
+    } else {
+      throw Refused(std::string("reading the handshake failed: ") + std::strerror(errno));
+    }
+  }
+}
+
+void write_all(int fd, const void* buf, size_t n, Clock::time_point deadline) {
+  size_t done = 0;
+  while (done < n) {
+    const ssize_t r = ::send(fd, static_cast<const char*>(buf) + done, n - done, MSG_NOSIGNAL);
+    if (r >= 0) {
+      done += static_cast<size_t>(r);
+    } else if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) {
+      if (!wait_fd(fd, POLLOUT, deadline)) throw Refused("the handshake timed out");
+    } else {
+      throw Refused(std::string("writing the handshake failed: ") + std::strerror(errno));
+    }
+  }
+}
+
+std::string random_nonce() {
+  std::random_device rd;
+  std::string s(kNonce, '\0');
+  for (auto& c : s) c = static_cast<char>(rd() & 0xFF);
+  return s;
+}
+
+std::string digest_string(const transport::Digest& d) { return std::string(d.begin(), d.end()); }
+
+std::string ranks_text(int client, int server, int world) {
+  return str_cat(client, ",", server, ",", world);
+}
+
+// Client side: proves the token, checks the server does too. Returns nothing;
+// Refused with the reason on failure.
+void client_handshake(int fd, int me, int world, int server_rank, const std::string& token,
+                      const std::string& my_address, Clock::time_point deadline) {
+  const std::string nonce_c = random_nonce();
+  std::string hello = "MTFH";
+  put_u16(hello, kProtocolVersion);
+  put_u16(hello, static_cast<uint16_t>(my_address.size()));
+  put_u32(hello, static_cast<uint32_t>(me));
+  put_u32(hello, static_cast<uint32_t>(world));
+  hello += nonce_c;
+  hello += my_address;
+  write_all(fd, hello.data(), hello.size(), deadline);
+  char ch[4 + 2 + 2 + 4 + 4 + kNonce + 32];
+  read_exact(fd, ch, sizeof(ch), deadline);
+  if (std::memcmp(ch, "MTFC", 4) != 0 || get<uint16_t>(ch + 4) != kProtocolVersion) {
+    throw Refused("the peer is not an mtf rank of this protocol version");
+  }
+  const int server = static_cast<int>(get<uint32_t>(ch + 8));
+  if (server != server_rank || static_cast<int>(get<uint32_t>(ch + 12)) != world) {
+    throw Refused(str_cat("expected rank ", server_rank, " of ", world, " but the peer is rank ",
+                          server, " of ", get<uint32_t>(ch + 12)));
+  }
+  const std::string nonce_s(ch + 16, kNonce);
+  const transport::Digest want =
+      transport::hmac_sha256(token, "server" + nonce_c + nonce_s + ranks_text(me, server, world));
+  transport::Digest got;
+  std::memcpy(got.data(), ch + 16 + kNonce, 32);
+  if (!transport::digests_equal(want, got)) {
+    throw Refused("the peer does not know the job token (MTF_JOB_TOKEN differs)");
+  }
+  std::string resp = "MTFR";
+  resp += digest_string(
+      transport::hmac_sha256(token, "client" + nonce_s + nonce_c + ranks_text(me, server, world)));
+  write_all(fd, resp.data(), resp.size(), deadline);
+  char ok[4];
+  read_exact(fd, ok, 4, deadline);
+  if (std::memcmp(ok, "MTFA", 4) != 0) throw Refused("the peer refused our handshake");
+}
+
+struct Admitted {
+  int rank;
+  std::string address;
+};
+
+// Server side: Refused unless the client proves the token and is a rank
+// `accept(rank)` allows.
+template <typename AcceptRank>
+Admitted server_handshake(int fd, int me, int world, const std::string& token,
+                          Clock::time_point deadline, AcceptRank accept_rank) {
+  char hello[4 + 2 + 2 + 4 + 4 + kNonce];
+  read_exact(fd, hello, sizeof(hello), deadline);
+  if (std::memcmp(hello, "MTFH", 4) != 0) throw Refused("not an mtf handshake (garbage)");
+  if (get<uint16_t>(hello + 4) != kProtocolVersion) throw Refused("another protocol version");
+  const uint16_t addr_len = get<uint16_t>(hello + 6);
+  const int client = static_cast<int>(get<uint32_t>(hello + 8));
+  const int client_world = static_cast<int>(get<uint32_t>(hello + 12));
+  if (addr_len > 255) throw Refused(str_cat("an address of ", addr_len, " bytes (at most 255)"));
+  std::string address(addr_len, '\0');
+  if (addr_len) read_exact(fd, address.data(), addr_len, deadline);
+  if (client_world != world) {
+    throw Refused(str_cat("a rank of a job of ", client_world, " ranks, not ", world));
+  }
+  if (client < 0 || client >= world || client == me) {
+    throw Refused(str_cat("rank ", client, " is out of range or our own"));
+  }
+  const std::string nonce_c(hello + 16, kNonce);
+  const std::string nonce_s = random_nonce();
+  std::string ch = "MTFC";
+  put_u16(ch, kProtocolVersion);
+  put_u16(ch, 0);
+  put_u32(ch, static_cast<uint32_t>(me));
+  put_u32(ch, static_cast<uint32_t>(world));
+  ch += nonce_s;
+  ch += digest_string(
+      transport::hmac_sha256(token, "server" + nonce_c + nonce_s + ranks_text(client, me, world)));
+  write_all(fd, ch.data(), ch.size(), deadline);
+  char resp[4 + 32];
+  read_exact(fd, resp, sizeof(resp), deadline);
+  transport::Digest got;
+  std::memcpy(got.data(), resp + 4, 32);
+  if (std::memcmp(resp, "MTFR", 4) != 0 ||
+      !transport::digests_equal(
+          got, transport::hmac_sha256(
+                   token, "client" + nonce_s + nonce_c + ranks_text(client, me, world)))) {
+    throw Refused(str_cat("a client claiming rank ", client, " does not know the job token"));
+  }
+  std::string why = accept_rank(client);
+  if (!why.empty()) throw Refused(why);
+  write_all(fd, "MTFA", 4, deadline);
+  return {client, address};
+}
+
+std::pair<std::string, uint16_t> split_host_port(const std::string& s, const char* what) {
+  const size_t colon = s.rfind(':');
+  if (colon == std::string::npos || colon == 0 || colon + 1 == s.size()) {
+    throw ValueError(str_cat(what, " \"", s, "\" must be host:port"));
+  }
+  const std::string port = s.substr(colon + 1);
+  char* end = nullptr;
+  const long p = std::strtol(port.c_str(), &end, 10);
+  if (*end != '\0' || p <= 0 || p > 65535) {
+    throw ValueError(str_cat(what, " \"", s, "\" has a bad port"));
+  }
+  std::string host = s.substr(0, colon);
+  if (host.size() > 2 && host.front() == '[' && host.back() == ']')
+    host = host.substr(1, host.size() - 2);
+  return {host, static_cast<uint16_t>(p)};
+}
+
+tcp::endpoint resolve(asio::io_context& io, const std::string& host_port, const char* what) {
+  auto [host, port] = split_host_port(host_port, what);
+  tcp::resolver resolver(io);
+  boost::system::error_code ec;
+  auto results = resolver.resolve(host, std::to_string(port), ec);
+  if (ec || results.empty()) {
+    throw IoError(str_cat("cannot resolve ", what, " \"", host_port, "\": ", ec.message()));
+  }
+  return *results.begin();
+}
+
+// Connects to `ep`, retrying refusals (the listener may not be up yet)
+// until the deadline.
+tcp::socket connect_with_retry(asio::io_context& io, const tcp::endpoint& ep,
+                               Clock::time_point deadline, const std::string& what) {
+  std::string last;
+  while (Clock::now() < deadline) {
+    tcp::socket s(io);
+    boost::system::error_code ec;
+    s.open(ep.protocol(), ec);
+    if (!ec) s.non_blocking(true, ec);
+    if (!ec) {
+      s.connect(ep, ec);
+      if (ec == asio::error::in_progress || ec == asio::error::would_block) {
+        if (wait_fd(s.native_handle(), POLLOUT,
+                    std::min(deadline, Clock::now() + std::chrono::seconds(2)))) {
+          int err = 0;
+          socklen_t len = sizeof(err);
+          ::getsockopt(s.native_handle(), SOL_SOCKET, SO_ERROR, &err, &len);
+          ec = boost::system::error_code(err, boost::system::system_category());
+        } else {
+          ec = asio::error::timed_out;
+        }
+      }
+    }
+    if (!ec) return s;
+    last = ec.message();
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  throw TimeoutError(str_cat("could not connect to ", what, " at ", ep.address().to_string(), ":",
+                             ep.port(), " before the set-up deadline (last error: ", last,
+                             "); is that rank running, with the same MTF_COORDINATOR?"));
+}
+
+// ---- data frames ----
+
+constexpr size_t kHeader = 72;
+constexpr uint16_t kFlagBye = 1;
+
+struct FrameHeader {
+  uint16_t flags = 0;
+  uint64_t tag = 0, length = 0, seq = 0;
+  int64_t call_bytes = 0;
+  std::string kind, op;
+
+  void encode(char* out) const {
+    std::memset(out, 0, kHeader);
+    std::memcpy(out, "MTFD", 4);
+    std::memcpy(out + 4, &kProtocolVersion, 2);
+    std::memcpy(out + 6, &flags, 2);
+    std::memcpy(out + 8, &tag, 8);
+    std::memcpy(out + 16, &length, 8);
+    std::memcpy(out + 24, &seq, 8);
+    std::memcpy(out + 32, &call_bytes, 8);
+    std::memcpy(out + 40, kind.data(), std::min<size_t>(kind.size(), 8));
+    std::memcpy(out + 48, op.data(), std::min<size_t>(op.size(), 24));
+  }
+  // Empty string on success, else what is wrong.
+  std::string decode(const char* in) {
+    if (std::memcmp(in, "MTFD", 4) != 0) return "a frame without the MTFD mark";
+    if (get<uint16_t>(in + 4) != kProtocolVersion) return "a frame of another protocol version";
+    flags = get<uint16_t>(in + 6);
+    tag = get<uint64_t>(in + 8);
+    length = get<uint64_t>(in + 16);
+    seq = get<uint64_t>(in + 24);
+    call_bytes = get<int64_t>(in + 32);
+    kind.assign(in + 40, strnlen(in + 40, 8));
+    op.assign(in + 48, strnlen(in + 48, 24));
+    return "";
+  }
+  std::string describe() const {
+    if (kind.empty() && seq == 0) return "a direct call";
+    return str_cat(kind, " #", seq, " (op \"", op, "\"), ", call_bytes, " bytes");
+  }
+};
+
+struct Frame {
+  FrameHeader h;
+  std::vector<char> data;
+};
+
+class TcpTransport : public Transport {
+ public:
+  TcpTransport(const TcpOptions& o, std::vector<tcp::socket> sockets,
+               std::unique_ptr<asio::io_context> io)
+      : opts_(o), io_(std::move(io)), sockets_(std::move(sockets)), peers_(o.world_size) {
+    set_timeout(o.timeout);
+    for (int p = 0; p < size(); ++p) {
+      if (p == rank()) continue;
+      boost::system::error_code ec;
+      sockets_[p].non_blocking(true, ec);
+      sockets_[p].set_option(tcp::no_delay(true), ec);
+      peers_[p].fd = sockets_[p].native_handle();
+    }
+  }
+
+  ~TcpTransport() override {
+    // Goodbye to every peer still there, so our exit is not taken for a crash.
+    FrameHeader bye;
+    bye.flags = kFlagBye;
+    char h[kHeader];
+    bye.encode(h);
+    for (int p = 0; p < size(); ++p) {
+      if (p == rank() || peers_[p].lost) continue;
+      try {
+        write_all(peers_[p].fd, h, kHeader, Clock::now() + std::chrono::milliseconds(500));
+      } catch (const Refused&) {
+      }
+    }
+  }
+
+  int rank() const override { return opts_.rank; }
+  int size() const override { return opts_.world_size; }
+
+  void send(int peer, uint64_t tag, const void* data, size_t bytes) override {
+    check_peer(peer, "send");
+    throw_if_lost();
+    Peer& p = peers_[peer];
+    if (p.finished) throw_finished(peer);
+    FrameHeader h = header_for(tag, bytes);
+    char head[kHeader];
+    h.encode(head);
+    const Clock::time_point deadline = Clock::now() + timeout();
+    size_t done = 0;
+    const size_t total = kHeader + bytes;
+    while (done < total) {
+      iovec iov[2];
+      int n = 0;
+      if (done < kHeader) iov[n++] = {head + done, kHeader - done};
+      const size_t data_done = done > kHeader ? done - kHeader : 0;
+      if (bytes > data_done)
+        iov[n++] = {const_cast<char*>(static_cast<const char*>(data)) + data_done,
+                    bytes - data_done};
+      msghdr msg{};
+      msg.msg_iov = iov;
+      msg.msg_iovlen = static_cast<size_t>(n);
+      const ssize_t r = ::sendmsg(p.fd, &msg, MSG_NOSIGNAL);
+      if (r > 0) {
+        done += static_cast<size_t>(r);
+        continue;
+      }
+      if (r < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
+        mark_lost(peer, std::string("sending failed: ") + std::strerror(errno));
+        throw_if_lost();
+      }
+      // The socket is full: keep draining what peers send us meanwhile.
+      if (Clock::now() >= deadline) {
+        throw TimeoutError(str_cat("rank ", rank(), " could not send ", bytes, " bytes to rank ",
+                                   peer, " within ", timeout().count(), " ms in ",
+                                   current_collective().describe(), ": rank ", peer,
+                                   " is not reading (stopped or stuck?)"));
+      }
+      progress(deadline, peer);
+      throw_if_lost();
+    }
+  }
+
+  void recv(int peer, uint64_t tag, void* data, size_t bytes) override {
+    check_peer(peer, "recv");
+    Peer& p = peers_[peer];
+    if (take_queued(peer, tag, data, bytes)) return;
+    posted_ = {peer, tag, static_cast<char*>(data), bytes, false};
+    const Clock::time_point deadline = Clock::now() + timeout();
+    const Clock::time_point spin_until = Clock::now() + std::chrono::microseconds(50);
+    try {
+      while (!posted_.done) {
+        throw_if_lost();
+        check_order(peer);
+        if (p.finished && p.state == Peer::kReadingHeader) throw_finished(peer);
+        if (Clock::now() >= deadline) {
+          throw TimeoutError(str_cat("rank ", rank(), " waited ", timeout().count(),
+                                     " ms for rank ", peer, " (tag ", tag, ") in ",
+                                     current_collective().describe(), "; rank ", peer,
+                                     " is alive but did not send (stuck, or it "
+                                     "is in another collective)"));
+        }
+        if (Clock::now() < spin_until) {
+          read_available(peer);
+        } else {
+          progress(deadline, -1);
+        }
+        if (!posted_.done && take_queued(peer, tag, data, bytes)) posted_.done = true;
+      }
+    } catch (...) {
+      unpost();
+      throw;
+    }
+    posted_.peer = -1;
+  }
+
+ private:
+  struct Peer {
+    int fd = -1;
+    enum State { kReadingHeader, kReadingPayload } state = kReadingHeader;
+    char head[kHeader];
+    size_t got = 0;
+    FrameHeader cur;
+    char* dest = nullptr;
+    std::vector<char> buffer;
+    bool direct = false;
+    std::deque<Frame> queue;
+    bool finished = false, lost = false, closed = false;
+    std::string why;
+  };
+  struct Posted {
+    int peer = -1;
+    uint64_t tag = 0;
+    char* data = nullptr;
+    size_t bytes = 0;
+    bool done = false;
+  };
+
+  FrameHeader header_for(uint64_t tag, size_t bytes) const {
+    FrameHeader h;
+    h.tag = tag;
+    h.length = bytes;
+    const CollectiveCall& c = current_collective();
+    h.seq = c.seq;
+    h.call_bytes = c.bytes;
+    h.kind = c.kind;
+    h.op = c.op;
+    return h;
+  }
+
+  std::string my_call() const {
+    const CollectiveCall& c = current_collective();
+    if (c.seq == 0) return "a direct call";
+    return str_cat(c.kind, " #", c.seq, " (op \"", c.op.substr(0, 24), "\"), ", c.bytes, " bytes");
+  }
+
+  // Messages from one peer arrive in the order it sent them, and it sends in
+  // collective order; so a frame for another collective where ours is due
+  // means the two ranks diverged.
+  void check_frame(int peer, const FrameHeader& h) const {
+    const CollectiveCall& c = current_collective();
+    if (c.seq == 0 || h.seq == 0) return;
+    const bool same =
+        h.seq == c.seq && h.kind == c.kind && h.op == c.op.substr(0, 24) && h.call_bytes == c.bytes;
+    if (!same) {
+      throw ValueError(str_cat("ranks diverged: rank ", rank(), " is in ", my_call(), " but rank ",
+                               peer, " sent a message for ", h.describe(),
+                               "; every rank must call the same collectives in the same order"));
+    }
+  }
+
+  void check_order(int peer) const {
+    for (const Frame& f : peers_[peer].queue) check_frame(peer, f.h);
+  }
+
+  bool take_queued(int peer, uint64_t tag, void* data, size_t bytes) {
+    auto& q = peers_[peer].queue;
+    for (auto it = q.begin(); it != q.end(); ++it) {
+      if (it->h.tag != tag) continue;
+      check_frame(peer, it->h);
+      if (it->data.size() != bytes) size_mismatch(peer, tag, bytes, it->data.size());
+      if (bytes) std::memcpy(data, it->data.data(), bytes);
+      q.erase(it);
+      return true;
+    }
+    return false;
+  }
+
+  [[noreturn]] void size_mismatch(int peer, uint64_t tag, size_t want, size_t got) const {
+    throw ValueError(str_cat("rank ", rank(), " expected ", want, " bytes from rank ", peer,
+                             " (tag ", tag, ") in ", my_call(), " but rank ", peer, " sent ", got,
+                             "; the ranks called different collectives or sizes"));
+  }
+
+  [[noreturn]] void throw_finished(int peer) const {
+    throw ValueError(str_cat("rank ", peer, " finished its program while rank ", rank(),
+                             " waits for it in ", my_call(),
+                             "; the ranks ran different numbers of collectives"));
+  }
+
+  void throw_if_lost() const {
+    for (int p = 0; p < size(); ++p) {
+      if (p != rank() && peers_[p].lost) {
+        throw PeerLostError(str_cat("rank ", p, " is lost (", peers_[p].why, ") while rank ",
+                                    rank(), " is in ", my_call()));
+      }
+    }
+  }
+
+  void mark_lost(int peer, const std::string& why) {
+    Peer& p = peers_[peer];
+    if (p.lost) return;
+    p.lost = true;
+    p.why = why;
+  }
+
+  // A failed or abandoned recv: a payload being read into the caller's
+  // buffer continues into a buffer of our own, so the stream stays whole.
+  void unpost() {
+    if (posted_.peer >= 0) {
+      Peer& p = peers_[posted_.peer];
+      if (p.state == Peer::kReadingPayload && p.direct) {
+        p.buffer.assign(posted_.data, posted_.data + p.got);
+        p.buffer.resize(p.cur.length);
+        p.dest = p.buffer.data();
+        p.direct = false;
+      }
+    }
+    posted_ = Posted{};
+  }
+
+  // One round: waits (until the deadline) for any peer to be readable, or
+  // `writer` to be writable, and reads what has arrived.
+  void progress(Clock::time_point deadline, int writer) {
+    std::vector<pollfd> fds;
+    std::vector<int> who;
+    for (int p = 0; p < size(); ++p) {
+      if (p == rank() || peers_[p].lost || peers_[p].closed) continue;
+      short ev = POLLIN;
+      if (p == writer) ev |= POLLOUT;
+      fds.push_back({peers_[p].fd, ev, 0});
+      who.push_back(p);
+    }
+    const int ms = std::min(remaining_ms(deadline), 100);
+    const int r = ::poll(fds.data(), fds.size(), ms);
+    if (r <= 0) return;
+    for (size_t i = 0; i < fds.size(); ++i)
+      if (fds[i].revents & (POLLIN | POLLERR | POLLHUP)) read_available(who[i]);
+  }
+
+  // Reads whatever peer p has sent, frame by frame, without blocking.
+  void read_available(int peer) {
+    Peer& p = peers_[peer];
+    while (!p.lost && !p.closed) {
+      char* dst;
+      size_t want;
+      if (p.state == Peer::kReadingHeader) {
+        dst = p.head + p.got;
+        want = kHeader - p.got;
+      } else {
+        dst = p.dest + p.got;
+        want = p.cur.length - p.got;
+      }
+      ssize_t r = want ? ::recv(p.fd, dst, want, 0) : 0;
+      if (want && r == 0) {
+        p.closed = true;  // no more polling it
+        if (!p.finished || p.state != Peer::kReadingHeader || p.got != 0) {
+          mark_lost(peer, p.finished ? "it closed the connection inside a message"
+                                     : "its connection closed without a goodbye: crashed or "
+                                       "killed");
+        }
+        return;
+      }
+      if (want && r < 0) {
+        if (errno == EAGAIN || errno == EWOULDBLOCK) return;
+        if (errno == EINTR) continue;
+        mark_lost(peer, std::string("its connection failed: ") + std::strerror(errno));
+        return;
+      }
+      p.got += static_cast<size_t>(std::max<ssize_t>(r, 0));
+      if (p.state == Peer::kReadingHeader && p.got == kHeader) {
+        const std::string bad = p.cur.decode(p.head);
+        if (!bad.empty()) {
+          mark_lost(peer, "it sent " + bad + " (protocol error)");
+          return;
+        }
+        if (p.cur.flags & kFlagBye) {
+          p.finished = true;
+          p.got = 0;
+          continue;
+        }
+        if (p.cur.length > opts_.max_frame_bytes) {
+          mark_lost(peer,
+                    str_cat("it announced a frame of ", p.cur.length, " bytes, over the limit of ",
+                            opts_.max_frame_bytes, " (protocol error)"));
+          return;
+        }
+        if (posted_.peer == peer && !posted_.done && posted_.tag == p.cur.tag) {
+          check_frame(peer, p.cur);
+          if (p.cur.length != posted_.bytes)
+            size_mismatch(peer, p.cur.tag, posted_.bytes, p.cur.length);
+          p.dest = posted_.data;
+          p.direct = true;
+        } else {
+          p.buffer.assign(p.cur.length, 0);
+          p.dest = p.buffer.data();
+          p.direct = false;
+        }
+        p.state = Peer::kReadingPayload;
+        p.got = 0;
+      }
+      if (p.state == Peer::kReadingPayload && p.got == p.cur.length) {
+        if (p.direct) {
+          posted_.done = true;
+        } else {
+          p.queue.push_back({p.cur, std::move(p.buffer)});
+          p.buffer = {};
+        }
+        p.state = Peer::kReadingHeader;
+        p.got = 0;
+        p.direct = false;
+        if (posted_.done) return;
+      }
+    }
+  }
+
+  TcpOptions opts_;
+  std::unique_ptr<asio::io_context> io_;
+  std::vector<tcp::socket> sockets_;
+  std::vector<Peer> peers_;
+  Posted posted_;
+};
+
+std::string env(const char* name) {
+  const char* v = std::getenv(name);
+  return v ? v : "";
+}
+
+int env_int(const char* name, bool required, int fallback) {
+  const std::string v = env(name);
+  if (v.empty()) {
+    if (required) throw ValueError(str_cat("environment variable ", name, " is not set"));
+    return fallback;
+  }
+  char* end = nullptr;
+  const long x = std::strtol(v.c_str(), &end, 10);
+  if (*end != '\0' || x < 0 || x > (1 << 30)) {
+    throw ValueError(str_cat("environment variable ", name, "=\"", v, "\" is not a number"));
+  }
+  return static_cast<int>(x);
+}
+
+void log_refusal(int me, const std::string& who, const std::string& why) {
+  std::fprintf(stderr, "mtf rank %d: refused a connection from %s: %s\n", me, who.c_str(),
+               why.c_str());
+}
+
+}  // namespace
+
+bool TcpOptions::in_environment() {
+  return !env("MTF_RANK").empty() && !env("MTF_WORLD_SIZE").empty();
+}
+
+TcpOptions TcpOptions::from_environment() {
+  TcpOptions o;
+  o.rank = env_int("MTF_RANK", true, 0);
+  o.world_size = env_int("MTF_WORLD_SIZE", true, 0);
+  o.coordinator = env("MTF_COORDINATOR");
+  o.token = env("MTF_JOB_TOKEN");
+  if (!env("MTF_LISTEN_HOST").empty()) o.listen_host = env("MTF_LISTEN_HOST");
+  o.timeout = std::chrono::milliseconds(env_int("MTF_TIMEOUT_MS", false, 60000));
+  o.connect_timeout = std::chrono::milliseconds(env_int("MTF_CONNECT_TIMEOUT_MS", false, 60000));
+  return o;
+}
+
+std::unique_ptr<Transport> connect_tcp(const TcpOptions& o) {
+  if (o.world_size < 1)
+    throw ValueError(str_cat("TCP transport: world size ", o.world_size, " < 1"));
+  if (o.rank < 0 || o.rank >= o.world_size) {
+    throw ValueError(str_cat("TCP transport: rank ", o.rank, " is outside 0..", o.world_size - 1));
+  }
+  if (o.token.size() < 8) {
+    throw ValueError(
+        "TCP transport: the job token (MTF_JOB_TOKEN) must have at least 8 "
+        "characters; launchers make a random one");
+  }
+  if (o.world_size > 1 && o.coordinator.empty()) {
+    throw ValueError("TCP transport: MTF_COORDINATOR (host:port of rank 0) is not set");
+  }
+  auto io = std::make_unique<asio::io_context>();
+  const int me = o.rank, world = o.world_size;
+  std::vector<tcp::socket> sockets;
+  for (int i = 0; i < world; ++i) sockets.emplace_back(*io);
+  if (world == 1) return std::make_unique<TcpTransport>(o, std::move(sockets), std::move(io));
+  const Clock::time_point deadline = Clock::now() + o.connect_timeout;
+
+  // Our listener: rank 0 on the coordinator address, the others anywhere on
+  // the listen host.
+  tcp::acceptor acceptor(*io);
+  tcp::endpoint listen_ep = me == 0 ? resolve(*io, o.coordinator, "MTF_COORDINATOR")
+                                    : tcp::endpoint(asio::ip::make_address(o.listen_host), 0);
+  boost::system::error_code ec;
+  acceptor.open(listen_ep.protocol(), ec);
+  if (!ec) acceptor.set_option(tcp::acceptor::reuse_address(true), ec);
+  if (!ec) acceptor.bind(listen_ep, ec);
+  if (!ec) acceptor.listen(64, ec);
+  if (!ec) acceptor.non_blocking(true, ec);
+  if (ec) {
+    throw IoError(str_cat("rank ", me, " cannot listen on ", listen_ep.address().to_string(), ":",
+                          listen_ep.port(), ": ", ec.message()));
+  }
+  const std::string my_address = str_cat(
+      o.listen_host.find(':') != std::string::npos ? "[" + o.listen_host + "]" : o.listen_host, ":",
+      acceptor.local_endpoint().port());
+
+  // Accepts authenticated ranks until `want` are in; refusals are logged.
+  auto accept_ranks = [&](int want, auto allowed, std::vector<std::string>* addresses) {
+    int joined = 0;
+    while (joined < want) {
+      if (!wait_fd(acceptor.native_handle(), POLLIN, deadline)) {
+        std::string missing;
+        for (int r = 0; r < world; ++r)
+          if (r != me && !sockets[r].is_open() && allowed(r).empty())
+            missing += (missing.empty() ? "" : ", ") + std::to_string(r);
+        throw TimeoutError(str_cat("rank ", me, ": ranks ", missing,
+                                   " did not connect before the set-up deadline (",
+                                   o.connect_timeout.count(), " ms)"));
+      }
+      tcp::socket s(*io);
+      acceptor.accept(s, ec);
+      if (ec) continue;
+      s.non_blocking(true, ec);
+      std::string who = "?";
+      try {
+        who = s.remote_endpoint().address().to_string();
+      } catch (const std::exception&) {
+      }
+      try {
+        Admitted a =
+            server_handshake(s.native_handle(), me, world, o.token,
+                             std::min(deadline, Clock::now() + o.handshake_timeout), [&](int r) {
+                               if (sockets[r].is_open())
+                                 return str_cat("rank ", r, " is already connected");
+                               return allowed(r);
+                             });
+        if (addresses) (*addresses)[a.rank] = a.address;
+        sockets[a.rank] = std::move(s);
+        ++joined;
+      } catch (const Refused& e) {
+        log_refusal(me, who, e.what());
+      }
+    }
+  };
+
+  std::vector<std::string> addresses(world);
+  if (me == 0) {
+    accept_ranks(
+        world - 1, [](int r) { return r >= 1 ? std::string() : std::string("rank 0?"); },
+        &addresses);
+    addresses[0] = o.coordinator;
+    std::string table = "MTFT";
+    put_u32(table, static_cast<uint32_t>(world));
+    for (const auto& a : addresses) {
+      put_u16(table, static_cast<uint16_t>(a.size()));
+      table += a;
+    }
+    for (int r = 1; r < world; ++r) {
+      try {
+        write_all(sockets[r].native_handle(), table.data(), table.size(), deadline);
+      } catch (const Refused& e) {
+        throw IoError(
+            str_cat("rank 0 could not send the address table to rank ", r, ": ", e.what()));
+      }
+    }
+  } else {
+    const tcp::endpoint coord = resolve(*io, o.coordinator, "MTF_COORDINATOR");
+    try {
+      sockets[0] = connect_with_retry(*io, coord, deadline, "rank 0 (the coordinator)");
+      client_handshake(sockets[0].native_handle(), me, world, 0, o.token, my_address,
+                       std::min(deadline, Clock::now() + o.handshake_timeout + o.connect_timeout));
+      char head[8];
+      read_exact(sockets[0].native_handle(), head, 8, deadline);
+      if (std::memcmp(head, "MTFT", 4) != 0 ||
+          get<uint32_t>(head + 4) != static_cast<uint32_t>(world))
+        throw Refused("a malformed address table");
+      for (int r = 0; r < world; ++r) {
+        uint16_t len = 0;
+        read_exact(sockets[0].native_handle(), &len, 2, deadline);
+        addresses[r].assign(len, '\0');
+        if (len) read_exact(sockets[0].native_handle(), addresses[r].data(), len, deadline);
+      }
+    } catch (const Refused& e) {
+      throw IoError(str_cat("rank ", me, " could not join through the coordinator ", o.coordinator,
+                            ": ", e.what()));
+    }
+    for (int r = 1; r < me; ++r) {
+      const tcp::endpoint ep = resolve(*io, addresses[r], "a rank's address");
+      sockets[r] = connect_with_retry(*io, ep, deadline, str_cat("rank ", r));
+      try {
+        client_handshake(sockets[r].native_handle(), me, world, r, o.token, "",
+                         std::min(deadline, Clock::now() + o.handshake_timeout));
+      } catch (const Refused& e) {
+        throw IoError(str_cat("rank ", me, " could not connect to rank ", r, " at ", addresses[r],
+                              ": ", e.what()));
+      }
+    }
+    accept_ranks(
+        world - 1 - me,
+        [&](int r) {
+          return r > me ? std::string() : str_cat("rank ", r, " should not connect to rank ", me);
+        },
+        nullptr);
+  }
+  acceptor.close(ec);
+  return std::make_unique<TcpTransport>(o, std::move(sockets), std::move(io));
+}
+
+}  // namespace mtf
