@@ -1,5 +1,6 @@
 // examples/mnist: trains the MLP of Mesh TensorFlow's README on
 // Fashion-MNIST and reports test accuracy over the 10,000 test images.
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <iostream>
@@ -7,6 +8,7 @@
 
 #include "common/flags.h"
 #include "mnist/mlp.h"
+#include "mtf/tcp_transport.h"
 
 int main(int argc, char** argv) {
   using namespace mtf;
@@ -29,6 +31,7 @@ int main(int argc, char** argv) {
                  "with --checkpoint_dir: save every this many steps (and at "
                  "the end)");
     flags.define("keep", "3", "with --checkpoint_dir: checkpoints to keep");
+    flags.define("loss_digits", "6", "significant digits of printed losses (17: exact)");
     flags.define("print_counters", "false",
                  "print the training step's program counters (flops, bytes per collective)");
     if (!flags.parse(argc, argv)) return 0;
@@ -40,6 +43,7 @@ int main(int argc, char** argv) {
     config.seed = static_cast<uint64_t>(flags.i64("seed"));
     const int64_t steps = flags.i64("steps");
     const int64_t eval_every = std::max<int64_t>(1, flags.i64("eval_every"));
+    const int loss_digits = static_cast<int>(std::clamp<int64_t>(flags.i64("loss_digits"), 1, 17));
     if (steps < 0) throw ValueError("--steps must be >= 0");
 
     const std::string dir = flags.str("data_dir");
@@ -50,6 +54,11 @@ int main(int argc, char** argv) {
                 static_cast<long long>(test.images.count), dir.c_str());
 
     MeshConfig mesh;
+    // Started by mtf-launch (or any launcher setting MTF_RANK etc.): this
+    // process is one rank of a multi-process job over TCP.
+    if (TcpOptions::in_environment()) {
+      mesh.process_transport = connect_tcp(TcpOptions::from_environment());
+    }
     mesh.mesh_shape = MeshShape(flags.str("mesh_shape"));
     mesh.layout = LayoutRules(flags.str("layout"));
     const std::string impl = flags.str("mesh_impl");
@@ -69,7 +78,11 @@ int main(int argc, char** argv) {
     std::printf("mesh: %s (%lld processors), layout: \"%s\", %s\n",
                 mesh.mesh_shape.size() > 1 ? mesh.mesh_shape.to_string().c_str() : "one processor",
                 static_cast<long long>(mesh.mesh_shape.size()), mesh.layout.to_string().c_str(),
-                impl.c_str());
+                mesh.process_transport
+                    ? ("rank " + std::to_string(mesh.process_transport->rank()) + " of " +
+                       std::to_string(mesh.process_transport->size()) + " processes over TCP")
+                          .c_str()
+                    : impl.c_str());
     // Lowering the training step checks every tensor's layout before training.
     const std::string step_counters = session.counters_text({mlp.loss}, mlp.train_ops);
     if (counters == "true") std::printf("training step counters:\n%s", step_counters.c_str());
@@ -120,7 +133,7 @@ int main(int argc, char** argv) {
       interval_loss += loss;
       ++interval_steps;
       if (step == 1 || step % eval_every == 0 || step == steps) {
-        std::printf("step %lld loss %.6f\n", static_cast<long long>(step),
+        std::printf("step %lld loss %.*g\n", static_cast<long long>(step), loss_digits,
                     interval_loss / static_cast<double>(interval_steps));
         std::fflush(stdout);
         interval_loss = 0;

@@ -57,6 +57,12 @@ struct MeshConfig {
   RankExecution execution = RankExecution::kFibers;  // kSimd: cores as fibers or threads
   std::chrono::milliseconds timeout{60000};          // of every collective's wait
   SimOptions sim;  // kSimulated: the machine, mode, core mapping and trace
+  // Multi-process jobs (kSimd only): this process is rank
+  // process_transport->rank() of a job of mesh-size processes and runs that
+  // processor alone (e.g. connect_tcp(TcpOptions::from_environment())).
+  // Every rank must make the same Session calls in the same order: fetches
+  // and variable values of split tensors are gathered from all ranks.
+  std::shared_ptr<Transport> process_transport;
 };
 
 class Session {

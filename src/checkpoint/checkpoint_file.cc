@@ -283,6 +283,12 @@ std::atomic<int> g_temp_counter{0};
 
 void save_checkpoint(Session& session, const std::string& path, int64_t step,
                      const std::map<std::string, std::string>& metadata) {
+  if (session.config().process_transport) {
+    throw ValueError(
+        "save_checkpoint: multi-process sessions cannot save yet (each process holds only its "
+        "own slices; per-process part files are the next step, see docs/checkpoints.md). "
+        "Restoring into a multi-process session works.");
+  }
   const std::vector<std::string> names = session.variable_names();
   std::map<std::string, std::string> datasets;
   for (const std::string& n : names) {

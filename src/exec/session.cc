@@ -3,6 +3,7 @@
 // assembles fetches and variable values into whole host tensors.
 #include "mtf/session.h"
 
+#include <cstring>
 #include <map>
 #include <set>
 
@@ -10,6 +11,7 @@
 #include "exec/kernel_context.h"
 #include "exec/program.h"
 #include "kernels/kernels.h"
+#include "mtf/collectives.h"
 #include "mtf/errors.h"
 #include "ops/state_ops.h"
 #include "placement/placement_executor.h"
@@ -27,6 +29,19 @@ class SessionImpl {
     config_.layout.validate(config_.mesh_shape);
     if (config_.impl == MeshImpl::kSimulated) {
       engine_ = std::make_unique<sim::Engine>(config_.sim, config_.mesh_shape);
+    }
+    if (Transport* t = config_.process_transport.get()) {
+      if (t->size() != config_.mesh_shape.size()) {
+        throw LayoutError(str_cat("mesh ", config_.mesh_shape.to_string(), " has ",
+                                  config_.mesh_shape.size(), " processors but the job has ",
+                                  t->size(), " processes; run one process per processor"));
+      }
+      if (config_.impl != MeshImpl::kSimd) {
+        throw ValueError("a multi-process Session runs the SIMD mesh implementation only");
+      }
+      local_ = {t->rank()};
+    } else {
+      for (int64_t p = 0; p < config_.mesh_shape.size(); ++p) local_.push_back(p);
     }
     if (!cost_only())
       for (const Tensor& v : graph_.all_variables()) ensure_initialized(v.op());
@@ -60,7 +75,7 @@ class SessionImpl {
 
     const int64_t n = config_.mesh_shape.size();
     std::vector<RunState> states(n);
-    for (int64_t p = 0; p < n; ++p) {
+    for (int64_t p : local_) {
       states[p].variables = &cores_[p];
       states[p].feeds = &feed_map;
       states[p].run_counter = run_counter_;
@@ -74,6 +89,8 @@ class SessionImpl {
       rep.peak_memory = memory.peak;
       rep.peak_memory_at = memory.peak_at;
       report_ = std::make_unique<SimReport>(std::move(rep));
+    } else if (Transport* t = config_.process_transport.get()) {
+      run_core(program, t->rank(), t, states[t->rank()], &fetched[t->rank()]);
     } else if (n == 1) {
       run_core(program, 0, nullptr, states[0], &fetched[0]);
     } else if (config_.impl == MeshImpl::kSimd) {
@@ -87,16 +104,16 @@ class SessionImpl {
       run_placement(program, states, &fetched);
     }
     // Assignments take effect when the run ends, in program order.
-    for (int64_t p = 0; p < n; ++p)
+    for (int64_t p : local_)
       for (auto& [var, value] : states[p].pending_assignments) cores_[p][var] = std::move(value);
     ++run_counter_;
     std::vector<HostTensor> result;
     if (cost_only()) return std::vector<HostTensor>(program.fetch_slots.size());
     for (size_t i = 0; i < program.fetch_slots.size(); ++i) {
       const TensorLayout& layout = program.slot_layouts[program.fetch_slots[i]];
-      std::vector<HostTensor> slices;
-      for (int64_t p = 0; p < n; ++p) slices.push_back(fetched[p][i]);
-      result.push_back(assemble(layout, slices));
+      std::vector<HostTensor> slices(n);
+      for (int64_t p : local_) slices[p] = fetched[p][i];
+      result.push_back(assemble(layout, slices, "fetch of " + fetches[i].describe()));
     }
     return result;
   }
@@ -105,9 +122,9 @@ class SessionImpl {
     const Operation& op = find_variable(name);
     require_values("variable_value");
     ensure_initialized(op);
-    std::vector<HostTensor> slices;
-    for (auto& core : cores_) slices.push_back(core.at(&op));
-    return assemble(variable_layout(op), slices);
+    std::vector<HostTensor> slices(cores_.size());
+    for (int64_t p : local_) slices[p] = cores_[p].at(&op);
+    return assemble(variable_layout(op), slices, "value of variable " + name);
   }
 
   void set_variable_value(const std::string& name, const HostTensor& value) {
@@ -121,7 +138,7 @@ class SessionImpl {
                                value.valid() ? dtype_name(value.dtype()) : ""));
     }
     const TensorLayout layout = variable_layout(op);
-    for (size_t p = 0; p < cores_.size(); ++p)
+    for (int64_t p : local_)
       cores_[p][&op] =
           kernels::block_of(value, layout.slice_begin(p), layout.slice_shape()).clone();
   }
@@ -139,7 +156,7 @@ class SessionImpl {
     const TensorLayout layout = variable_layout(op);
     std::vector<Session::VariableSlice> r;
     std::set<std::vector<int64_t>> seen;
-    for (size_t p = 0; p < cores_.size(); ++p) {
+    for (int64_t p : local_) {
       std::vector<int64_t> begin = layout.slice_begin(p);
       if (seen.insert(begin).second) r.push_back({begin, cores_[p].at(&op)});
     }
@@ -153,14 +170,15 @@ class SessionImpl {
     require_values("set_variable_slices");
     const TensorLayout layout = variable_layout(op);
     std::map<std::vector<int64_t>, HostTensor> filled;
-    for (size_t p = 0; p < cores_.size(); ++p) {
+    for (int64_t p : local_) {
       const std::vector<int64_t> begin = layout.slice_begin(p);
       if (filled.count(begin)) continue;
       HostTensor slice(layout.slice_shape(), op.output(0).dtype());
       fill(begin, slice);
+      MTF_CHECK(slice.valid() && slice.shape() == layout.slice_shape());
       filled.emplace(begin, slice);
     }
-    for (size_t p = 0; p < cores_.size(); ++p) cores_[p][&op] = filled.at(layout.slice_begin(p));
+    for (int64_t p : local_) cores_[p][&op] = filled.at(layout.slice_begin(p));
   }
 
   uint64_t run_counter() const { return run_counter_; }
@@ -206,8 +224,27 @@ class SessionImpl {
   }
 
   // The whole tensor from every processor's slice (replicated pieces are
-  // taken from the first processor holding them).
-  HostTensor assemble(const TensorLayout& layout, const std::vector<HostTensor>& slices) const {
+  // taken from the first processor holding them). In a multi-process job
+  // `slices` holds this process's slice only; the others are gathered, so
+  // every rank must make the same call.
+  HostTensor assemble(const TensorLayout& layout, std::vector<HostTensor> slices,
+                      const std::string& what) {
+    if (Transport* t = config_.process_transport.get()) {
+      const int me = t->rank();
+      if (slices.size() == 1 || layout.is_fully_replicated()) return slices[me];
+      const HostTensor& mine = slices[me];
+      const int64_t n = static_cast<int64_t>(slices.size());
+      HostTensor all(Shape({{"__ranks__", n * mine.num_elements()}}), mine.dtype());
+      t->begin_collective({0, "gather", what, static_cast<int64_t>(mine.num_bytes())});
+      allgather(*t, Group::all(static_cast<int>(n), me), mine.raw_data(), all.raw_data(),
+                mine.num_elements(), mine.dtype(), (uint64_t{1} << 40) + gathers_++);
+      for (int64_t p = 0; p < n; ++p) {
+        HostTensor s(mine.shape(), mine.dtype());
+        std::memcpy(s.raw_data(), static_cast<const char*>(all.raw_data()) + p * mine.num_bytes(),
+                    mine.num_bytes());
+        slices[p] = s;
+      }
+    }
     if (slices.size() == 1 || layout.is_fully_replicated()) return slices[0];
     HostTensor full(layout.shape(), slices[0].dtype());
     const std::vector<int> m2t = layout.mesh_to_tensor();
@@ -236,13 +273,13 @@ class SessionImpl {
   // Each processor's slice is drawn from the logical indices it holds, so
   // every mesh and layout starts from the same values.
   void ensure_initialized(const Operation& op) {
-    if (cores_[0].count(&op)) return;
+    if (cores_[local_[0]].count(&op)) return;
     const auto& var = dynamic_cast<const ops::VariableOp&>(op);
     const TensorLayout layout = variable_layout(op);
     // Processors holding the same slice share one initial buffer (values are
     // never changed in place: an assignment installs a new tensor).
     std::map<std::vector<int64_t>, HostTensor> drawn;
-    for (size_t p = 0; p < cores_.size(); ++p) {
+    for (int64_t p : local_) {
       const std::vector<int64_t> begin = layout.slice_begin(p);
       auto it = drawn.find(begin);
       if (it == drawn.end())
@@ -302,6 +339,8 @@ class SessionImpl {
   std::map<std::vector<int64_t>, Program> programs_;
   uint64_t run_counter_ = 0;
   std::unique_ptr<sim::Engine> engine_;
+  std::vector<int64_t> local_;  // the processors this process holds
+  uint64_t gathers_ = 0;        // tags of assembling gathers
   std::unique_ptr<SimReport> report_;
 };
 

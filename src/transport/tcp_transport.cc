@@ -264,7 +264,8 @@ tcp::socket connect_with_retry(asio::io_context& io, const tcp::endpoint& ep,
 
 // ---- data frames ----
 
-constexpr size_t kHeader = 72;
+constexpr size_t kHeader = 88;
+constexpr size_t kKindBytes = 16, kOpBytes = 32;
 constexpr uint16_t kFlagBye = 1;
 
 struct FrameHeader {
@@ -282,8 +283,8 @@ struct FrameHeader {
     std::memcpy(out + 16, &length, 8);
     std::memcpy(out + 24, &seq, 8);
     std::memcpy(out + 32, &call_bytes, 8);
-    std::memcpy(out + 40, kind.data(), std::min<size_t>(kind.size(), 8));
-    std::memcpy(out + 48, op.data(), std::min<size_t>(op.size(), 24));
+    std::memcpy(out + 40, kind.data(), std::min(kind.size(), kKindBytes));
+    std::memcpy(out + 56, op.data(), std::min(op.size(), kOpBytes));
   }
   // Empty string on success, else what is wrong.
   std::string decode(const char* in) {
@@ -294,8 +295,8 @@ struct FrameHeader {
     length = get<uint64_t>(in + 16);
     seq = get<uint64_t>(in + 24);
     call_bytes = get<int64_t>(in + 32);
-    kind.assign(in + 40, strnlen(in + 40, 8));
-    op.assign(in + 48, strnlen(in + 48, 24));
+    kind.assign(in + 40, strnlen(in + 40, kKindBytes));
+    op.assign(in + 56, strnlen(in + 56, kOpBytes));
     return "";
   }
   std::string describe() const {
@@ -455,7 +456,7 @@ class TcpTransport : public Transport {
   std::string my_call() const {
     const CollectiveCall& c = current_collective();
     if (c.seq == 0) return "a direct call";
-    return str_cat(c.kind, " #", c.seq, " (op \"", c.op.substr(0, 24), "\"), ", c.bytes, " bytes");
+    return str_cat(c.kind, " #", c.seq, " (op \"", c.op, "\"), ", c.bytes, " bytes");
   }
 
   // Messages from one peer arrive in the order it sent them, and it sends in
@@ -464,8 +465,8 @@ class TcpTransport : public Transport {
   void check_frame(int peer, const FrameHeader& h) const {
     const CollectiveCall& c = current_collective();
     if (c.seq == 0 || h.seq == 0) return;
-    const bool same =
-        h.seq == c.seq && h.kind == c.kind && h.op == c.op.substr(0, 24) && h.call_bytes == c.bytes;
+    const bool same = h.seq == c.seq && h.kind == c.kind.substr(0, kKindBytes) &&
+                      h.op == c.op.substr(0, kOpBytes) && h.call_bytes == c.bytes;
     if (!same) {
       throw ValueError(str_cat("ranks diverged: rank ", rank(), " is in ", my_call(), " but rank ",
                                peer, " sent a message for ", h.describe(),

@@ -1,0 +1,37 @@
+#!/bin/bash
+# kill -9 one rank mid-training: every rank and the launcher exit non-zero
+# within 10 s, the output names the lost rank, and nothing is left running.
+# Usage: kill_rank_test.sh MTF_LAUNCH MNIST
+set -u
+launch=$1 mnist=$2
+out=$(mktemp)
+"$launch" -n 4 -- "$mnist" --steps 1000000 --eval_every 1000000 --batch_size 40 --hidden 64 \
+  --mesh_shape "all:4" --layout "batch:all" >"$out" 2>&1 &
+launcher=$!
+# Wait until training runs (every rank printed its mesh line).
+for _ in $(seq 1 100); do
+  [ "$(grep -c 'processes over TCP' "$out")" -ge 4 ] && break
+  sleep 0.1
+done
+sleep 0.5
+victim=$(pgrep -P "$launcher" | sed -n 3p)
+[ -n "$victim" ] || { echo "FAIL: no rank processes found"; cat "$out"; exit 1; }
+kill -9 "$victim"
+start=$(date +%s.%N)
+status=0
+for _ in $(seq 1 100); do
+  kill -0 "$launcher" 2>/dev/null || break
+  sleep 0.1
+done
+if kill -0 "$launcher" 2>/dev/null; then
+  echo "FAIL: the launcher still runs 10 s after the kill"; kill -9 "$launcher"; cat "$out"; exit 1
+fi
+wait "$launcher"; status=$?
+elapsed=$(echo "$(date +%s.%N) - $start" | bc)
+left=$(pgrep -f -- "--steps 1000000 --eval_every 1000000" | wc -l)
+cat "$out" | tail -8
+if [ "$status" -eq 0 ]; then echo "FAIL: the launcher exited 0"; exit 1; fi
+if [ "$left" -ne 0 ]; then echo "FAIL: $left rank processes left running"; exit 1; fi
+if ! grep -q "killed by signal 9" "$out"; then echo "FAIL: the launcher did not name the kill"; exit 1; fi
+if ! grep -qE "rank [0-9] is lost" "$out"; then echo "FAIL: no rank named the lost rank"; exit 1; fi
+echo "PASS: all ranks stopped in ${elapsed}s, launcher status $status"
