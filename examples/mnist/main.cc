@@ -8,6 +8,7 @@
 
 #include "common/flags.h"
 #include "mnist/mlp.h"
+#include "mtf/mpi_transport.h"
 #include "mtf/tcp_transport.h"
 
 int main(int argc, char** argv) {
@@ -31,6 +32,9 @@ int main(int argc, char** argv) {
                  "with --checkpoint_dir: save every this many steps (and at "
                  "the end)");
     flags.define("keep", "3", "with --checkpoint_dir: checkpoints to keep");
+    flags.define("transport", "auto",
+                 "multi-process transport: auto (tcp under mtf-launch, mpi under mpirun), tcp, "
+                 "mpi, or none");
     flags.define("loss_digits", "6", "significant digits of printed losses (17: exact)");
     flags.define("print_counters", "false",
                  "print the training step's program counters (flops, bytes per collective)");
@@ -54,10 +58,18 @@ int main(int argc, char** argv) {
                 static_cast<long long>(test.images.count), dir.c_str());
 
     MeshConfig mesh;
-    // Started by mtf-launch (or any launcher setting MTF_RANK etc.): this
-    // process is one rank of a multi-process job over TCP.
-    if (TcpOptions::in_environment()) {
+    // Started by mtf-launch (or any launcher setting MTF_RANK etc.) or by
+    // mpirun: this process is one rank of a multi-process job.
+    const std::string transport = flags.str("transport");
+    std::string transport_name;
+    if (transport == "tcp" || (transport == "auto" && TcpOptions::in_environment())) {
       mesh.process_transport = connect_tcp(TcpOptions::from_environment());
+      transport_name = "TCP";
+    } else if (transport == "mpi" || (transport == "auto" && in_mpi_environment())) {
+      mesh.process_transport = connect_mpi();
+      transport_name = "MPI";
+    } else if (transport != "auto" && transport != "none") {
+      throw ValueError("--transport must be auto, tcp, mpi or none, not \"" + transport + "\"");
     }
     mesh.mesh_shape = MeshShape(flags.str("mesh_shape"));
     mesh.layout = LayoutRules(flags.str("layout"));
@@ -78,11 +90,11 @@ int main(int argc, char** argv) {
     std::printf("mesh: %s (%lld processors), layout: \"%s\", %s\n",
                 mesh.mesh_shape.size() > 1 ? mesh.mesh_shape.to_string().c_str() : "one processor",
                 static_cast<long long>(mesh.mesh_shape.size()), mesh.layout.to_string().c_str(),
-                mesh.process_transport
-                    ? ("rank " + std::to_string(mesh.process_transport->rank()) + " of " +
-                       std::to_string(mesh.process_transport->size()) + " processes over TCP")
-                          .c_str()
-                    : impl.c_str());
+                mesh.process_transport ? ("rank " + std::to_string(mesh.process_transport->rank()) +
+                                          " of " + std::to_string(mesh.process_transport->size()) +
+                                          " processes over " + transport_name)
+                                             .c_str()
+                                       : impl.c_str());
     // Lowering the training step checks every tensor's layout before training.
     const std::string step_counters = session.counters_text({mlp.loss}, mlp.train_ops);
     if (counters == "true") std::printf("training step counters:\n%s", step_counters.c_str());

@@ -20,6 +20,7 @@
 
 #include "core/check.h"
 #include "mtf/errors.h"
+#include "transport/frames.h"
 #include "transport/hmac.h"
 
 namespace mtf {
@@ -30,7 +31,7 @@ using tcp = asio::ip::tcp;
 using Clock = std::chrono::steady_clock;
 using detail::str_cat;
 
-constexpr uint16_t kProtocolVersion = 1;
+using transport::kProtocolVersion;
 constexpr size_t kNonce = 16;
 
 // ---- bytes on the wire (little-endian) ----
@@ -262,53 +263,10 @@ tcp::socket connect_with_retry(asio::io_context& io, const tcp::endpoint& ep,
                              "); is that rank running, with the same MTF_COORDINATOR?"));
 }
 
-// ---- data frames ----
-
-constexpr size_t kHeader = 88;
-constexpr size_t kKindBytes = 16, kOpBytes = 32;
-constexpr uint16_t kFlagBye = 1;
-
-struct FrameHeader {
-  uint16_t flags = 0;
-  uint64_t tag = 0, length = 0, seq = 0;
-  int64_t call_bytes = 0;
-  std::string kind, op;
-
-  void encode(char* out) const {
-    std::memset(out, 0, kHeader);
-    std::memcpy(out, "MTFD", 4);
-    std::memcpy(out + 4, &kProtocolVersion, 2);
-    std::memcpy(out + 6, &flags, 2);
-    std::memcpy(out + 8, &tag, 8);
-    std::memcpy(out + 16, &length, 8);
-    std::memcpy(out + 24, &seq, 8);
-    std::memcpy(out + 32, &call_bytes, 8);
-    std::memcpy(out + 40, kind.data(), std::min(kind.size(), kKindBytes));
-    std::memcpy(out + 56, op.data(), std::min(op.size(), kOpBytes));
-  }
-  // Empty string on success, else what is wrong.
-  std::string decode(const char* in) {
-    if (std::memcmp(in, "MTFD", 4) != 0) return "a frame without the MTFD mark";
-    if (get<uint16_t>(in + 4) != kProtocolVersion) return "a frame of another protocol version";
-    flags = get<uint16_t>(in + 6);
-    tag = get<uint64_t>(in + 8);
-    length = get<uint64_t>(in + 16);
-    seq = get<uint64_t>(in + 24);
-    call_bytes = get<int64_t>(in + 32);
-    kind.assign(in + 40, strnlen(in + 40, kKindBytes));
-    op.assign(in + 56, strnlen(in + 56, kOpBytes));
-    return "";
-  }
-  std::string describe() const {
-    if (kind.empty() && seq == 0) return "a direct call";
-    return str_cat(kind, " #", seq, " (op \"", op, "\"), ", call_bytes, " bytes");
-  }
-};
-
-struct Frame {
-  FrameHeader h;
-  std::vector<char> data;
-};
+using transport::Frame;
+using transport::FrameHeader;
+using transport::kFlagBye;
+using transport::kHeader;
 
 class TcpTransport : public Transport {
  public:
@@ -348,7 +306,7 @@ class TcpTransport : public Transport {
     throw_if_lost();
     Peer& p = peers_[peer];
     if (p.finished) throw_finished(peer);
-    FrameHeader h = header_for(tag, bytes);
+    FrameHeader h = FrameHeader::for_call(current_collective(), tag, bytes);
     char head[kHeader];
     h.encode(head);
     const Clock::time_point deadline = Clock::now() + timeout();
@@ -441,37 +399,10 @@ class TcpTransport : public Transport {
     bool done = false;
   };
 
-  FrameHeader header_for(uint64_t tag, size_t bytes) const {
-    FrameHeader h;
-    h.tag = tag;
-    h.length = bytes;
-    const CollectiveCall& c = current_collective();
-    h.seq = c.seq;
-    h.call_bytes = c.bytes;
-    h.kind = c.kind;
-    h.op = c.op;
-    return h;
-  }
+  std::string my_call() const { return transport::describe_call(current_collective()); }
 
-  std::string my_call() const {
-    const CollectiveCall& c = current_collective();
-    if (c.seq == 0) return "a direct call";
-    return str_cat(c.kind, " #", c.seq, " (op \"", c.op, "\"), ", c.bytes, " bytes");
-  }
-
-  // Messages from one peer arrive in the order it sent them, and it sends in
-  // collective order; so a frame for another collective where ours is due
-  // means the two ranks diverged.
   void check_frame(int peer, const FrameHeader& h) const {
-    const CollectiveCall& c = current_collective();
-    if (c.seq == 0 || h.seq == 0) return;
-    const bool same = h.seq == c.seq && h.kind == c.kind.substr(0, kKindBytes) &&
-                      h.op == c.op.substr(0, kOpBytes) && h.call_bytes == c.bytes;
-    if (!same) {
-      throw ValueError(str_cat("ranks diverged: rank ", rank(), " is in ", my_call(), " but rank ",
-                               peer, " sent a message for ", h.describe(),
-                               "; every rank must call the same collectives in the same order"));
-    }
+    transport::check_same_call(rank(), current_collective(), peer, h);
   }
 
   void check_order(int peer) const {

@@ -1,0 +1,80 @@
+#include "transport/frames.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "core/check.h"
+#include "mtf/errors.h"
+
+namespace mtf::transport {
+namespace {
+
+template <typename T>
+T get(const char* p) {
+  T v;
+  std::memcpy(&v, p, sizeof(T));
+  return v;
+}
+
+}  // namespace
+
+FrameHeader FrameHeader::for_call(const CollectiveCall& call, uint64_t tag, uint64_t length) {
+  FrameHeader h;
+  h.tag = tag;
+  h.length = length;
+  h.seq = call.seq;
+  h.call_bytes = call.bytes;
+  h.kind = call.kind.substr(0, kKindBytes);
+  h.op = call.op.substr(0, kOpBytes);
+  return h;
+}
+
+void FrameHeader::encode(char* out) const {
+  std::memset(out, 0, kHeader);
+  std::memcpy(out, "MTFD", 4);
+  std::memcpy(out + 4, &kProtocolVersion, 2);
+  std::memcpy(out + 6, &flags, 2);
+  std::memcpy(out + 8, &tag, 8);
+  std::memcpy(out + 16, &length, 8);
+  std::memcpy(out + 24, &seq, 8);
+  std::memcpy(out + 32, &call_bytes, 8);
+  std::memcpy(out + 40, kind.data(), std::min(kind.size(), kKindBytes));
+  std::memcpy(out + 56, op.data(), std::min(op.size(), kOpBytes));
+}
+
+std::string FrameHeader::decode(const char* in) {
+  if (std::memcmp(in, "MTFD", 4) != 0) return "a frame without the MTFD mark";
+  if (get<uint16_t>(in + 4) != kProtocolVersion) return "a frame of another protocol version";
+  flags = get<uint16_t>(in + 6);
+  tag = get<uint64_t>(in + 8);
+  length = get<uint64_t>(in + 16);
+  seq = get<uint64_t>(in + 24);
+  call_bytes = get<int64_t>(in + 32);
+  kind.assign(in + 40, strnlen(in + 40, kKindBytes));
+  op.assign(in + 56, strnlen(in + 56, kOpBytes));
+  return "";
+}
+
+std::string FrameHeader::describe() const {
+  if (kind.empty() && seq == 0) return "a direct call";
+  return detail::str_cat(kind, " #", seq, " (op \"", op, "\"), ", call_bytes, " bytes");
+}
+
+std::string describe_call(const CollectiveCall& c) {
+  if (c.seq == 0) return "a direct call";
+  return detail::str_cat(c.kind, " #", c.seq, " (op \"", c.op, "\"), ", c.bytes, " bytes");
+}
+
+void check_same_call(int me, const CollectiveCall& c, int peer, const FrameHeader& h) {
+  if (c.seq == 0 || h.seq == 0) return;
+  const bool same = h.seq == c.seq && h.kind == c.kind.substr(0, kKindBytes) &&
+                    h.op == c.op.substr(0, kOpBytes) && h.call_bytes == c.bytes;
+  if (!same) {
+    throw ValueError(detail::str_cat("ranks diverged: rank ", me, " is in ", describe_call(c),
+                                     " but rank ", peer, " sent a message for ", h.describe(),
+                                     "; every rank must call the same collectives in the same "
+                                     "order"));
+  }
+}
+
+}  // namespace mtf::transport
