@@ -1,0 +1,43 @@
+#!/bin/bash
+# Allreduce across 2, 4 and 8 processes on this machine: mtf over TCP and over
+# MPI, OpenMPI's MPI_Allreduce over TCP (btl tcp) and shared memory (btl
+# vader), and Gloo's ring allreduce over TCP, in one run. Prints a markdown
+# table of time per call (us) and algorithm bandwidth (GB/s).
+# Usage: bench/compare_allreduce.sh [BUILD_DIR] [MAX_BYTES]
+set -euo pipefail
+build=${1:-build}
+max=${2:-67108864}
+bin=$build/bench/allreduce_processes
+launch=$build/examples/mtf-launch
+export OMPI_MCA_btl_vader_single_copy_mechanism=none
+mpi="mpirun --allow-run-as-root --oversubscribe --bind-to none"
+out=$(mktemp)
+for n in 2 4 8; do
+  "$launch" -n "$n" -- "$bin" mtf-tcp "$max" | sed 's/^\[0\] //' >>"$out"
+  $mpi -np "$n" "$bin" mtf-mpi "$max" >>"$out"
+  $mpi -np "$n" --mca btl self,tcp "$bin" mpi "$max" | sed 's/^mpi /mpi-tcp /' >>"$out"
+  $mpi -np "$n" --mca btl self,vader "$bin" mpi "$max" | sed 's/^mpi /mpi-shm /' >>"$out"
+  if "$bin" gloo 4 2>/dev/null | grep -q usage; then :; fi
+  store=$(mktemp -d)
+  GLOO_STORE_DIR=$store "$launch" -n "$n" -- "$bin" gloo "$max" | sed 's/^\[0\] //' >>"$out" || true
+  rm -rf "$store"
+done
+python3 - "$out" <<'PY'
+import sys, collections
+rows = collections.defaultdict(dict)
+impls = ["mtf-tcp", "mtf-mpi", "mpi-tcp", "mpi-shm", "gloo"]
+for line in open(sys.argv[1]):
+    f = line.split()
+    if len(f) != 5 or f[0] not in impls: continue
+    rows[(int(f[1]), int(f[2]))][f[0]] = (float(f[3]), float(f[4]))
+def size(b):
+    return f"{b >> 20} MiB" if b >= 1 << 20 else f"{b >> 10} KiB" if b >= 1024 else f"{b} B"
+print("| ranks | bytes | " + " | ".join(f"{i} us (GB/s)" for i in impls) + " | mtf-tcp / mpi-tcp bandwidth |")
+print("|" + "---|" * (len(impls) + 3))
+for (n, b) in sorted(rows):
+    r = rows[(n, b)]
+    cells = [f"{r[i][0]:.1f} ({r[i][1]:.3g})" if i in r else "-" for i in impls]
+    ratio = f"{r['mtf-tcp'][1] / r['mpi-tcp'][1]:.2f}" if "mtf-tcp" in r and "mpi-tcp" in r else "-"
+    print(f"| {n} | {size(b)} | " + " | ".join(cells) + f" | {ratio} |")
+PY
+rm -f "$out"
