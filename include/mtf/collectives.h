@@ -40,7 +40,8 @@ struct Group {
 };
 
 // data <- op over the group of everyone's data (ring reduce-scatter then
-// allgather, half of the buffer clockwise and half counter-clockwise).
+// allgather, half of the buffer clockwise and half counter-clockwise; up to
+// 64 KiB, recursive doubling, which takes log2(size) steps instead).
 void allreduce(Transport& t, const Group& g, void* data, int64_t count, DType dtype, ReduceOp op,
                uint64_t tag);
 // The same over several mesh axes, one axis after another.

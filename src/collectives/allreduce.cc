@@ -1,6 +1,7 @@
 // Ring allreduce: reduce-scatter then allgather, with the first half of the
 // buffer going round the ring one way and the second half the other way, in
-// lockstep, so each link carries traffic in both directions.
+// lockstep, so each link carries traffic in both directions. Buffers of at
+// most 64 KiB go by recursive doubling instead (fewer, larger steps).
 #include <algorithm>
 
 #include "collectives/ring.h"
@@ -13,6 +14,11 @@ void allreduce(Transport& t, const Group& g, void* data, int64_t count, DType dt
   collectives::element_size(dtype);
   const int n = g.size();
   if (n == 1 || count == 0) return;
+  if (count * static_cast<int64_t>(collectives::element_size(dtype)) <=
+      collectives::kSmallAllreduceBytes) {
+    collectives::allreduce_recursive_doubling(t, g, data, count, dtype, op, tag);
+    return;
+  }
   using collectives::RingPass;
   std::vector<int> reversed(g.ranks.rbegin(), g.ranks.rend());
   const int rpos = n - 1 - g.index;

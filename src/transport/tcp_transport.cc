@@ -365,6 +365,7 @@ class TcpTransport : public Transport {
         }
         if (Clock::now() < spin_until) {
           read_available(peer);
+          if (!posted_.done) std::this_thread::yield();  // others may share our core
         } else {
           progress(deadline, -1);
         }
@@ -416,6 +417,7 @@ class TcpTransport : public Transport {
       check_frame(peer, it->h);
       if (it->data.size() != bytes) size_mismatch(peer, tag, bytes, it->data.size());
       if (bytes) std::memcpy(data, it->data.data(), bytes);
+      recycle(std::move(it->data));
       q.erase(it);
       return true;
     }
@@ -484,6 +486,34 @@ class TcpTransport : public Transport {
       if (fds[i].revents & (POLLIN | POLLERR | POLLHUP)) read_available(who[i]);
   }
 
+  // Buffers for messages that arrive before their receive, reused: fresh
+  // large allocations cost a page fault per 4 KiB.
+  std::vector<char> spare_buffer(size_t n) {
+    for (size_t i = 0; i < spares_.size(); ++i) {
+      if (spares_[i].capacity() >= n) {
+        std::vector<char> b = std::move(spares_[i]);
+        spares_.erase(spares_.begin() + static_cast<std::ptrdiff_t>(i));
+        b.resize(n);
+        return b;
+      }
+    }
+    return std::vector<char>(n);
+  }
+  void recycle(std::vector<char> b) {
+    if (b.capacity() < 4096) return;
+    if (spares_.size() >= 8) spares_.erase(spares_.begin());
+    spares_.push_back(std::move(b));
+  }
+
+  // True when the posted receive waits for the next message with `tag` from
+  // `peer`, and no older one is queued.
+  bool wants(int peer, uint64_t tag) const {
+    if (posted_.peer != peer || posted_.done || posted_.tag != tag) return false;
+    for (const Frame& f : peers_[peer].queue)
+      if (f.h.tag == tag) return false;
+    return true;
+  }
+
   // Reads whatever peer p has sent, frame by frame, without blocking.
   void read_available(int peer) {
     Peer& p = peers_[peer];
@@ -531,14 +561,16 @@ class TcpTransport : public Transport {
                             opts_.max_frame_bytes, " (protocol error)"));
           return;
         }
-        if (posted_.peer == peer && !posted_.done && posted_.tag == p.cur.tag) {
+        // Straight into the caller's buffer only when it is the oldest
+        // message with that tag (a ring sends several with one tag).
+        if (wants(peer, p.cur.tag)) {
           check_frame(peer, p.cur);
           if (p.cur.length != posted_.bytes)
             size_mismatch(peer, p.cur.tag, posted_.bytes, p.cur.length);
           p.dest = posted_.data;
           p.direct = true;
         } else {
-          p.buffer.assign(p.cur.length, 0);
+          p.buffer = spare_buffer(p.cur.length);
           p.dest = p.buffer.data();
           p.direct = false;
         }
@@ -547,6 +579,15 @@ class TcpTransport : public Transport {
       }
       if (p.state == Peer::kReadingPayload && p.got == p.cur.length) {
         if (p.direct) {
+          posted_.done = true;
+        } else if (wants(peer, p.cur.tag)) {
+          // Started before the receive was posted: hand it over now.
+          check_frame(peer, p.cur);
+          if (p.cur.length != posted_.bytes)
+            size_mismatch(peer, p.cur.tag, posted_.bytes, p.cur.length);
+          if (p.cur.length) std::memcpy(posted_.data, p.buffer.data(), p.cur.length);
+          recycle(std::move(p.buffer));
+          p.buffer = {};
           posted_.done = true;
         } else {
           p.queue.push_back({p.cur, std::move(p.buffer)});
@@ -565,6 +606,7 @@ class TcpTransport : public Transport {
   std::vector<tcp::socket> sockets_;
   std::vector<Peer> peers_;
   Posted posted_;
+  std::vector<std::vector<char>> spares_;
 };
 
 std::string env(const char* name) {
