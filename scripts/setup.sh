@@ -27,8 +27,9 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev
   dataset-fashion-mnist
 )
-# The checkpoint tests read files back with h5py.
-if [ "$mode" = test ]; then packages+=(python3-h5py); fi
+# The checkpoint tests read files back with h5py; the multi-process tests
+# also run under OpenMPI (the MPI transport is built when MPI is found).
+if [ "$mode" = test ]; then packages+=(python3-h5py libopenmpi-dev openmpi-bin procps bc); fi
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
