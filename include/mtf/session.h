@@ -87,7 +87,8 @@ class Session {
   void set_variable_value(const std::string& name, const HostTensor& value);
   // Slice-wise access for checkpoints, without assembling whole tensors:
   // every variable's name in graph order; the distinct slices a variable's
-  // layout holds (replicas once; `begin` is the slice's offset); and setting
+  // layout holds in this process (replicas once; `begin` is the slice's
+  // offset); and setting
   // a variable slice by slice — fill(begin, slice) is called once per
   // distinct slice with a tensor of that slice's shape to fill, and replicas
   // share the result. If fill throws, the variable keeps its old value.
@@ -96,6 +97,15 @@ class Session {
     HostTensor value;
   };
   std::vector<std::string> variable_names() const;
+  // The distinct slices of a variable's layout over the whole mesh (in
+  // processor order), each with the lowest processor holding it (its owner),
+  // and the full and slice shapes. The same on every rank of a job.
+  struct SliceLayout {
+    Shape full, slice;
+    std::vector<std::vector<int64_t>> begins;
+    std::vector<int64_t> owners;
+  };
+  SliceLayout variable_slice_layout(const std::string& name) const;
   std::vector<VariableSlice> variable_slices(const std::string& name) const;
   void set_variable_slices(
       const std::string& name,

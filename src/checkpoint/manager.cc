@@ -5,6 +5,7 @@
 
 #include "checkpoint/files.h"
 #include "mtf/checkpoint.h"
+#include "mtf/collectives.h"
 #include "mtf/errors.h"
 
 namespace mtf {
@@ -51,17 +52,30 @@ std::vector<int64_t> CheckpointManager::steps() const {
 std::string CheckpointManager::save(Session& session, int64_t step,
                                     const std::map<std::string, std::string>& metadata) {
   if (step < 0) throw ValueError("CheckpointManager::save: step must be >= 0");
-  checkpoint::make_directories(dir_);
-  // Temporary files of earlier saves that crashed.
-  for (const std::string& n : checkpoint::list_directory(dir_))
-    if (n.rfind(".tmp-", 0) == 0) checkpoint::remove_file(dir_ + "/" + n);
+  // In a multi-process job every rank calls save(); rank 0 looks after the
+  // directory, all write their slices (save_checkpoint), and all return once
+  // the pointer names the new checkpoint.
+  Transport* job = session.config().process_transport.get();
+  const bool leader = !job || job->rank() == 0;
+  if (leader) {
+    checkpoint::make_directories(dir_);
+    // Temporary files of earlier saves that crashed.
+    for (const std::string& n : checkpoint::list_directory(dir_))
+      if (n.rfind(".tmp-", 0) == 0) checkpoint::remove_file(dir_ + "/" + n);
+  }
   const std::string path = dir_ + "/" + file_name(step);
   save_checkpoint(session, path, step, metadata);
-  checkpoint::write_file_atomically(dir_ + "/" + kPointer, file_name(step) + "\n");
-  // Keep the newest `keep_`, never the one the pointer names.
-  std::vector<int64_t> all = steps();
-  for (size_t i = 0; i + static_cast<size_t>(keep_) < all.size(); ++i)
-    if (all[i] != step) checkpoint::remove_file(dir_ + "/" + file_name(all[i]));
+  if (leader) {
+    checkpoint::write_file_atomically(dir_ + "/" + kPointer, file_name(step) + "\n");
+    // Keep the newest `keep_`, never the one the pointer names.
+    std::vector<int64_t> all = steps();
+    for (size_t i = 0; i + static_cast<size_t>(keep_) < all.size(); ++i)
+      if (all[i] != step) checkpoint::remove_file(dir_ + "/" + file_name(all[i]));
+  }
+  if (job) {
+    job->begin_collective({0, "checkpoint", "after saving " + file_name(step), 0});
+    barrier(*job, Group::all(job->size(), job->rank()), (uint64_t{3} << 40) + 7);
+  }
   return path;
 }
 

@@ -149,6 +149,22 @@ class SessionImpl {
     return names;
   }
 
+  Session::SliceLayout variable_slice_layout(const std::string& name) const {
+    const Operation& op = find_variable(name);
+    const TensorLayout layout = variable_layout(op);
+    Session::SliceLayout r;
+    r.full = layout.shape();
+    r.slice = layout.slice_shape();
+    std::set<std::vector<int64_t>> seen;
+    for (int64_t p = 0; p < config_.mesh_shape.size(); ++p) {
+      std::vector<int64_t> begin = layout.slice_begin(p);
+      if (!seen.insert(begin).second) continue;
+      r.begins.push_back(std::move(begin));
+      r.owners.push_back(p);
+    }
+    return r;
+  }
+
   std::vector<Session::VariableSlice> variable_slices(const std::string& name) {
     const Operation& op = find_variable(name);
     require_values("variable_slices");
@@ -366,6 +382,9 @@ void Session::set_variable_value(const std::string& name, const HostTensor& valu
   impl_->set_variable_value(name, value);
 }
 std::vector<std::string> Session::variable_names() const { return impl_->variable_names(); }
+Session::SliceLayout Session::variable_slice_layout(const std::string& name) const {
+  return impl_->variable_slice_layout(name);
+}
 std::vector<Session::VariableSlice> Session::variable_slices(const std::string& name) const {
   return impl_->variable_slices(name);
 }
