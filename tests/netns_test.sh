@@ -17,6 +17,10 @@ if ! ip netns add "$ns1" || ! ip link add "$v0" type veth peer name "$v1"; then
   echo "SKIP: cannot create a veth pair here"
   exit 77
 fi
+if ! ip netns exec "$ns0" true 2>/dev/null; then
+  echo "SKIP: cannot run programs inside a network namespace here"
+  exit 77
+fi
 ip link set "$v0" netns "$ns0" && ip link set "$v1" netns "$ns1" || exit 1
 ip -n "$ns0" addr add 10.77.0.1/24 dev "$v0" && ip -n "$ns1" addr add 10.77.0.2/24 dev "$v1" || exit 1
 for ns in "$ns0" "$ns1"; do ip -n "$ns" link set lo up; done
