@@ -6,9 +6,9 @@
 // address, a free port on the listen host) and a fresh random MTF_JOB_TOKEN.
 // Every line a rank prints is prefixed with "[rank] ". When a rank fails (a
 // non-zero exit or a signal) the others are given 2 s to notice and report
-// it, then stopped (SIGTERM, and SIGKILL 3 s later), and mtf-launch exits with the failing rank's status (128 +
-// signal for a signal). Ranks die with the launcher (PR_SET_PDEATHSIG), so
-// nothing is left running even if mtf-launch itself is killed.
+// it, then stopped (SIGTERM, and SIGKILL 3 s later), and mtf-launch exits with the failing rank's
+// status (128 + signal for a signal). Ranks die with the launcher (PR_SET_PDEATHSIG), so nothing is
+// left running even if mtf-launch itself is killed.
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <netinet/in.h>

@@ -204,8 +204,9 @@ std::unique_ptr<Transport> connect_mpi(std::chrono::milliseconds timeout) {
 namespace mtf {
 bool mpi_available() { return false; }
 std::unique_ptr<Transport> connect_mpi(std::chrono::milliseconds) {
-  throw ValueError("this mtf was built without MPI (install libopenmpi-dev and rebuild with "
-                   "-DMTF_WITH_MPI=ON)");
+  throw ValueError(
+      "this mtf was built without MPI (install libopenmpi-dev and rebuild with "
+      "-DMTF_WITH_MPI=ON)");
 }
 }  // namespace mtf
 
