@@ -326,17 +326,7 @@ TEST(CheckpointManager, KeepsTheNewestAndPointsToTheLatest) {
 // into the simulator; each process wrote only the slices it owns.
 TEST(Checkpoint, SavedByProcessesRestoresAnywhere) {
   const std::string dir = temp_dir("processes");
-  const int port = [] {
-    const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a));
-    socklen_t len = sizeof(a);
-    ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
-    ::close(fd);
-    return ntohs(a.sin_port);
-  }();
+  const int port = testing::free_port();
   auto tcp = [&](int rank, int n) {
     TcpOptions o;
     o.rank = rank;

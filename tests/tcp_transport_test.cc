@@ -20,18 +20,6 @@
 namespace mtf {
 namespace {
 
-int free_port() {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a));
-  socklen_t len = sizeof(a);
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
-  ::close(fd);
-  return ntohs(a.sin_port);
-}
-
 TcpOptions options(int rank, int n, int port,
                    std::chrono::milliseconds timeout = std::chrono::seconds(20)) {
   TcpOptions o;
@@ -49,7 +37,7 @@ TcpOptions options(int rank, int n, int port,
 std::vector<std::string> run_tcp(int n, const std::function<void(Transport&)>& body,
                                  std::chrono::milliseconds timeout = std::chrono::seconds(20),
                                  int port = 0) {
-  if (port == 0) port = free_port();
+  if (port == 0) port = testing::free_port();
   std::vector<std::string> errors(n);
   std::vector<std::thread> threads;
   for (int r = 0; r < n; ++r) {
@@ -194,7 +182,7 @@ void intruder(int port, const std::string& bytes) {
 }
 
 TEST(TcpTransport, IntrudersAreRefusedAndTheJobGoesOn) {
-  const int port = free_port();
+  const int port = testing::free_port();
   std::string rank0_error;
   float result = 0;
   std::thread rank0([&] {

@@ -4,6 +4,9 @@
 #pragma once
 
 #include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <cmath>
 #include <functional>
@@ -15,6 +18,19 @@
 #include "mtf/mtf.h"
 
 namespace mtf::testing {
+
+// A TCP port on the loopback interface that was free a moment ago.
+inline int free_port() {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a));
+  socklen_t len = sizeof(a);
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+  ::close(fd);
+  return ntohs(a.sin_port);
+}
 
 // ASan reports false stack overflows when an exception unwinds a Boost.Fiber
 // stack (google/sanitizers#189; Debian's Boost.Context has no ASan hooks), so

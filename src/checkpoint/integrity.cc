@@ -9,6 +9,7 @@
 #include <cstring>
 
 #include "checkpoint/crc32c.h"
+#include "core/bytes.h"
 #include "mtf/errors.h"
 
 namespace mtf::checkpoint {
@@ -67,20 +68,6 @@ uint32_t metadata_crc(int fd, uint64_t from, uint64_t to, const std::vector<Exte
   return crc;
 }
 
-template <typename T>
-void put(std::vector<char>& b, T v) {
-  const size_t at = b.size();
-  b.resize(at + sizeof(T));
-  std::memcpy(b.data() + at, &v, sizeof(T));
-}
-
-template <typename T>
-T get(const char* p) {
-  T v;
-  std::memcpy(&v, p, sizeof(T));
-  return v;
-}
-
 }  // namespace
 
 uint64_t user_block_size(size_t extents) {
@@ -108,18 +95,18 @@ void seal(const std::string& path, uint64_t user_block, std::vector<Extent> data
   }
   std::vector<char> h;
   h.insert(h.end(), kMagic, kMagic + 8);
-  put<uint32_t>(h, kVersion);
-  put<uint32_t>(h, static_cast<uint32_t>(kFixed + 16 * data.size() + 8));
-  put<uint64_t>(h, user_block);
-  put<uint64_t>(h, size);
-  put<uint64_t>(h, data.size());
+  detail::append<uint32_t>(h, kVersion);
+  detail::append<uint32_t>(h, static_cast<uint32_t>(kFixed + 16 * data.size() + 8));
+  detail::append<uint64_t>(h, user_block);
+  detail::append<uint64_t>(h, size);
+  detail::append<uint64_t>(h, data.size());
   for (const Extent& e : data) {
-    put<uint64_t>(h, e.offset);
-    put<uint64_t>(h, e.size);
+    detail::append<uint64_t>(h, e.offset);
+    detail::append<uint64_t>(h, e.size);
   }
   // Everything after the header: the rest of the user block, HDF5's metadata.
-  put<uint32_t>(h, metadata_crc(fd.get(), h.size() + 8, size, data, path));
-  put<uint32_t>(h, crc32c(h.data(), h.size()));
+  detail::append<uint32_t>(h, metadata_crc(fd.get(), h.size() + 8, size, data, path));
+  detail::append<uint32_t>(h, crc32c(h.data(), h.size()));
   if (h.size() > user_block) throw IoError("sealing \"" + path + "\": the user block is too small");
   if (::pwrite(fd.get(), h.data(), h.size(), 0) != static_cast<ssize_t>(h.size())) {
     throw IoError("writing the header of \"" + path + "\" failed: " + std::strerror(errno));
@@ -149,11 +136,11 @@ void verify_seal(const std::string& path) {
                        ? std::string(" (it is a plain HDF5 file, without mtf's header)")
                        : std::string(" (or its header is corrupted)")));
   }
-  const uint32_t version = get<uint32_t>(fixed + 8);
-  const uint32_t header_bytes = get<uint32_t>(fixed + 12);
-  const uint64_t user_block = get<uint64_t>(fixed + 16);
-  const uint64_t recorded = get<uint64_t>(fixed + 24);
-  const uint64_t n = get<uint64_t>(fixed + 32);
+  const uint32_t version = detail::load<uint32_t>(fixed + 8);
+  const uint32_t header_bytes = detail::load<uint32_t>(fixed + 12);
+  const uint64_t user_block = detail::load<uint64_t>(fixed + 16);
+  const uint64_t recorded = detail::load<uint64_t>(fixed + 24);
+  const uint64_t n = detail::load<uint64_t>(fixed + 32);
   if (version != kVersion || n > (1u << 24) || header_bytes != kFixed + 16 * n + 8 ||
       header_bytes > user_block || user_block > size) {
     throw IoError("the header of checkpoint \"" + path +
@@ -161,7 +148,7 @@ void verify_seal(const std::string& path) {
   }
   std::vector<char> h(header_bytes);
   read_at(fd.get(), h.data(), header_bytes, 0, path);
-  if (get<uint32_t>(h.data() + header_bytes - 4) != crc32c(h.data(), header_bytes - 4)) {
+  if (detail::load<uint32_t>(h.data() + header_bytes - 4) != crc32c(h.data(), header_bytes - 4)) {
     throw IoError("the header of checkpoint \"" + path + "\" is corrupted (checksum mismatch)");
   }
   if (recorded != size) {
@@ -172,10 +159,10 @@ void verify_seal(const std::string& path) {
   }
   std::vector<Extent> data(n);
   for (uint64_t i = 0; i < n; ++i) {
-    data[i].offset = get<uint64_t>(h.data() + kFixed + 16 * i);
-    data[i].size = get<uint64_t>(h.data() + kFixed + 16 * i + 8);
+    data[i].offset = detail::load<uint64_t>(h.data() + kFixed + 16 * i);
+    data[i].size = detail::load<uint64_t>(h.data() + kFixed + 16 * i + 8);
   }
-  const uint32_t want = get<uint32_t>(h.data() + header_bytes - 8);
+  const uint32_t want = detail::load<uint32_t>(h.data() + header_bytes - 8);
   if (metadata_crc(fd.get(), header_bytes, size, data, path) != want) {
     throw IoError("checkpoint \"" + path +
                   "\" is corrupted (its HDF5 metadata fails the checksum); restore an older "

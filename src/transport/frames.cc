@@ -3,21 +3,11 @@
 #include <algorithm>
 #include <cstring>
 
+#include "core/bytes.h"
 #include "core/check.h"
 #include "mtf/errors.h"
 
 namespace mtf::transport {
-namespace {
-
-template <typename T>
-T get(const char* p) {
-  T v;
-  std::memcpy(&v, p, sizeof(T));
-  return v;
-}
-
-}  // namespace
-
 FrameHeader FrameHeader::for_call(const CollectiveCall& call, uint64_t tag, uint64_t length) {
   FrameHeader h;
   h.tag = tag;
@@ -44,12 +34,13 @@ void FrameHeader::encode(char* out) const {
 
 std::string FrameHeader::decode(const char* in) {
   if (std::memcmp(in, "MTFD", 4) != 0) return "a frame without the MTFD mark";
-  if (get<uint16_t>(in + 4) != kProtocolVersion) return "a frame of another protocol version";
-  flags = get<uint16_t>(in + 6);
-  tag = get<uint64_t>(in + 8);
-  length = get<uint64_t>(in + 16);
-  seq = get<uint64_t>(in + 24);
-  call_bytes = get<int64_t>(in + 32);
+  if (detail::load<uint16_t>(in + 4) != kProtocolVersion)
+    return "a frame of another protocol version";
+  flags = detail::load<uint16_t>(in + 6);
+  tag = detail::load<uint64_t>(in + 8);
+  length = detail::load<uint64_t>(in + 16);
+  seq = detail::load<uint64_t>(in + 24);
+  call_bytes = detail::load<int64_t>(in + 32);
   kind.assign(in + 40, strnlen(in + 40, kKindBytes));
   op.assign(in + 56, strnlen(in + 56, kOpBytes));
   return "";

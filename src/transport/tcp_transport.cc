@@ -18,6 +18,7 @@
 #include <random>
 #include <thread>
 
+#include "core/bytes.h"
 #include "core/check.h"
 #include "mtf/errors.h"
 #include "transport/frames.h"
@@ -36,14 +37,8 @@ constexpr size_t kNonce = 16;
 
 // ---- bytes on the wire (little-endian) ----
 
-void put_u16(std::string& s, uint16_t v) { s.append(reinterpret_cast<const char*>(&v), 2); }
-void put_u32(std::string& s, uint32_t v) { s.append(reinterpret_cast<const char*>(&v), 4); }
-template <typename T>
-T get(const char* p) {
-  T v;
-  std::memcpy(&v, p, sizeof(T));
-  return v;
-}
+void put_u16(std::string& s, uint16_t v) { detail::append(s, v); }
+void put_u32(std::string& s, uint32_t v) { detail::append(s, v); }
 
 int remaining_ms(Clock::time_point deadline) {
   const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
@@ -124,13 +119,13 @@ void client_handshake(int fd, int me, int world, int server_rank, const std::str
   write_all(fd, hello.data(), hello.size(), deadline);
   char ch[4 + 2 + 2 + 4 + 4 + kNonce + 32];
   read_exact(fd, ch, sizeof(ch), deadline);
-  if (std::memcmp(ch, "MTFC", 4) != 0 || get<uint16_t>(ch + 4) != kProtocolVersion) {
+  if (std::memcmp(ch, "MTFC", 4) != 0 || detail::load<uint16_t>(ch + 4) != kProtocolVersion) {
     throw Refused("the peer is not an mtf rank of this protocol version");
   }
-  const int server = static_cast<int>(get<uint32_t>(ch + 8));
-  if (server != server_rank || static_cast<int>(get<uint32_t>(ch + 12)) != world) {
+  const int server = static_cast<int>(detail::load<uint32_t>(ch + 8));
+  if (server != server_rank || static_cast<int>(detail::load<uint32_t>(ch + 12)) != world) {
     throw Refused(str_cat("expected rank ", server_rank, " of ", world, " but the peer is rank ",
-                          server, " of ", get<uint32_t>(ch + 12)));
+                          server, " of ", detail::load<uint32_t>(ch + 12)));
   }
   const std::string nonce_s(ch + 16, kNonce);
   const transport::Digest want =
@@ -162,10 +157,11 @@ Admitted server_handshake(int fd, int me, int world, const std::string& token,
   char hello[4 + 2 + 2 + 4 + 4 + kNonce];
   read_exact(fd, hello, sizeof(hello), deadline);
   if (std::memcmp(hello, "MTFH", 4) != 0) throw Refused("not an mtf handshake (garbage)");
-  if (get<uint16_t>(hello + 4) != kProtocolVersion) throw Refused("another protocol version");
-  const uint16_t addr_len = get<uint16_t>(hello + 6);
-  const int client = static_cast<int>(get<uint32_t>(hello + 8));
-  const int client_world = static_cast<int>(get<uint32_t>(hello + 12));
+  if (detail::load<uint16_t>(hello + 4) != kProtocolVersion)
+    throw Refused("another protocol version");
+  const uint16_t addr_len = detail::load<uint16_t>(hello + 6);
+  const int client = static_cast<int>(detail::load<uint32_t>(hello + 8));
+  const int client_world = static_cast<int>(detail::load<uint32_t>(hello + 12));
   if (addr_len > 255) throw Refused(str_cat("an address of ", addr_len, " bytes (at most 255)"));
   std::string address(addr_len, '\0');
   if (addr_len) read_exact(fd, address.data(), addr_len, deadline);
@@ -759,7 +755,7 @@ std::unique_ptr<Transport> connect_tcp(const TcpOptions& o) {
       char head[8];
       read_exact(sockets[0].native_handle(), head, 8, deadline);
       if (std::memcmp(head, "MTFT", 4) != 0 ||
-          get<uint32_t>(head + 4) != static_cast<uint32_t>(world))
+          detail::load<uint32_t>(head + 4) != static_cast<uint32_t>(world))
         throw Refused("a malformed address table");
       for (int r = 0; r < world; ++r) {
         uint16_t len = 0;
