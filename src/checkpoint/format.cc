@@ -1,0 +1,65 @@
+#include "checkpoint/format.h"
+
+#include <algorithm>
+
+#include "mtf/errors.h"
+
+namespace mtf::checkpoint {
+
+std::string dataset_name(const std::string& variable) {
+  std::string s = variable;
+  std::replace(s.begin(), s.end(), '/', '.');
+  return s;
+}
+
+hid_t file_type(DType d) {
+  switch (d) {
+    case float32:
+      return H5T_IEEE_F32LE;
+    case int32:
+      return H5T_STD_I32LE;
+    case bfloat16:
+      return H5T_STD_U16LE;
+  }
+  return H5T_IEEE_F32LE;
+}
+
+hid_t memory_type(DType d) {
+  switch (d) {
+    case float32:
+      return H5T_NATIVE_FLOAT;
+    case int32:
+      return H5T_NATIVE_INT32;
+    case bfloat16:
+      return H5T_NATIVE_UINT16;
+  }
+  return H5T_NATIVE_FLOAT;
+}
+
+DType parse_dtype(const std::string& s, const std::string& where) {
+  if (s == "float32") return float32;
+  if (s == "int32") return int32;
+  if (s == "bfloat16") return bfloat16;
+  throw IoError(where + ": unknown dtype \"" + s + "\"; the file is corrupted or from a newer mtf");
+}
+
+Region region(hid_t dataset, const Shape& full, const std::vector<int64_t>& begin,
+              const Shape& shape, const std::string& path) {
+  Region r;
+  r.file_space =
+      h5::Handle(h5::check(H5Dget_space(dataset), "reading a dataspace", path), H5Sclose);
+  if (full.ndims() == 0) {
+    r.mem_space = h5::Handle(H5Screate(H5S_SCALAR), H5Sclose);
+    return r;
+  }
+  std::vector<hsize_t> start(begin.begin(), begin.end()), count;
+  for (const Dimension& d : shape) count.push_back(static_cast<hsize_t>(d.size));
+  h5::check_status(H5Sselect_hyperslab(r.file_space, H5S_SELECT_SET, start.data(), nullptr,
+                                       count.data(), nullptr),
+                   "selecting a block", path);
+  r.mem_space =
+      h5::Handle(H5Screate_simple(static_cast<int>(count.size()), count.data(), nullptr), H5Sclose);
+  return r;
+}
+
+}  // namespace mtf::checkpoint
