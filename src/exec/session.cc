@@ -71,7 +71,12 @@ class SessionImpl {
         if (s.kind == Step::Kind::kCompute && s.op->type() == "variable") ensure_initialized(*s.op);
     }
     sim::MemoryEstimate memory;
-    if (engine_) memory = check_memory(program);
+    if (engine_) {
+      // Per program, once: layouts do not change between runs.
+      auto it = memory_.find(&program);
+      if (it == memory_.end()) it = memory_.emplace(&program, check_memory(program)).first;
+      memory = it->second;
+    }
 
     const int64_t n = config_.mesh_shape.size();
     std::vector<RunState> states(n);
@@ -355,8 +360,9 @@ class SessionImpl {
   std::map<std::vector<int64_t>, Program> programs_;
   uint64_t run_counter_ = 0;
   std::unique_ptr<sim::Engine> engine_;
-  std::vector<int64_t> local_;  // the processors this process holds
-  uint64_t gathers_ = 0;        // tags of assembling gathers
+  std::map<const Program*, sim::MemoryEstimate> memory_;  // by cached program
+  std::vector<int64_t> local_;                            // the processors this process holds
+  uint64_t gathers_ = 0;                                  // tags of assembling gathers
   std::unique_ptr<SimReport> report_;
 };
 

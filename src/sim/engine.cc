@@ -81,6 +81,7 @@ struct World {
   std::vector<double> link_free;
   std::vector<int64_t> link_bytes;
   std::vector<double> step_time_sum;  // per step, over cores
+  std::vector<double> compute_time;   // per step: its roofline time on one core
   std::vector<int64_t> step_bytes;    // per step, over cores
   std::vector<TraceEvent> events;
   int64_t messages = 0;
@@ -110,6 +111,14 @@ struct World {
     // One more slot for messages sent outside any step (collectives called
     // directly, as the tests do).
     step_time_sum.assign(program.steps.size() + 1, 0.0);
+    // Every core runs the same steps on slices of the same shapes: time
+    // each compute step once.
+    compute_time.assign(program.steps.size(), 0.0);
+    for (size_t i = 0; i < program.steps.size(); ++i) {
+      const Step& s = program.steps[i];
+      if (s.kind == Step::Kind::kCompute || s.kind == Step::Kind::kSplit)
+        compute_time[i] = step_compute_time(program, s, machine.topology());
+    }
     step_bytes.assign(program.steps.size() + 1, 0);
     for (Core& c : cores) c.step = program.steps.size();
     running = n;
@@ -247,8 +256,7 @@ class SimTransport : public Transport {
 
 class CoreHooks : public StepHooks {
  public:
-  CoreHooks(World& w, int rank, const Topology& topo, bool dry)
-      : w_(w), rank_(rank), topo_(topo), dry_(dry) {}
+  CoreHooks(World& w, int rank, bool dry) : w_(w), rank_(rank), dry_(dry) {}
   void before_step(const Step&, size_t index) override {
     World::Core& c = w_.cores[rank_];
     c.step = index;
@@ -257,7 +265,7 @@ class CoreHooks : public StepHooks {
   void after_step(const Step& s, size_t index) override {
     World::Core& c = w_.cores[rank_];
     if (s.kind == Step::Kind::kCompute || s.kind == Step::Kind::kSplit) {
-      const double dt = step_compute_time(w_.program, s, topo_);
+      const double dt = w_.compute_time[index];
       c.clock += dt;
       c.compute += dt;
     } else {
@@ -277,7 +285,6 @@ class CoreHooks : public StepHooks {
  private:
   World& w_;
   int rank_;
-  const Topology& topo_;
   bool dry_;
   double start_ = 0;
 };
@@ -372,7 +379,7 @@ SimReport Engine::run(const Program& program,
                             c.props->order = r;
                             w.yield_at(c);
                             SimTransport t(w, r);
-                            CoreHooks hooks(w, r, options_.topology, dry);
+                            CoreHooks hooks(w, r, dry);
                             try {
                               core_main(t, hooks);
                             } catch (...) {
