@@ -16,6 +16,7 @@ done
 sleep 0.5
 victim=$(pgrep -P "$launcher" | sed -n 3p)
 [ -n "$victim" ] || { echo "FAIL: no rank processes found"; cat "$out"; exit 1; }
+victim_rank=$(tr '\0' '\n' <"/proc/$victim/environ" | sed -n 's/^MTF_RANK=//p')
 kill -9 "$victim"
 start=$(date +%s.%N)
 status=0
@@ -32,6 +33,11 @@ left=$(pgrep -f -- "--steps 1000000 --eval_every 1000000" | wc -l)
 cat "$out" | tail -8
 if [ "$status" -eq 0 ]; then echo "FAIL: the launcher exited 0"; exit 1; fi
 if [ "$left" -ne 0 ]; then echo "FAIL: $left rank processes left running"; exit 1; fi
-if ! grep -q "killed by signal 9" "$out"; then echo "FAIL: the launcher did not name the kill"; exit 1; fi
+if ! grep -q "rank $victim_rank was killed by signal 9" "$out"; then
+  echo "FAIL: the launcher did not name the kill of rank $victim_rank"; exit 1
+fi
+if ! grep -q "cause: rank $victim_rank (signal 9)" "$out" || [ "$status" -ne 137 ]; then
+  echo "FAIL: the launcher did not report rank $victim_rank's kill as the cause (status $status)"; exit 1
+fi
 if ! grep -qE "rank [0-9] is lost" "$out"; then echo "FAIL: no rank named the lost rank"; exit 1; fi
 echo "PASS: all ranks stopped in ${elapsed}s, launcher status $status"

@@ -6,9 +6,10 @@
 // address, a free port on the listen host) and a fresh random MTF_JOB_TOKEN.
 // Every line a rank prints is prefixed with "[rank] ". When a rank fails (a
 // non-zero exit or a signal) the others are given 2 s to notice and report
-// it, then stopped (SIGTERM, and SIGKILL 3 s later), and mtf-launch exits with the failing rank's
-// status (128 + signal for a signal). Ranks die with the launcher (PR_SET_PDEATHSIG), so nothing is
-// left running even if mtf-launch itself is killed.
+// it, then stopped (SIGTERM, and SIGKILL 3 s later), and mtf-launch exits with the status of the
+// rank that caused the failure (128 + signal for a signal): the first killed by a signal it did not
+// send, else the first that exited non-zero. Ranks die with the launcher (PR_SET_PDEATHSIG), so
+// nothing is left running even if mtf-launch itself is killed.
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -186,7 +187,12 @@ int main(int argc, char** argv) {
     ranks[r].err = err[0];
   }
 
-  int failed = -1;  // the first rank that failed
+  // The cause reported is the first rank that died by a signal the launcher
+  // did not send (a kill from outside, a crash); failing that, the first rank
+  // that exited non-zero. A peer that notices a lost rank may exit before the
+  // killed rank is reaped (a process with threads takes a moment to die), so
+  // the first failure seen is not always the cause.
+  int failed = -1, killed = -1;
   Clock::time_point term_at{}, kill_at{};
   bool terminated = false, term_sent = false;
   for (;;) {
@@ -229,19 +235,18 @@ int main(int argc, char** argv) {
       ranks[r].exited = true;
       ranks[r].status = status;
       const bool ok = WIFEXITED(status) && WEXITSTATUS(status) == 0;
-      if (!ok && failed < 0 && !terminated) {
-        failed = r;
-        if (WIFSIGNALED(status)) {
-          std::fprintf(stderr,
-                       "mtf-launch: rank %d was killed by signal %d (%s); stopping the "
-                       "other ranks\n",
-                       r, WTERMSIG(status), strsignal(WTERMSIG(status)));
-        } else {
-          std::fprintf(stderr,
-                       "mtf-launch: rank %d exited with status %d; stopping the other "
-                       "ranks\n",
-                       r, WEXITSTATUS(status));
-        }
+      if (ok || term_sent) continue;
+      if (WIFSIGNALED(status)) {
+        std::fprintf(stderr, "mtf-launch: rank %d was killed by signal %d (%s)%s\n", r,
+                     WTERMSIG(status), strsignal(WTERMSIG(status)),
+                     terminated ? "" : "; stopping the other ranks");
+        if (killed < 0) killed = r;
+      } else {
+        std::fprintf(stderr, "mtf-launch: rank %d exited with status %d%s\n", r,
+                     WEXITSTATUS(status), terminated ? "" : "; stopping the other ranks");
+      }
+      if (failed < 0) failed = r;
+      if (!terminated) {
         // The others usually notice the loss themselves and exit with an
         // error naming it; after 2 s they get SIGTERM, after 5 s SIGKILL.
         terminated = true;
@@ -260,6 +265,11 @@ int main(int argc, char** argv) {
     }
   }
   if (failed < 0) return 0;
-  const int status = ranks[failed].status;
-  return WIFSIGNALED(status) ? 128 + WTERMSIG(status) : WEXITSTATUS(status);
+  const int cause = killed >= 0 ? killed : failed;
+  const int status = ranks[cause].status;
+  const int code = WIFSIGNALED(status) ? 128 + WTERMSIG(status) : WEXITSTATUS(status);
+  std::fprintf(stderr, "mtf-launch: job failed; cause: rank %d (%s %d); exiting with %d\n", cause,
+               WIFSIGNALED(status) ? "signal" : "status",
+               WIFSIGNALED(status) ? WTERMSIG(status) : WEXITSTATUS(status), code);
+  return code;
 }
