@@ -28,13 +28,15 @@ class KernelContext {
  public:
   KernelContext(const Operation& op, std::vector<const HostTensor*> inputs,
                 std::vector<HostTensor>* outputs, const std::vector<Shape>* output_slice_shapes,
-                const std::vector<std::vector<int64_t>>* output_slice_offsets, RunState* state)
+                const std::vector<std::vector<int64_t>>* output_slice_offsets, RunState* state,
+                const std::vector<std::vector<int64_t>>* input_slice_offsets = nullptr)
       : op_(op),
         inputs_(std::move(inputs)),
         outputs_(outputs),
         slice_shapes_(output_slice_shapes),
         slice_offsets_(output_slice_offsets),
-        state_(state) {}
+        state_(state),
+        input_offsets_(input_slice_offsets) {}
 
   const Operation& op() const { return op_; }
   int num_inputs() const { return static_cast<int>(inputs_.size()); }
@@ -49,6 +51,8 @@ class KernelContext {
   const Shape& output_slice_shape(int i) const { return (*slice_shapes_)[i]; }
   // Offset of this processor's slice of output i in the logical tensor.
   const std::vector<int64_t>& output_slice_offset(int i) const { return (*slice_offsets_)[i]; }
+  // Offset of this processor's slice of input i in the logical tensor.
+  const std::vector<int64_t>& input_slice_offset(int i) const { return (*input_offsets_)[i]; }
   RunState& state() { return *state_; }
 
  private:
@@ -58,6 +62,7 @@ class KernelContext {
   const std::vector<Shape>* slice_shapes_;
   const std::vector<std::vector<int64_t>>* slice_offsets_;
   RunState* state_;
+  const std::vector<std::vector<int64_t>>* input_offsets_;
 };
 
 }  // namespace mtf

@@ -168,6 +168,7 @@ class Lowerer {
       const int slot = gathered(slot_of.at(in.id()), op, whole);
       c.input_slots.push_back(slot);
       const TensorLayout& l = p_.slot_layouts[slot];
+      c.input_layouts.push_back(l);
       for (int t = 0; t < in.shape().ndims(); ++t)
         if (l.tensor_to_mesh()[t] >= 0 &&
             std::find(reduced.begin(), reduced.end(), in.shape()[t].name) != reduced.end())

@@ -30,8 +30,9 @@ struct Step {
   std::vector<int> input_slots;
   std::vector<int> output_slots;  // allreduce: same as input (in place)
   std::vector<TensorLayout> output_layouts;
-  std::vector<int> free_after;  // slots whose last reader is this step
-  double flops = 0;             // per processor
+  std::vector<TensorLayout> input_layouts;  // compute: the inputs' layouts as the kernel sees them
+  std::vector<int> free_after;              // slots whose last reader is this step
+  double flops = 0;                         // per processor
   // Collectives and splits.
   std::vector<int> mesh_axes;  // allreduce: its axes; allgather / split: one axis
   int tensor_axis = -1;        // allgather / split: the tensor axis

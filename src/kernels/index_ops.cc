@@ -40,7 +40,8 @@ void range(int64_t start, HostTensor& out) {
   }
 }
 
-void gather(const HostTensor& weights, int axis, const HostTensor& indices, HostTensor& out) {
+void gather(const HostTensor& weights, int axis, const HostTensor& indices, int64_t index_offset,
+            HostTensor& out) {
   if (indices.dtype() != int32) throw DTypeError("gather: indices must be int32");
   require_supported(weights, true, "gather");
   int64_t outer = 1, inner = 1;
@@ -56,7 +57,7 @@ void gather(const HostTensor& weights, int axis, const HostTensor& indices, Host
   const size_t run = inner * es;
   // out is [indices..., outer..., inner...]
   for (int64_t i = 0; i < n; ++i) {
-    const int64_t k = idx[i];
+    const int64_t k = idx[i] - index_offset;
     for (int64_t o = 0; o < outer; ++o) {
       char* dst = po + ((i * outer + o) * inner) * es;
       if (k < 0 || k >= len) {

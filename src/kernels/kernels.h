@@ -96,7 +96,11 @@ void one_hot(const HostTensor& indices, int64_t offset, float on, float off, Hos
 // out[i] = start + i along its only dimension.
 void range(int64_t start, HostTensor& out);
 // out = indices dims + weights dims without weights' `axis`.
-void gather(const HostTensor& weights, int axis, const HostTensor& indices, HostTensor& out);
+// Rows of `weights` along `axis` picked by indices - index_offset (the
+// offset of this slice of weights along axis); indices outside the slice
+// give zeros, so the slices' results sum to the whole gather.
+void gather(const HostTensor& weights, int axis, const HostTensor& indices, int64_t index_offset,
+            HostTensor& out);
 // values/indices have x's dims with `axis` resized to k.
 void top_k(const HostTensor& x, int axis, HostTensor& values, HostTensor& indices);
 

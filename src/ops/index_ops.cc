@@ -66,7 +66,10 @@ class GatherOp : public Operation {
     add_output(Shape(dims), weights.dtype());
   }
   void compute(KernelContext& ctx) const override {
-    kernels::gather(ctx.input(0), axis_, ctx.input(1), ctx.allocate_output(0));
+    // Split along dim, each processor gathers the rows its slice holds (zeros
+    // for the others) and the lowering sums the slices' results.
+    kernels::gather(ctx.input(0), axis_, ctx.input(1), ctx.input_slice_offset(0)[axis_],
+                    ctx.allocate_output(0));
   }
   bool differentiable() const override { return inputs()[0].dtype() == float32; }
   std::vector<Tensor> gradient(const std::vector<Tensor>& g) const override {
@@ -74,7 +77,7 @@ class GatherOp : public Operation {
     return {einsum({one_hot(inputs()[1], w.shape()[axis_]), g[0]}, w.shape()), Tensor()};
   }
   double flops() const override { return 0; }
-  std::vector<std::string> unsplittable_dims() const override {
+  std::vector<std::string> reduced_dims() const override {
     return {inputs()[0].shape()[axis_].name};
   }
 
