@@ -10,6 +10,7 @@
 #include "mtf/host_tensor.h"
 #include "mtf/layout.h"
 #include "mtf/ops.h"
+#include "mtf/layers.h"
 #include "mtf/optimizers.h"
 #include "mtf/session.h"
 #include "mtf/shape.h"

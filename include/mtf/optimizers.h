@@ -1,6 +1,7 @@
 // mtf/optimizers.h — optimizers that turn gradients into assignment ops.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -54,6 +55,40 @@ class AdamOptimizer : public Optimizer {
  private:
   float lr_, b1_, b2_, eps_;
   std::string name_;
+};
+
+// Adafactor (Shazeer & Stern, 2018) as Mesh TensorFlow's optimize.py has it:
+// second moments factored into row and column means for variables whose two
+// largest dimensions both have at least min_dim_size_to_factor elements (one
+// full accumulator otherwise), decay 1 - (step+1)^-decay_exponent, updates
+// clipped to RMS clipping_threshold, scaled by max(RMS(var), epsilon2) when
+// multiply_by_parameter_scale, learning rate min(0.01, 1/sqrt(step+1)) by
+// default (times 0.05 without parameter scaling), optional first moment
+// (beta1 > 0). Slots are "<var>/adafactor_vr", "_vc", "_v", "_m"; the step
+// count is the variable "<name>/step".
+struct AdafactorOptions {
+  bool multiply_by_parameter_scale = true;
+  float learning_rate = 0.0f;  // 0: the default schedule above
+  float decay_exponent = 0.8f;
+  float beta1 = 0.0f;
+  float clipping_threshold = 1.0f;  // 0: no clipping
+  bool factored = true;
+  float epsilon1 = 1e-30f;
+  float epsilon2 = 1e-3f;
+  int64_t min_dim_size_to_factor = 32;
+  std::string name = "adafactor";
+};
+
+class AdafactorOptimizer : public Optimizer {
+ public:
+  explicit AdafactorOptimizer(AdafactorOptions options = {}) : o_(std::move(options)) {}
+  std::vector<Operation*> apply_grads(const std::vector<Tensor>& grads,
+                                      const std::vector<Tensor>& variables) override;
+  // The two dimensions whose means the second moment keeps, or none.
+  std::vector<Dimension> factored_dims(const Shape& shape) const;
+
+ private:
+  AdafactorOptions o_;
 };
 
 }  // namespace mtf

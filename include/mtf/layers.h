@@ -1,0 +1,105 @@
+// mtf/layers.h — neural-network layers over named dimensions, following the
+// semantics of Mesh TensorFlow's layers.py.
+//
+// Layers are compositions of ops: their gradients come from autodiff and
+// they run under any layout (a split `heads`, `d_ff`, `vocab` or `batch`
+// dimension only changes which collectives the lowering inserts). Each layer
+// creates its variables under `name` ("<name>/kernel", ...); calling a layer
+// again with the same name reuses them (so one model function can build a
+// training graph with dropout and an evaluation graph without), and a reused
+// name with another shape is a ShapeError naming both shapes.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "mtf/graph.h"
+#include "mtf/ops.h"
+#include "mtf/variables.h"
+
+namespace mtf::layers {
+
+// The variable `name` if the graph has it (same shape and dtype required),
+// otherwise a new one.
+Tensor get_or_create_variable(const Mesh& mesh, const std::string& name, const Shape& shape,
+                              Initializer initializer, DType dtype = float32,
+                              bool trainable = true);
+
+// Normal initializer with stddev sqrt(scale / fan_in) (Mesh TensorFlow's
+// variance-scaling default for dense kernels), fan_in = product of the sizes
+// of `reduced` dimensions.
+Initializer variance_scaling(const std::vector<Dimension>& reduced, float scale = 1.0f);
+
+struct DenseOptions {
+  bool use_bias = true;
+  // Applied to the output (e.g. relu); none when empty.
+  std::function<Tensor(const Tensor&)> activation;
+  // Kernel initializer; default variance_scaling(reduced_dims).
+  bool has_initializer = false;
+  Initializer kernel_initializer;
+};
+
+// einsum(x, kernel[reduced_dims + new_dims]) (+ bias[new_dims]): the output
+// has x's dimensions minus reduced_dims, plus new_dims. reduced_dims empty
+// means x's last dimension. Variables "<name>/kernel", "<name>/bias".
+Tensor dense(const Tensor& x, const std::vector<Dimension>& new_dims,
+             const std::vector<Dimension>& reduced_dims, const std::string& name,
+             const DenseOptions& options = {});
+Tensor dense(const Tensor& x, const Dimension& new_dim, const std::string& name,
+             const DenseOptions& options = {});
+
+// (x - mean) / sqrt(var + epsilon) * scale + bias over `dim`; scale starts at
+// one, bias at zero ("<name>/scale", "<name>/bias").
+Tensor layer_norm(const Tensor& x, const Dimension& dim, const std::string& name,
+                  float epsilon = 1e-6f);
+
+// Rows of a [vocab_dim, output_dim] table ("<name>/weights", normal with
+// stddev init_stddev) picked by int32 ids: ids.shape + [output_dim].
+Tensor embedding(const Tensor& ids, const Dimension& vocab_dim, const Dimension& output_dim,
+                 const std::string& name, float init_stddev = 1.0f);
+
+// Dropout that is the identity when keep_prob is 1.
+Tensor dropout_if(const Tensor& x, float keep_prob, const Shape* noise_shape = nullptr);
+
+// [query_length, memory_length] float32 mask: 0 where memory position <=
+// query position, -1e9 after it (added to attention logits). memory_dim has
+// query_dim's size and another name.
+Tensor attention_mask_autoregressive(const Mesh& mesh, const Dimension& query_dim,
+                                     const Dimension& memory_dim);
+
+// softmax over memory_dim of einsum(q, k) (+ mask), then einsum with v.
+// q: [..., query_length, kv_dim], k and v: [..., memory_dim, kv_dim]. No
+// scaling of the logits (multihead_attention folds 1/sqrt(d_kv) into the
+// query projection's initializer, as Mesh TensorFlow does).
+Tensor dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& mask,
+                             const Dimension& kv_dim, const Dimension& memory_dim,
+                             float keep_prob = 1.0f);
+
+struct AttentionDims {
+  Dimension heads;          // e.g. {"heads", 8}
+  Dimension kv;             // e.g. {"d_kv", 64}
+  Dimension memory_length;  // memory_antecedent's length dimension
+};
+
+// Multi-head attention: q, k, v projections [io, heads, kv] ("<name>/q",
+// "/k", "/v"), dot_product_attention per head, output projection
+// [heads, kv, io] ("<name>/o"). io is query_antecedent's last dimension;
+// memory_antecedent has dims.memory_length in place of the query length
+// (for self-attention pass the query renamed). `mask` may be invalid.
+Tensor multihead_attention(const Tensor& query_antecedent, const Tensor& memory_antecedent,
+                           const Tensor& mask, const AttentionDims& dims, const std::string& name,
+                           float keep_prob = 1.0f);
+
+// dense(x, hidden, relu, no bias) -> dropout -> dense back to x's last
+// dimension, no bias ("<name>/wi", "<name>/wo").
+Tensor dense_relu_dense(const Tensor& x, const Dimension& hidden_dim, const std::string& name,
+                        float keep_prob = 1.0f);
+
+// Mean over every dimension of the per-example softmax cross-entropy of
+// `logits` against int32 `targets` over vocab_dim, with z_loss *
+// logsumexp^2 added when z_loss > 0.
+Tensor softmax_cross_entropy_mean(const Tensor& logits, const Tensor& targets,
+                                  const Dimension& vocab_dim, float z_loss = 0.0f);
+
+}  // namespace mtf::layers

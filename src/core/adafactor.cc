@@ -1,0 +1,106 @@
+// Adafactor (include/mtf/optimizers.h), after Mesh TensorFlow's optimize.py.
+#include <algorithm>
+
+#include "mtf/errors.h"
+#include "mtf/ops.h"
+#include "mtf/optimizers.h"
+#include "mtf/variables.h"
+#include "ops/op_util.h"
+
+namespace mtf {
+namespace {
+Tensor reduce_rms(const Tensor& x) { return sqrt(reduce_mean(square(x))); }
+}  // namespace
+
+std::vector<Dimension> AdafactorOptimizer::factored_dims(const Shape& shape) const {
+  if (!o_.factored || shape.ndims() < 2) return {};
+  std::vector<Dimension> dims = shape.dims();
+  std::stable_sort(dims.begin(), dims.end(),
+                   [](const Dimension& a, const Dimension& b) { return a.size > b.size; });
+  if (dims[1].size < o_.min_dim_size_to_factor) return {};
+  return {dims[0], dims[1]};
+}
+
+std::vector<Operation*> AdafactorOptimizer::apply_grads(const std::vector<Tensor>& grads,
+                                                        const std::vector<Tensor>& vars) {
+  if (grads.size() != vars.size()) {
+    throw ValueError(detail::str_cat("AdafactorOptimizer: ", grads.size(), " gradients for ",
+                                     vars.size(), " variables"));
+  }
+  if (o_.beta1 < 0 || o_.beta1 >= 1 || o_.decay_exponent <= 0 || o_.decay_exponent > 1 ||
+      o_.clipping_threshold < 0 || o_.learning_rate < 0) {
+    throw ValueError(detail::str_cat("AdafactorOptimizer: need 0 <= beta1 < 1 (got ", o_.beta1,
+                                     "), 0 < decay_exponent <= 1 (", o_.decay_exponent,
+                                     "), clipping_threshold >= 0 (", o_.clipping_threshold,
+                                     ") and learning_rate >= 0 (", o_.learning_rate, ")"));
+  }
+  if (vars.empty()) return {};
+  const Mesh& mesh = vars[0].mesh();
+  const Tensor step =
+      get_variable(mesh, o_.name + "/step", Shape(), Initializer::zeros(), float32, false);
+  const Tensor step_plus_one = step + 1.0f;
+  std::vector<Operation*> updates{assign(step, step_plus_one)};
+  // decay = 1 - (step + 1)^-exponent: 0 on the first step, so the first
+  // moment estimate is that step's squared gradient.
+  const Tensor decay = 1.0f - pow(step_plus_one, constant(mesh, -o_.decay_exponent));
+  const Tensor mixing = 1.0f - decay;
+  Tensor lr;
+  if (o_.learning_rate > 0) {
+    lr = constant(mesh, o_.learning_rate);
+  } else {
+    lr = minimum(rsqrt(step_plus_one), constant(mesh, 0.01f));
+    if (!o_.multiply_by_parameter_scale) lr = lr * 0.05f;
+  }
+  for (size_t i = 0; i < vars.size(); ++i) {
+    if (!grads[i].valid()) continue;
+    const Tensor& var = vars[i];
+    const Tensor& g = grads[i];
+    if (var.dtype() != float32) {
+      throw DTypeError("AdafactorOptimizer: variable " + var.describe() + " is not float32");
+    }
+    const std::string& vname = var.op().name();
+    const Tensor g2 = square(g) + o_.epsilon1;
+    const std::vector<Dimension> fd = factored_dims(var.shape());
+    Tensor x;
+    if (!fd.empty()) {
+      // vr keeps the mean over d0 (shape without d0), vc the mean over d1.
+      const Shape vr_shape = var.shape().minus(Shape({fd[0]}));
+      const Shape vc_shape = var.shape().minus(Shape({fd[1]}));
+      const Tensor vr = get_variable(mesh, vname + "/adafactor_vr", vr_shape, Initializer::zeros(),
+                                     float32, false);
+      const Tensor vc = get_variable(mesh, vname + "/adafactor_vc", vc_shape, Initializer::zeros(),
+                                     float32, false);
+      const Tensor new_vr = vr * decay + reduce_mean(g2, vr_shape) * mixing;
+      const Tensor new_vc = vc * decay + reduce_mean(g2, vc_shape) * mixing;
+      updates.push_back(assign(vr, new_vr));
+      updates.push_back(assign(vc, new_vc));
+      const Tensor row_factor = rsqrt(new_vr / reduce_mean(new_vr, fd[1]));
+      const Tensor col_factor = rsqrt(new_vc);
+      x = g * row_factor * col_factor;
+    } else {
+      const Tensor v = get_variable(mesh, vname + "/adafactor_v", var.shape(), Initializer::zeros(),
+                                    float32, false);
+      const Tensor new_v = v * decay + g2 * mixing;
+      updates.push_back(assign(v, new_v));
+      x = g * rsqrt(new_v);
+    }
+    if (o_.clipping_threshold > 0) {
+      x = x / maximum(constant(mesh, 1.0f), reduce_rms(x) / o_.clipping_threshold);
+    }
+    Tensor scale = lr;
+    if (o_.multiply_by_parameter_scale) {
+      scale = maximum(reduce_rms(var), constant(mesh, o_.epsilon2)) * lr;
+    }
+    Tensor subtrahend = x * scale;
+    if (o_.beta1 > 0) {
+      const Tensor m = get_variable(mesh, vname + "/adafactor_m", var.shape(), Initializer::zeros(),
+                                    float32, false);
+      subtrahend = m * o_.beta1 + subtrahend * (1.0f - o_.beta1);
+      updates.push_back(assign(m, subtrahend));
+    }
+    updates.push_back(assign_sub(var, subtrahend));
+  }
+  return updates;
+}
+
+}  // namespace mtf

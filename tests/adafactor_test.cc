@@ -1,0 +1,182 @@
+// Adafactor against a hand computation of Mesh TensorFlow's update rule,
+// factored and not, with and without first moment, parameter scaling and
+// clipping; its slots; its layout invariance.
+#include <cmath>
+
+#include "test_util.h"
+
+namespace mtf {
+namespace {
+
+constexpr int R = 4, C = 3;
+
+// Minimises 0.5 * sum((w - target)^2) (gradient w - target) for `steps`
+// steps by the update rule written out in doubles.
+std::vector<double> reference(const AdafactorOptions& o, bool factored, std::vector<double> w,
+                              const std::vector<double>& target, int steps) {
+  std::vector<double> vr(C, 0), vc(R, 0), v(R * C, 0), m(R * C, 0);
+  for (int t = 0; t < steps; ++t) {
+    std::vector<double> g(R * C), g2(R * C), x(R * C);
+    for (int i = 0; i < R * C; ++i) {
+      g[i] = w[i] - target[i];
+      g2[i] = g[i] * g[i] + o.epsilon1;
+    }
+    const double decay = 1 - std::pow(t + 1.0, -o.decay_exponent), mix = 1 - decay;
+    double lr = o.learning_rate > 0 ? o.learning_rate : std::min(1 / std::sqrt(t + 1.0), 0.01);
+    if (o.learning_rate == 0 && !o.multiply_by_parameter_scale) lr *= 0.05;
+    if (factored) {
+      // d0 = r (largest), d1 = c: vr has shape [c] (mean over r), vc [r] (mean over c).
+      for (int c = 0; c < C; ++c) {
+        double s = 0;
+        for (int r = 0; r < R; ++r) s += g2[r * C + c];
+        vr[c] = vr[c] * decay + s / R * mix;
+      }
+      for (int r = 0; r < R; ++r) {
+        double s = 0;
+        for (int c = 0; c < C; ++c) s += g2[r * C + c];
+        vc[r] = vc[r] * decay + s / C * mix;
+      }
+      double vr_mean = 0;
+      for (double a : vr) vr_mean += a / C;
+      for (int r = 0; r < R; ++r)
+        for (int c = 0; c < C; ++c)
+          x[r * C + c] = g[r * C + c] / std::sqrt(vr[c] / vr_mean) / std::sqrt(vc[r]);
+    } else {
+      for (int i = 0; i < R * C; ++i) {
+        v[i] = v[i] * decay + g2[i] * mix;
+        x[i] = g[i] / std::sqrt(v[i]);
+      }
+    }
+    auto rms = [](const std::vector<double>& a) {
+      double s = 0;
+      for (double e : a) s += e * e;
+      return std::sqrt(s / a.size());
+    };
+    if (o.clipping_threshold > 0) {
+      const double denom = std::max(1.0, rms(x) / o.clipping_threshold);
+      for (double& e : x) e /= denom;
+    }
+    const double scale =
+        o.multiply_by_parameter_scale ? std::max(rms(w), double(o.epsilon2)) * lr : lr;
+    for (int i = 0; i < R * C; ++i) {
+      double sub = x[i] * scale;
+      if (o.beta1 > 0) sub = m[i] = m[i] * o.beta1 + sub * (1 - o.beta1);
+      w[i] -= sub;
+    }
+  }
+  return w;
+}
+
+std::vector<double> run_adafactor(const AdafactorOptions& o, const std::vector<double>& w0,
+                                  const std::vector<double>& target, int steps,
+                                  std::vector<std::string>* slot_names = nullptr) {
+  Graph g;
+  Mesh mesh(g, "m");
+  const Shape shape("r:4;c:3");
+  Tensor w = get_variable(mesh, "w", shape, Initializer::zeros());
+  std::vector<float> tf(target.begin(), target.end());
+  Tensor loss =
+      reduce_sum(square(w - import_host(mesh, HostTensor::from_floats(shape, tf)))) * 0.5f;
+  AdafactorOptimizer opt(o);
+  auto updates = opt.minimize(loss);
+  Session s(g);
+  s.set_variable_value("w",
+                       HostTensor::from_floats(shape, std::vector<float>(w0.begin(), w0.end())));
+  for (int i = 0; i < steps; ++i) s.run({}, {}, updates);
+  if (slot_names) *slot_names = s.variable_names();
+  const auto got = s.variable_value("w").to_floats();
+  return std::vector<double>(got.begin(), got.end());
+}
+
+TEST(AdafactorTest, FollowsTheUpdateRuleByHand) {
+  std::vector<double> w0(R * C), target(R * C);
+  for (int i = 0; i < R * C; ++i) {
+    w0[i] = std::sin(i + 1.0);
+    target[i] = 0.3 * std::cos(2.0 * i);
+  }
+  struct Case {
+    const char* what;
+    bool factored;
+    AdafactorOptions o;
+  };
+  std::vector<Case> cases;
+  AdafactorOptions base;
+  base.min_dim_size_to_factor = 2;
+  cases.push_back({"defaults, factored", true, base});
+  AdafactorOptions unf = base;
+  unf.factored = false;
+  cases.push_back({"not factored", false, unf});
+  AdafactorOptions small = base;
+  small.min_dim_size_to_factor = 4;  // c:3 is below it
+  cases.push_back({"too small to factor", false, small});
+  AdafactorOptions mom = base;
+  mom.beta1 = 0.9f;
+  mom.learning_rate = 0.05f;
+  cases.push_back({"first moment, fixed learning rate", true, mom});
+  AdafactorOptions noscale = base;
+  noscale.multiply_by_parameter_scale = false;
+  noscale.clipping_threshold = 0.5f;
+  cases.push_back({"no parameter scale, tighter clipping", true, noscale});
+  AdafactorOptions noclip = unf;
+  noclip.clipping_threshold = 0;
+  cases.push_back({"no clipping", false, noclip});
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.what);
+    const auto want = reference(c.o, c.factored, w0, target, 4);
+    const auto got = run_adafactor(c.o, w0, target, 4);
+    for (int i = 0; i < R * C; ++i) EXPECT_NEAR(got[i], want[i], 2e-6) << "element " << i;
+    // It moved: the test would notice an optimizer that did nothing.
+    EXPECT_GT(std::fabs(got[0] - w0[0]), 1e-4);
+  }
+}
+
+TEST(AdafactorTest, SlotsAndStepAreVariables) {
+  std::vector<double> w0(R * C, 0.5), target(R * C, 0.0);
+  AdafactorOptions o;
+  o.min_dim_size_to_factor = 2;
+  o.beta1 = 0.5f;
+  std::vector<std::string> names;
+  run_adafactor(o, w0, target, 1, &names);
+  for (const char* want : {"adafactor/step", "w/adafactor_vr", "w/adafactor_vc", "w/adafactor_m"})
+    EXPECT_NE(std::find(names.begin(), names.end(), want), names.end()) << want;
+  EXPECT_EQ(std::find(names.begin(), names.end(), "w/adafactor_v"), names.end());
+}
+
+TEST(AdafactorTest, FactoredDimsAreTheTwoLargest) {
+  AdafactorOptimizer opt;
+  EXPECT_EQ(opt.factored_dims(Shape("a:64;b:128;c:32")),
+            (std::vector<Dimension>{{"b", 128}, {"a", 64}}));
+  EXPECT_TRUE(opt.factored_dims(Shape("a:1024")).empty());
+  EXPECT_TRUE(opt.factored_dims(Shape("a:1024;b:16")).empty());  // below 32
+}
+
+TEST(AdafactorTest, BadOptionsAreErrors) {
+  AdafactorOptions o;
+  o.beta1 = 1.5f;
+  EXPECT_THROW(run_adafactor(o, std::vector<double>(R * C), std::vector<double>(R * C), 1),
+               ValueError);
+}
+
+TEST(AdafactorTest, SameUpdatesUnderEveryLayout) {
+  auto train = [](const MeshConfig& cfg) {
+    Graph g;
+    Mesh mesh(g, "m");
+    Tensor w = get_variable(mesh, "w", Shape("r:4;c:64"), Initializer::normal(0, 1));
+    Tensor x = random_normal(mesh, Shape("b:8;r:4"), 0, 1, 5);
+    Tensor loss = reduce_mean(square(tanh(einsum({x, w}, Shape("b:8;c:64")))));
+    auto updates = AdafactorOptimizer().minimize(loss);
+    Session s(g, cfg);
+    for (int i = 0; i < 3; ++i) s.run({}, {}, updates);
+    return s.variable_value("w");
+  };
+  const HostTensor want = train({});
+  for (const char* layout : {"c:all", "r:all", "b:all"}) {
+    MeshConfig cfg;
+    cfg.mesh_shape = MeshShape("all:2");
+    cfg.layout = LayoutRules(layout);
+    testing::expect_close(train(cfg), want, layout);
+  }
+}
+
+}  // namespace
+}  // namespace mtf
