@@ -7,9 +7,8 @@
 #include <memory>
 
 #include "common/flags.h"
+#include "common/mesh_flags.h"
 #include "mnist/mlp.h"
-#include "mtf/mpi_transport.h"
-#include "mtf/tcp_transport.h"
 
 int main(int argc, char** argv) {
   using namespace mtf;
@@ -22,19 +21,13 @@ int main(int argc, char** argv) {
     flags.define("lr", "0.2", "SGD learning rate");
     flags.define("seed", "1", "seed for initialisation and data order");
     flags.define("eval_every", "500", "print the mean training loss every this many steps");
-    flags.define("mesh_shape", "", "mesh of processors, e.g. \"rows:2;cols:2\" (empty: one)");
-    flags.define("layout", "", "layout rules, e.g. \"batch:rows;hidden:cols\"");
-    flags.define("mesh_impl", "simd", "simd (a program per core) or placement (one controller)");
-    flags.define("execution", "fibers", "simd cores as fibers on one thread, or as threads");
+    data::define_mesh_flags(flags);
     flags.define("checkpoint_dir", "",
                  "save checkpoints here and resume from the latest one found (any mesh/layout)");
     flags.define("save_every", "500",
                  "with --checkpoint_dir: save every this many steps (and at "
                  "the end)");
     flags.define("keep", "3", "with --checkpoint_dir: checkpoints to keep");
-    flags.define("transport", "auto",
-                 "multi-process transport: auto (tcp under mtf-launch, mpi under mpirun), tcp, "
-                 "mpi, or none");
     flags.define("loss_digits", "6", "significant digits of printed losses (17: exact)");
     flags.define("print_counters", "false",
                  "print the training step's program counters (flops, bytes per collective)");
@@ -57,44 +50,15 @@ int main(int argc, char** argv) {
                 static_cast<long long>(train.images.count),
                 static_cast<long long>(test.images.count), dir.c_str());
 
-    MeshConfig mesh;
-    // Started by mtf-launch (or any launcher setting MTF_RANK etc.) or by
-    // mpirun: this process is one rank of a multi-process job.
-    const std::string transport = flags.str("transport");
     std::string transport_name;
-    if (transport == "tcp" || (transport == "auto" && TcpOptions::in_environment())) {
-      mesh.process_transport = connect_tcp(TcpOptions::from_environment());
-      transport_name = "TCP";
-    } else if (transport == "mpi" || (transport == "auto" && in_mpi_environment())) {
-      mesh.process_transport = connect_mpi();
-      transport_name = "MPI";
-    } else if (transport != "auto" && transport != "none") {
-      throw ValueError("--transport must be auto, tcp, mpi or none, not \"" + transport + "\"");
-    }
-    mesh.mesh_shape = MeshShape(flags.str("mesh_shape"));
-    mesh.layout = LayoutRules(flags.str("layout"));
-    const std::string impl = flags.str("mesh_impl");
-    if (impl != "simd" && impl != "placement")
-      throw ValueError("--mesh_impl must be simd or placement, not \"" + impl + "\"");
-    mesh.impl = impl == "simd" ? MeshImpl::kSimd : MeshImpl::kPlacement;
-    const std::string execution = flags.str("execution");
-    if (execution != "fibers" && execution != "threads")
-      throw ValueError("--execution must be fibers or threads, not \"" + execution + "\"");
-    mesh.execution = execution == "fibers" ? RankExecution::kFibers : RankExecution::kThreads;
+    MeshConfig mesh = data::mesh_config_from_flags(flags, &transport_name);
     const std::string counters = flags.str("print_counters");
     if (counters != "true" && counters != "false")
       throw ValueError("--print_counters must be true or false, not \"" + counters + "\"");
 
     examples::Mlp mlp(config);
     Session session(mlp.graph(), mesh);
-    std::printf("mesh: %s (%lld processors), layout: \"%s\", %s\n",
-                mesh.mesh_shape.size() > 1 ? mesh.mesh_shape.to_string().c_str() : "one processor",
-                static_cast<long long>(mesh.mesh_shape.size()), mesh.layout.to_string().c_str(),
-                mesh.process_transport ? ("rank " + std::to_string(mesh.process_transport->rank()) +
-                                          " of " + std::to_string(mesh.process_transport->size()) +
-                                          " processes over " + transport_name)
-                                             .c_str()
-                                       : impl.c_str());
+    std::printf("%s\n", data::describe_mesh(mesh, transport_name).c_str());
     // Lowering the training step checks every tensor's layout before training.
     const std::string step_counters = session.counters_text({mlp.loss}, mlp.train_ops);
     if (counters == "true") std::printf("training step counters:\n%s", step_counters.c_str());

@@ -1,0 +1,26 @@
+// mesh_flags.h — the flags every example shares to choose where it runs: mesh
+// shape, layout, mesh implementation, fibers or threads, and (under mtf-launch
+// or mpirun) the multi-process transport. Bad values are ValueErrors naming
+// the flag.
+#pragma once
+
+#include <string>
+
+#include "common/flags.h"
+#include "mtf/session.h"
+
+namespace mtf::data {
+
+// Declares --mesh_shape, --layout, --mesh_impl, --execution, --transport.
+void define_mesh_flags(Flags& flags);
+
+// The MeshConfig those flags ask for; connects to the other ranks when this
+// process is one of a multi-process job (then *transport_name is "TCP" or
+// "MPI").
+MeshConfig mesh_config_from_flags(const Flags& flags, std::string* transport_name);
+
+// "mesh: rows:2;cols:2 (4 processors), layout: "...", simd" (or "rank r of n
+// processes over TCP"), for the examples' first lines.
+std::string describe_mesh(const MeshConfig& config, const std::string& transport_name);
+
+}  // namespace mtf::data

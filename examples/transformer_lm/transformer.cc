@@ -1,0 +1,77 @@
+#include "transformer_lm/transformer.h"
+
+#include <string>
+#include <utility>
+
+namespace mtf::examples {
+
+void TransformerConfig::validate() const {
+  const std::pair<const char*, int64_t> fields[] = {
+      {"layers", layers}, {"d_model", d_model}, {"d_ff", d_ff},     {"heads", heads},
+      {"d_kv", d_kv},     {"vocab", vocab},     {"length", length}, {"batch", batch}};
+  for (const auto& [name, value] : fields) {
+    if (value < 1) {
+      throw ValueError(std::string("transformer: ") + name + " must be at least 1, got " +
+                       std::to_string(value));
+    }
+  }
+  if (!(dropout >= 0.0f && dropout < 1.0f))
+    throw ValueError("transformer: dropout must be in [0, 1), got " + std::to_string(dropout));
+}
+
+int64_t TransformerConfig::num_parameters() const {
+  const int64_t attention = 4 * d_model * heads * d_kv;
+  const int64_t ffn = 2 * d_model * d_ff;
+  const int64_t norms = 2 * 2 * d_model;
+  return layers * (attention + ffn + norms) + 2 * d_model  // final layer_norm
+         + vocab * d_model                                 // token embedding
+         + length * d_model                                // position embedding
+         + d_model * vocab;                                // vocabulary projection
+}
+
+TransformerLm::TransformerLm(const TransformerConfig& config)
+    : batch{"batch", config.batch},
+      length{"length", config.length},
+      memory_length{"memory_length", config.length},
+      d_model{"d_model", config.d_model},
+      d_ff{"d_ff", config.d_ff},
+      heads{"heads", config.heads},
+      d_kv{"d_kv", config.d_kv},
+      vocab{"vocab", config.vocab},
+      config_(config),
+      mesh_(graph_, "mesh") {
+  config.validate();
+  graph_.set_seed(config.seed);
+  inputs = placeholder(mesh_, Shape({batch, length}), int32, "inputs");
+  targets = placeholder(mesh_, Shape({batch, length}), int32, "targets");
+  const Tensor logits = logits_of(inputs, 1.0f - config.dropout);
+  loss = layers::softmax_cross_entropy_mean(logits, targets, vocab, config.z_loss);
+  AdafactorOptions opt;
+  opt.learning_rate = config.learning_rate;
+  train_ops = AdafactorOptimizer(opt).minimize(loss);
+  eval_logits = config.dropout > 0 ? logits_of(inputs, 1.0f) : logits;
+  eval_loss = layers::softmax_cross_entropy_mean(eval_logits, targets, vocab);
+}
+
+Tensor TransformerLm::logits_of(const Tensor& ids, float keep_prob) {
+  Tensor x = layers::embedding(ids, vocab, d_model, "embedding") +
+             layers::get_or_create_variable(mesh_, "positions", Shape({length, d_model}),
+                                            Initializer::normal(0.0f, 1.0f));
+  const Tensor mask = layers::attention_mask_autoregressive(mesh_, length, memory_length);
+  for (int64_t l = 0; l < config_.layers; ++l) {
+    const std::string name = "layer_" + std::to_string(l);
+    Tensor h = layers::layer_norm(x, d_model, name + "/attention_norm");
+    h = layers::multihead_attention(h, rename_dimension(h, length.name, memory_length.name), mask,
+                                    {heads, d_kv, memory_length}, name + "/attention", keep_prob);
+    x = x + layers::dropout_if(h, keep_prob);
+    h = layers::layer_norm(x, d_model, name + "/ffn_norm");
+    h = layers::dense_relu_dense(h, d_ff, name + "/ffn", keep_prob);
+    x = x + layers::dropout_if(h, keep_prob);
+  }
+  x = layers::layer_norm(x, d_model, "final_norm");
+  layers::DenseOptions no_bias;
+  no_bias.use_bias = false;
+  return layers::dense(x, {vocab}, {d_model}, "logits", no_bias);
+}
+
+}  // namespace mtf::examples

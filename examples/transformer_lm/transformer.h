@@ -1,0 +1,63 @@
+// transformer.h — the decoder-only Transformer language model of the
+// Mesh-TensorFlow paper: token embedding + learned position embedding, then
+// `layers` blocks of [layer_norm -> causal multi-head self-attention ->
+// residual, layer_norm -> dense_relu_dense -> residual], a final layer_norm
+// and a vocabulary projection, trained on next-token cross-entropy (with
+// z-loss) by Adafactor. Dimensions are named as in the paper's layout
+// `batch:batch;vocab:model;d_ff:model;heads:model`. Shared by the example,
+// mtf-sim, the tests and the benchmark.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "mtf/mtf.h"
+
+namespace mtf::examples {
+
+struct TransformerConfig {
+  int64_t layers = 2;
+  int64_t d_model = 128;
+  int64_t d_ff = 512;
+  int64_t heads = 4;
+  int64_t d_kv = 32;
+  int64_t vocab = 256;  // bytes
+  int64_t length = 64;
+  int64_t batch = 16;
+  float dropout = 0.0f;  // training only
+  float z_loss = 1e-4f;
+  float learning_rate = 0.0f;  // Adafactor's: 0 = its default schedule
+  uint64_t seed = 1;
+  // Throws ValueError naming a field that is not positive.
+  void validate() const;
+  // Parameters of the model (not the optimizer's slots).
+  int64_t num_parameters() const;
+};
+
+class TransformerLm {
+ public:
+  // Builds the training graph (with dropout and Adafactor updates) and an
+  // evaluation graph sharing its variables (no dropout).
+  explicit TransformerLm(const TransformerConfig& config);
+
+  Graph& graph() { return graph_; }
+  const TransformerConfig& config() const { return config_; }
+
+  Dimension batch, length, memory_length, d_model, d_ff, heads, d_kv, vocab;
+  // int32 [batch, length]: inputs are the bytes at positions 0..L-1 of a
+  // window, targets the bytes at 1..L.
+  Tensor inputs, targets;
+  Tensor loss;        // training loss (mean cross-entropy + z-loss, dropout on)
+  Tensor eval_loss;   // mean cross-entropy of the evaluation graph, in nats
+  Tensor eval_logits; // [batch, length, vocab] of the evaluation graph
+  std::vector<Operation*> train_ops;
+
+ private:
+  Tensor logits_of(const Tensor& ids, float keep_prob);
+  TransformerConfig config_;
+  Graph graph_;
+  Mesh mesh_;
+};
+
+}  // namespace mtf::examples
