@@ -96,8 +96,7 @@ void BM_TransformerStep(benchmark::State& state) {
   state.counters["ratio"] = state.counters["ratio"] * step_flops / gemm_flops;
   state.counters["ref_matmul_GFLOP/s"] =
       state.counters["ref_matmul_GFLOP/s"] * gemm_flops / step_flops;
-  state.counters["ms_per_step"] =
-      1e3 * step_flops / (state.counters["matmul_GFLOP/s"] * 1e9);
+  state.counters["ms_per_step"] = 1e3 * step_flops / (state.counters["matmul_GFLOP/s"] * 1e9);
 }
 
 }  // namespace

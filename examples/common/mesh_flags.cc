@@ -47,8 +47,7 @@ std::string describe_mesh(const MeshConfig& config, const std::string& transport
   std::string where;
   if (config.process_transport) {
     where = "rank " + std::to_string(config.process_transport->rank()) + " of " +
-            std::to_string(config.process_transport->size()) + " processes over " +
-            transport_name;
+            std::to_string(config.process_transport->size()) + " processes over " + transport_name;
   } else {
     where = config.impl == MeshImpl::kSimd ? "simd" : "placement";
   }

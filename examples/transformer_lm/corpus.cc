@@ -56,8 +56,7 @@ Corpus load_text_corpus(const std::string& dir, int heldout_every) {
   return c;
 }
 
-WindowSampler::WindowSampler(const std::string& text, int64_t batch, int64_t length,
-                             uint64_t seed)
+WindowSampler::WindowSampler(const std::string& text, int64_t batch, int64_t length, uint64_t seed)
     : text_(text), batch_(batch), length_(length), seed_(seed), rng_(seed) {
   if (static_cast<int64_t>(text.size()) < length + 1) {
     throw ValueError("the training text (" + std::to_string(text.size()) +
@@ -103,8 +102,7 @@ int64_t window_batches(const std::string& text, int64_t batch, int64_t length) {
   return static_cast<int64_t>((text.size() - 1) / static_cast<size_t>(length)) / batch;
 }
 
-void window_batch(const std::string& text, int64_t index, HostTensor& inputs,
-                  HostTensor& targets) {
+void window_batch(const std::string& text, int64_t index, HostTensor& inputs, HostTensor& targets) {
   const int64_t batch = inputs.shape()[0].size, length = inputs.shape()[1].size;
   for (int64_t b = 0; b < batch; ++b)
     fill_window(text, (index * batch + b) * length, b, length, inputs, targets);

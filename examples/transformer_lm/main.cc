@@ -112,9 +112,8 @@ int main(int argc, char** argv) {
     if (temperature < 0) throw ValueError("--temperature must be >= 0");
 
     const examples::Corpus corpus = examples::load_text_corpus(flags.str("data_dir"));
-    const int64_t eval_batches = std::min(flags.i64("eval_batches"),
-                                          examples::window_batches(corpus.heldout, cfg.batch,
-                                                                   cfg.length));
+    const int64_t eval_batches = std::min(
+        flags.i64("eval_batches"), examples::window_batches(corpus.heldout, cfg.batch, cfg.length));
     if (eval_batches < 1) {
       throw ValueError("the held-out text holds no batch of --batch windows of --length bytes");
     }
@@ -128,10 +127,11 @@ int main(int argc, char** argv) {
     MeshConfig mesh = data::mesh_config_from_flags(flags, &transport_name);
     examples::TransformerLm lm(cfg);
     Session session(lm.graph(), mesh);
-    std::printf("model: %lld layers, d_model %lld, d_ff %lld, %lld heads of %lld, %lld parameters\n",
-                static_cast<long long>(cfg.layers), static_cast<long long>(cfg.d_model),
-                static_cast<long long>(cfg.d_ff), static_cast<long long>(cfg.heads),
-                static_cast<long long>(cfg.d_kv), static_cast<long long>(cfg.num_parameters()));
+    std::printf(
+        "model: %lld layers, d_model %lld, d_ff %lld, %lld heads of %lld, %lld parameters\n",
+        static_cast<long long>(cfg.layers), static_cast<long long>(cfg.d_model),
+        static_cast<long long>(cfg.d_ff), static_cast<long long>(cfg.heads),
+        static_cast<long long>(cfg.d_kv), static_cast<long long>(cfg.num_parameters()));
     std::printf("%s\n", data::describe_mesh(mesh, transport_name).c_str());
     // Lowering the training step checks every tensor's layout before training.
     session.counters_text({lm.loss}, lm.train_ops);

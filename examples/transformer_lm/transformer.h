@@ -48,9 +48,9 @@ class TransformerLm {
   // int32 [batch, length]: inputs are the bytes at positions 0..L-1 of a
   // window, targets the bytes at 1..L.
   Tensor inputs, targets;
-  Tensor loss;        // training loss (mean cross-entropy + z-loss, dropout on)
-  Tensor eval_loss;   // mean cross-entropy of the evaluation graph, in nats
-  Tensor eval_logits; // [batch, length, vocab] of the evaluation graph
+  Tensor loss;         // training loss (mean cross-entropy + z-loss, dropout on)
+  Tensor eval_loss;    // mean cross-entropy of the evaluation graph, in nats
+  Tensor eval_logits;  // [batch, length, vocab] of the evaluation graph
   std::vector<Operation*> train_ops;
 
  private:

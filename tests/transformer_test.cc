@@ -1,0 +1,158 @@
+// The Transformer LM of examples/transformer_lm: its parameter count against
+// the paper's table and against the variables it creates, its training
+// trajectory under data-, model- and mixed-parallel layouts, and its corpus
+// reader.
+#include "transformer_lm/transformer.h"
+
+#include <cstdlib>
+#include <fstream>
+
+#include "test_util.h"
+#include "transformer_lm/corpus.h"
+
+namespace mtf {
+namespace {
+
+examples::TransformerConfig paper_row(int64_t d_ff, int64_t heads) {
+  examples::TransformerConfig c;
+  c.layers = 6;
+  c.d_model = 1024;
+  c.d_kv = 256;
+  c.d_ff = d_ff;
+  c.heads = heads;
+  c.vocab = 32768;
+  c.length = 256;
+  c.batch = 256;
+  return c;
+}
+
+TEST(TransformerTest, ParameterCountsMatchThePaper) {
+  const struct {
+    int64_t d_ff, heads;
+    double billions;
+  } rows[] = {{4096, 4, 0.14},   {8192, 8, 0.22},     {16384, 16, 0.37},  {32768, 32, 0.67},
+              {65536, 64, 1.28}, {131072, 128, 2.48}, {262144, 256, 4.90}};
+  for (const auto& r : rows) {
+    const double got = paper_row(r.d_ff, r.heads).num_parameters() / 1e9;
+    EXPECT_NEAR(got, r.billions, 0.005 + 1e-9) << "d_ff " << r.d_ff << " heads " << r.heads;
+  }
+}
+
+TEST(TransformerTest, ParameterCountIsTheVariablesSize) {
+  examples::TransformerConfig c;
+  c.layers = 3;
+  c.d_model = 16;
+  c.d_ff = 24;
+  c.heads = 2;
+  c.d_kv = 4;
+  c.vocab = 32;
+  c.length = 8;
+  c.batch = 2;
+  examples::TransformerLm lm(c);
+  int64_t n = 0;
+  for (const Tensor& v : lm.graph().trainable_variables()) n += v.shape().num_elements();
+  EXPECT_EQ(n, c.num_parameters());
+}
+
+// Four Adafactor steps on fixed windows; returns the losses.
+std::vector<double> trajectory(const MeshConfig& mesh) {
+  examples::TransformerConfig c;
+  c.layers = 2;
+  c.d_model = 16;
+  c.d_ff = 32;
+  c.heads = 4;
+  c.d_kv = 4;
+  c.vocab = 64;
+  c.length = 8;
+  c.batch = 4;
+  c.dropout = 0.1f;
+  examples::TransformerLm lm(c);
+  Session s(lm.graph(), mesh);
+  HostTensor in(lm.inputs.shape(), int32), tg(lm.targets.shape(), int32);
+  std::vector<double> losses;
+  for (int step = 0; step < 4; ++step) {
+    for (int64_t i = 0; i < in.num_elements(); ++i) {
+      in.data<int32_t>()[i] = static_cast<int32_t>((i * 7 + step * 3) % 64);
+      tg.data<int32_t>()[i] = static_cast<int32_t>((i * 7 + step * 3 + 1) % 64);
+    }
+    losses.push_back(
+        s.run({lm.loss}, {{lm.inputs, in}, {lm.targets, tg}}, lm.train_ops)[0].data<float>()[0]);
+  }
+  losses.push_back(s.run(lm.eval_loss, {{lm.inputs, in}, {lm.targets, tg}}).data<float>()[0]);
+  return losses;
+}
+
+TEST(TransformerTest, SameLossTrajectoryUnderEveryLayout) {
+  const std::vector<double> want = trajectory({});
+  EXPECT_LT(want[3], want[0]);  // it learns
+  const struct {
+    const char* mesh;
+    const char* layout;
+  } cases[] = {
+      {"batch:4", "batch:batch"},                                             // data-parallel
+      {"model:4", "heads:model;d_ff:model;vocab:model"},                      // model-parallel
+      {"batch:2;model:2", "batch:batch;vocab:model;d_ff:model;heads:model"},  // the paper's
+      {"rows:2;cols:2", "d_model:rows;heads:cols"},
+      {"rows:2;cols:2", "length:rows;d_ff:cols;vocab:cols"},
+  };
+  for (const auto& c : cases) {
+    for (MeshImpl impl : {MeshImpl::kSimd, MeshImpl::kPlacement}) {
+      SCOPED_TRACE(std::string(c.mesh) + " " + c.layout);
+      MeshConfig m;
+      m.mesh_shape = MeshShape(c.mesh);
+      m.layout = LayoutRules(c.layout);
+      m.impl = impl;
+      const std::vector<double> got = trajectory(m);
+      for (size_t i = 0; i < want.size(); ++i)
+        EXPECT_NEAR(got[i], want[i], 1e-5 * std::max(1.0, std::fabs(want[i]))) << "step " << i;
+    }
+  }
+}
+
+TEST(TransformerTest, BadConfigIsAnError) {
+  examples::TransformerConfig c;
+  c.heads = 0;
+  EXPECT_THROW(examples::TransformerLm lm(c), ValueError);
+}
+
+TEST(CorpusTest, SplitsEntriesAndSkipsIndexesAndLinks) {
+  const std::string dir = ::testing::TempDir() + "/corpus_test";
+  std::system(("rm -rf " + dir + " && mkdir -p " + dir).c_str());
+  {
+    std::ofstream(dir + "/a") << "one\n%\ntwo\n%\nthree\n%\nfour\n%\n";
+    std::ofstream(dir + "/a.dat") << "binary index";
+    std::ofstream bin(dir + "/bin", std::ios::binary);
+    bin.write("x\0y", 3);
+  }
+  std::system(("ln -s a " + dir + "/a.u8").c_str());
+  const examples::Corpus c = examples::load_text_corpus(dir, 2);
+  EXPECT_EQ(c.files, std::vector<std::string>{"a"});
+  EXPECT_EQ(c.train, "one\n%\nthree\n%\n");
+  EXPECT_EQ(c.heldout, "two\n%\nfour\n%\n");
+  EXPECT_THROW(examples::load_text_corpus(dir + "/missing"), IoError);
+}
+
+TEST(CorpusTest, WindowsAndSamplerState) {
+  const std::string text = "abcdefghijklmnopqrstuvwxyz";
+  HostTensor in(Shape("batch:2;length:4"), int32), tg(Shape("batch:2;length:4"), int32);
+  examples::window_batch(text, 1, in, tg);  // windows at 8 and 12
+  EXPECT_EQ(in.data<int32_t>()[0], 'i');
+  EXPECT_EQ(tg.data<int32_t>()[3], 'm');
+  EXPECT_EQ(in.data<int32_t>()[4], 'm');
+  EXPECT_EQ(examples::window_batches(text, 2, 4), 3);
+  examples::WindowSampler a(text, 2, 4, 9), b(text, 2, 4, 9);
+  HostTensor x(in.shape(), int32), y(in.shape(), int32);
+  a.next(x, y);
+  a.next(x, y);
+  const std::string st = a.state();
+  a.next(x, y);
+  b.restore(st);
+  b.next(in, tg);
+  EXPECT_EQ(in.to_floats(), x.to_floats());
+  EXPECT_THROW(b.restore("x"), ValueError);
+  // Baseline: a text of one repeated byte costs ~0 bits under its own frequencies.
+  EXPECT_LT(examples::unigram_bits_per_byte(std::string(1000, 'a'), std::string(100, 'a')), 0.5);
+}
+
+}  // namespace
+}  // namespace mtf
