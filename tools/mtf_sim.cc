@@ -5,12 +5,14 @@
 #include <chrono>
 #include <cstdio>
 #include <iostream>
+#include <memory>
 #include <random>
 #include <sstream>
 
 #include "common/flags.h"
 #include "mnist/mlp.h"
 #include "mtf/mtf.h"
+#include "transformer_lm/transformer.h"
 
 namespace {
 
@@ -28,6 +30,42 @@ Feeds mlp_feeds(examples::Mlp& mlp, uint64_t step) {
   for (int64_t i = 0; i < y.num_elements(); ++i) y.data<int32_t>()[i] = label(rng);
   return {{mlp.images, x}, {mlp.labels, y}};
 }
+
+// Random token windows for the LM in functional mode.
+Feeds lm_feeds(examples::TransformerLm& lm, uint64_t step) {
+  std::mt19937_64 rng(2000 + step);
+  HostTensor in(lm.inputs.shape(), int32), tg(lm.targets.shape(), int32);
+  const auto v = static_cast<uint64_t>(lm.vocab.size);
+  for (int64_t i = 0; i < in.num_elements(); ++i) {
+    in.data<int32_t>()[i] = static_cast<int32_t>(rng() % v);
+    tg.data<int32_t>()[i] = static_cast<int32_t>(rng() % v);
+  }
+  return {{lm.inputs, in}, {lm.targets, tg}};
+}
+
+// A built-in model: its graph, the training step, and data for a step.
+struct Model {
+  std::unique_ptr<examples::Mlp> mlp;
+  std::unique_ptr<examples::TransformerLm> lm;
+  Graph& graph() { return mlp ? mlp->graph() : lm->graph(); }
+  Tensor loss() const { return mlp ? mlp->loss : lm->loss; }
+  const std::vector<Operation*>& train_ops() const { return mlp ? mlp->train_ops : lm->train_ops; }
+  Feeds feeds(uint64_t step) { return mlp ? mlp_feeds(*mlp, step) : lm_feeds(*lm, step); }
+  std::string describe() const {
+    if (mlp) return "model: mlp, batch " + std::to_string(mlp->config().batch_size);
+    const examples::TransformerConfig& c = lm->config();
+    char buf[256];
+    std::snprintf(buf, sizeof(buf),
+                  "model: transformer, %lld layers, d_model %lld, d_ff %lld, %lld heads of %lld, "
+                  "vocab %lld, batch %lld x %lld tokens, %.3gB parameters",
+                  static_cast<long long>(c.layers), static_cast<long long>(c.d_model),
+                  static_cast<long long>(c.d_ff), static_cast<long long>(c.heads),
+                  static_cast<long long>(c.d_kv), static_cast<long long>(c.vocab),
+                  static_cast<long long>(c.batch), static_cast<long long>(c.length),
+                  static_cast<double>(c.num_parameters()) / 1e9);
+    return buf;
+  }
+};
 
 std::vector<int> parse_mapping(const std::string& s) {
   std::vector<int> r;
@@ -61,9 +99,19 @@ void progress(int64_t done, int64_t total, double seconds) {
 int main(int argc, char** argv) {
   try {
     data::Flags flags;
-    flags.define("model", "mlp", "built-in model: mlp (the Fashion-MNIST MLP, synthetic data)");
+    flags.define("model", "mlp",
+                 "built-in model: mlp (the Fashion-MNIST MLP) or transformer (the paper's LM); "
+                 "synthetic data");
     flags.define("batch_size", "512", "mlp: examples per step");
     flags.define("hidden", "1024", "mlp: size of the hidden dimension");
+    flags.define("layers", "6", "transformer: blocks");
+    flags.define("d_model", "1024", "transformer: model dimension");
+    flags.define("d_ff", "4096", "transformer: feed-forward dimension");
+    flags.define("heads", "4", "transformer: attention heads");
+    flags.define("d_kv", "256", "transformer: key/value dimension per head");
+    flags.define("vocab", "32768", "transformer: vocabulary");
+    flags.define("length", "256", "transformer: tokens per sequence");
+    flags.define("batch", "256", "transformer: sequences per step");
     flags.define("mesh_shape", "all:512", "logical mesh, e.g. \"batch:16;model:32\"");
     flags.define("layout", "batch:all", "layout rules, e.g. \"batch:batch;hidden:model\"");
     flags.define("topology", "tpu-v2-512",
@@ -87,8 +135,11 @@ int main(int argc, char** argv) {
     flags.define("ops", "12", "rows of the per-op table");
     if (!flags.parse(argc, argv)) return 0;
 
-    if (flags.str("model") != "mlp")
-      throw ValueError("--model: unknown model \"" + flags.str("model") + "\"; built-in: mlp");
+    const std::string model_name = flags.str("model");
+    if (model_name != "mlp" && model_name != "transformer") {
+      throw ValueError("--model: unknown model \"" + model_name +
+                       "\"; built-in: mlp, transformer");
+    }
     const std::string mode = flags.str("mode");
     if (mode != "functional" && mode != "cost")
       throw ValueError("--mode must be functional or cost, not \"" + mode + "\"");
@@ -110,18 +161,34 @@ int main(int argc, char** argv) {
     config.sim.physical_order = parse_mapping(flags.str("mapping"));
     config.sim.trace_path = flags.str("trace");  // each step rewrites it: the last one stays
 
-    examples::MlpConfig mc;
-    mc.batch_size = flags.i64("batch_size");
-    mc.hidden = flags.i64("hidden");
-    examples::Mlp mlp(mc);
-    Session session(mlp.graph(), config);
-    if (json == "false") std::printf("%s\n", config.sim.topology.to_string().c_str());
+    Model model;
+    if (model_name == "mlp") {
+      examples::MlpConfig mc;
+      mc.batch_size = flags.i64("batch_size");
+      mc.hidden = flags.i64("hidden");
+      model.mlp = std::make_unique<examples::Mlp>(mc);
+    } else {
+      examples::TransformerConfig tc;
+      tc.layers = flags.i64("layers");
+      tc.d_model = flags.i64("d_model");
+      tc.d_ff = flags.i64("d_ff");
+      tc.heads = flags.i64("heads");
+      tc.d_kv = flags.i64("d_kv");
+      tc.vocab = flags.i64("vocab");
+      tc.length = flags.i64("length");
+      tc.batch = flags.i64("batch");
+      model.lm = std::make_unique<examples::TransformerLm>(tc);
+    }
+    Session session(model.graph(), config);
+    if (json == "false") {
+      std::printf("%s\n%s\n", config.sim.topology.to_string().c_str(), model.describe().c_str());
+    }
 
     const auto start = std::chrono::steady_clock::now();
     for (int64_t step = 0; step < steps; ++step) {
       Feeds feeds;
-      if (config.sim.mode == SimMode::kFunctional) feeds = mlp_feeds(mlp, step);
-      session.run({mlp.loss}, feeds, mlp.train_ops);
+      if (config.sim.mode == SimMode::kFunctional) feeds = model.feeds(static_cast<uint64_t>(step));
+      session.run({model.loss()}, feeds, model.train_ops());
       progress(step + 1, steps,
                std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
     }

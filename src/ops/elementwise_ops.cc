@@ -36,7 +36,9 @@ class UnaryOp : public Operation {
       case UnaryFn::kIdentity:
         return {dy};
       case UnaryFn::kRelu:
-        return {dy * unary_op(UnaryFn::kReluGrad, x, "")};
+        // From the output (y > 0 exactly where x > 0), so that the
+        // pre-activation need not stay alive until the backward pass.
+        return {dy * unary_op(UnaryFn::kReluGrad, y, "")};
       case UnaryFn::kGelu:
         return {dy * unary_op(UnaryFn::kGeluGrad, x, "")};
       case UnaryFn::kExp:
