@@ -25,7 +25,7 @@ packages=(
   libboost-dev libboost-fiber-dev libboost-context-dev
   libhdf5-dev zlib1g-dev
   libgtest-dev libgmock-dev libbenchmark-dev
-  dataset-fashion-mnist
+  dataset-fashion-mnist fortunes
 )
 # The checkpoint tests read files back with h5py; the multi-process tests
 # also run under OpenMPI (the MPI transport is built when MPI is found).

@@ -137,8 +137,7 @@ int main(int argc, char** argv) {
 
     const std::string model_name = flags.str("model");
     if (model_name != "mlp" && model_name != "transformer") {
-      throw ValueError("--model: unknown model \"" + model_name +
-                       "\"; built-in: mlp, transformer");
+      throw ValueError("--model: unknown model \"" + model_name + "\"; built-in: mlp, transformer");
     }
     const std::string mode = flags.str("mode");
     if (mode != "functional" && mode != "cost")

@@ -78,7 +78,9 @@ int main(int argc, char** argv) {
     flags.define("batch", "16", "windows per step");
     flags.define("dropout", "0", "dropout rate during training");
     flags.define("z_loss", "1e-4", "weight of the z-loss (logsumexp^2)");
-    flags.define("lr", "0", "Adafactor learning rate (0: its default schedule)");
+    flags.define("lr", "0.03",
+                 "Adafactor learning rate, relative to each parameter's RMS (0: its default "
+                 "schedule min(0.01, 1/sqrt(step)))");
     flags.define("steps", "300", "training steps");
     flags.define("eval_every", "100", "print losses every this many steps");
     flags.define("eval_batches", "8", "held-out batches per evaluation");
