@@ -98,6 +98,38 @@ TEST(LayersTest, LayerNormMatchesHandComputation) {
   expect_near_vectors(s.run(y).to_floats(), want);
 }
 
+// Mesh TensorFlow's layers_test case: per channel over the batch,
+// [[0, 1, 2], [4, 5, 6]] normalizes to [[-1, -1, -1], [1, 1, 1]], and so
+// does a second batch norm of (that * 2 + 1).
+TEST(LayersTest, BatchNormKnownValuesAndMovingStatistics) {
+  Graph g;
+  Mesh mesh(g, "m");
+  const Dimension batch{"batch", 2}, channels{"channels", 3};
+  const HostTensor xv = HostTensor::from_floats(Shape({batch, channels}), {0, 1, 2, 4, 5, 6});
+  const layers::BatchNorm bn0 =
+      layers::batch_norm(import_host(mesh, xv), true, {batch}, "bn0", 0.95f, 1e-6f);
+  const layers::BatchNorm bn1 =
+      layers::batch_norm(bn0.output * 2.f + 1.f, true, {batch}, "bn1", 0.95f, 1e-6f);
+  Session s(g);
+  std::vector<Operation*> updates = bn0.updates;
+  updates.insert(updates.end(), bn1.updates.begin(), bn1.updates.end());
+  const auto out = s.run({bn0.output, bn1.output}, {}, updates);
+  expect_near_vectors(out[0].to_floats(), {-1, -1, -1, 1, 1, 1});
+  expect_near_vectors(out[1].to_floats(), {-1, -1, -1, 1, 1, 1});
+  // Moving statistics took 5% of the batch's: mean (2, 3, 4), variance 4.
+  expect_near_vectors(s.variable_value("bn0/moving_mean").to_floats(), {0.1f, 0.15f, 0.2f});
+  expect_near_vectors(s.variable_value("bn0/moving_variance").to_floats(),
+                      {0.95f + 0.2f, 0.95f + 0.2f, 0.95f + 0.2f});
+  // Evaluation normalizes with the moving statistics.
+  const layers::BatchNorm eval =
+      layers::batch_norm(import_host(mesh, xv), false, {batch}, "bn0", 0.95f, 1e-6f);
+  EXPECT_TRUE(eval.updates.empty());
+  const auto e = s.run(eval.output).to_floats();
+  EXPECT_NEAR(e[3], (4 - 0.1) / std::sqrt(1.15), 1e-5);
+  EXPECT_THROW(layers::batch_norm(import_host(mesh, xv), true, {Dimension{"h", 2}}, "bad"),
+               ShapeError);
+}
+
 TEST(LayersTest, EmbeddingPicksRows) {
   Graph g;
   Mesh mesh(g, "m");

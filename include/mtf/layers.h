@@ -54,6 +54,21 @@ Tensor dense(const Tensor& x, const Dimension& new_dim, const std::string& name,
 Tensor layer_norm(const Tensor& x, const Dimension& dim, const std::string& name,
                   float epsilon = 1e-6f);
 
+// Batch normalization over `reduced_dims` (e.g. batch and spatial
+// dimensions): in training, (x - batch mean) / sqrt(batch variance +
+// epsilon) * scale + bias, and `updates` move "<name>/moving_mean" and
+// "/moving_variance" towards the batch statistics (moving = moving *
+// momentum + batch * (1 - momentum)); in evaluation the moving statistics
+// normalize. scale starts at one (zero with init_zero), bias at zero; all
+// have x's shape without reduced_dims.
+struct BatchNorm {
+  Tensor output;
+  std::vector<Operation*> updates;  // run them with the training step
+};
+BatchNorm batch_norm(const Tensor& x, bool is_training, const std::vector<Dimension>& reduced_dims,
+                     const std::string& name, float momentum = 0.99f, float epsilon = 1e-3f,
+                     bool init_zero = false);
+
 // Rows of a [vocab_dim, output_dim] table ("<name>/weights", normal with
 // stddev init_stddev) picked by int32 ids: ids.shape + [output_dim].
 Tensor embedding(const Tensor& ids, const Dimension& vocab_dim, const Dimension& output_dim,

@@ -92,6 +92,38 @@ Tensor layer_norm(const Tensor& x, const Dimension& dim, const std::string& name
   return centered * rsqrt(variance + epsilon) * scale + bias;
 }
 
+BatchNorm batch_norm(const Tensor& x, bool is_training, const std::vector<Dimension>& reduced_dims,
+                     const std::string& name, float momentum, float epsilon, bool init_zero) {
+  if (reduced_dims.empty()) {
+    throw ShapeError("batch_norm \"" + name + "\": name the dimensions to normalize over");
+  }
+  for (const Dimension& d : reduced_dims) {
+    if (!x.shape().contains(d)) {
+      throw ShapeError(detail::str_cat("batch_norm \"", name, "\": dimension ", d.to_string(),
+                                       " is not in the input ", x.describe()));
+    }
+  }
+  const Shape stats = x.shape().minus(Shape(reduced_dims));
+  const Mesh& mesh = x.mesh();
+  const Tensor moving_mean = get_or_create_variable(mesh, name + "/moving_mean", stats,
+                                                    Initializer::zeros(), float32, false);
+  const Tensor moving_var = get_or_create_variable(mesh, name + "/moving_variance", stats,
+                                                   Initializer::ones(), float32, false);
+  const Tensor scale = get_or_create_variable(
+      mesh, name + "/scale", stats, init_zero ? Initializer::zeros() : Initializer::ones());
+  const Tensor bias = get_or_create_variable(mesh, name + "/bias", stats, Initializer::zeros());
+  BatchNorm r;
+  Tensor mean = moving_mean, variance = moving_var;
+  if (is_training) {
+    mean = reduce_mean(x, stats);
+    variance = reduce_mean(square(x - mean), stats);
+    r.updates.push_back(assign(moving_mean, moving_mean * momentum + mean * (1.0f - momentum)));
+    r.updates.push_back(assign(moving_var, moving_var * momentum + variance * (1.0f - momentum)));
+  }
+  r.output = (x - mean) * rsqrt(variance + epsilon) * scale + bias;
+  return r;
+}
+
 Tensor embedding(const Tensor& ids, const Dimension& vocab_dim, const Dimension& output_dim,
                  const std::string& name, float init_stddev) {
   const Tensor table =
