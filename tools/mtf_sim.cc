@@ -133,6 +133,16 @@ int main(int argc, char** argv) {
                  "write a Chrome trace-event JSON of the last step (opens in Perfetto)");
     flags.define("json", "false", "print the report as JSON");
     flags.define("ops", "12", "rows of the per-op table");
+    flags.define("auto_layout", "false",
+                 "choose the layout (and with --num_cores the mesh shape) by predicted step time "
+                 "and print the ranked candidates instead of simulating --layout");
+    flags.define("num_cores", "0",
+                 "with --auto_layout: also search mesh shapes of this many cores (1-3 dimensions)");
+    flags.define("fixed_layout", "", "with --auto_layout: rules kept as given");
+    flags.define("memory_limit_gib", "0",
+                 "with --auto_layout: memory per core (0: the topology's)");
+    flags.define("time_budget", "30", "with --auto_layout: seconds for the search");
+    flags.define("candidates", "10", "with --auto_layout: rows of the ranked table");
     if (!flags.parse(argc, argv)) return 0;
 
     const std::string model_name = flags.str("model");
@@ -147,6 +157,9 @@ int main(int argc, char** argv) {
       throw ValueError("--json must be true or false, not \"" + json + "\"");
     const int64_t steps = flags.i64("steps");
     if (steps < 1) throw ValueError("--steps must be at least 1");
+    const std::string auto_flag = flags.str("auto_layout");
+    if (auto_flag != "true" && auto_flag != "false")
+      throw ValueError("--auto_layout must be true or false, not \"" + auto_flag + "\"");
 
     MeshConfig config;
     config.mesh_shape = MeshShape(flags.str("mesh_shape"));
@@ -177,6 +190,24 @@ int main(int argc, char** argv) {
       tc.length = flags.i64("length");
       tc.batch = flags.i64("batch");
       model.lm = std::make_unique<examples::TransformerLm>(tc);
+    }
+    if (auto_flag == "true") {
+      AutoLayoutOptions opt;
+      opt.topology = config.sim.topology;
+      opt.fixed = LayoutRules(flags.str("fixed_layout"));
+      opt.memory_limit = flags.f64("memory_limit_gib") * double(1 << 30);
+      opt.time_budget = flags.f64("time_budget");
+      std::printf("%s\n%s\n", opt.topology.to_string().c_str(), model.describe().c_str());
+      const int64_t num_cores = flags.i64("num_cores");
+      const AutoLayoutResult r =
+          num_cores > 0 ? auto_layout_and_mesh_shape(model.graph(), num_cores, {model.loss()},
+                                                     model.train_ops(), opt)
+                        : auto_layout(model.graph(), config.mesh_shape, {model.loss()},
+                                      model.train_ops(), opt);
+      std::printf("%s", r.table(static_cast<int>(flags.i64("candidates"))).c_str());
+      std::printf("--mesh_shape \"%s\" --layout \"%s\"\n", r.mesh.to_string().c_str(),
+                  r.rules.to_string().c_str());
+      return 0;
     }
     Session session(model.graph(), config);
     if (json == "false") {

@@ -1,6 +1,7 @@
 // mtf/mtf.h — the whole public API of mtf.
 #pragma once
 
+#include "mtf/auto_layout.h"
 #include "mtf/checkpoint.h"
 #include "mtf/collectives.h"
 #include "mtf/dtype.h"

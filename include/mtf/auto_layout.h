@@ -1,0 +1,81 @@
+// mtf/auto_layout.h — choosing layout rules (and a mesh shape) by predicted
+// step time under each core's memory.
+//
+// Every candidate layout is lowered to the per-core program a run would
+// execute and costed on the simulated machine: compute steps by the same
+// roofline as the simulator, collectives by the step counts of the
+// algorithms the executors run over each mesh axis's ring (with links that
+// several rings cross shared between them), peak memory per core by the
+// simulator's estimate. Layouts that do not lower (a dimension not
+// divisible by its mesh dimension, two dimensions of one tensor on one mesh
+// dimension) are never chosen. The search is exhaustive when the space is
+// small, otherwise a beam search over tensor dimensions by size followed by
+// local improvement; evaluations are cached; results are deterministic. The
+// best few candidates are then run through the cost-only simulation (as time
+// allows) and ranked by its step time, so the reported times of those are
+// the simulator's.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "mtf/graph.h"
+#include "mtf/layout.h"
+#include "mtf/sim.h"
+
+namespace mtf {
+
+struct AutoLayoutOptions {
+  // The machine; its core count must equal the mesh's. Default: a TPU v2
+  // pod of 512 cores; auto_layout_and_mesh_shape needs one of num_cores.
+  Topology topology = Topology::preset("tpu-v2-512");
+  double memory_limit = 0;          // bytes per core; 0: the topology's core memory
+  double time_budget = 30;          // seconds for the whole search, simulations included
+  LayoutRules fixed;                // rules kept as given; their tensor dimensions are not searched
+  int64_t exhaustive_limit = 4096;  // search every layout when there are at most this many
+  int beam_width = 4;
+  int simulate_top = 3;  // candidates re-ranked by the cost-only simulation
+};
+
+struct LayoutCandidate {
+  MeshShape mesh;
+  LayoutRules rules;
+  double step_time = 0;  // seconds, predicted (simulated when `simulated`)
+  double compute = 0, communication = 0;
+  int64_t peak_memory = 0;  // bytes per core
+  bool fits = false;
+  bool simulated = false;
+};
+
+struct AutoLayoutResult {
+  MeshShape mesh;
+  LayoutRules rules;
+  std::vector<LayoutCandidate> ranked;  // best first (fitting ones first)
+  int64_t evaluations = 0;              // distinct layouts costed
+  int64_t space = 0;                    // layouts in the search space (per mesh shape, summed)
+  bool exhaustive = false;
+  double seconds = 0;
+  // The top `rows` candidates as a table: rules, step time, compute and
+  // communication share, peak memory per core.
+  std::string table(int rows = 10) const;
+};
+
+// The best layout rules for `mesh` and the program computing `fetches` and
+// running `targets`. Throws OutOfMemoryError, naming the largest tensors and
+// their bytes per core, when no layout fits the memory limit; LayoutError
+// when the topology's core count is not the mesh's.
+AutoLayoutResult auto_layout(Graph& graph, const MeshShape& mesh,
+                             const std::vector<Tensor>& fetches,
+                             const std::vector<Operation*>& targets,
+                             const AutoLayoutOptions& options = {});
+
+// The same over the mesh shapes of `num_cores` processors in 1, 2 or 3
+// dimensions (named "x", "y", "z", sizes non-increasing), with the time
+// budget shared between them.
+AutoLayoutResult auto_layout_and_mesh_shape(Graph& graph, int64_t num_cores,
+                                            const std::vector<Tensor>& fetches,
+                                            const std::vector<Operation*>& targets,
+                                            const AutoLayoutOptions& options = {});
+
+}  // namespace mtf

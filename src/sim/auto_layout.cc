@@ -1,0 +1,371 @@
+// Layout search (include/mtf/auto_layout.h).
+#include "mtf/auto_layout.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <map>
+#include <memory>
+#include <set>
+
+#include "exec/program.h"
+#include "mtf/errors.h"
+#include "mtf/session.h"
+#include "ops/op_util.h"
+#include "sim/cost_model.h"
+
+namespace mtf {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+struct Evaluated {
+  LayoutCandidate c;
+  sim::MemoryEstimate memory;
+};
+
+// Better first: fitting before not; fitting by time, then memory; the others
+// by memory; then by rules text, so that the order is total and deterministic.
+bool better(const LayoutCandidate& a, const LayoutCandidate& b) {
+  if (a.fits != b.fits) return a.fits;
+  if (a.fits && a.step_time != b.step_time) return a.step_time < b.step_time;
+  if (a.peak_memory != b.peak_memory) return a.peak_memory < b.peak_memory;
+  if (a.step_time != b.step_time) return a.step_time < b.step_time;
+  return a.mesh.to_string() + a.rules.to_string() < b.mesh.to_string() + b.rules.to_string();
+}
+
+class Search {
+ public:
+  Search(Graph& graph, const MeshShape& mesh, const std::vector<Tensor>& fetches,
+         const std::vector<Operation*>& targets, const AutoLayoutOptions& options, double limit)
+      : graph_(graph),
+        mesh_(mesh),
+        fetches_(fetches),
+        targets_(targets),
+        options_(options),
+        limit_(limit),
+        model_(options.topology, mesh),
+        const_targets_(targets.begin(), targets.end()) {
+    // The searchable tensor dimensions, heaviest first (total elements of
+    // the tensors that have them), with the mesh axes that divide them.
+    std::map<std::string, double> weight;
+    std::map<std::string, int64_t> size;
+    for (const auto& op : graph.operations())
+      for (const Tensor& t : op->outputs())
+        for (const Dimension& d : t.shape()) {
+          weight[d.name] += static_cast<double>(t.shape().num_elements());
+          size[d.name] = d.size;
+        }
+    for (const auto& [name, w] : weight) {
+      bool fixed = false;
+      for (const auto& p : options.fixed.pairs()) fixed = fixed || p.first == name;
+      if (fixed || size[name] < 2) continue;
+      std::vector<int> choices{-1};
+      for (int a = 0; a < mesh.ndims(); ++a)
+        if (mesh.dims()[a].size > 1 && size[name] % mesh.dims()[a].size == 0) choices.push_back(a);
+      if (choices.size() > 1) dims_.push_back({name, w, choices});
+    }
+    std::stable_sort(dims_.begin(), dims_.end(),
+                     [](const Dim& a, const Dim& b) { return a.weight > b.weight; });
+    space_ = 1;
+    for (const Dim& d : dims_) {
+      space_ = space_ > (int64_t{1} << 40) / static_cast<int64_t>(d.choices.size())
+                   ? (int64_t{1} << 40)
+                   : space_ * static_cast<int64_t>(d.choices.size());
+    }
+  }
+
+  int64_t space() const { return space_; }
+  int64_t evaluations() const { return static_cast<int64_t>(cache_.size()); }
+
+  // Runs the search until `deadline`; returns whether it was exhaustive.
+  bool run(Clock::time_point deadline) {
+    std::vector<int> state(dims_.size(), 0);  // indices into choices; 0 = not split
+    evaluate(state);
+    if (space_ <= options_.exhaustive_limit) {
+      for (;;) {
+        size_t i = 0;
+        for (; i < state.size(); ++i) {
+          if (++state[i] < static_cast<int>(dims_[i].choices.size())) break;
+          state[i] = 0;
+        }
+        if (i == state.size()) return true;
+        if (Clock::now() > deadline) return false;
+        evaluate(state);
+      }
+    }
+    // Beam search over dimensions, heaviest first.
+    std::vector<std::vector<int>> beam{state};
+    for (size_t i = 0; i < dims_.size() && Clock::now() <= deadline; ++i) {
+      std::vector<std::vector<int>> next;
+      for (const std::vector<int>& s : beam) {
+        for (int c = 0; c < static_cast<int>(dims_[i].choices.size()); ++c) {
+          std::vector<int> t = s;
+          t[i] = c;
+          if (evaluate(t)) next.push_back(t);
+        }
+      }
+      std::sort(next.begin(), next.end(), [&](const auto& a, const auto& b) {
+        return better(cache_.at(key(a))->c, cache_.at(key(b))->c);
+      });
+      next.erase(std::unique(next.begin(), next.end()), next.end());
+      if (next.size() > static_cast<size_t>(std::max(1, options_.beam_width)))
+        next.resize(std::max(1, options_.beam_width));
+      beam = next;
+    }
+    // Local improvement: change one dimension at a time while it helps.
+    std::vector<int> best = beam.front();
+    for (bool improved = true; improved && Clock::now() <= deadline;) {
+      improved = false;
+      for (size_t i = 0; i < dims_.size(); ++i) {
+        for (int c = 0; c < static_cast<int>(dims_[i].choices.size()); ++c) {
+          std::vector<int> t = best;
+          t[i] = c;
+          if (t == best || !evaluate(t)) continue;
+          if (better(cache_.at(key(t))->c, cache_.at(key(best))->c)) {
+            best = t;
+            improved = true;
+          }
+        }
+      }
+    }
+    return false;
+  }
+
+  // Every legal layout evaluated, best first.
+  std::vector<Evaluated> ranked() const {
+    std::vector<Evaluated> r;
+    for (const auto& [k, e] : cache_)
+      if (e) r.push_back(*e);
+    std::sort(r.begin(), r.end(),
+              [](const Evaluated& a, const Evaluated& b) { return better(a.c, b.c); });
+    return r;
+  }
+
+ private:
+  struct Dim {
+    std::string name;
+    double weight;
+    std::vector<int> choices;  // -1: not split; else a mesh axis
+  };
+
+  LayoutRules rules_of(const std::vector<int>& state) const {
+    std::vector<std::pair<std::string, std::string>> pairs = options_.fixed.pairs();
+    for (size_t i = 0; i < dims_.size(); ++i) {
+      const int a = dims_[i].choices[state[i]];
+      if (a >= 0) pairs.push_back({dims_[i].name, mesh_.dims()[a].name});
+    }
+    return LayoutRules(pairs);
+  }
+  std::string key(const std::vector<int>& state) const { return rules_of(state).to_string(); }
+
+  // Costs a layout once; false when it does not lower.
+  bool evaluate(const std::vector<int>& state) {
+    const LayoutRules rules = rules_of(state);
+    const std::string k = rules.to_string();
+    auto it = cache_.find(k);
+    if (it != cache_.end()) return it->second != nullptr;
+    std::unique_ptr<Evaluated> e;
+    try {
+      const Program program = lower(graph_, fetches_, const_targets_, mesh_, rules);
+      std::vector<std::pair<std::string, int64_t>> vars;
+      for (const Tensor& v : graph_.all_variables()) {
+        vars.push_back({v.op().name(), TensorLayout::make(v.shape(), rules, mesh_, v.op().name())
+                                               .slice_shape()
+                                               .num_elements() *
+                                           static_cast<int64_t>(dtype_size(v.dtype()))});
+      }
+      const sim::CostEstimate est = model_.estimate(program, vars);
+      e = std::make_unique<Evaluated>();
+      e->c.mesh = mesh_;
+      e->c.rules = rules;
+      e->c.step_time = est.step_time;
+      e->c.compute = est.compute;
+      e->c.communication = est.communication;
+      e->c.peak_memory = est.memory.peak;
+      e->c.fits = static_cast<double>(est.memory.peak) <= limit_;
+      e->memory = est.memory;
+    } catch (const LayoutError&) {
+      // Not a legal layout for this graph.
+    }
+    const bool legal = e != nullptr;
+    cache_.emplace(k, std::move(e));
+    return legal;
+  }
+
+  Graph& graph_;
+  MeshShape mesh_;
+  const std::vector<Tensor>& fetches_;
+  const std::vector<Operation*>& targets_;
+  const AutoLayoutOptions& options_;
+  double limit_;
+  sim::CostModel model_;
+  std::vector<const Operation*> const_targets_;
+  std::vector<Dim> dims_;
+  int64_t space_ = 1;
+  std::map<std::string, std::unique_ptr<Evaluated>> cache_;
+};
+
+double memory_limit(const AutoLayoutOptions& o) {
+  return o.memory_limit > 0 ? o.memory_limit : o.topology.core_memory;
+}
+
+// Re-ranks the best fitting candidates by the cost-only simulation while the
+// budget lasts (a simulation is not started when the last one would not fit
+// in what remains), and fills the result.
+AutoLayoutResult finish(Graph& graph, const std::vector<Tensor>& fetches,
+                        const std::vector<Operation*>& targets, const AutoLayoutOptions& options,
+                        std::vector<Evaluated> all, Clock::time_point start,
+                        Clock::time_point deadline) {
+  AutoLayoutResult r;
+  if (all.empty() || !all.front().c.fits) {
+    std::string what = "no layout fits";
+    if (!all.empty()) {
+      const Evaluated& least = all.front();  // least memory when none fits
+      what = detail::str_cat(
+          "no layout fits ", memory_limit(options) / double(1 << 30),
+          " GiB per core; the least memory is ", double(least.c.peak_memory) / double(1 << 30),
+          " GiB per core, with mesh ", least.c.mesh.to_string(), " and layout \"",
+          least.c.rules.to_string(), "\": ", least.memory.describe(),
+          ". Use more cores, a smaller model or batch, or a larger memory limit");
+    }
+    throw OutOfMemoryError("auto_layout: " + what);
+  }
+  double last_sim = 0;
+  size_t simulated = 0;
+  for (size_t i = 0; i < all.size() && simulated < static_cast<size_t>(options.simulate_top); ++i) {
+    if (!all[i].c.fits) break;
+    const auto now = Clock::now();
+    if (now + std::chrono::duration<double>(last_sim) > deadline) break;
+    MeshConfig cfg;
+    cfg.mesh_shape = all[i].c.mesh;
+    cfg.layout = all[i].c.rules;
+    cfg.impl = MeshImpl::kSimulated;
+    cfg.sim.topology = options.topology;
+    cfg.sim.topology.core_memory = std::max(options.topology.core_memory, memory_limit(options));
+    cfg.sim.mode = SimMode::kCostOnly;
+    Session session(graph, cfg);
+    session.run(fetches, {}, targets);
+    const SimReport& rep = session.simulation_report();
+    all[i].c.step_time = rep.step_time;
+    all[i].c.compute = rep.mean_compute();
+    all[i].c.communication = rep.mean_communication() + rep.mean_idle();
+    all[i].c.peak_memory = rep.peak_memory;
+    all[i].c.simulated = true;
+    last_sim = std::chrono::duration<double>(Clock::now() - now).count();
+    ++simulated;
+  }
+  std::stable_sort(all.begin(), all.begin() + static_cast<long>(simulated),
+                   [](const Evaluated& a, const Evaluated& b) { return better(a.c, b.c); });
+  for (const Evaluated& e : all) r.ranked.push_back(e.c);
+  r.mesh = r.ranked.front().mesh;
+  r.rules = r.ranked.front().rules;
+  r.seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  return r;
+}
+
+}  // namespace
+
+std::string AutoLayoutResult::table(int rows) const {
+  std::string out;
+  char line[512];
+  std::snprintf(line, sizeof(line), "%-4s %-18s %-48s %12s %8s %8s %12s  %s\n", "rank", "mesh",
+                "layout", "step time", "compute", "comm", "memory/core", "");
+  out += line;
+  for (int i = 0; i < rows && i < static_cast<int>(ranked.size()); ++i) {
+    const LayoutCandidate& c = ranked[i];
+    const double total = c.compute + c.communication;
+    std::string rules = c.rules.to_string();
+    if (rules.empty()) rules = "(replicated)";
+    std::snprintf(line, sizeof(line), "%-4d %-18s %-48s %9.3f ms %7.1f%% %7.1f%% %8.2f GiB  %s%s\n",
+                  i + 1, c.mesh.to_string().c_str(), rules.c_str(), c.step_time * 1e3,
+                  total > 0 ? 100 * c.compute / total : 0.0,
+                  total > 0 ? 100 * c.communication / total : 0.0,
+                  static_cast<double>(c.peak_memory) / double(1 << 30),
+                  c.simulated ? "simulated" : "estimated", c.fits ? "" : ", does not fit");
+    out += line;
+  }
+  std::snprintf(line, sizeof(line),
+                "%lld layouts costed of %lld (%s) in %.2f s; chosen: mesh \"%s\", layout \"%s\"\n",
+                static_cast<long long>(evaluations), static_cast<long long>(space),
+                exhaustive ? "exhaustive" : "beam search + local improvement", seconds,
+                mesh.to_string().c_str(), rules.to_string().c_str());
+  out += line;
+  return out;
+}
+
+AutoLayoutResult auto_layout(Graph& graph, const MeshShape& mesh,
+                             const std::vector<Tensor>& fetches,
+                             const std::vector<Operation*>& targets,
+                             const AutoLayoutOptions& options) {
+  const auto start = Clock::now();
+  const auto deadline = start + std::chrono::duration_cast<Clock::duration>(
+                                    std::chrono::duration<double>(options.time_budget));
+  options.fixed.validate(mesh);
+  Search search(graph, mesh, fetches, targets, options, memory_limit(options));
+  // The search gets most of the budget; the simulations what is left.
+  const bool exhaustive =
+      search.run(start + std::chrono::duration_cast<Clock::duration>(
+                             std::chrono::duration<double>(options.time_budget * 0.6)));
+  AutoLayoutResult r = finish(graph, fetches, targets, options, search.ranked(), start, deadline);
+  r.evaluations = search.evaluations();
+  r.space = search.space();
+  r.exhaustive = exhaustive;
+  return r;
+}
+
+AutoLayoutResult auto_layout_and_mesh_shape(Graph& graph, int64_t num_cores,
+                                            const std::vector<Tensor>& fetches,
+                                            const std::vector<Operation*>& targets,
+                                            const AutoLayoutOptions& options) {
+  if (num_cores < 1) throw ValueError("auto_layout_and_mesh_shape: num_cores must be >= 1");
+  const auto start = Clock::now();
+  const auto deadline = start + std::chrono::duration_cast<Clock::duration>(
+                                    std::chrono::duration<double>(options.time_budget));
+  std::vector<std::vector<int64_t>> shapes{{num_cores}};
+  for (int64_t a = num_cores; a >= 2; --a) {
+    if (num_cores % a) continue;
+    const int64_t rest = num_cores / a;
+    if (rest >= 2 && rest <= a) shapes.push_back({a, rest});
+    for (int64_t b = std::min(a, rest); b >= 2; --b)
+      if (rest % b == 0 && rest / b >= 2 && rest / b <= b) shapes.push_back({a, b, rest / b});
+  }
+  static const char* names[] = {"x", "y", "z"};
+  std::vector<Evaluated> all;
+  int64_t evaluations = 0, space = 0;
+  bool exhaustive = true;
+  for (size_t i = 0; i < shapes.size(); ++i) {
+    std::vector<Dimension> dims;
+    for (size_t k = 0; k < shapes[i].size(); ++k) dims.push_back({names[k], shapes[i][k]});
+    const MeshShape mesh(dims);
+    if (!options.fixed.pairs().empty()) {
+      try {
+        options.fixed.validate(mesh);
+      } catch (const LayoutError&) {
+        continue;  // fixed rules name mesh dimensions this shape lacks
+      }
+    }
+    // An equal share of what is left of the search's part of the budget.
+    const double left =
+        options.time_budget * 0.6 - std::chrono::duration<double>(Clock::now() - start).count();
+    Search search(graph, mesh, fetches, targets, options, memory_limit(options));
+    exhaustive =
+        search.run(Clock::now() +
+                   std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(
+                       std::max(0.0, left) / double(shapes.size() - i)))) &&
+        exhaustive;
+    std::vector<Evaluated> r = search.ranked();
+    all.insert(all.end(), r.begin(), r.end());
+    evaluations += search.evaluations();
+    space += search.space();
+  }
+  std::sort(all.begin(), all.end(),
+            [](const Evaluated& a, const Evaluated& b) { return better(a.c, b.c); });
+  AutoLayoutResult r = finish(graph, fetches, targets, options, std::move(all), start, deadline);
+  r.evaluations = evaluations;
+  r.space = space;
+  r.exhaustive = exhaustive;
+  return r;
+}
+
+}  // namespace mtf

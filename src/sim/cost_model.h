@@ -1,0 +1,51 @@
+// cost_model.h — a fast estimate of a per-core program's step time on a
+// simulated machine, for searching layouts: each compute step at its
+// roofline time (as the engine times it), each collective by the step count
+// of the algorithm the executors run (bidirectional ring allreduce,
+// recursive doubling up to 64 KiB, ring allgather) times the latency and
+// bandwidth of its mesh axis's ring, where a link that several rings of the
+// axis cross at once (e.g. the two cores of a chip in rings along the same
+// torus line) gives each its share. Steps do not overlap, as in the engine.
+// The engine's simulation is the reference; this is its cheap stand-in.
+// Internal.
+#pragma once
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "exec/program.h"
+#include "mtf/sim.h"
+#include "sim/memory.h"
+
+namespace mtf::sim {
+
+struct CostEstimate {
+  double step_time = 0;  // seconds
+  double compute = 0;    // of which compute steps
+  double communication = 0;
+  MemoryEstimate memory;
+};
+
+class CostModel {
+ public:
+  // The mesh's mapping onto the topology (automatic), and each mesh axis's
+  // ring latency and seconds per byte.
+  CostModel(const Topology& topo, const MeshShape& mesh);
+  CostEstimate estimate(const Program& program,
+                        const std::vector<std::pair<std::string, int64_t>>& variables) const;
+  const Topology& topology() const { return topo_; }
+
+ private:
+  struct AxisCost {
+    double latency = 0;  // per ring step
+    double seconds_per_byte = 0;
+  };
+  double allreduce_time(int axis, double bytes) const;
+  double allgather_time(int axis, double block_bytes) const;
+  Topology topo_;
+  MeshShape mesh_;
+  std::vector<AxisCost> axes_;
+};
+
+}  // namespace mtf::sim
