@@ -12,9 +12,10 @@ function(mtf_set_warnings target)
   endif()
 endfunction()
 
-# mtf_test(NAME sources... [LABELS l...]): a GoogleTest executable registered with CTest.
+# mtf_test(NAME sources... [LABELS l...] [SERIAL]): a GoogleTest executable registered with
+# CTest; SERIAL runs its tests alone (for checks of wall time).
 function(mtf_test name)
-  cmake_parse_arguments(T "" "" "LABELS" ${ARGN})
+  cmake_parse_arguments(T "SERIAL" "" "LABELS" ${ARGN})
   add_executable(${name} ${T_UNPARSED_ARGUMENTS})
   target_link_libraries(${name} PRIVATE mtf mtf_data GTest::gtest GTest::gtest_main)
   target_include_directories(${name} PRIVATE ${PROJECT_SOURCE_DIR}/src)
@@ -22,6 +23,9 @@ function(mtf_test name)
   set(props "")
   if(T_LABELS)
     list(APPEND props LABELS "${T_LABELS}")
+  endif()
+  if(T_SERIAL)
+    list(APPEND props RUN_SERIAL TRUE)
   endif()
   if(MTF_SANITIZE)
     # Tests of huge allocations expect an OutOfMemoryError, not an ASan abort.

@@ -1,5 +1,8 @@
 #include "common/mesh_flags.h"
 
+#include <cstdio>
+
+#include "mtf/auto_layout.h"
 #include "mtf/errors.h"
 #include "mtf/mpi_transport.h"
 #include "mtf/tcp_transport.h"
@@ -8,7 +11,9 @@ namespace mtf::data {
 
 void define_mesh_flags(Flags& flags) {
   flags.define("mesh_shape", "", "mesh of processors, e.g. \"rows:2;cols:2\" (empty: one)");
-  flags.define("layout", "", "layout rules, e.g. \"batch:rows;hidden:cols\"");
+  flags.define("layout", "",
+               "layout rules, e.g. \"batch:rows;hidden:cols\", or auto (chosen by predicted step "
+               "time)");
   flags.define("mesh_impl", "simd", "simd (a program per core) or placement (one controller)");
   flags.define("execution", "fibers", "simd cores as fibers on one thread, or as threads");
   flags.define("transport", "auto",
@@ -27,7 +32,7 @@ MeshConfig mesh_config_from_flags(const Flags& flags, std::string* transport_nam
     throw ValueError("--execution must be fibers or threads, not \"" + execution + "\"");
   mesh.execution = execution == "fibers" ? RankExecution::kFibers : RankExecution::kThreads;
   mesh.mesh_shape = MeshShape(flags.str("mesh_shape"));
-  mesh.layout = LayoutRules(flags.str("layout"));
+  if (flags.str("layout") != "auto") mesh.layout = LayoutRules(flags.str("layout"));
   // Started by mtf-launch (or any launcher setting MTF_RANK etc.) or by
   // mpirun: this process is one rank of a multi-process job.
   const std::string transport = flags.str("transport");
@@ -41,6 +46,31 @@ MeshConfig mesh_config_from_flags(const Flags& flags, std::string* transport_nam
     throw ValueError("--transport must be auto, tcp, mpi or none, not \"" + transport + "\"");
   }
   return mesh;
+}
+
+void resolve_auto_layout(const Flags& flags, MeshConfig& config, Graph& graph,
+                         const std::vector<Tensor>& fetches,
+                         const std::vector<Operation*>& targets) {
+  if (flags.str("layout") != "auto") return;
+  // This machine, roughly: one core per processor in a ring, memory and
+  // message figures of an in-process run on a small server.
+  const int64_t n = config.mesh_shape.size();
+  AutoLayoutOptions o;
+  o.topology = Topology();
+  o.topology.name = "this machine (approximate)";
+  o.topology.chips = {static_cast<int>(n), 1};
+  o.topology.cores_per_chip = 1;
+  o.topology.core_flops = 50e9;
+  o.topology.core_memory = 16.0 * (1 << 30);
+  o.topology.chip_memory_bandwidth = 10e9;
+  o.topology.link_bandwidth = 5e9;
+  o.topology.link_latency = 5e-6;
+  o.simulate_top = 0;   // estimates only: cheap and the same on every rank
+  o.time_budget = 1e9;  // no deadline: the same search on every rank
+  const AutoLayoutResult r = auto_layout(graph, config.mesh_shape, fetches, targets, o);
+  std::printf("layout auto: the best of %lld layouts costed on %s\n%s",
+              static_cast<long long>(r.evaluations), o.topology.name.c_str(), r.table(5).c_str());
+  config.layout = r.rules;
 }
 
 std::string describe_mesh(const MeshConfig& config, const std::string& transport_name) {

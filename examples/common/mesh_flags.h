@@ -5,6 +5,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "common/flags.h"
 #include "mtf/session.h"
@@ -18,6 +19,15 @@ void define_mesh_flags(Flags& flags);
 // process is one of a multi-process job (then *transport_name is "TCP" or
 // "MPI").
 MeshConfig mesh_config_from_flags(const Flags& flags, std::string* transport_name);
+
+// With --layout auto: chooses the layout rules for the program computing
+// `fetches` and running `targets` (auto_layout on a rough model of this
+// machine, one core per processor; deterministic, so every rank of a job
+// chooses the same), prints the ranked candidates and sets config.layout.
+// Does nothing otherwise.
+void resolve_auto_layout(const Flags& flags, MeshConfig& config, Graph& graph,
+                         const std::vector<Tensor>& fetches,
+                         const std::vector<Operation*>& targets);
 
 // "mesh: rows:2;cols:2 (4 processors), layout: "...", simd" (or "rank r of n
 // processes over TCP"), for the examples' first lines.

@@ -57,6 +57,7 @@ int main(int argc, char** argv) {
       throw ValueError("--print_counters must be true or false, not \"" + counters + "\"");
 
     examples::Mlp mlp(config);
+    data::resolve_auto_layout(flags, mesh, mlp.graph(), {mlp.loss}, mlp.train_ops);
     Session session(mlp.graph(), mesh);
     std::printf("%s\n", data::describe_mesh(mesh, transport_name).c_str());
     // Lowering the training step checks every tensor's layout before training.

@@ -128,6 +128,7 @@ int main(int argc, char** argv) {
     std::string transport_name;
     MeshConfig mesh = data::mesh_config_from_flags(flags, &transport_name);
     examples::TransformerLm lm(cfg);
+    data::resolve_auto_layout(flags, mesh, lm.graph(), {lm.loss}, lm.train_ops);
     Session session(lm.graph(), mesh);
     std::printf(
         "model: %lld layers, d_model %lld, d_ff %lld, %lld heads of %lld, %lld parameters\n",

@@ -34,14 +34,15 @@ struct AutoLayoutOptions {
   double time_budget = 30;          // seconds for the whole search, simulations included
   LayoutRules fixed;                // rules kept as given; their tensor dimensions are not searched
   int64_t exhaustive_limit = 4096;  // search every layout when there are at most this many
-  int beam_width = 4;
+  int beam_width = 8;
   int simulate_top = 3;  // candidates re-ranked by the cost-only simulation
 };
 
 struct LayoutCandidate {
   MeshShape mesh;
   LayoutRules rules;
-  double step_time = 0;  // seconds, predicted (simulated when `simulated`)
+  double step_time = 0;            // seconds, predicted (simulated when `simulated`)
+  double estimated_step_time = 0;  // the cost model's figure
   double compute = 0, communication = 0;
   int64_t peak_memory = 0;  // bytes per core
   bool fits = false;

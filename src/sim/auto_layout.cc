@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <map>
 #include <memory>
+#include <numeric>
 #include <set>
 
 #include "exec/program.h"
@@ -113,23 +114,59 @@ class Search {
         next.resize(std::max(1, options_.beam_width));
       beam = next;
     }
-    // Local improvement: change one dimension at a time while it helps.
-    std::vector<int> best = beam.front();
+    // Local improvement from each state of the final beam, best first
+    // (every layout costed on the way is a candidate).
+    for (const std::vector<int>& start : beam) {
+      if (Clock::now() > deadline) break;
+      improve(start, deadline);
+    }
+    return false;
+  }
+
+  // Local improvement of `start` while it helps: change one dimension's
+  // mesh axis, exchange the axes of two dimensions, or relabel the mesh axes
+  // of the whole layout (a beam can settle on a mirror image of the best).
+  std::vector<int> improve(std::vector<int> best, Clock::time_point deadline) {
+    auto try_move = [&](const std::vector<int>& t) {
+      if (t == best || !evaluate(t)) return false;
+      if (!better(cache_.at(key(t))->c, cache_.at(key(best))->c)) return false;
+      best = t;
+      return true;
+    };
     for (bool improved = true; improved && Clock::now() <= deadline;) {
       improved = false;
       for (size_t i = 0; i < dims_.size(); ++i) {
         for (int c = 0; c < static_cast<int>(dims_[i].choices.size()); ++c) {
           std::vector<int> t = best;
           t[i] = c;
-          if (t == best || !evaluate(t)) continue;
-          if (better(cache_.at(key(t))->c, cache_.at(key(best))->c)) {
-            best = t;
-            improved = true;
-          }
+          improved = try_move(t) || improved;
         }
       }
+      for (size_t i = 0; i < dims_.size(); ++i) {
+        for (size_t j = i + 1; j < dims_.size(); ++j) {
+          const int ci = choice_index(j, dims_[i].choices[best[i]]);
+          const int cj = choice_index(i, dims_[j].choices[best[j]]);
+          if (ci < 0 || cj < 0) continue;
+          std::vector<int> t = best;
+          t[i] = cj;
+          t[j] = ci;
+          improved = try_move(t) || improved;
+        }
+      }
+      std::vector<int> perm(mesh_.ndims());
+      std::iota(perm.begin(), perm.end(), 0);
+      while (std::next_permutation(perm.begin(), perm.end())) {
+        std::vector<int> t = best;
+        bool ok = true;
+        for (size_t i = 0; i < dims_.size() && ok; ++i) {
+          const int a = dims_[i].choices[best[i]];
+          t[i] = choice_index(i, a < 0 ? -1 : perm[a]);
+          ok = t[i] >= 0;
+        }
+        if (ok) improved = try_move(t) || improved;
+      }
     }
-    return false;
+    return best;
   }
 
   // Every legal layout evaluated, best first.
@@ -158,6 +195,12 @@ class Search {
     return LayoutRules(pairs);
   }
   std::string key(const std::vector<int>& state) const { return rules_of(state).to_string(); }
+  // Index of mesh axis `axis` (-1: not split) among dimension i's choices, or -1.
+  int choice_index(size_t i, int axis) const {
+    const auto& c = dims_[i].choices;
+    const auto it = std::find(c.begin(), c.end(), axis);
+    return it == c.end() ? -1 : static_cast<int>(it - c.begin());
+  }
 
   // Costs a layout once; false when it does not lower.
   bool evaluate(const std::vector<int>& state) {
@@ -180,6 +223,7 @@ class Search {
       e->c.mesh = mesh_;
       e->c.rules = rules;
       e->c.step_time = est.step_time;
+      e->c.estimated_step_time = est.step_time;
       e->c.compute = est.compute;
       e->c.communication = est.communication;
       e->c.peak_memory = est.memory.peak;
@@ -269,17 +313,18 @@ AutoLayoutResult finish(Graph& graph, const std::vector<Tensor>& fetches,
 std::string AutoLayoutResult::table(int rows) const {
   std::string out;
   char line[512];
-  std::snprintf(line, sizeof(line), "%-4s %-18s %-48s %12s %8s %8s %12s  %s\n", "rank", "mesh",
-                "layout", "step time", "compute", "comm", "memory/core", "");
+  std::snprintf(line, sizeof(line), "%-4s %-18s %-48s %12s %12s %8s %8s %12s  %s\n", "rank", "mesh",
+                "layout", "step time", "(estimate)", "compute", "comm", "memory/core", "");
   out += line;
   for (int i = 0; i < rows && i < static_cast<int>(ranked.size()); ++i) {
     const LayoutCandidate& c = ranked[i];
     const double total = c.compute + c.communication;
     std::string rules = c.rules.to_string();
     if (rules.empty()) rules = "(replicated)";
-    std::snprintf(line, sizeof(line), "%-4d %-18s %-48s %9.3f ms %7.1f%% %7.1f%% %8.2f GiB  %s%s\n",
-                  i + 1, c.mesh.to_string().c_str(), rules.c_str(), c.step_time * 1e3,
-                  total > 0 ? 100 * c.compute / total : 0.0,
+    std::snprintf(line, sizeof(line),
+                  "%-4d %-18s %-48s %9.3f ms %9.3f ms %7.1f%% %7.1f%% %8.2f GiB  %s%s\n", i + 1,
+                  c.mesh.to_string().c_str(), rules.c_str(), c.step_time * 1e3,
+                  c.estimated_step_time * 1e3, total > 0 ? 100 * c.compute / total : 0.0,
                   total > 0 ? 100 * c.communication / total : 0.0,
                   static_cast<double>(c.peak_memory) / double(1 << 30),
                   c.simulated ? "simulated" : "estimated", c.fits ? "" : ", does not fit");
