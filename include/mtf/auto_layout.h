@@ -10,10 +10,12 @@
 // divisible by its mesh dimension, two dimensions of one tensor on one mesh
 // dimension) are never chosen. The search is exhaustive when the space is
 // small, otherwise a beam search over tensor dimensions by size followed by
-// local improvement; evaluations are cached; results are deterministic. The
-// best few candidates are then run through the cost-only simulation (as time
-// allows) and ranked by its step time, so the reported times of those are
-// the simulator's.
+// local improvement; evaluations are cached; results are deterministic
+// unless the time budget cuts the search short (the result says so). Then
+// the leader is verified by the cost-only simulation, again and again while
+// a layout known only by its estimate leads (up to simulate_top
+// simulations, as time allows): the times of simulated candidates are the
+// simulator's.
 #pragma once
 
 #include <cstdint>
@@ -35,7 +37,7 @@ struct AutoLayoutOptions {
   LayoutRules fixed;                // rules kept as given; their tensor dimensions are not searched
   int64_t exhaustive_limit = 4096;  // search every layout when there are at most this many
   int beam_width = 8;
-  int simulate_top = 3;  // candidates re-ranked by the cost-only simulation
+  int simulate_top = 3;  // at most this many cost-only simulations verify the leader
 };
 
 struct LayoutCandidate {
@@ -56,6 +58,7 @@ struct AutoLayoutResult {
   int64_t evaluations = 0;              // distinct layouts costed
   int64_t space = 0;                    // layouts in the search space (per mesh shape, summed)
   bool exhaustive = false;
+  bool cut_short = false;  // the time budget ended the search (then results depend on speed)
   double seconds = 0;
   // The top `rows` candidates as a table: rules, step time, compute and
   // communication share, peak memory per core.

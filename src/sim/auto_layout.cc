@@ -77,6 +77,9 @@ class Search {
   }
 
   int64_t space() const { return space_; }
+  // Whether the deadline cut the search short (then the result depends on
+  // the machine's speed; otherwise it is deterministic).
+  bool cut_short() const { return cut_short_; }
   int64_t evaluations() const { return static_cast<int64_t>(cache_.size()); }
 
   // Runs the search until `deadline`; returns whether it was exhaustive.
@@ -91,13 +94,13 @@ class Search {
           state[i] = 0;
         }
         if (i == state.size()) return true;
-        if (Clock::now() > deadline) return false;
+        if (past(deadline)) return false;
         evaluate(state);
       }
     }
     // Beam search over dimensions, heaviest first.
     std::vector<std::vector<int>> beam{state};
-    for (size_t i = 0; i < dims_.size() && Clock::now() <= deadline; ++i) {
+    for (size_t i = 0; i < dims_.size() && !past(deadline); ++i) {
       std::vector<std::vector<int>> next;
       for (const std::vector<int>& s : beam) {
         for (int c = 0; c < static_cast<int>(dims_[i].choices.size()); ++c) {
@@ -117,7 +120,7 @@ class Search {
     // Local improvement from each state of the final beam, best first
     // (every layout costed on the way is a candidate).
     for (const std::vector<int>& start : beam) {
-      if (Clock::now() > deadline) break;
+      if (past(deadline)) break;
       improve(start, deadline);
     }
     return false;
@@ -133,7 +136,7 @@ class Search {
       best = t;
       return true;
     };
-    for (bool improved = true; improved && Clock::now() <= deadline;) {
+    for (bool improved = true; improved && !past(deadline);) {
       improved = false;
       for (size_t i = 0; i < dims_.size(); ++i) {
         for (int c = 0; c < static_cast<int>(dims_[i].choices.size()); ++c) {
@@ -195,6 +198,11 @@ class Search {
     return LayoutRules(pairs);
   }
   std::string key(const std::vector<int>& state) const { return rules_of(state).to_string(); }
+  bool past(Clock::time_point deadline) {
+    if (Clock::now() <= deadline) return false;
+    cut_short_ = true;
+    return true;
+  }
   // Index of mesh axis `axis` (-1: not split) among dimension i's choices, or -1.
   int choice_index(size_t i, int axis) const {
     const auto& c = dims_[i].choices;
@@ -247,6 +255,7 @@ class Search {
   std::vector<const Operation*> const_targets_;
   std::vector<Dim> dims_;
   int64_t space_ = 1;
+  bool cut_short_ = false;
   std::map<std::string, std::unique_ptr<Evaluated>> cache_;
 };
 
@@ -262,6 +271,8 @@ AutoLayoutResult finish(Graph& graph, const std::vector<Tensor>& fetches,
                         std::vector<Evaluated> all, Clock::time_point start,
                         Clock::time_point deadline) {
   AutoLayoutResult r;
+  std::sort(all.begin(), all.end(),
+            [](const Evaluated& a, const Evaluated& b) { return better(a.c, b.c); });
   if (all.empty() || !all.front().c.fits) {
     std::string what = "no layout fits";
     if (!all.empty()) {
@@ -275,15 +286,21 @@ AutoLayoutResult finish(Graph& graph, const std::vector<Tensor>& fetches,
     }
     throw OutOfMemoryError("auto_layout: " + what);
   }
+  // Verify the leader by simulation until a simulated layout leads the
+  // ranking (estimates of the others can only be beaten by their own
+  // simulation), within the number of simulations and the budget; a
+  // simulation is not started when the last one would overrun the deadline.
   double last_sim = 0;
-  size_t simulated = 0;
-  for (size_t i = 0; i < all.size() && simulated < static_cast<size_t>(options.simulate_top); ++i) {
-    if (!all[i].c.fits) break;
+  int simulations = 0;
+  auto by_rank = [](const Evaluated& a, const Evaluated& b) { return better(a.c, b.c); };
+  std::stable_sort(all.begin(), all.end(), by_rank);
+  while (simulations < options.simulate_top && !all.front().c.simulated && all.front().c.fits) {
     const auto now = Clock::now();
-    if (now + std::chrono::duration<double>(last_sim) > deadline) break;
+    if (simulations > 0 && now + std::chrono::duration<double>(last_sim) > deadline) break;
+    Evaluated& e = all.front();
     MeshConfig cfg;
-    cfg.mesh_shape = all[i].c.mesh;
-    cfg.layout = all[i].c.rules;
+    cfg.mesh_shape = e.c.mesh;
+    cfg.layout = e.c.rules;
     cfg.impl = MeshImpl::kSimulated;
     cfg.sim.topology = options.topology;
     cfg.sim.topology.core_memory = std::max(options.topology.core_memory, memory_limit(options));
@@ -291,16 +308,15 @@ AutoLayoutResult finish(Graph& graph, const std::vector<Tensor>& fetches,
     Session session(graph, cfg);
     session.run(fetches, {}, targets);
     const SimReport& rep = session.simulation_report();
-    all[i].c.step_time = rep.step_time;
-    all[i].c.compute = rep.mean_compute();
-    all[i].c.communication = rep.mean_communication() + rep.mean_idle();
-    all[i].c.peak_memory = rep.peak_memory;
-    all[i].c.simulated = true;
+    e.c.step_time = rep.step_time;
+    e.c.compute = rep.mean_compute();
+    e.c.communication = rep.mean_communication() + rep.mean_idle();
+    e.c.peak_memory = rep.peak_memory;
+    e.c.simulated = true;
     last_sim = std::chrono::duration<double>(Clock::now() - now).count();
-    ++simulated;
+    ++simulations;
+    std::stable_sort(all.begin(), all.end(), by_rank);
   }
-  std::stable_sort(all.begin(), all.begin() + static_cast<long>(simulated),
-                   [](const Evaluated& a, const Evaluated& b) { return better(a.c, b.c); });
   for (const Evaluated& e : all) r.ranked.push_back(e.c);
   r.mesh = r.ranked.front().mesh;
   r.rules = r.ranked.front().rules;
@@ -333,8 +349,10 @@ std::string AutoLayoutResult::table(int rows) const {
   std::snprintf(line, sizeof(line),
                 "%lld layouts costed of %lld (%s) in %.2f s; chosen: mesh \"%s\", layout \"%s\"\n",
                 static_cast<long long>(evaluations), static_cast<long long>(space),
-                exhaustive ? "exhaustive" : "beam search + local improvement", seconds,
-                mesh.to_string().c_str(), rules.to_string().c_str());
+                exhaustive  ? "exhaustive"
+                : cut_short ? "beam search + local improvement, cut short by the time budget"
+                            : "beam search + local improvement",
+                seconds, mesh.to_string().c_str(), rules.to_string().c_str());
   out += line;
   return out;
 }
@@ -356,6 +374,7 @@ AutoLayoutResult auto_layout(Graph& graph, const MeshShape& mesh,
   r.evaluations = search.evaluations();
   r.space = search.space();
   r.exhaustive = exhaustive;
+  r.cut_short = search.cut_short();
   return r;
 }
 
@@ -378,7 +397,7 @@ AutoLayoutResult auto_layout_and_mesh_shape(Graph& graph, int64_t num_cores,
   static const char* names[] = {"x", "y", "z"};
   std::vector<Evaluated> all;
   int64_t evaluations = 0, space = 0;
-  bool exhaustive = true;
+  bool exhaustive = true, cut_short = false;
   for (size_t i = 0; i < shapes.size(); ++i) {
     std::vector<Dimension> dims;
     for (size_t k = 0; k < shapes[i].size(); ++k) dims.push_back({names[k], shapes[i][k]});
@@ -402,6 +421,7 @@ AutoLayoutResult auto_layout_and_mesh_shape(Graph& graph, int64_t num_cores,
     std::vector<Evaluated> r = search.ranked();
     all.insert(all.end(), r.begin(), r.end());
     evaluations += search.evaluations();
+    cut_short = cut_short || search.cut_short();
     space += search.space();
   }
   std::sort(all.begin(), all.end(),
@@ -410,6 +430,7 @@ AutoLayoutResult auto_layout_and_mesh_shape(Graph& graph, int64_t num_cores,
   r.evaluations = evaluations;
   r.space = space;
   r.exhaustive = exhaustive;
+  r.cut_short = cut_short;
   return r;
 }
 
