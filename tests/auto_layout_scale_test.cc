@@ -10,15 +10,7 @@ namespace {
 // at least as fast as the paper's layout, fits, and the search (with its
 // simulations) takes at most 30 s.
 TEST(AutoLayoutScaleTest, PaperTransformerOnThePod) {
-  examples::TransformerConfig c;
-  c.layers = 6;
-  c.d_model = 1024;
-  c.d_kv = 256;
-  c.d_ff = 262144;
-  c.heads = 256;
-  c.vocab = 32768;
-  c.length = 256;
-  c.batch = 256;
+  const examples::TransformerConfig c = examples::TransformerConfig::paper(262144, 256);
   examples::TransformerLm lm(c);
   AutoLayoutOptions o;
   o.topology = Topology::preset("tpu-v2-512");

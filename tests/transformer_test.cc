@@ -13,19 +13,6 @@
 namespace mtf {
 namespace {
 
-examples::TransformerConfig paper_row(int64_t d_ff, int64_t heads) {
-  examples::TransformerConfig c;
-  c.layers = 6;
-  c.d_model = 1024;
-  c.d_kv = 256;
-  c.d_ff = d_ff;
-  c.heads = heads;
-  c.vocab = 32768;
-  c.length = 256;
-  c.batch = 256;
-  return c;
-}
-
 TEST(TransformerTest, ParameterCountsMatchThePaper) {
   const struct {
     int64_t d_ff, heads;
@@ -33,7 +20,7 @@ TEST(TransformerTest, ParameterCountsMatchThePaper) {
   } rows[] = {{4096, 4, 0.14},   {8192, 8, 0.22},     {16384, 16, 0.37},  {32768, 32, 0.67},
               {65536, 64, 1.28}, {131072, 128, 2.48}, {262144, 256, 4.90}};
   for (const auto& r : rows) {
-    const double got = paper_row(r.d_ff, r.heads).num_parameters() / 1e9;
+    const double got = examples::TransformerConfig::paper(r.d_ff, r.heads).num_parameters() / 1e9;
     EXPECT_NEAR(got, r.billions, 0.005 + 1e-9) << "d_ff " << r.d_ff << " heads " << r.heads;
   }
 }

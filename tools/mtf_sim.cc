@@ -104,14 +104,8 @@ int main(int argc, char** argv) {
                  "synthetic data");
     flags.define("batch_size", "512", "mlp: examples per step");
     flags.define("hidden", "1024", "mlp: size of the hidden dimension");
-    flags.define("layers", "6", "transformer: blocks");
-    flags.define("d_model", "1024", "transformer: model dimension");
-    flags.define("d_ff", "4096", "transformer: feed-forward dimension");
-    flags.define("heads", "4", "transformer: attention heads");
-    flags.define("d_kv", "256", "transformer: key/value dimension per head");
-    flags.define("vocab", "32768", "transformer: vocabulary");
-    flags.define("length", "256", "transformer: tokens per sequence");
-    flags.define("batch", "256", "transformer: sequences per step");
+    // The transformer's sizes default to the paper's smallest language model.
+    examples::define_transformer_flags(flags, examples::TransformerConfig::paper(4096, 4), true);
     flags.define("mesh_shape", "all:512", "logical mesh, e.g. \"batch:16;model:32\"");
     flags.define("layout", "batch:all", "layout rules, e.g. \"batch:batch;hidden:model\"");
     flags.define("topology", "tpu-v2-512",
@@ -180,15 +174,8 @@ int main(int argc, char** argv) {
       mc.hidden = flags.i64("hidden");
       model.mlp = std::make_unique<examples::Mlp>(mc);
     } else {
-      examples::TransformerConfig tc;
-      tc.layers = flags.i64("layers");
-      tc.d_model = flags.i64("d_model");
-      tc.d_ff = flags.i64("d_ff");
-      tc.heads = flags.i64("heads");
-      tc.d_kv = flags.i64("d_kv");
-      tc.vocab = flags.i64("vocab");
-      tc.length = flags.i64("length");
-      tc.batch = flags.i64("batch");
+      const examples::TransformerConfig tc = examples::transformer_config_from_flags(
+          flags, examples::TransformerConfig::paper(4096, 4), true);
       model.lm = std::make_unique<examples::TransformerLm>(tc);
     }
     if (auto_flag == "true") {

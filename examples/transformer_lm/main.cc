@@ -69,13 +69,7 @@ int main(int argc, char** argv) {
   try {
     data::Flags flags;
     flags.define("data_dir", "/usr/share/games/fortunes", "directory of text files");
-    flags.define("layers", "2", "Transformer blocks");
-    flags.define("d_model", "128", "model dimension");
-    flags.define("d_ff", "512", "feed-forward hidden dimension");
-    flags.define("heads", "4", "attention heads");
-    flags.define("d_kv", "32", "key/value dimension per head");
-    flags.define("length", "64", "bytes per training window");
-    flags.define("batch", "16", "windows per step");
+    examples::define_transformer_flags(flags, examples::TransformerConfig(), false);
     flags.define("dropout", "0", "dropout rate during training");
     flags.define("z_loss", "1e-4", "weight of the z-loss (logsumexp^2)");
     flags.define("lr", "0.03",
@@ -92,14 +86,8 @@ int main(int argc, char** argv) {
     data::define_mesh_flags(flags);
     if (!flags.parse(argc, argv)) return 0;
 
-    examples::TransformerConfig cfg;
-    cfg.layers = flags.i64("layers");
-    cfg.d_model = flags.i64("d_model");
-    cfg.d_ff = flags.i64("d_ff");
-    cfg.heads = flags.i64("heads");
-    cfg.d_kv = flags.i64("d_kv");
-    cfg.length = flags.i64("length");
-    cfg.batch = flags.i64("batch");
+    examples::TransformerConfig cfg =
+        examples::transformer_config_from_flags(flags, examples::TransformerConfig(), false);
     cfg.dropout = static_cast<float>(flags.f64("dropout"));
     cfg.z_loss = static_cast<float>(flags.f64("z_loss"));
     cfg.learning_rate = static_cast<float>(flags.f64("lr"));

@@ -19,6 +19,54 @@ void TransformerConfig::validate() const {
     throw ValueError("transformer: dropout must be in [0, 1), got " + std::to_string(dropout));
 }
 
+TransformerConfig TransformerConfig::paper(int64_t d_ff, int64_t heads) {
+  TransformerConfig c;
+  c.layers = 6;
+  c.d_model = 1024;
+  c.d_kv = 256;
+  c.d_ff = d_ff;
+  c.heads = heads;
+  c.vocab = 32768;
+  c.length = 256;
+  c.batch = 256;
+  return c;
+}
+
+namespace {
+struct SizeFlag {
+  const char* name;
+  int64_t TransformerConfig::*field;
+  const char* help;
+};
+const SizeFlag kSizeFlags[] = {
+    {"layers", &TransformerConfig::layers, "Transformer blocks"},
+    {"d_model", &TransformerConfig::d_model, "model dimension"},
+    {"d_ff", &TransformerConfig::d_ff, "feed-forward hidden dimension"},
+    {"heads", &TransformerConfig::heads, "attention heads"},
+    {"d_kv", &TransformerConfig::d_kv, "key/value dimension per head"},
+    {"length", &TransformerConfig::length, "tokens (bytes) per sequence"},
+    {"batch", &TransformerConfig::batch, "sequences per step"},
+    {"vocab", &TransformerConfig::vocab, "vocabulary size"},
+};
+}  // namespace
+
+void define_transformer_flags(data::Flags& flags, const TransformerConfig& defaults,
+                              bool with_vocab) {
+  for (const SizeFlag& f : kSizeFlags) {
+    if (!with_vocab && std::string(f.name) == "vocab") continue;
+    flags.define(f.name, std::to_string(defaults.*(f.field)), f.help);
+  }
+}
+
+TransformerConfig transformer_config_from_flags(const data::Flags& flags,
+                                                TransformerConfig defaults, bool with_vocab) {
+  for (const SizeFlag& f : kSizeFlags) {
+    if (!with_vocab && std::string(f.name) == "vocab") continue;
+    defaults.*(f.field) = flags.i64(f.name);
+  }
+  return defaults;
+}
+
 int64_t TransformerConfig::num_parameters() const {
   const int64_t attention = 4 * d_model * heads * d_kv;
   const int64_t ffn = 2 * d_model * d_ff;

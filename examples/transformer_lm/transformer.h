@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "common/flags.h"
 #include "mtf/mtf.h"
 
 namespace mtf::examples {
@@ -31,9 +32,20 @@ struct TransformerConfig {
   uint64_t seed = 1;
   // Throws ValueError naming a field that is not positive.
   void validate() const;
+  // The paper's language model (6 layers, d_model 1024, d_kv 256, vocabulary
+  // 32768, batch 256 sequences of 256 tokens) at one of its d_ff/heads sizes.
+  static TransformerConfig paper(int64_t d_ff, int64_t heads);
   // Parameters of the model (not the optimizer's slots).
   int64_t num_parameters() const;
 };
+
+// Flags for the model's sizes (--layers --d_model --d_ff --heads --d_kv
+// --length --batch, and --vocab when with_vocab), defaulting to `defaults`;
+// and the config they give (other fields from `defaults`).
+void define_transformer_flags(data::Flags& flags, const TransformerConfig& defaults,
+                              bool with_vocab);
+TransformerConfig transformer_config_from_flags(const data::Flags& flags,
+                                                TransformerConfig defaults, bool with_vocab);
 
 class TransformerLm {
  public:
