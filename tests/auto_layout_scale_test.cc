@@ -16,7 +16,10 @@ TEST(AutoLayoutScaleTest, PaperTransformerOnThePod) {
   o.topology = Topology::preset("tpu-v2-512");
   const MeshShape mesh("batch:16;model:32");
   const AutoLayoutResult r = auto_layout(lm.graph(), mesh, {lm.loss}, lm.train_ops, o);
-  EXPECT_LE(r.seconds, 30.0) << r.table();
+  // The 30 s budget holds on this machine; a sanitizer build runs ~3x slower.
+  if (!testing::kAddressSanitizer) {
+    EXPECT_LE(r.seconds, 30.0) << r.table();
+  }
   ASSERT_TRUE(r.ranked[0].fits);
   ASSERT_TRUE(r.ranked[0].simulated);
   const LayoutRules paper("batch:batch;vocab:model;d_ff:model;heads:model");
