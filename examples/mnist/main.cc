@@ -6,13 +6,14 @@
 #include <iostream>
 #include <memory>
 
+#include "common/example_main.h"
 #include "common/flags.h"
 #include "common/mesh_flags.h"
 #include "mnist/mlp.h"
 
 int main(int argc, char** argv) {
   using namespace mtf;
-  try {
+  return mtf::data::run_example("mnist", [&]() -> int {
     data::Flags flags;
     flags.define("data_dir", "/usr/share/datasets/fashion-mnist", "directory of the IDX files");
     flags.define("steps", "3000", "training steps");
@@ -126,13 +127,5 @@ int main(int argc, char** argv) {
     std::printf("test accuracy: %.4f over %lld images\n", mlp.accuracy(session, test),
                 static_cast<long long>(test.images.count));
     return 0;
-  } catch (const mtf::Error& e) {
-    std::fflush(stdout);
-    std::fprintf(stderr, "mnist: error: %s\n", e.what());
-    return 1;
-  } catch (const std::exception& e) {
-    std::fflush(stdout);
-    std::fprintf(stderr, "mnist: unexpected error: %s\n", e.what());
-    return 1;
-  }
+  });
 }

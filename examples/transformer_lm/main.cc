@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <random>
 
+#include "common/example_main.h"
 #include "common/flags.h"
 #include "common/mesh_flags.h"
 #include "transformer_lm/corpus.h"
@@ -66,7 +67,7 @@ std::string sample(Session& session, examples::TransformerLm& lm, std::string te
 }  // namespace
 
 int main(int argc, char** argv) {
-  try {
+  return mtf::data::run_example("transformer_lm", [&]() -> int {
     data::Flags flags;
     flags.define("data_dir", "/usr/share/games/fortunes", "directory of text files");
     examples::define_transformer_flags(flags, examples::TransformerConfig(), false);
@@ -159,13 +160,5 @@ int main(int argc, char** argv) {
       std::printf("sample:\n%s\n", text.c_str());
     }
     return 0;
-  } catch (const mtf::Error& e) {
-    std::fflush(stdout);
-    std::fprintf(stderr, "transformer_lm: error: %s\n", e.what());
-    return 1;
-  } catch (const std::exception& e) {
-    std::fflush(stdout);
-    std::fprintf(stderr, "transformer_lm: unexpected error: %s\n", e.what());
-    return 1;
-  }
+  });
 }

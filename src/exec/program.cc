@@ -39,6 +39,11 @@ bool Program::has_collectives() const {
   return false;
 }
 
+int64_t Program::slot_bytes(int slot) const {
+  return slot_layouts[slot].slice_shape().num_elements() *
+         static_cast<int64_t>(dtype_size(slot_dtypes[slot]));
+}
+
 double Program::total_flops() const {
   double f = 0;
   for (const auto& s : steps) f += s.flops;

@@ -59,6 +59,8 @@ struct Program {
   std::vector<const Operation*> placeholders;
   bool has_collectives() const;
   double total_flops() const;
+  // Bytes of one processor's slice of `slot`.
+  int64_t slot_bytes(int slot) const;
   ProgramCounters counters() const;
   std::string to_string() const;
 };

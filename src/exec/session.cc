@@ -227,12 +227,8 @@ class SessionImpl {
   // Peak memory per core of `program` on the simulated machine; throws
   // OutOfMemoryError when it exceeds the core's memory.
   sim::MemoryEstimate check_memory(const Program& program) const {
-    std::vector<std::pair<std::string, int64_t>> vars;
-    for (const Tensor& v : graph_.all_variables()) {
-      vars.push_back({v.op().name(), variable_layout(v.op()).slice_shape().num_elements() *
-                                         static_cast<int64_t>(dtype_size(v.dtype()))});
-    }
-    sim::MemoryEstimate est = sim::estimate_memory(program, vars);
+    sim::MemoryEstimate est = sim::estimate_memory(
+        program, sim::variable_bytes(graph_, config_.layout, config_.mesh_shape));
     const double limit = config_.sim.topology.core_memory;
     if (static_cast<double>(est.peak) > limit) {
       throw OutOfMemoryError(str_cat(

@@ -219,14 +219,8 @@ class Search {
     std::unique_ptr<Evaluated> e;
     try {
       const Program program = lower(graph_, fetches_, const_targets_, mesh_, rules);
-      std::vector<std::pair<std::string, int64_t>> vars;
-      for (const Tensor& v : graph_.all_variables()) {
-        vars.push_back({v.op().name(), TensorLayout::make(v.shape(), rules, mesh_, v.op().name())
-                                               .slice_shape()
-                                               .num_elements() *
-                                           static_cast<int64_t>(dtype_size(v.dtype()))});
-      }
-      const sim::CostEstimate est = model_.estimate(program, vars);
+      const sim::CostEstimate est =
+          model_.estimate(program, sim::variable_bytes(graph_, rules, mesh_));
       e = std::make_unique<Evaluated>();
       e->c.mesh = mesh_;
       e->c.rules = rules;
@@ -293,7 +287,6 @@ AutoLayoutResult finish(Graph& graph, const std::vector<Tensor>& fetches,
   double last_sim = 0;
   int simulations = 0;
   auto by_rank = [](const Evaluated& a, const Evaluated& b) { return better(a.c, b.c); };
-  std::stable_sort(all.begin(), all.end(), by_rank);
   while (simulations < options.simulate_top && !all.front().c.simulated && all.front().c.fits) {
     const auto now = Clock::now();
     if (simulations > 0 && now + std::chrono::duration<double>(last_sim) > deadline) break;

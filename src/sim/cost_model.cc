@@ -77,22 +77,15 @@ CostEstimate CostModel::estimate(
       case Step::Kind::kSplit:
         e.compute += step_compute_time(program, s, topo_);
         break;
-      case Step::Kind::kAllgather: {
-        const int slot = s.input_slots[0];
-        const double block =
-            static_cast<double>(program.slot_layouts[slot].slice_shape().num_elements()) *
-            static_cast<double>(dtype_size(program.slot_dtypes[slot]));
-        e.communication += allgather_time(s.mesh_axes[0], block);
+      case Step::Kind::kAllgather:
+        e.communication += allgather_time(
+            s.mesh_axes[0], static_cast<double>(program.slot_bytes(s.input_slots[0])));
         break;
-      }
-      case Step::Kind::kAllreduce: {
-        const int slot = s.input_slots[0];
-        const double bytes =
-            static_cast<double>(program.slot_layouts[slot].slice_shape().num_elements()) *
-            static_cast<double>(dtype_size(program.slot_dtypes[slot]));
-        for (int a : s.mesh_axes) e.communication += allreduce_time(a, bytes);
+      case Step::Kind::kAllreduce:
+        for (int a : s.mesh_axes)
+          e.communication +=
+              allreduce_time(a, static_cast<double>(program.slot_bytes(s.input_slots[0])));
         break;
-      }
     }
   }
   e.step_time = e.compute + e.communication;

@@ -340,13 +340,9 @@ void write_trace(const std::string& path, const World& w, const Machine& machine
 
 double step_compute_time(const Program& program, const Step& step, const Topology& topo) {
   double bytes = 0;
-  auto add = [&](int slot) {
-    bytes += static_cast<double>(program.slot_layouts[slot].slice_shape().num_elements()) *
-             static_cast<double>(dtype_size(program.slot_dtypes[slot]));
-  };
   if (step.kind == Step::Kind::kCompute && step.op->type() == "variable") return 0;
-  for (int s : step.input_slots) add(s);
-  for (int s : step.output_slots) add(s);
+  for (int s : step.input_slots) bytes += static_cast<double>(program.slot_bytes(s));
+  for (int s : step.output_slots) bytes += static_cast<double>(program.slot_bytes(s));
   return std::max(step.flops / topo.core_flops, bytes / topo.core_memory_bandwidth());
 }
 

@@ -8,11 +8,6 @@
 namespace mtf::sim {
 namespace {
 
-int64_t slot_bytes(const Program& p, int slot) {
-  return p.slot_layouts[slot].slice_shape().num_elements() *
-         static_cast<int64_t>(dtype_size(p.slot_dtypes[slot]));
-}
-
 std::string human(int64_t bytes) {
   const double b = static_cast<double>(bytes);
   if (b >= (1LL << 30)) return detail::str_cat(b / (1LL << 30), " GiB");
@@ -22,6 +17,19 @@ std::string human(int64_t bytes) {
 }
 
 }  // namespace
+
+std::vector<std::pair<std::string, int64_t>> variable_bytes(const Graph& graph,
+                                                            const LayoutRules& rules,
+                                                            const MeshShape& mesh) {
+  std::vector<std::pair<std::string, int64_t>> vars;
+  for (const Tensor& v : graph.all_variables()) {
+    vars.push_back(
+        {v.op().name(),
+         TensorLayout::make(v.shape(), rules, mesh, v.name()).slice_shape().num_elements() *
+             static_cast<int64_t>(dtype_size(v.dtype()))});
+  }
+  return vars;
+}
 
 MemoryEstimate estimate_memory(const Program& program,
                                const std::vector<std::pair<std::string, int64_t>>& variables) {
@@ -57,7 +65,7 @@ MemoryEstimate estimate_memory(const Program& program,
               : s.output_layouts[0].slice_shape().num_elements() /
                     std::max<int64_t>(
                         1, program.slot_layouts[s.input_slots[0]].slice_shape().num_elements());
-      transient = n * slot_bytes(program, s.input_slots[0]);
+      transient = n * program.slot_bytes(s.input_slots[0]);
       transient_name = "allgather buffer of " + s.op->name();
     }
     if (s.kind == Step::Kind::kCompute && s.op->is_assignment()) {
@@ -72,7 +80,7 @@ MemoryEstimate estimate_memory(const Program& program,
     for (size_t k = 0; k < s.output_slots.size(); ++k) {
       const int slot = s.output_slots[k];
       if (live.count(slot)) continue;  // in place (allreduce)
-      const int64_t bytes = reads_variable ? 0 : slot_bytes(program, slot);
+      const int64_t bytes = reads_variable ? 0 : program.slot_bytes(slot);
       live[slot] = {s.op->name() + (s.output_slots.size() > 1 ? ":" + std::to_string(k) : "") +
                         " " + program.slot_layouts[slot].slice_shape().to_string(),
                     bytes};

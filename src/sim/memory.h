@@ -23,6 +23,12 @@ struct MemoryEstimate {
   std::string describe(int top = 5) const;
 };
 
+// (name, bytes per core) of every variable of `graph` under `rules` on
+// `mesh`; LayoutError when a variable's layout is invalid.
+std::vector<std::pair<std::string, int64_t>> variable_bytes(const Graph& graph,
+                                                            const LayoutRules& rules,
+                                                            const MeshShape& mesh);
+
 // `variables`: (name, bytes per core) of every variable the session holds.
 MemoryEstimate estimate_memory(const Program& program,
                                const std::vector<std::pair<std::string, int64_t>>& variables);

@@ -1,0 +1,27 @@
+// example_main.h — how the examples end: an mtf::Error or any other exception
+// from `body` is printed as "<name>: error: ..." after flushing what the run
+// printed so far, and the process exits 1; otherwise body's status.
+#pragma once
+
+#include <cstdio>
+#include <exception>
+#include <functional>
+
+#include "mtf/errors.h"
+
+namespace mtf::data {
+
+inline int run_example(const char* name, const std::function<int()>& body) {
+  try {
+    return body();
+  } catch (const mtf::Error& e) {
+    std::fflush(stdout);
+    std::fprintf(stderr, "%s: error: %s\n", name, e.what());
+  } catch (const std::exception& e) {
+    std::fflush(stdout);
+    std::fprintf(stderr, "%s: unexpected error: %s\n", name, e.what());
+  }
+  return 1;
+}
+
+}  // namespace mtf::data
