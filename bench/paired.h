@@ -19,14 +19,20 @@
 
 namespace mtf::bench {
 
+//
+// `turn` calls of each are timed together per pair (flops is per call): a
+// training loop runs its steps back to back, and a turn of several steps
+// keeps what one side leaves behind (e.g. BLAS worker threads still spinning
+// after a multi-threaded call) from landing on only the other side's first
+// step of every pair.
 template <typename Ref, typename Candidate>
 void run_paired(benchmark::State& state, Ref&& reference, Candidate&& candidate, double flops,
-                const char* rate_name = "GFLOP/s") {
+                const char* rate_name = "GFLOP/s", int turn = 1) {
   using Clock = std::chrono::steady_clock;
-  auto time = [](auto& f) {
+  auto time = [turn](auto& f) {
     const auto t0 = Clock::now();
-    f();
-    return std::chrono::duration<double>(Clock::now() - t0).count();
+    for (int i = 0; i < turn; ++i) f();
+    return std::chrono::duration<double>(Clock::now() - t0).count() / turn;
   };
   reference();  // warm caches, pools and thread pools outside the measurement
   candidate();

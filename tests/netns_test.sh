@@ -29,7 +29,7 @@ args=(--steps 20 --eval_every 10 --batch_size 40 --hidden 64 --loss_digits 17
       --mesh_shape all:2 --layout batch:all)
 token=$(head -c 16 /dev/urandom | od -An -tx1 | tr -d ' \n')
 out0=$(mktemp) out1=$(mktemp)
-common=(MTF_WORLD_SIZE=2 MTF_COORDINATOR=10.77.0.1:29517 MTF_JOB_TOKEN=$token MTF_TIMEOUT_MS=30000)
+common=(MTF_WORLD_SIZE=2 MTF_LOCAL_WORLD_SIZE=2 MTF_COORDINATOR=10.77.0.1:29517 MTF_JOB_TOKEN=$token MTF_TIMEOUT_MS=30000)
 ip netns exec "$ns0" env "${common[@]}" MTF_RANK=0 MTF_LISTEN_HOST=10.77.0.1 "$mnist" "${args[@]}" >"$out0" 2>&1 &
 p0=$!
 ip netns exec "$ns1" env "${common[@]}" MTF_RANK=1 MTF_LISTEN_HOST=10.77.0.2 "$mnist" "${args[@]}" >"$out1" 2>&1 &

@@ -1,9 +1,12 @@
-// The in-process transport, as fibers and as threads: ordering, tags, size
+// The in-process transport, as fibers, threads and a pool: ordering, tags, size
 // checks, timeouts and lost peers end in clear errors, never hangs.
 #include <gtest/gtest.h>
 
 #include <atomic>
 #include <chrono>
+#include <set>
+#include <thread>
+#include <vector>
 
 #include "mtf/errors.h"
 #include "mtf/in_process_transport.h"
@@ -17,7 +20,7 @@ using std::chrono::milliseconds;
 // Fibers: see testing::kAddressSanitizer. The Threads variant runs the same
 // transport code under ASan.
 #define SKIP_FIBER_EXCEPTIONS_UNDER_ASAN()                                               \
-  if (testing::kAddressSanitizer && GetParam() == RankExecution::kFibers)                \
+  if (testing::kAddressSanitizer && GetParam() != RankExecution::kThreads)               \
   GTEST_SKIP() << "exceptions on fiber stacks confuse ASan; the Threads variant covers " \
                   "this path"
 
@@ -152,10 +155,39 @@ TEST_P(TransportTest, InvalidPeersAreRejected) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Execution, TransportTest,
-                         ::testing::Values(RankExecution::kFibers, RankExecution::kThreads),
-                         [](const auto& info) {
-                           return info.param == RankExecution::kFibers ? "Fibers" : "Threads";
-                         });
+                         ::testing::Values(RankExecution::kFibers, RankExecution::kThreads,
+                                           RankExecution::kPool),
+                         [](const auto& info) { return rank_execution_name(info.param); });
+
+TEST(RankExecutionTest, PoolSpreadsRanksOverOneThreadPerCpuInBlocks) {
+  EXPECT_EQ(rank_threads(8, RankExecution::kFibers), 1);
+  EXPECT_EQ(rank_threads(8, RankExecution::kThreads), 8);
+  const int w = rank_threads(64, RankExecution::kPool);
+  EXPECT_GE(w, 1);
+  EXPECT_EQ(rank_threads(1, RankExecution::kPool), 1);
+  EXPECT_EQ(rank_threads(w + 3, RankExecution::kPool), w);
+  // Ranks of one block share a thread; blocks are on distinct threads.
+  const int n = 2 * w + 1;
+  std::vector<std::thread::id> ids(n);
+  run_in_process(
+      n, [&](Transport& t) { ids[t.rank()] = std::this_thread::get_id(); }, RankExecution::kPool);
+  std::set<std::thread::id> distinct(ids.begin(), ids.end());
+  EXPECT_EQ(static_cast<int>(distinct.size()), w);
+  for (int t = 0; t < w; ++t)
+    for (int r = t * n / w; r < (t + 1) * n / w; ++r) EXPECT_EQ(ids[r], ids[t * n / w]);
+}
+
+TEST(RankExecutionTest, NamesParseAndBadNamesSayTheChoices) {
+  for (RankExecution e : {RankExecution::kFibers, RankExecution::kThreads, RankExecution::kPool})
+    EXPECT_EQ(parse_rank_execution(rank_execution_name(e)), e);
+  try {
+    parse_rank_execution("gpu");
+    ADD_FAILURE() << "no error";
+  } catch (const ValueError& e) {
+    for (const char* word : {"\"gpu\"", "fibers", "threads", "pool"})
+      EXPECT_NE(std::string(e.what()).find(word), std::string::npos) << e.what();
+  }
+}
 
 TEST(InProcessWorldTest, DelayedDeliveryAndKill) {
   auto world = InProcessWorld::create(2);

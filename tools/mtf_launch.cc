@@ -171,6 +171,7 @@ int main(int argc, char** argv) {
       ::dup2(err[1], STDERR_FILENO);
       ::setenv("MTF_RANK", std::to_string(r).c_str(), 1);
       ::setenv("MTF_WORLD_SIZE", std::to_string(n).c_str(), 1);
+      ::setenv("MTF_LOCAL_WORLD_SIZE", std::to_string(n).c_str(), 1);
       ::setenv("MTF_COORDINATOR", coordinator.c_str(), 1);
       ::setenv("MTF_JOB_TOKEN", token.c_str(), 1);
       ::setenv("MTF_LISTEN_HOST", host.c_str(), 1);

@@ -15,7 +15,9 @@ void define_mesh_flags(Flags& flags) {
                "layout rules, e.g. \"batch:rows;hidden:cols\", or auto (chosen by predicted step "
                "time)");
   flags.define("mesh_impl", "simd", "simd (a program per core) or placement (one controller)");
-  flags.define("execution", "fibers", "simd cores as fibers on one thread, or as threads");
+  flags.define("execution", "pool",
+               "simd cores as fibers on one thread per CPU (pool), all on one thread (fibers), "
+               "or a thread each (threads)");
   flags.define("transport", "auto",
                "multi-process transport: auto (tcp under mtf-launch, mpi under mpirun), tcp, "
                "mpi, or none");
@@ -27,10 +29,11 @@ MeshConfig mesh_config_from_flags(const Flags& flags, std::string* transport_nam
   if (impl != "simd" && impl != "placement")
     throw ValueError("--mesh_impl must be simd or placement, not \"" + impl + "\"");
   mesh.impl = impl == "simd" ? MeshImpl::kSimd : MeshImpl::kPlacement;
-  const std::string execution = flags.str("execution");
-  if (execution != "fibers" && execution != "threads")
-    throw ValueError("--execution must be fibers or threads, not \"" + execution + "\"");
-  mesh.execution = execution == "fibers" ? RankExecution::kFibers : RankExecution::kThreads;
+  try {
+    mesh.execution = parse_rank_execution(flags.str("execution"));
+  } catch (const ValueError& e) {
+    throw ValueError(std::string("--execution: ") + e.what());
+  }
   mesh.mesh_shape = MeshShape(flags.str("mesh_shape"));
   if (flags.str("layout") != "auto") mesh.layout = LayoutRules(flags.str("layout"));
   // Started by mtf-launch (or any launcher setting MTF_RANK etc.) or by

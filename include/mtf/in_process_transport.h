@@ -3,9 +3,10 @@
 // InProcessWorld owns the mailboxes of N ranks; transport(r) is rank r's
 // endpoint. Blocking calls use Boost.Fiber's mutex and condition variable,
 // so the same code runs with the ranks as fibers on one thread (a waiting
-// rank lets the others run) or as N threads. When ranks are threads, recv()
-// spins briefly (yielding the core) before it blocks, since a cross-core
-// wake-up costs ~25 us here; fibers block at once (a switch costs ~50 ns).
+// rank lets the others run), as N threads, or as fibers spread over a pool of
+// one thread per CPU. When ranks run on several threads, recv() spins briefly
+// (yielding) before it blocks, since a cross-core wake-up costs ~25 us here;
+// fibers on one thread block at once (a switch costs ~50 ns).
 //
 // Fault injection for tests: kill(r) makes rank r lost (its peers' blocked
 // and later calls that involve it fail with PeerLostError); set_delay()
@@ -15,6 +16,7 @@
 #include <chrono>
 #include <functional>
 #include <memory>
+#include <string>
 
 #include "mtf/transport.h"
 
@@ -23,7 +25,16 @@ namespace mtf {
 enum class RankExecution {
   kFibers,   // all ranks as fibers on the calling thread
   kThreads,  // one thread per rank
+  kPool,     // ranks as fibers on min(ranks, CPUs) threads, in contiguous blocks
 };
+
+// How many threads run the ranks of a world of `size` ranks concurrently.
+int rank_threads(int size, RankExecution execution);
+
+// "fibers", "threads" or "pool"; parse_rank_execution throws ValueError
+// listing the choices for anything else.
+const char* rank_execution_name(RankExecution execution);
+RankExecution parse_rank_execution(const std::string& name);
 
 class InProcessWorld : public std::enable_shared_from_this<InProcessWorld> {
  public:

@@ -6,7 +6,8 @@
 // steps plus the collectives the layouts force. Programs are cached per
 // (fetches, targets) set. Mesh implementations:
 // - kSimd: every processor runs the program on its own slices, as a fiber
-//   (or thread) with an in-process transport;
+//   (on a pool of one thread per CPU, by default) with an in-process
+//   transport;
 // - kPlacement: one controller runs each step for every device's slices and
 //   does the collectives in memory;
 // - kSimulated: the SIMD program on the torus simulator (mtf/sim.h). Its
@@ -54,8 +55,10 @@ struct MeshConfig {
   MeshShape mesh_shape;  // default: one processor
   LayoutRules layout;    // default: nothing split
   MeshImpl impl = MeshImpl::kSimd;
-  RankExecution execution = RankExecution::kFibers;  // kSimd: cores as fibers or threads
-  std::chrono::milliseconds timeout{60000};          // of every collective's wait
+  // kSimd: cores as fibers on one thread per CPU (default), all on one
+  // thread, or a thread each; ranks running at once share BLAS's threads.
+  RankExecution execution = RankExecution::kPool;
+  std::chrono::milliseconds timeout{60000};  // of every collective's wait
   SimOptions sim;  // kSimulated: the machine, mode, core mapping and trace
   // Multi-process jobs (kSimd only): this process is rank
   // process_transport->rank() of a job of mesh-size processes and runs that

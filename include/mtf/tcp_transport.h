@@ -7,7 +7,8 @@
 // ranks (mtf-launch, Slurm's srun, a shell loop) by setting, per process:
 //   MTF_RANK, MTF_WORLD_SIZE, MTF_COORDINATOR, MTF_JOB_TOKEN
 // and optionally MTF_LISTEN_HOST (default 127.0.0.1: loopback only) and
-// MTF_TIMEOUT_MS (deadline of every blocking call, default 60000).
+// MTF_TIMEOUT_MS (deadline of every blocking call, default 60000) and
+// MTF_LOCAL_WORLD_SIZE (ranks on this machine, default 1; mtf-launch sets it).
 //
 // Security: every connection proves knowledge of the job token by HMAC-SHA-256
 // challenge-response in both directions (the token never crosses the wire);
@@ -39,6 +40,7 @@ namespace mtf {
 struct TcpOptions {
   int rank = -1;
   int world_size = 0;
+  int local_size = 1;       // ranks of the job on this machine (MTF_LOCAL_WORLD_SIZE)
   std::string coordinator;  // "host:port" where rank 0 listens
   std::string token;        // the job's shared secret
   std::string listen_host = "127.0.0.1";

@@ -49,6 +49,10 @@ class Transport {
   // collectives skip their local data movement.
   virtual bool carries_data() const { return true; }
 
+  // How many ranks of the job run on this machine (this one included), as
+  // far as the transport knows; they share its CPUs (and BLAS's threads).
+  virtual int local_size() const { return 1; }
+
   // Marks the start of a collective call (numbered here); the default
   // keeps it for error messages only.
   virtual void begin_collective(CollectiveCall call);

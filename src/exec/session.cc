@@ -10,6 +10,7 @@
 #include "core/check.h"
 #include "exec/kernel_context.h"
 #include "exec/program.h"
+#include "kernels/blas_threads.h"
 #include "kernels/kernels.h"
 #include "mtf/collectives.h"
 #include "mtf/errors.h"
@@ -95,10 +96,16 @@ class SessionImpl {
       rep.peak_memory_at = memory.peak_at;
       report_ = std::make_unique<SimReport>(std::move(rep));
     } else if (Transport* t = config_.process_transport.get()) {
+      // The job's ranks on this machine compute at once, as a pool's would,
+      // and share BLAS's threads the same way (so the numbers match the
+      // in-process run bit for bit: OpenBLAS's results depend on its thread
+      // count).
+      kernels::BlasThreadsShare blas(rank_threads(t->local_size(), RankExecution::kPool));
       run_core(program, t->rank(), t, states[t->rank()], &fetched[t->rank()]);
     } else if (n == 1) {
       run_core(program, 0, nullptr, states[0], &fetched[0]);
     } else if (config_.impl == MeshImpl::kSimd) {
+      kernels::BlasThreadsShare blas(rank_threads(static_cast<int>(n), config_.execution));
       run_in_process(
           static_cast<int>(n),
           [&](Transport& t) {

@@ -36,7 +36,7 @@ struct Mailbox {
 class World final : public InProcessWorld {
  public:
   World(int n, RankExecution execution)
-      : spin_(execution == RankExecution::kThreads), dead_(n), store_(make_in_memory_store()) {
+      : spin_(rank_threads(n, execution) > 1), dead_(n), store_(make_in_memory_store()) {
     for (int i = 0; i < n; ++i) boxes_.push_back(std::make_unique<Mailbox>());
     for (auto& d : dead_) d = false;
   }

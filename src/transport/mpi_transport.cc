@@ -50,6 +50,12 @@ class MpiTransport : public Transport {
     MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN);
     MPI_Comm_rank(comm_, &rank_);
     MPI_Comm_size(comm_, &size_);
+    MPI_Comm shared;
+    if (MPI_Comm_split_type(comm_, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &shared) ==
+        MPI_SUCCESS) {
+      MPI_Comm_size(shared, &local_size_);
+      MPI_Comm_free(&shared);
+    }
     queues_.resize(size_);
   }
   ~MpiTransport() override {
@@ -61,6 +67,7 @@ class MpiTransport : public Transport {
 
   int rank() const override { return rank_; }
   int size() const override { return size_; }
+  int local_size() const override { return local_size_; }
 
   void send(int peer, uint64_t tag, const void* data, size_t bytes) override {
     check_peer(peer, "send");
@@ -179,7 +186,7 @@ class MpiTransport : public Transport {
 
   bool owns_init_;
   MPI_Comm comm_ = MPI_COMM_NULL;
-  int rank_ = 0, size_ = 1;
+  int rank_ = 0, size_ = 1, local_size_ = 1;
   std::vector<std::deque<Frame>> queues_;
 };
 

@@ -245,6 +245,8 @@ TcpOptions TcpOptions::from_environment() {
   TcpOptions o;
   o.rank = env_int("MTF_RANK", true, 0);
   o.world_size = env_int("MTF_WORLD_SIZE", true, 0);
+  o.local_size = env_int("MTF_LOCAL_WORLD_SIZE", false, 1);
+  if (o.local_size < 1) throw ValueError("MTF_LOCAL_WORLD_SIZE must be at least 1");
   o.coordinator = env("MTF_COORDINATOR");
   o.token = env("MTF_JOB_TOKEN");
   if (!env("MTF_LISTEN_HOST").empty()) o.listen_host = env("MTF_LISTEN_HOST");

@@ -61,6 +61,7 @@ class TcpTransport : public Transport {
 
   int rank() const override { return opts_.rank; }
   int size() const override { return opts_.world_size; }
+  int local_size() const override { return opts_.local_size; }
 
   void send(int peer, uint64_t tag, const void* data, size_t bytes) override {
     check_peer(peer, "send");
