@@ -107,6 +107,59 @@ TEST(TcpTransport, LargeMessagesBothWaysAtOnceDoNotDeadlock) {
   }));
 }
 
+// exchange() posts its receives before sending: payloads land in place, in
+// posting order per (peer, tag), whether they arrive during the sends, after
+// them, or were queued before the exchange began.
+TEST(TcpTransport, ExchangeMatchesMessagesInOrderWhereverTheyArrive) {
+  expect_no_errors(run_tcp(3, [](Transport& t) {
+    const int next = (t.rank() + 1) % 3, prev = (t.rank() + 2) % 3;
+    auto pattern = [](int from, int k, size_t n) {
+      std::vector<int32_t> v(n);
+      for (size_t i = 0; i < n; ++i)
+        v[i] = from * 100000 + k * 1000 + static_cast<int32_t>(i % 997);
+      return v;
+    };
+    const size_t big = size_t{3} << 20, small = 1000;
+    // Queued before the exchange: one early message with tag 3.
+    const auto early = pattern(t.rank(), 0, small);
+    t.send(next, 3, early.data(), small * 4);
+    const auto a = pattern(t.rank(), 1, big), b = pattern(t.rank(), 2, big),
+               c = pattern(t.rank(), 3, small), d = pattern(t.rank(), 4, big);
+    std::vector<int32_t> ra(big), rb(big), rc(small), rd(big), re(small);
+    // Tag 3 three times (the early one first), tag 4 from prev, tag 7 both
+    // ways round the ring; receives posted in another order than sends.
+    t.exchange({{next, 3, a.data(), big * 4},
+                {next, 4, c.data(), small * 4},
+                {next, 3, b.data(), big * 4},
+                {prev, 7, d.data(), big * 4}},
+               {{prev, 4, rc.data(), small * 4},
+                {next, 7, rd.data(), big * 4},
+                {prev, 3, re.data(), small * 4},
+                {prev, 3, ra.data(), big * 4},
+                {prev, 3, rb.data(), big * 4}});
+    EXPECT_EQ(re, pattern(prev, 0, small));
+    EXPECT_EQ(ra, pattern(prev, 1, big));
+    EXPECT_EQ(rb, pattern(prev, 2, big));
+    EXPECT_EQ(rc, pattern(prev, 3, small));
+    EXPECT_EQ(rd, pattern(next, 4, big));
+  }));
+}
+
+TEST(TcpTransport, ExchangeNamesASizeMismatch) {
+  const auto errors = run_tcp(2, [](Transport& t) {
+    const int other = 1 - t.rank();
+    std::vector<char> out(4096, 'x'), in(4096);
+    if (t.rank() == 0) {
+      t.exchange({{other, 2, out.data(), out.size()}}, {});
+    } else {
+      t.exchange({}, {{other, 2, in.data(), in.size() / 2}});
+    }
+  });
+  EXPECT_EQ(errors[0], "");
+  EXPECT_NE(errors[1].find("expected 2048 bytes from rank 0 (tag 2)"), std::string::npos)
+      << errors[1];
+}
+
 TEST(TcpTransport, ASilentPeerIsATimeoutAndAnEarlyExitIsNamed) {
   const auto errors = run_tcp(
       2,

@@ -36,6 +36,20 @@ struct CollectiveCall {
   std::string describe() const;
 };
 
+// One message of an exchange(): to or from `peer`, with `tag`.
+struct SendSpec {
+  int peer;
+  uint64_t tag;
+  const void* data;
+  size_t bytes;
+};
+struct RecvSpec {
+  int peer;
+  uint64_t tag;
+  void* data;
+  size_t bytes;
+};
+
 class Transport {
  public:
   virtual ~Transport() = default;
@@ -43,6 +57,12 @@ class Transport {
   virtual int size() const = 0;
   virtual void send(int peer, uint64_t tag, const void* data, size_t bytes) = 0;
   virtual void recv(int peer, uint64_t tag, void* data, size_t bytes) = 0;
+  // Sends every message of `sends` and receives every one of `recvs`, as if
+  // by send() of each in order and then recv() of each in order (the same
+  // contract), and returns when all are done. A transport may post the
+  // receives first, so data that arrives while it sends lands in place
+  // (a ring step's send and receive, both directions of a ring).
+  virtual void exchange(const std::vector<SendSpec>& sends, const std::vector<RecvSpec>& recvs);
 
   // False for a transport that only times messages (the simulator's
   // cost-only mode): data pointers may then be null, nothing is copied, and

@@ -36,8 +36,8 @@ void allreduce_recursive_doubling(Transport& t, const Group& g, void* data, int6
     for (int mask = 1; mask < pof2; mask <<= 1) {
       const int partner_new = newrank ^ mask;
       const int partner = partner_new < rem ? partner_new * 2 + 1 : partner_new + rem;
-      t.send(g.ranks[partner], channel, data, bytes);
-      t.recv(g.ranks[partner], channel, other.data(), bytes);
+      t.exchange({SendSpec{g.ranks[partner], channel, data, bytes}},
+                 {RecvSpec{g.ranks[partner], channel, other.data(), bytes}});
       if (real) reduce_into(data, other.data(), count, dtype, op);
     }
   }

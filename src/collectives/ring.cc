@@ -80,34 +80,50 @@ RingPass::RingPass(Transport& t, std::vector<int> order, int position, char* dat
     const ChunkRange r = chunk_of(lo_, hi_, n_, c);
     largest = std::max(largest, r.end - r.begin);
   }
-  if (kind_ == Kind::kReduceScatter && t_.carries_data()) scratch_.resize(largest * es_);
+  if (kind_ == Kind::kReduceScatter && t_.carries_data())
+    scratch_ = detail::allocate_buffer(static_cast<size_t>(largest) * es_);
 }
 
-void RingPass::send_step(int s) {
+SendSpec RingPass::send_spec(int s) const {
   const int c = kind_ == Kind::kReduceScatter ? mod(pos_ + k_ - 1 - s) : mod(pos_ + k_ - s);
   const ChunkRange r = chunk_of(lo_, hi_, n_, c);
-  t_.send(order_[mod(pos_ + 1)], tag_, data_ + r.begin * es_, (r.end - r.begin) * es_);
+  return {order_[mod(pos_ + 1)], tag_, data_ + r.begin * es_,
+          static_cast<size_t>(r.end - r.begin) * es_};
 }
 
-void RingPass::recv_step(int s) {
-  const int c = kind_ == Kind::kReduceScatter ? mod(pos_ + k_ - 2 - s) : mod(pos_ + k_ - 1 - s);
-  const ChunkRange r = chunk_of(lo_, hi_, n_, c);
-  const int64_t len = r.end - r.begin;
+RecvSpec RingPass::recv_spec(int s) {
+  const ChunkRange r = recv_chunk(s);
+  const size_t bytes = static_cast<size_t>(r.end - r.begin) * es_;
   const int from = order_[mod(pos_ - 1)];
-  if (kind_ == Kind::kAllgather) {
-    t_.recv(from, tag_, data_ + r.begin * es_, len * es_);
-  } else {
-    t_.recv(from, tag_, scratch_.data(), len * es_);
-    if (t_.carries_data()) reduce_into(data_ + r.begin * es_, scratch_.data(), len, dtype_, op_);
-  }
+  if (kind_ == Kind::kAllgather) return {from, tag_, data_ + r.begin * es_, bytes};
+  return {from, tag_, scratch_ ? scratch_->data : nullptr, bytes};
+}
+
+void RingPass::finish_recv(int s) {
+  if (kind_ == Kind::kAllgather || !t_.carries_data()) return;
+  const ChunkRange r = recv_chunk(s);
+  reduce_into(data_ + r.begin * es_, scratch_->data, r.end - r.begin, dtype_, op_);
+}
+
+ChunkRange RingPass::recv_chunk(int s) const {
+  const int c = kind_ == Kind::kReduceScatter ? mod(pos_ + k_ - 2 - s) : mod(pos_ + k_ - 1 - s);
+  return chunk_of(lo_, hi_, n_, c);
 }
 
 void run_lockstep(std::vector<RingPass>& passes) {
   if (passes.empty()) return;
   const int steps = passes[0].steps();
+  std::vector<SendSpec> sends;
+  std::vector<RecvSpec> recvs;
   for (int s = 0; s < steps; ++s) {
-    for (auto& p : passes) p.send_step(s);
-    for (auto& p : passes) p.recv_step(s);
+    sends.clear();
+    recvs.clear();
+    for (auto& p : passes) {
+      sends.push_back(p.send_spec(s));
+      recvs.push_back(p.recv_spec(s));
+    }
+    passes[0].transport().exchange(sends, recvs);
+    for (auto& p : passes) p.finish_recv(s);
   }
 }
 

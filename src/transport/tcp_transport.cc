@@ -65,6 +65,34 @@ class TcpTransport : public Transport {
 
   void send(int peer, uint64_t tag, const void* data, size_t bytes) override {
     check_peer(peer, "send");
+    send_one(peer, tag, data, bytes);
+  }
+
+  void recv(int peer, uint64_t tag, void* data, size_t bytes) override {
+    exchange({}, {RecvSpec{peer, tag, data, bytes}});
+  }
+
+  // The receives are posted first: while the sends wait for socket space,
+  // arriving payloads go straight into the receivers' buffers.
+  void exchange(const std::vector<SendSpec>& sends, const std::vector<RecvSpec>& recvs) override {
+    for (const RecvSpec& r : recvs) check_peer(r.peer, "recv");
+    for (const SendSpec& x : sends) check_peer(x.peer, "send");
+    MTF_CHECK(posted_.empty());
+    for (const RecvSpec& r : recvs)
+      posted_.push_back({r.peer, r.tag, static_cast<char*>(r.data), r.bytes, false, false});
+    try {
+      take_all_queued();
+      for (const SendSpec& x : sends) send_one(x.peer, x.tag, x.data, x.bytes);
+      wait_posted();
+    } catch (...) {
+      unpost();
+      throw;
+    }
+    posted_.clear();
+  }
+
+ private:
+  void send_one(int peer, uint64_t tag, const void* data, size_t bytes) {
     throw_if_lost();
     Peer& p = peers_[peer];
     if (p.finished) throw_finished(peer);
@@ -106,41 +134,48 @@ class TcpTransport : public Transport {
     }
   }
 
-  void recv(int peer, uint64_t tag, void* data, size_t bytes) override {
-    check_peer(peer, "recv");
-    Peer& p = peers_[peer];
-    if (take_queued(peer, tag, data, bytes)) return;
-    posted_ = {peer, tag, static_cast<char*>(data), bytes, false};
-    const Clock::time_point deadline = Clock::now() + timeout();
-    const Clock::time_point spin_until = Clock::now() + std::chrono::microseconds(50);
-    try {
-      while (!posted_.done) {
-        throw_if_lost();
-        check_order(peer);
-        if (p.finished && p.state == Peer::kReadingHeader) throw_finished(peer);
-        if (Clock::now() >= deadline) {
-          throw TimeoutError(str_cat("rank ", rank(), " waited ", timeout().count(),
-                                     " ms for rank ", peer, " (tag ", tag, ") in ",
-                                     current_collective().describe(), "; rank ", peer,
-                                     " is alive but did not send (stuck, or it "
-                                     "is in another collective)"));
-        }
-        if (Clock::now() < spin_until) {
-          read_available(peer);
-          if (!posted_.done) std::this_thread::yield();  // others may share our core
-        } else {
-          progress(deadline, -1);
-        }
-        if (!posted_.done && take_queued(peer, tag, data, bytes)) posted_.done = true;
-      }
-    } catch (...) {
-      unpost();
-      throw;
-    }
-    posted_.peer = -1;
+  // Posted receives not yet done take the oldest queued message they match,
+  // in posting order.
+  void take_all_queued() {
+    for (Posted& x : posted_)
+      if (!x.done && !x.filling && take_queued(x.peer, x.tag, x.data, x.bytes)) x.done = true;
   }
 
- private:
+  // Index of the first posted receive not yet done, or -1.
+  int first_waiting() const {
+    for (size_t i = 0; i < posted_.size(); ++i)
+      if (!posted_[i].done) return static_cast<int>(i);
+    return -1;
+  }
+
+  // Blocks until every posted receive is done (or an error, or the deadline).
+  void wait_posted() {
+    const Clock::time_point deadline = Clock::now() + timeout();
+    const Clock::time_point spin_until = Clock::now() + std::chrono::microseconds(50);
+    for (int w; (w = first_waiting()) >= 0;) {
+      throw_if_lost();
+      const Posted& x = posted_[w];
+      const Peer& p = peers_[x.peer];
+      for (const Posted& y : posted_)
+        if (!y.done) check_order(y.peer);
+      if (!x.filling && p.finished && p.state == Peer::kReadingHeader) throw_finished(x.peer);
+      if (Clock::now() >= deadline) {
+        throw TimeoutError(str_cat("rank ", rank(), " waited ", timeout().count(), " ms for rank ",
+                                   x.peer, " (tag ", x.tag, ") in ",
+                                   current_collective().describe(), "; rank ", x.peer,
+                                   " is alive but did not send (stuck, or it "
+                                   "is in another collective)"));
+      }
+      if (Clock::now() < spin_until) {
+        for (const Posted& y : posted_)
+          if (!y.done) read_available(y.peer);
+        if (first_waiting() >= 0) std::this_thread::yield();  // others may share our core
+      } else {
+        progress(deadline, -1);
+      }
+      take_all_queued();
+    }
+  }
   struct Peer {
     int fd = -1;
     enum State { kReadingHeader, kReadingPayload } state = kReadingHeader;
@@ -149,17 +184,21 @@ class TcpTransport : public Transport {
     FrameHeader cur;
     char* dest = nullptr;
     std::vector<char> buffer;
-    bool direct = false;
+    bool direct = false;  // dest is posted_[posted]'s buffer
+    int posted = -1;
     std::deque<Frame> queue;
     bool finished = false, lost = false, closed = false;
     std::string why;
   };
+  // A receive of the current exchange. filling: a payload is being read
+  // straight into its buffer.
   struct Posted {
     int peer = -1;
     uint64_t tag = 0;
     char* data = nullptr;
     size_t bytes = 0;
     bool done = false;
+    bool filling = false;
   };
 
   std::string my_call() const { return transport::describe_call(current_collective()); }
@@ -217,16 +256,17 @@ class TcpTransport : public Transport {
   // A failed or abandoned recv: a payload being read into the caller's
   // buffer continues into a buffer of our own, so the stream stays whole.
   void unpost() {
-    if (posted_.peer >= 0) {
-      Peer& p = peers_[posted_.peer];
+    for (Peer& p : peers_) {
       if (p.state == Peer::kReadingPayload && p.direct) {
-        p.buffer.assign(posted_.data, posted_.data + p.got);
+        const Posted& x = posted_[p.posted];
+        p.buffer.assign(x.data, x.data + p.got);
         p.buffer.resize(p.cur.length);
         p.dest = p.buffer.data();
         p.direct = false;
+        p.posted = -1;
       }
     }
-    posted_ = Posted{};
+    posted_.clear();
   }
 
   // One round: waits (until the deadline) for any peer to be readable, or
@@ -267,13 +307,16 @@ class TcpTransport : public Transport {
     spares_.push_back(std::move(b));
   }
 
-  // True when the posted receive waits for the next message with `tag` from
-  // `peer`, and no older one is queued.
-  bool wants(int peer, uint64_t tag) const {
-    if (posted_.peer != peer || posted_.done || posted_.tag != tag) return false;
+  // The posted receive (its index) that waits for the next message with
+  // `tag` from `peer`, or -1: none, or an older one with that tag is queued.
+  int wanted_by(int peer, uint64_t tag) const {
     for (const Frame& f : peers_[peer].queue)
-      if (f.h.tag == tag) return false;
-    return true;
+      if (f.h.tag == tag) return -1;
+    for (size_t i = 0; i < posted_.size(); ++i) {
+      const Posted& x = posted_[i];
+      if (x.peer == peer && x.tag == tag && !x.done && !x.filling) return static_cast<int>(i);
+    }
+    return -1;
   }
 
   // Reads whatever peer p has sent, frame by frame, without blocking.
@@ -325,12 +368,14 @@ class TcpTransport : public Transport {
         }
         // Straight into the caller's buffer only when it is the oldest
         // message with that tag (a ring sends several with one tag).
-        if (wants(peer, p.cur.tag)) {
+        if (const int w = wanted_by(peer, p.cur.tag); w >= 0) {
           check_frame(peer, p.cur);
-          if (p.cur.length != posted_.bytes)
-            size_mismatch(peer, p.cur.tag, posted_.bytes, p.cur.length);
-          p.dest = posted_.data;
+          Posted& x = posted_[w];
+          if (p.cur.length != x.bytes) size_mismatch(peer, p.cur.tag, x.bytes, p.cur.length);
+          p.dest = x.data;
           p.direct = true;
+          p.posted = w;
+          x.filling = true;
         } else {
           p.buffer = spare_buffer(p.cur.length);
           p.dest = p.buffer.data();
@@ -340,17 +385,20 @@ class TcpTransport : public Transport {
         p.got = 0;
       }
       if (p.state == Peer::kReadingPayload && p.got == p.cur.length) {
+        bool completed = false;
         if (p.direct) {
-          posted_.done = true;
-        } else if (wants(peer, p.cur.tag)) {
+          posted_[p.posted].done = true;
+          completed = true;
+        } else if (const int w = wanted_by(peer, p.cur.tag); w >= 0) {
           // Started before the receive was posted: hand it over now.
           check_frame(peer, p.cur);
-          if (p.cur.length != posted_.bytes)
-            size_mismatch(peer, p.cur.tag, posted_.bytes, p.cur.length);
-          if (p.cur.length) std::memcpy(posted_.data, p.buffer.data(), p.cur.length);
+          Posted& x = posted_[w];
+          if (p.cur.length != x.bytes) size_mismatch(peer, p.cur.tag, x.bytes, p.cur.length);
+          if (p.cur.length) std::memcpy(x.data, p.buffer.data(), p.cur.length);
           recycle(std::move(p.buffer));
           p.buffer = {};
-          posted_.done = true;
+          x.done = true;
+          completed = true;
         } else {
           p.queue.push_back({p.cur, std::move(p.buffer)});
           p.buffer = {};
@@ -358,7 +406,8 @@ class TcpTransport : public Transport {
         p.state = Peer::kReadingHeader;
         p.got = 0;
         p.direct = false;
-        if (posted_.done) return;
+        p.posted = -1;
+        if (completed && first_waiting() < 0) return;
       }
     }
   }
@@ -367,7 +416,7 @@ class TcpTransport : public Transport {
   std::unique_ptr<asio::io_context> io_;
   std::vector<tcp::socket> sockets_;
   std::vector<Peer> peers_;
-  Posted posted_;
+  std::vector<Posted> posted_;  // the receives of the exchange in progress
   std::vector<std::vector<char>> spares_;
 };
 

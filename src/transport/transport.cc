@@ -19,6 +19,11 @@ void Transport::record_collective(CollectiveCall call) {
 
 void Transport::begin_collective(CollectiveCall call) { record_collective(std::move(call)); }
 
+void Transport::exchange(const std::vector<SendSpec>& sends, const std::vector<RecvSpec>& recvs) {
+  for (const SendSpec& s : sends) send(s.peer, s.tag, s.data, s.bytes);
+  for (const RecvSpec& r : recvs) recv(r.peer, r.tag, r.data, r.bytes);
+}
+
 void Transport::check_peer(int peer, const char* what) const {
   if (peer < 0 || peer >= size() || peer == rank()) {
     throw ValueError(detail::str_cat(what, " on rank ", rank(), ": peer ", peer,
