@@ -1,7 +1,8 @@
 // Property test: random graphs built from the op set, with gradients and an
 // SGD step, run under many meshes and random valid layout rules with both
 // mesh implementations; every fetched tensor and every updated variable must
-// match the one-processor run (1e-5 relative), random draws bit for bit.
+// match the one-processor run (1e-5 relative), random draws bit for bit; in
+// reproducible mode everything bit for bit.
 #include <cmath>
 #include <map>
 #include <numeric>
@@ -164,12 +165,15 @@ LayoutRules random_rules(const Graph& g, const MeshShape& mesh, std::mt19937& rn
 
 class MeshPropertyTest : public ::testing::TestWithParam<const char*> {};
 
-TEST_P(MeshPropertyTest, RandomGraphsMatchOneProcessor) {
-  const MeshShape mesh_shape(GetParam());
+// reproducible: every mesh must give one (reproducible) processor's bits.
+void check_random_graphs(const MeshShape& mesh_shape, bool reproducible) {
+  const std::string mode = reproducible ? " reproducible" : "";
   for (uint32_t seed = 1; seed <= 12; ++seed) {
     RandomGraph ref(seed);
     HostTensor xv = testing::random_tensor(ref.x.shape(), seed);
-    Session one(ref.g);
+    MeshConfig one_config;
+    one_config.reproducible = reproducible;
+    Session one(ref.g, one_config);
     std::vector<Tensor> all = ref.fetches;
     all.insert(all.end(), ref.randoms.begin(), ref.randoms.end());
     const auto want = one.run(all, {{ref.x, xv}}, ref.train);
@@ -181,10 +185,11 @@ TEST_P(MeshPropertyTest, RandomGraphsMatchOneProcessor) {
       c.layout = random_rules(net.g, mesh_shape, rng);
       c.impl = impl;
       c.timeout = std::chrono::milliseconds(20000);
+      c.reproducible = reproducible;
       const std::string what = std::string("graph ") + std::to_string(seed) + " (" + net.recipe +
                                ") on " + mesh_shape.to_string() + " with \"" +
                                c.layout.to_string() + "\" " +
-                               (impl == MeshImpl::kSimd ? "simd" : "placement");
+                               (impl == MeshImpl::kSimd ? "simd" : "placement") + mode;
       Session s(net.g, c);
       std::vector<Tensor> nall = net.fetches;
       nall.insert(nall.end(), net.randoms.begin(), net.randoms.end());
@@ -194,14 +199,33 @@ TEST_P(MeshPropertyTest, RandomGraphsMatchOneProcessor) {
       } catch (const Error& e) {
         FAIL() << what << ": " << e.what();
       }
-      for (size_t i = 0; i < ref.fetches.size(); ++i)
-        expect_close(got[i], want[i], what + ", fetch " + std::to_string(i));
+      for (size_t i = 0; i < ref.fetches.size(); ++i) {
+        if (reproducible) {
+          EXPECT_EQ(got[i].to_floats(), want[i].to_floats()) << what << ", fetch " << i;
+        } else {
+          expect_close(got[i], want[i], what + ", fetch " + std::to_string(i));
+        }
+      }
       for (size_t i = ref.fetches.size(); i < all.size(); ++i)
         EXPECT_EQ(got[i].to_floats(), want[i].to_floats()) << what << ": random draws differ";
-      for (const char* var : {"w", "v"})
-        expect_close(s.variable_value(var), one.variable_value(var), what + ", variable " + var);
+      for (const char* var : {"w", "v"}) {
+        if (reproducible) {
+          EXPECT_EQ(s.variable_value(var).to_floats(), one.variable_value(var).to_floats())
+              << what << ", variable " << var;
+        } else {
+          expect_close(s.variable_value(var), one.variable_value(var), what + ", variable " + var);
+        }
+      }
     }
   }
+}
+
+TEST_P(MeshPropertyTest, RandomGraphsMatchOneProcessor) {
+  check_random_graphs(MeshShape(GetParam()), false);
+}
+
+TEST_P(MeshPropertyTest, ReproducibleRandomGraphsMatchOneProcessorBitForBit) {
+  check_random_graphs(MeshShape(GetParam()), true);
 }
 
 INSTANTIATE_TEST_SUITE_P(Meshes, MeshPropertyTest,

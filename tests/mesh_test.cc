@@ -67,6 +67,24 @@ TEST_P(MeshMlpTest, TrainingMatchesOneProcessor) {
   expect_close(mesh.variable_value("w2"), one.variable_value("w2"), "w2");
 }
 
+// Reproducible mode: 30 steps, every loss and the final variables equal to
+// the (reproducible) one-processor run's, bit for bit.
+TEST_P(MeshMlpTest, ReproducibleTrainingIsOneProcessorBitForBit) {
+  const auto [mc, impl] = GetParam();
+  Mlp ref, net;
+  MeshConfig one_config, mesh_config = config(mc, impl);
+  one_config.reproducible = mesh_config.reproducible = true;
+  Session one(ref.g, one_config);
+  Session mesh(net.g, mesh_config);
+  for (int step = 0; step < 30; ++step) {
+    const float l1 = one.run({ref.loss}, ref.feeds(step), ref.train)[0].data<float>()[0];
+    const float l2 = mesh.run({net.loss}, net.feeds(step), net.train)[0].data<float>()[0];
+    ASSERT_EQ(l2, l1) << "step " << step;
+  }
+  for (const char* v : {"w1", "w2"})
+    EXPECT_EQ(mesh.variable_value(v).to_floats(), one.variable_value(v).to_floats()) << v;
+}
+
 const MeshCase kMlpCases[] = {
     {"all:1", "batch:all"},
     {"all:2", "batch:all"},
@@ -114,6 +132,19 @@ TEST(MeshLoweringTest, DataParallelAllreducesWeightGradientsOverTheBatchAxis) {
   const std::string counters = s.counters_text({net.loss}, net.train);
   // 2*(n-1)/n of the bytes of w1 and w2 plus the loss' mean.
   EXPECT_NE(counters.find("allreduce/all"), std::string::npos) << counters;
+}
+
+TEST(MeshLoweringTest, ReproducibleModeGathersSplitSumsInsteadOfAllreducing) {
+  Mlp net;
+  MeshConfig c = config({"all:4", "batch:all"}, MeshImpl::kSimd);
+  c.reproducible = true;
+  Session s(net.g, c);
+  const std::string text = s.program_text({net.loss}, net.train);
+  // The weight gradients and the loss' mean sum over the split batch: the
+  // batch is gathered and every processor sums it whole.
+  EXPECT_EQ(text.find("allreduce"), std::string::npos) << text;
+  EXPECT_NE(text.find("allgather"), std::string::npos) << text;
+  EXPECT_NE(s.counters_text({net.loss}, net.train).find("allgather/all"), std::string::npos);
 }
 
 TEST(MeshLoweringTest, ModelParallelAllreducesTheSecondLayerOverTheHiddenAxis) {

@@ -9,7 +9,7 @@
 
 namespace mtf::data {
 
-void define_mesh_flags(Flags& flags) {
+void define_mesh_flags(Flags& flags, bool reproducible) {
   flags.define("mesh_shape", "", "mesh of processors, e.g. \"rows:2;cols:2\" (empty: one)");
   flags.define("layout", "",
                "layout rules, e.g. \"batch:rows;hidden:cols\", or auto (chosen by predicted step "
@@ -18,6 +18,10 @@ void define_mesh_flags(Flags& flags) {
   flags.define("execution", "pool",
                "simd cores as fibers on one thread per CPU (pool), all on one thread (fibers), "
                "or a thread each (threads)");
+  flags.define("reproducible", reproducible ? "true" : "false",
+               "true: every mesh and layout gives the one-processor run's bits (sums over split "
+               "dimensions gathered, fixed-order einsum kernel); false: BLAS speed, layouts "
+               "agree to float rounding");
   flags.define("transport", "auto",
                "multi-process transport: auto (tcp under mtf-launch, mpi under mpirun), tcp, "
                "mpi, or none");
@@ -34,6 +38,10 @@ MeshConfig mesh_config_from_flags(const Flags& flags, std::string* transport_nam
   } catch (const ValueError& e) {
     throw ValueError(std::string("--execution: ") + e.what());
   }
+  const std::string reproducible = flags.str("reproducible");
+  if (reproducible != "true" && reproducible != "false")
+    throw ValueError("--reproducible must be true or false, not \"" + reproducible + "\"");
+  mesh.reproducible = reproducible == "true";
   mesh.mesh_shape = MeshShape(flags.str("mesh_shape"));
   if (flags.str("layout") != "auto") mesh.layout = LayoutRules(flags.str("layout"));
   // Started by mtf-launch (or any launcher setting MTF_RANK etc.) or by
@@ -87,7 +95,7 @@ std::string describe_mesh(const MeshConfig& config, const std::string& transport
   return "mesh: " +
          (config.mesh_shape.size() > 1 ? config.mesh_shape.to_string() : "one processor") + " (" +
          std::to_string(config.mesh_shape.size()) + " processors), layout: \"" +
-         config.layout.to_string() + "\", " + where;
+         config.layout.to_string() + "\", " + where + (config.reproducible ? ", reproducible" : "");
 }
 
 }  // namespace mtf::data

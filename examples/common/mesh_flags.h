@@ -12,8 +12,10 @@
 
 namespace mtf::data {
 
-// Declares --mesh_shape, --layout, --mesh_impl, --execution, --transport.
-void define_mesh_flags(Flags& flags);
+// Declares --mesh_shape, --layout, --mesh_impl, --execution, --reproducible,
+// --transport.
+// `reproducible`: the default of --reproducible (MeshConfig::reproducible).
+void define_mesh_flags(Flags& flags, bool reproducible = false);
 
 // The MeshConfig those flags ask for; connects to the other ranks when this
 // process is one of a multi-process job (then *transport_name is "TCP" or

@@ -59,6 +59,13 @@ struct MeshConfig {
   // thread, or a thread each; ranks running at once share BLAS's threads.
   RankExecution execution = RankExecution::kPool;
   std::chrono::milliseconds timeout{60000};  // of every collective's wait
+  // Every layout gives exactly the bits of one processor: sums over split
+  // dimensions gather the dimension instead of allreducing partial sums
+  // (the reducing processors repeat that work), and float einsums use a
+  // kernel that sums each element in index order with FMAs, independent of
+  // slicing and threads, instead of BLAS. Slower; for checking a layout or
+  // debugging a divergence. Off: layouts agree to float rounding.
+  bool reproducible = false;
   SimOptions sim;  // kSimulated: the machine, mode, core mapping and trace
   // Multi-process jobs (kSimd only): this process is rank
   // process_transport->rank() of a job of mesh-size processes and runs that

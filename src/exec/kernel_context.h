@@ -22,6 +22,8 @@ struct RunState {
   // Fed values, by placeholder tensor id.
   const std::map<int64_t, HostTensor>* feeds = nullptr;
   uint64_t run_counter = 0;
+  // MeshConfig::reproducible: kernels sum in a fixed order (einsum).
+  bool reproducible = false;
 };
 
 class KernelContext {

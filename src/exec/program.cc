@@ -101,7 +101,8 @@ namespace {
 // Builds a program step by step, tracking every slot's layout.
 class Lowerer {
  public:
-  Lowerer(const MeshShape& mesh, const LayoutRules& rules) : mesh_(mesh), rules_(rules) {
+  Lowerer(const MeshShape& mesh, const LayoutRules& rules, bool whole_sums)
+      : mesh_(mesh), rules_(rules), whole_sums_(whole_sums) {
     rules.validate(mesh);
     p_.mesh = mesh;
   }
@@ -148,7 +149,11 @@ class Lowerer {
     }
     std::set<std::string> whole;
     for (const std::string& d : op.unsplittable_dims()) whole.insert(d);
-    const std::vector<std::string> reduced = op.reduced_dims();
+    std::vector<std::string> reduced = op.reduced_dims();
+    if (whole_sums_ && op.reduction() == ReduceOp::kSum) {
+      whole.insert(reduced.begin(), reduced.end());
+      reduced.clear();
+    }
     // A split input dimension that no output has must be reduced over (then
     // partial results are allreduced) unless its mesh axis also splits an
     // output, or the op declares no reduction: then it is gathered first.
@@ -256,6 +261,7 @@ class Lowerer {
   }
   const MeshShape& mesh_;
   const LayoutRules& rules_;
+  const bool whole_sums_;
   Program p_;
 };
 
@@ -263,7 +269,7 @@ class Lowerer {
 
 Program lower(const Graph& graph, const std::vector<Tensor>& fetches,
               const std::vector<const Operation*>& targets, const MeshShape& mesh,
-              const LayoutRules& rules) {
+              const LayoutRules& rules, bool whole_sums) {
   std::set<const Operation*> needed;
   std::vector<const Operation*> stack;
   for (const Tensor& t : fetches) {
@@ -285,7 +291,7 @@ Program lower(const Graph& graph, const std::vector<Tensor>& fetches,
     for (const Tensor& in : op->inputs()) stack.push_back(&in.op());
   }
 
-  Lowerer lw(mesh, rules);
+  Lowerer lw(mesh, rules, whole_sums);
   std::map<int64_t, int> slot_of;
   for (const auto& owned : graph.operations()) {
     const Operation* op = owned.get();

@@ -68,8 +68,12 @@ struct Program {
 // Lowers the ops that `fetches` and `targets` need, in graph order (which is
 // topological), for `mesh` under `rules`. Throws LayoutError for layouts
 // that cannot work, ValueError for bad fetches or targets.
+// whole_sums (MeshConfig::reproducible): a sum over a split dimension gathers
+// that dimension and sums it whole on each processor, instead of summing
+// slices and allreducing the partial sums — so its order does not depend on
+// the layout. (Max and min are exact in any order and still allreduce.)
 Program lower(const Graph& graph, const std::vector<Tensor>& fetches,
               const std::vector<const Operation*>& targets, const MeshShape& mesh,
-              const LayoutRules& rules);
+              const LayoutRules& rules, bool whole_sums = false);
 
 }  // namespace mtf

@@ -85,6 +85,7 @@ class SessionImpl {
       states[p].variables = &cores_[p];
       states[p].feeds = &feed_map;
       states[p].run_counter = run_counter_;
+      states[p].reproducible = config_.reproducible;
     }
     std::vector<std::vector<HostTensor>> fetched(n);
     if (engine_) {
@@ -327,7 +328,9 @@ class SessionImpl {
     auto it = programs_.find(key);
     if (it != programs_.end()) return it->second;
     std::vector<const Operation*> t(targets.begin(), targets.end());
-    return programs_.emplace(key, lower(graph_, fetches, t, config_.mesh_shape, config_.layout))
+    return programs_
+        .emplace(key, lower(graph_, fetches, t, config_.mesh_shape, config_.layout,
+                            config_.reproducible))
         .first->second;
   }
 

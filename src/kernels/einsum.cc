@@ -13,6 +13,7 @@
 #include <algorithm>
 
 #include "core/check.h"
+#include "kernels/gemm_fixed_order.h"
 #include "kernels/kernels.h"
 
 namespace mtf::kernels {
@@ -67,7 +68,7 @@ void gemm_int(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const int32_t* 
   }
 }
 
-void einsum2(const HostTensor& a_in, const HostTensor& b_in, HostTensor& out) {
+void einsum2(const HostTensor& a_in, const HostTensor& b_in, HostTensor& out, bool fixed_order) {
   const Shape& os = out.shape();
   HostTensor a = sum_out_unneeded(a_in, b_in.shape(), os);
   HostTensor b = sum_out_unneeded(b_in, a.shape(), os);
@@ -138,6 +139,11 @@ void einsum2(const HostTensor& a_in, const HostTensor& b_in, HostTensor& out) {
       const float* pb = B.data<float>();
       float* pc = c.data<float>();
       for (int64_t i = 0; i < nb; ++i) {
+        if (fixed_order) {
+          sgemm_fixed_order(ta, tb, m, n, k, pa + i * m * k, lda, pb + i * k * n, ldb,
+                            pc + i * m * n, n);
+          continue;
+        }
         cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans,
                     static_cast<int>(m), static_cast<int>(n), static_cast<int>(k), 1.0f,
                     pa + i * m * k, static_cast<int>(lda), pb + i * k * n, static_cast<int>(ldb),
@@ -156,7 +162,7 @@ void einsum2(const HostTensor& a_in, const HostTensor& b_in, HostTensor& out) {
 
 }  // namespace
 
-void einsum(const std::vector<const HostTensor*>& inputs, HostTensor& out) {
+void einsum(const std::vector<const HostTensor*>& inputs, HostTensor& out, bool fixed_order) {
   MTF_CHECK(!inputs.empty());
   for (const HostTensor* t : inputs) require_supported(*t, true, "einsum");
   if (inputs.size() == 1) {
@@ -166,7 +172,7 @@ void einsum(const std::vector<const HostTensor*>& inputs, HostTensor& out) {
   HostTensor acc = *inputs[0];
   for (size_t i = 1; i < inputs.size(); ++i) {
     if (i + 1 == inputs.size()) {
-      einsum2(acc, *inputs[i], out);
+      einsum2(acc, *inputs[i], out, fixed_order);
       return;
     }
     // Keep the dimensions that the output or a later operand still needs.
@@ -180,7 +186,7 @@ void einsum(const std::vector<const HostTensor*>& inputs, HostTensor& out) {
     for (const auto& d : acc.shape().union_with(inputs[i]->shape()))
       if (needed(d.name)) keep.push_back(d);
     HostTensor next(Shape(keep), out.dtype());
-    einsum2(acc, *inputs[i], next);
+    einsum2(acc, *inputs[i], next, fixed_order);
     acc = next;
   }
 }

@@ -76,7 +76,10 @@ void combine(ReduceFn fn, const HostTensor& x, HostTensor& acc);
 
 // Generalised contraction; out's dimensions come from the inputs. float32
 // contractions run on OpenBLAS sgemm.
-void einsum(const std::vector<const HostTensor*>& inputs, HostTensor& out);
+// fixed_order: float32 products through sgemm_fixed_order (each element
+// summed in index order, the same bits for any slicing) instead of BLAS.
+void einsum(const std::vector<const HostTensor*>& inputs, HostTensor& out,
+            bool fixed_order = false);
 
 // Along one axis; x and out have the same dimensions in the same order.
 void slice(const HostTensor& x, int axis, int64_t begin, HostTensor& out);

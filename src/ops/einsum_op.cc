@@ -42,7 +42,7 @@ class EinsumOp : public Operation {
   void compute(KernelContext& ctx) const override {
     std::vector<const HostTensor*> ins;
     for (int i = 0; i < ctx.num_inputs(); ++i) ins.push_back(&ctx.input(i));
-    kernels::einsum(ins, ctx.allocate_output(0));
+    kernels::einsum(ins, ctx.allocate_output(0), ctx.state().reproducible);
   }
 
   bool differentiable() const override { return output(0).dtype() == float32; }

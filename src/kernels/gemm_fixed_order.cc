@@ -1,0 +1,154 @@
+// Fixed-order GEMM: A is packed in blocks of kMr rows (k-major, so a block's
+// k-th column is kMr consecutive floats), B in panels of kNr columns (k-major
+// too), and a micro-kernel keeps a kMr×kNr tile of C in registers while it
+// walks k from 0 to k-1, one FMA per product. Padding rows and columns of a
+// partial tile are computed and dropped; they never touch a real element's
+// sum, so tiling cannot change any result.
+#include "kernels/gemm_fixed_order.h"
+
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "core/buffer_pool.h"
+
+namespace mtf::kernels {
+namespace {
+
+constexpr int kMr = 6;   // rows of a register tile
+constexpr int kNr = 16;  // columns: two 8-float vectors
+
+inline float at(const float* x, bool trans, int64_t ld, int64_t row, int64_t col) {
+  return trans ? x[col * ld + row] : x[row * ld + col];
+}
+
+// Packs rows [i0, i0+kMr) of op(A) as k groups of kMr floats (zero padded).
+void pack_a(bool ta, const float* a, int64_t lda, int64_t m, int64_t k, int64_t i0, float* out) {
+  const int rows = static_cast<int>(std::min<int64_t>(kMr, m - i0));
+  for (int64_t p = 0; p < k; ++p) {
+    for (int r = 0; r < rows; ++r) out[p * kMr + r] = at(a, ta, lda, i0 + r, p);
+    for (int r = rows; r < kMr; ++r) out[p * kMr + r] = 0.f;
+  }
+}
+
+// Packs columns [j0, j0+kNr) of op(B) as k groups of kNr floats (zero padded).
+void pack_b(bool tb, const float* b, int64_t ldb, int64_t n, int64_t k, int64_t j0, float* out) {
+  const int cols = static_cast<int>(std::min<int64_t>(kNr, n - j0));
+  for (int64_t p = 0; p < k; ++p) {
+    float* o = out + p * kNr;
+    if (!tb && cols == kNr) {
+      std::memcpy(o, b + p * ldb + j0, sizeof(float) * kNr);
+      continue;
+    }
+    for (int c = 0; c < cols; ++c) o[c] = at(b, tb, ldb, p, j0 + c);
+    for (int c = cols; c < kNr; ++c) o[c] = 0.f;
+  }
+}
+
+// Copies the valid rows × cols of a kMr×kNr tile into C.
+void store_tile(const float* tile, int rows, int cols, float* c, int64_t ldc) {
+  for (int r = 0; r < rows; ++r) std::memcpy(c + r * ldc, tile + r * kNr, sizeof(float) * cols);
+}
+
+void micro_scalar(int64_t k, const float* pa, const float* pb, float* tile) {
+  for (int i = 0; i < kMr * kNr; ++i) tile[i] = 0.f;
+  for (int64_t p = 0; p < k; ++p)
+    for (int r = 0; r < kMr; ++r)
+      for (int c = 0; c < kNr; ++c)
+        tile[r * kNr + c] = std::fma(pa[p * kMr + r], pb[p * kNr + c], tile[r * kNr + c]);
+}
+
+__attribute__((target("avx2,fma"))) void micro_avx2(int64_t k, const float* pa, const float* pb,
+                                                    float* tile) {
+  __m256 c00 = _mm256_setzero_ps(), c01 = _mm256_setzero_ps();
+  __m256 c10 = _mm256_setzero_ps(), c11 = _mm256_setzero_ps();
+  __m256 c20 = _mm256_setzero_ps(), c21 = _mm256_setzero_ps();
+  __m256 c30 = _mm256_setzero_ps(), c31 = _mm256_setzero_ps();
+  __m256 c40 = _mm256_setzero_ps(), c41 = _mm256_setzero_ps();
+  __m256 c50 = _mm256_setzero_ps(), c51 = _mm256_setzero_ps();
+  for (int64_t p = 0; p < k; ++p) {
+    const __m256 b0 = _mm256_loadu_ps(pb + p * kNr);
+    const __m256 b1 = _mm256_loadu_ps(pb + p * kNr + 8);
+    const float* ap = pa + p * kMr;
+    __m256 a = _mm256_broadcast_ss(ap + 0);
+    c00 = _mm256_fmadd_ps(a, b0, c00);
+    c01 = _mm256_fmadd_ps(a, b1, c01);
+    a = _mm256_broadcast_ss(ap + 1);
+    c10 = _mm256_fmadd_ps(a, b0, c10);
+    c11 = _mm256_fmadd_ps(a, b1, c11);
+    a = _mm256_broadcast_ss(ap + 2);
+    c20 = _mm256_fmadd_ps(a, b0, c20);
+    c21 = _mm256_fmadd_ps(a, b1, c21);
+    a = _mm256_broadcast_ss(ap + 3);
+    c30 = _mm256_fmadd_ps(a, b0, c30);
+    c31 = _mm256_fmadd_ps(a, b1, c31);
+    a = _mm256_broadcast_ss(ap + 4);
+    c40 = _mm256_fmadd_ps(a, b0, c40);
+    c41 = _mm256_fmadd_ps(a, b1, c41);
+    a = _mm256_broadcast_ss(ap + 5);
+    c50 = _mm256_fmadd_ps(a, b0, c50);
+    c51 = _mm256_fmadd_ps(a, b1, c51);
+  }
+  const __m256 rows[kMr][2] = {{c00, c01}, {c10, c11}, {c20, c21},
+                               {c30, c31}, {c40, c41}, {c50, c51}};
+  for (int r = 0; r < kMr; ++r) {
+    _mm256_storeu_ps(tile + r * kNr, rows[r][0]);
+    _mm256_storeu_ps(tile + r * kNr + 8, rows[r][1]);
+  }
+}
+
+bool has_avx2_fma() {
+  static const bool yes = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  return yes;
+}
+
+void gemm(bool vector, bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float* a,
+          int64_t lda, const float* b, int64_t ldb, float* c, int64_t ldc) {
+  if (m == 0 || n == 0) return;
+  if (k == 0) {
+    for (int64_t i = 0; i < m; ++i) std::fill(c + i * ldc, c + i * ldc + n, 0.f);
+    return;
+  }
+  const int64_t mblocks = (m + kMr - 1) / kMr, npanels = (n + kNr - 1) / kNr;
+  auto a_buf = detail::allocate_buffer(sizeof(float) * static_cast<size_t>(mblocks * kMr * k));
+  auto b_buf = detail::allocate_buffer(sizeof(float) * static_cast<size_t>(npanels * kNr * k));
+  float* pa = static_cast<float*>(a_buf->data);
+  float* pb = static_cast<float*>(b_buf->data);
+  for (int64_t ib = 0; ib < mblocks; ++ib) pack_a(ta, a, lda, m, k, ib * kMr, pa + ib * kMr * k);
+  for (int64_t jp = 0; jp < npanels; ++jp) pack_b(tb, b, ldb, n, k, jp * kNr, pb + jp * kNr * k);
+  // A chunk of row blocks stays in cache while every panel of B passes by.
+  const int64_t chunk = std::max<int64_t>(1, (128 * 1024) / (sizeof(float) * kMr * k));
+  alignas(64) float tile[kMr * kNr];
+  for (int64_t i0 = 0; i0 < mblocks; i0 += chunk) {
+    const int64_t i1 = std::min(mblocks, i0 + chunk);
+    for (int64_t jp = 0; jp < npanels; ++jp) {
+      const float* panel = pb + jp * kNr * k;
+      const int cols = static_cast<int>(std::min<int64_t>(kNr, n - jp * kNr));
+      for (int64_t ib = i0; ib < i1; ++ib) {
+        if (vector) {
+          micro_avx2(k, pa + ib * kMr * k, panel, tile);
+        } else {
+          micro_scalar(k, pa + ib * kMr * k, panel, tile);
+        }
+        const int rows = static_cast<int>(std::min<int64_t>(kMr, m - ib * kMr));
+        store_tile(tile, rows, cols, c + ib * kMr * ldc + jp * kNr, ldc);
+      }
+    }
+  }
+}
+
+}  // namespace
+
+void sgemm_fixed_order(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float* a,
+                       int64_t lda, const float* b, int64_t ldb, float* c, int64_t ldc) {
+  gemm(has_avx2_fma(), ta, tb, m, n, k, a, lda, b, ldb, c, ldc);
+}
+
+void sgemm_fixed_order_scalar(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float* a,
+                              int64_t lda, const float* b, int64_t ldb, float* c, int64_t ldc) {
+  gemm(false, ta, tb, m, n, k, a, lda, b, ldb, c, ldc);
+}
+
+}  // namespace mtf::kernels

@@ -1,0 +1,29 @@
+// gemm_fixed_order.h — a float32 GEMM whose every result element is summed
+// in one fixed order, whatever the matrix sizes, the tiling or the threads.
+// Internal.
+//
+// BLAS libraries tune their summation order to the problem: OpenBLAS gives
+// an element of A·B different bits when A has other rows, B other columns or
+// the library other threads. The mesh's reproducible mode (MeshConfig::
+// reproducible) needs the bits of one processor on every layout, so it uses
+// this kernel: c[i][j] = fma(a[i][k-1], b[k-1][j], ... fma(a[i][1], b[1][j],
+// fma(a[i][0], b[0][j], +0))) — one fused multiply-add per product, in
+// index order. FMA is correctly rounded in hardware and in std::fma, so the
+// vector path (AVX2+FMA, chosen at run time) and the scalar path agree bit
+// for bit, on any x86-64 machine.
+#pragma once
+
+#include <cstdint>
+
+namespace mtf::kernels {
+
+// Row-major C[m×n] = op(A)·op(B): op(A) is m×k (A stored k×m when ta), op(B)
+// is k×n (B stored n×k when tb); lda, ldb, ldc are the stored row lengths.
+void sgemm_fixed_order(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float* a,
+                       int64_t lda, const float* b, int64_t ldb, float* c, int64_t ldc);
+
+// The same, without the vector path (for tests: both must agree).
+void sgemm_fixed_order_scalar(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float* a,
+                              int64_t lda, const float* b, int64_t ldb, float* c, int64_t ldc);
+
+}  // namespace mtf::kernels
