@@ -47,13 +47,14 @@ HostTensor arranged(const HostTensor& t, const Names& order) {
 }
 
 // `t` summed over its dimensions that are not in `keep`.
-HostTensor sum_out_unneeded(const HostTensor& t, const Shape& other, const Shape& out) {
+HostTensor sum_out_unneeded(const HostTensor& t, const Shape& other, const Shape& out,
+                            bool fixed_order) {
   std::vector<Dimension> keep;
   for (const auto& d : t.shape())
     if (has(other, d.name) || has(out, d.name)) keep.push_back(d);
   if (static_cast<int>(keep.size()) == t.shape().ndims()) return t;
   HostTensor r(Shape(keep), t.dtype());
-  reduce(ReduceFn::kSum, t, r);
+  reduce(ReduceFn::kSum, t, r, fixed_order);
   return r;
 }
 
@@ -70,8 +71,8 @@ void gemm_int(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const int32_t* 
 
 void einsum2(const HostTensor& a_in, const HostTensor& b_in, HostTensor& out, bool fixed_order) {
   const Shape& os = out.shape();
-  HostTensor a = sum_out_unneeded(a_in, b_in.shape(), os);
-  HostTensor b = sum_out_unneeded(b_in, a.shape(), os);
+  HostTensor a = sum_out_unneeded(a_in, b_in.shape(), os, fixed_order);
+  HostTensor b = sum_out_unneeded(b_in, a.shape(), os, fixed_order);
   if (out.num_elements() == 0) return;
 
   Names batch, m_names, n_names, k_names;
@@ -166,7 +167,7 @@ void einsum(const std::vector<const HostTensor*>& inputs, HostTensor& out, bool 
   MTF_CHECK(!inputs.empty());
   for (const HostTensor* t : inputs) require_supported(*t, true, "einsum");
   if (inputs.size() == 1) {
-    reduce(ReduceFn::kSum, *inputs[0], out);
+    reduce(ReduceFn::kSum, *inputs[0], out, fixed_order);
     return;
   }
   HostTensor acc = *inputs[0];

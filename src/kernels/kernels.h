@@ -70,7 +70,9 @@ void fill(HostTensor& out, float value);
 
 enum class ReduceFn { kSum, kMax, kMin };
 // out's dimensions are a subset of x's (any order).
-void reduce(ReduceFn fn, const HostTensor& x, HostTensor& out);
+// fixed_order: each element of a float sum adds its inputs one at a time in
+// row-major order of x's dimensions, whatever the other dimensions' sizes.
+void reduce(ReduceFn fn, const HostTensor& x, HostTensor& out, bool fixed_order = false);
 // acc = fn(acc, x) elementwise; x and acc have one shape.
 void combine(ReduceFn fn, const HostTensor& x, HostTensor& acc);
 

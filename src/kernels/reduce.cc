@@ -1,6 +1,8 @@
 // Reductions by dimension name: sum, max, min over the dimensions of x that
 // out lacks. The summation order is fixed by the shapes alone, so a run is
-// bit-for-bit repeatable.
+// bit-for-bit repeatable; with fixed_order it is fixed by the reduced
+// dimensions alone (each element sums its inputs in row-major order), so a
+// slice of x sums each element exactly as the whole would.
 #include <cstring>
 #include <limits>
 
@@ -26,8 +28,10 @@ T identity_of(ReduceFn fn) {
   return T(0);
 }
 
+// sequential: every output element accumulates its inputs one by one in
+// row-major order of x's dimensions (no partial results per row).
 template <typename T, typename Op>
-void reduce_typed(const HostTensor& x, HostTensor& out, T init, Op op) {
+void reduce_typed(const HostTensor& x, HostTensor& out, T init, Op op, bool sequential) {
   T* po = static_cast<T*>(out.raw_data());
   const int64_t nout = out.num_elements();
   for (int64_t i = 0; i < nout; ++i) po[i] = init;
@@ -39,7 +43,11 @@ void reduce_typed(const HostTensor& x, HostTensor& out, T init, Op op) {
   for_each_row(plan, [&](const int64_t* off, int64_t n, const int64_t* s) {
     const T* in = px + off[0];
     T* o = po + off[1];
-    if (s[1] == 0) {
+    if (s[1] == 0 && sequential) {
+      T acc = *o;
+      for (int64_t i = 0; i < n; ++i) acc = op(acc, in[i]);
+      *o = acc;
+    } else if (s[1] == 0) {
       // Reduce a contiguous row into one value; eight partial results let the
       // compiler vectorize without reassociating across them.
       T acc[8];
@@ -60,15 +68,15 @@ void reduce_typed(const HostTensor& x, HostTensor& out, T init, Op op) {
 }
 
 template <typename T>
-void reduce_dispatch(ReduceFn fn, const HostTensor& x, HostTensor& out) {
+void reduce_dispatch(ReduceFn fn, const HostTensor& x, HostTensor& out, bool fixed_order) {
   const T init = identity_of<T>(fn);
   switch (fn) {
     case ReduceFn::kSum:
-      return reduce_typed<T>(x, out, init, [](T a, T b) { return a + b; });
-    case ReduceFn::kMax:
-      return reduce_typed<T>(x, out, init, [](T a, T b) { return b > a ? b : a; });
+      return reduce_typed<T>(x, out, init, [](T a, T b) { return a + b; }, fixed_order);
+    case ReduceFn::kMax:  // exact in any order
+      return reduce_typed<T>(x, out, init, [](T a, T b) { return b > a ? b : a; }, false);
     case ReduceFn::kMin:
-      return reduce_typed<T>(x, out, init, [](T a, T b) { return b < a ? b : a; });
+      return reduce_typed<T>(x, out, init, [](T a, T b) { return b < a ? b : a; }, false);
   }
 }
 
@@ -82,13 +90,13 @@ void combine(ReduceFn fn, const HostTensor& x, HostTensor& acc) {
   binary(b, acc, x, acc);
 }
 
-void reduce(ReduceFn fn, const HostTensor& x, HostTensor& out) {
+void reduce(ReduceFn fn, const HostTensor& x, HostTensor& out, bool fixed_order) {
   require_supported(x, true, "reduce");
   MTF_CHECK(x.dtype() == out.dtype());
   if (x.dtype() == float32) {
-    reduce_dispatch<float>(fn, x, out);
+    reduce_dispatch<float>(fn, x, out, fixed_order);
   } else {
-    reduce_dispatch<int32_t>(fn, x, out);
+    reduce_dispatch<int32_t>(fn, x, out, false);
   }
 }
 

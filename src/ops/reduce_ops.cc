@@ -40,7 +40,7 @@ class ReductionOp : public Operation {
     add_output(out_shape, x.dtype());
   }
   void compute(KernelContext& ctx) const override {
-    kernels::reduce(fn_, ctx.input(0), ctx.allocate_output(0));
+    kernels::reduce(fn_, ctx.input(0), ctx.allocate_output(0), ctx.state().reproducible);
   }
   bool differentiable() const override { return output(0).dtype() == float32; }
   std::vector<Tensor> gradient(const std::vector<Tensor>& g) const override {

@@ -2,10 +2,12 @@
 // Boost.Fiber synchronisation so ranks may be fibers or threads.
 #include "mtf/in_process_transport.h"
 
+#include <algorithm>
 #include <atomic>
 #include <boost/fiber/all.hpp>
 #include <cstring>
 #include <deque>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <thread>
@@ -27,10 +29,22 @@ struct Message {
   Clock::time_point ready;
 };
 
+// A receive posted by an exchange: a sender that finds it (and nothing older
+// queued for it) copies straight into its buffer, outside the lock (filling).
+struct Posted {
+  int src;
+  uint64_t tag;
+  void* data;
+  size_t bytes;
+  bool filling = false;
+  bool done = false;
+};
+
 struct Mailbox {
   boost::fibers::mutex mu;
   boost::fibers::condition_variable cv;
   std::map<std::pair<int, uint64_t>, std::deque<Message>> queues;
+  std::vector<Posted*> posted;  // the owner's posted receives, in posting order
 };
 
 class World final : public InProcessWorld {
@@ -62,57 +76,117 @@ class World final : public InProcessWorld {
       throw PeerLostError(detail::str_cat("rank ", src, " cannot send to rank ", dst, " (tag ", tag,
                                           "): rank ", dst, " is lost"));
     }
+    Mailbox& box = *boxes_[dst];
+    if (delay_us_.load() == 0) {
+      Lock lock(box.mu);
+      auto q = box.queues.find({src, tag});
+      if (q == box.queues.end() || q->second.empty()) {
+        for (Posted* p : box.posted) {
+          if (p->src != src || p->tag != tag || p->filling || p->done) continue;
+          if (p->bytes != bytes) break;  // queued: the receiver reports the mismatch
+          p->filling = true;
+          lock.unlock();
+          if (bytes) std::memcpy(p->data, data, bytes);
+          lock.lock();
+          p->filling = false;
+          p->done = true;
+          box.cv.notify_all();
+          return;
+        }
+      }
+    }
     Message m;
     m.data = detail::allocate_buffer(bytes);
     m.bytes = bytes;
     if (bytes) std::memcpy(m.data->data, data, bytes);
     m.ready = Clock::now() + std::chrono::microseconds(delay_us_.load());
-    Mailbox& box = *boxes_[dst];
     Lock lock(box.mu);
     box.queues[{src, tag}].push_back(std::move(m));
     box.cv.notify_all();
   }
 
-  void receive(int me, int src, uint64_t tag, void* data, size_t bytes,
-               std::chrono::milliseconds timeout) {
+  // Posts `recvs` in rank me's mailbox, runs `send_all`, and waits until
+  // every receive is done, taking queued messages where they came first.
+  void exchange(int me, const std::vector<RecvSpec>& recvs, const std::function<void()>& send_all,
+                std::chrono::milliseconds timeout) {
     const auto start = Clock::now();
     const auto deadline = start + timeout;
     Mailbox& box = *boxes_[me];
+    std::vector<Posted> posted;
+    posted.reserve(recvs.size());
+    for (const RecvSpec& r : recvs) posted.push_back({r.peer, r.tag, r.data, r.bytes});
+    // Unposts on every way out, after any copy into our buffers has ended.
+    struct Unpost {
+      Mailbox& box;
+      std::vector<Posted>& posted;
+      ~Unpost() {
+        Lock lock(box.mu);
+        auto ours = [&](Posted* p) {
+          return p >= posted.data() && p < posted.data() + posted.size();
+        };
+        while (std::any_of(posted.begin(), posted.end(), [](const Posted& p) { return p.filling; }))
+          box.cv.wait(lock);
+        box.posted.erase(std::remove_if(box.posted.begin(), box.posted.end(), ours),
+                         box.posted.end());
+      }
+    } unpost{box, posted};
+    {
+      Lock lock(box.mu);
+      for (Posted& p : posted) {
+        p.done = try_take(box, p.src, p.tag, p.data, p.bytes, me);
+        if (!p.done) box.posted.push_back(&p);
+      }
+    }
+    send_all();
     // Poll briefly before blocking: a blocking cross-core wake-up costs
     // ~25-30 us here, far more than a short spin when the message is about to
     // arrive. Each poll yields to other fibers of this thread and to other
     // threads of this core, so a spinning rank never starves its peers.
-    const auto spin_until = start + std::chrono::microseconds(spin_ ? 30 : 0);
-    do {
-      {
-        Lock lock(box.mu);
-        if (try_take(box, src, tag, data, bytes, me)) return;
-      }
-      if (!spin_) break;
-      boost::this_fiber::yield();
-      std::this_thread::yield();
-    } while (Clock::now() < spin_until);
+    const auto spin_until = Clock::now() + std::chrono::microseconds(spin_ ? 30 : 0);
     Lock lock(box.mu);
     while (true) {
-      if (try_take(box, src, tag, data, bytes, me)) return;
+      Posted* waiting = nullptr;
+      for (Posted& p : posted) {
+        if (p.done || p.filling) continue;
+        p.done = try_take(box, p.src, p.tag, p.data, p.bytes, me);
+        if (!p.done && !waiting) waiting = &p;
+      }
+      if (!waiting) {
+        if (std::none_of(posted.begin(), posted.end(), [](const Posted& p) { return !p.done; }))
+          return;
+        waiting =
+            &*std::find_if(posted.begin(), posted.end(), [](const Posted& p) { return !p.done; });
+      }
+      const int src = waiting->src;
       if (dead_[me]) throw PeerLostError(detail::str_cat("rank ", me, " was killed"));
-      if (dead_[src]) {
+      if (dead_[src] && !waiting->filling) {
         throw PeerLostError(detail::str_cat("rank ", me, " waited for a message from rank ", src,
-                                            " (tag ", tag, ", ", bytes, " bytes), but rank ", src,
-                                            " is lost"));
+                                            " (tag ", waiting->tag, ", ", waiting->bytes,
+                                            " bytes), but rank ", src, " is lost"));
+      }
+      const auto now = Clock::now();
+      if (now >= deadline) {
+        const auto waited =
+            std::chrono::duration_cast<std::chrono::milliseconds>(now - start).count();
+        throw TimeoutError(detail::str_cat(
+            "rank ", me, " timed out after ", waited, " ms waiting for a message from rank ", src,
+            " (tag ", waiting->tag, ", ", waiting->bytes,
+            " bytes); the peer is stuck, slow, or running a different "
+            "program (raise the timeout if it is only slow)"));
+      }
+      if (now < spin_until) {
+        lock.unlock();
+        boost::this_fiber::yield();
+        std::this_thread::yield();
+        lock.lock();
+        continue;
       }
       auto wake = deadline;
-      auto it = box.queues.find({src, tag});
-      if (it != box.queues.end() && !it->second.empty())
-        wake = std::min(wake, it->second.front().ready);
-      if (Clock::now() >= deadline) {
-        const auto waited =
-            std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start).count();
-        throw TimeoutError(
-            detail::str_cat("rank ", me, " timed out after ", waited,
-                            " ms waiting for a message from rank ", src, " (tag ", tag, ", ", bytes,
-                            " bytes); the peer is stuck, slow, or running a different "
-                            "program (raise the timeout if it is only slow)"));
+      for (const Posted& p : posted) {
+        if (p.done) continue;
+        auto it = box.queues.find({p.src, p.tag});
+        if (it != box.queues.end() && !it->second.empty())
+          wake = std::min(wake, it->second.front().ready);
       }
       box.cv.wait_until(lock, wake);
     }
@@ -154,8 +228,18 @@ class InProcessTransport final : public Transport {
     world_->deliver(rank_, peer, tag, data, bytes);
   }
   void recv(int peer, uint64_t tag, void* data, size_t bytes) override {
-    check_peer(peer, "recv");
-    world_->receive(rank_, peer, tag, data, bytes, timeout());
+    exchange({}, {RecvSpec{peer, tag, data, bytes}});
+  }
+  // Receives are posted first: a peer's send copies straight into them.
+  void exchange(const std::vector<SendSpec>& sends, const std::vector<RecvSpec>& recvs) override {
+    for (const RecvSpec& r : recvs) check_peer(r.peer, "recv");
+    for (const SendSpec& x : sends) check_peer(x.peer, "send");
+    world_->exchange(
+        rank_, recvs,
+        [&] {
+          for (const SendSpec& x : sends) world_->deliver(rank_, x.peer, x.tag, x.data, x.bytes);
+        },
+        timeout());
   }
 
  private:

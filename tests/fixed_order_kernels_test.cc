@@ -1,9 +1,11 @@
-// The fixed-order GEMM behind reproducible mode: every element is the FMA
-// chain over k in index order, so it must equal a scalar std::fma loop bit for
-// bit, for any shape and transposition, and give the same bits for a row or
-// column that is computed as part of a larger or a smaller matrix (which is
-// what slicing by a layout does). BLAS is checked to be close, not equal.
+// The fixed-order kernels behind reproducible mode. GEMM: every element is
+// the FMA chain over k in index order, so it must equal a scalar std::fma loop
+// bit for bit, for any shape and transposition, and give the same bits for a
+// row or column computed as part of a larger or a smaller matrix (what slicing
+// by a layout does). Sums: each element adds its inputs in order, whatever
+// the sizes of the dimensions that are kept.
 #include "kernels/gemm_fixed_order.h"
+#include "kernels/kernels.h"
 
 #include <gtest/gtest.h>
 
@@ -99,6 +101,36 @@ TEST(GemmFixedOrder, CloseToTheExactProductAndEmptyKIsZero) {
   sgemm_fixed_order(false, false, 2, 3, 0, nullptr, 0, nullptr, 3, z.data(), 3);
   for (float v : z) EXPECT_EQ(v, 0.f);
   sgemm_fixed_order(false, false, 0, 3, 4, nullptr, 4, nullptr, 3, nullptr, 3);  // no rows: no-op
+}
+
+// Summing over batch: column j of x[batch, hidden] gives the same bits whether
+// hidden has 64 columns or the slice keeps one (then the batch is the
+// contiguous row the kernel would otherwise sum in eight partial sums).
+TEST(FixedOrderSum, ASliceSumsEachElementAsTheWholeDoes) {
+  const Dimension batch{"batch", 1000}, hidden{"hidden", 64}, one{"hidden", 1};
+  HostTensor x(Shape({batch, hidden}), float32);
+  std::mt19937 rng(3);
+  std::uniform_real_distribution<float> u(-1.f, 1.f);
+  for (int64_t i = 0; i < x.num_elements(); ++i) x.data<float>()[i] = u(rng);
+  HostTensor whole(Shape({hidden}), float32);
+  reduce(ReduceFn::kSum, x, whole, /*fixed_order=*/true);
+  bool fast_differs = false;
+  for (int64_t j = 0; j < hidden.size; ++j) {
+    HostTensor col(Shape({batch, one}), float32), s(Shape({one}), float32),
+        fast(Shape({one}), float32);
+    float sequential = 0.f;
+    for (int64_t i = 0; i < batch.size; ++i) {
+      col.data<float>()[i] = x.data<float>()[i * hidden.size + j];
+      sequential += col.data<float>()[i];
+    }
+    reduce(ReduceFn::kSum, col, s, true);
+    ASSERT_EQ(s.data<float>()[0], whole.data<float>()[j]) << "column " << j;
+    ASSERT_EQ(s.data<float>()[0], sequential) << "column " << j;
+    reduce(ReduceFn::kSum, col, fast, false);
+    fast_differs = fast_differs || fast.data<float>()[0] != sequential;
+  }
+  // Without fixed order some column differs: the test can tell.
+  EXPECT_TRUE(fast_differs);
 }
 
 }  // namespace
