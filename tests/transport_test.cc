@@ -8,6 +8,7 @@
 #include <thread>
 #include <vector>
 
+#include "exchange_scenario.h"
 #include "mtf/errors.h"
 #include "mtf/in_process_transport.h"
 #include "test_util.h"
@@ -155,44 +156,10 @@ TEST_P(TransportTest, InvalidPeersAreRejected) {
 }
 
 // exchange() posts its receives first: a peer's send then copies straight
-// into them; messages keep their order per (peer, tag) wherever they land
-// (queued before the exchange, copied in place, or queued meanwhile).
+// into them (tests/exchange_scenario.h).
 TEST_P(TransportTest, ExchangeMatchesMessagesInOrderWhereverTheyArrive) {
   run_in_process(
-      3,
-      [](Transport& t) {
-        const int next = (t.rank() + 1) % 3, prev = (t.rank() + 2) % 3;
-        auto pattern = [](int from, int k, size_t n) {
-          std::vector<int32_t> v(n);
-          for (size_t i = 0; i < n; ++i)
-            v[i] = from * 1000000 + k * 1000 + static_cast<int32_t>(i % 997);
-          return v;
-        };
-        const size_t big = 100000, small = 10;
-        for (int round = 0; round < 20; ++round) {
-          const int k = 10 * round;
-          const auto early = pattern(t.rank(), k, small);
-          t.send(next, 3, early.data(), small * 4);  // before the exchange
-          const auto a = pattern(t.rank(), k + 1, big), b = pattern(t.rank(), k + 2, big),
-                     c = pattern(t.rank(), k + 3, small), d = pattern(t.rank(), k + 4, big);
-          std::vector<int32_t> ra(big), rb(big), rc(small), rd(big), re(small);
-          t.exchange({{next, 3, a.data(), big * 4},
-                      {next, 4, c.data(), small * 4},
-                      {next, 3, b.data(), big * 4},
-                      {prev, 7, d.data(), big * 4}},
-                     {{prev, 4, rc.data(), small * 4},
-                      {next, 7, rd.data(), big * 4},
-                      {prev, 3, re.data(), small * 4},
-                      {prev, 3, ra.data(), big * 4},
-                      {prev, 3, rb.data(), big * 4}});
-          ASSERT_EQ(re, pattern(prev, k, small)) << "round " << round;
-          ASSERT_EQ(ra, pattern(prev, k + 1, big)) << "round " << round;
-          ASSERT_EQ(rb, pattern(prev, k + 2, big)) << "round " << round;
-          ASSERT_EQ(rc, pattern(prev, k + 3, small)) << "round " << round;
-          ASSERT_EQ(rd, pattern(next, k + 4, big)) << "round " << round;
-        }
-      },
-      GetParam());
+      3, [](Transport& t) { testing::exchange_scenario(t, 20, 100000); }, GetParam());
 }
 
 TEST_P(TransportTest, ExchangeNamesASizeMismatchAndALostPeer) {
