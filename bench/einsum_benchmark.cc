@@ -1,6 +1,7 @@
 // einsum as matmul against a direct cblas_sgemm on the same shapes, in the
 // same run: [1024,1024]x[1024,1024] and the Fashion-MNIST MLP's einsums
-// (forward and gradient). Prints GFLOP/s and the ratio einsum / sgemm.
+// (forward and gradient). Prints GFLOP/s and the ratio einsum / sgemm, for
+// the default kernels and for reproducible mode's fixed-order kernel.
 #include <cblas.h>
 
 #include <cstdio>
@@ -85,8 +86,9 @@ HostTensor random_host(const Shape& s, uint32_t seed) {
 }
 
 // einsum through the public API (a Session run) against cblas_sgemm on the
-// same shape, paired.
-void BM_EinsumVsSgemm(benchmark::State& state, Case c) {
+// same shape, paired. reproducible: the Session's fixed-order kernel
+// (MeshConfig::reproducible), whose cost this measures.
+void BM_EinsumVsSgemm(benchmark::State& state, Case c, bool reproducible) {
   Graph g;
   Mesh mesh(g, "m");
   std::vector<Tensor> ins;
@@ -97,7 +99,9 @@ void BM_EinsumVsSgemm(benchmark::State& state, Case c) {
     feeds.emplace_back(ins.back(), random_host(Shape(s), seed++));
   }
   Tensor out = einsum(ins, Shape(c.output));
-  Session session(g);
+  MeshConfig config;
+  config.reproducible = reproducible;
+  Session session(g, config);
 
   std::vector<float> a(static_cast<size_t>(c.m) * c.k), b(static_cast<size_t>(c.k) * c.n),
       ref_out(static_cast<size_t>(c.m) * c.n);
@@ -133,11 +137,15 @@ BENCHMARK(BM_RunOverhead);
 }  // namespace
 
 int main(int argc, char** argv) {
-  for (const Case& c : cases())
-    benchmark::RegisterBenchmark((std::string("einsum_vs_sgemm/") + c.name).c_str(),
-                                 BM_EinsumVsSgemm, c)
-        ->MinTime(1.0);
+  for (bool reproducible : {false, true}) {
+    for (const Case& c : cases()) {
+      const std::string name =
+          std::string(reproducible ? "reproducible_einsum_vs_sgemm/" : "einsum_vs_sgemm/") + c.name;
+      benchmark::RegisterBenchmark(name.c_str(), BM_EinsumVsSgemm, c, reproducible)->MinTime(1.0);
+    }
+  }
   return mtf::bench::run_with_summary(
       argc, argv,
-      "einsum / cblas_sgemm throughput, same shapes, paired in the same run (target >= 0.90):");
+      "einsum / cblas_sgemm throughput, same shapes, paired in the same run (target >= 0.90;\n"
+      "reproducible_*: the fixed-order kernel of reproducible mode, no target):");
 }

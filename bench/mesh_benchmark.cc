@@ -42,7 +42,7 @@ void BM_Allreduce(benchmark::State& state) {
           barrier(t, g, 1000000);
           if (t.rank() == 0) seconds = std::chrono::duration<double>(Clock::now() - start).count();
         },
-        RankExecution::kThreads);
+        RankExecution::kPool);
     state.SetIterationTime(seconds / reps);
   }
   state.SetBytesProcessed(state.iterations() * bytes);
