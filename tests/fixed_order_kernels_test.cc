@@ -4,14 +4,14 @@
 // row or column computed as part of a larger or a smaller matrix (what slicing
 // by a layout does). Sums: each element adds its inputs in order, whatever
 // the sizes of the dimensions that are kept.
-#include "kernels/gemm_fixed_order.h"
-#include "kernels/kernels.h"
-
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <random>
 #include <vector>
+
+#include "kernels/gemm_fixed_order.h"
+#include "kernels/kernels.h"
 
 namespace mtf::kernels {
 namespace {

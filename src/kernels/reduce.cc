@@ -72,11 +72,14 @@ void reduce_dispatch(ReduceFn fn, const HostTensor& x, HostTensor& out, bool fix
   const T init = identity_of<T>(fn);
   switch (fn) {
     case ReduceFn::kSum:
-      return reduce_typed<T>(x, out, init, [](T a, T b) { return a + b; }, fixed_order);
+      return reduce_typed<T>(
+          x, out, init, [](T a, T b) { return a + b; }, fixed_order);
     case ReduceFn::kMax:  // exact in any order
-      return reduce_typed<T>(x, out, init, [](T a, T b) { return b > a ? b : a; }, false);
+      return reduce_typed<T>(
+          x, out, init, [](T a, T b) { return b > a ? b : a; }, false);
     case ReduceFn::kMin:
-      return reduce_typed<T>(x, out, init, [](T a, T b) { return b < a ? b : a; }, false);
+      return reduce_typed<T>(
+          x, out, init, [](T a, T b) { return b < a ? b : a; }, false);
   }
 }
 
