@@ -109,53 +109,10 @@ class World final : public InProcessWorld {
     box.cv.notify_all();
   }
 
-  void receive(int me, int src, uint64_t tag, void* data, size_t bytes,
-               std::chrono::milliseconds timeout) {
-    const auto start = Clock::now();
-    const auto deadline = start + timeout;
-    Mailbox& box = *boxes_[me];
-    // Poll briefly before blocking: a blocking cross-core wake-up costs
-    // ~25-30 us here, far more than a short spin when the message is about to
-    // arrive. Each poll yields to other fibers of this thread and to other
-    // threads of this core, so a spinning rank never starves its peers.
-    const auto spin_until = start + std::chrono::microseconds(spin_ ? 30 : 0);
-    do {
-      {
-        Lock lock(box.mu);
-        if (try_take(box, src, tag, data, bytes, me)) return;
-      }
-      if (!spin_) break;
-      boost::this_fiber::yield();
-      std::this_thread::yield();
-    } while (Clock::now() < spin_until);
-    Lock lock(box.mu);
-    while (true) {
-      if (try_take(box, src, tag, data, bytes, me)) return;
-      if (dead_[me]) throw PeerLostError(detail::str_cat("rank ", me, " was killed"));
-      if (dead_[src]) {
-        throw PeerLostError(detail::str_cat("rank ", me, " waited for a message from rank ", src,
-                                            " (tag ", tag, ", ", bytes, " bytes), but rank ", src,
-                                            " is lost"));
-      }
-      auto wake = deadline;
-      auto it = box.queues.find({src, tag});
-      if (it != box.queues.end() && !it->second.empty())
-        wake = std::min(wake, it->second.front().ready);
-      if (Clock::now() >= deadline) {
-        const auto waited =
-            std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start).count();
-        throw TimeoutError(
-            detail::str_cat("rank ", me, " timed out after ", waited,
-                            " ms waiting for a message from rank ", src, " (tag ", tag, ", ", bytes,
-                            " bytes); the peer is stuck, slow, or running a different "
-                            "program (raise the timeout if it is only slow)"));
-      }
-      box.cv.wait_until(lock, wake);
-    }
-  }
-
-  // Posts `recvs` in rank me's mailbox, runs `send_all`, and waits until
-  // every receive is done, taking queued messages where they came first.
+  // Receives `recvs` for rank me after running `send_all` (its sends),
+  // taking queued messages in order per (sender, tag). Receives of at least
+  // kPostedReceiveBytes are posted before the sends, so a peer's send copies
+  // straight into them.
   void exchange(int me, const std::vector<RecvSpec>& recvs, const std::function<void()>& send_all,
                 std::chrono::milliseconds timeout) {
     const auto start = Clock::now();
@@ -168,13 +125,15 @@ class World final : public InProcessWorld {
     struct Unpost {
       Mailbox& box;
       std::vector<Posted>& posted;
+      bool any = false;
       ~Unpost() {
+        if (!any) return;
         Lock lock(box.mu);
+        while (std::any_of(posted.begin(), posted.end(), [](const Posted& p) { return p.filling; }))
+          box.cv.wait(lock);
         auto ours = [&](Posted* p) {
           return p >= posted.data() && p < posted.data() + posted.size();
         };
-        while (std::any_of(posted.begin(), posted.end(), [](const Posted& p) { return p.filling; }))
-          box.cv.wait(lock);
         box.posted.erase(std::remove_if(box.posted.begin(), box.posted.end(), ours),
                          box.posted.end());
       }
@@ -183,7 +142,10 @@ class World final : public InProcessWorld {
       Lock lock(box.mu);
       for (Posted& p : posted) {
         p.done = try_take(box, p.src, p.tag, p.data, p.bytes, me);
-        if (!p.done && p.bytes >= kPostedReceiveBytes) box.posted.push_back(&p);
+        if (!p.done && p.bytes >= kPostedReceiveBytes) {
+          box.posted.push_back(&p);
+          unpost.any = true;
+        }
       }
     }
     send_all();
@@ -194,18 +156,11 @@ class World final : public InProcessWorld {
     const auto spin_until = Clock::now() + std::chrono::microseconds(spin_ ? 30 : 0);
     Lock lock(box.mu);
     while (true) {
-      Posted* waiting = nullptr;
-      for (Posted& p : posted) {
-        if (p.done || p.filling) continue;
-        p.done = try_take(box, p.src, p.tag, p.data, p.bytes, me);
-        if (!p.done && !waiting) waiting = &p;
-      }
-      if (!waiting) {
-        if (std::none_of(posted.begin(), posted.end(), [](const Posted& p) { return !p.done; }))
-          return;
-        waiting =
-            &*std::find_if(posted.begin(), posted.end(), [](const Posted& p) { return !p.done; });
-      }
+      for (Posted& p : posted)
+        if (!p.done && !p.filling) p.done = try_take(box, p.src, p.tag, p.data, p.bytes, me);
+      const auto waiting =
+          std::find_if(posted.begin(), posted.end(), [](const Posted& p) { return !p.done; });
+      if (waiting == posted.end()) return;
       const int src = waiting->src;
       if (dead_[me]) throw PeerLostError(detail::str_cat("rank ", me, " was killed"));
       if (dead_[src] && !waiting->filling) {
@@ -277,17 +232,9 @@ class InProcessTransport final : public Transport {
     world_->deliver(rank_, peer, tag, data, bytes);
   }
   void recv(int peer, uint64_t tag, void* data, size_t bytes) override {
-    check_peer(peer, "recv");
-    world_->receive(rank_, peer, tag, data, bytes, timeout());
+    exchange({}, {RecvSpec{peer, tag, data, bytes}});
   }
-  // Large receives are posted first, so a peer's send copies straight into
-  // them (one copy instead of two). Small ones go by send-then-receive:
-  // posting costs more than a copy of a few KiB (measured: 4 KiB allreduce
-  // on 8 cores 33 -> 59 us).
   void exchange(const std::vector<SendSpec>& sends, const std::vector<RecvSpec>& recvs) override {
-    size_t largest = 0;
-    for (const RecvSpec& r : recvs) largest = std::max(largest, r.bytes);
-    if (largest < kPostedReceiveBytes) return Transport::exchange(sends, recvs);
     for (const RecvSpec& r : recvs) check_peer(r.peer, "recv");
     for (const SendSpec& x : sends) check_peer(x.peer, "send");
     world_->exchange(
