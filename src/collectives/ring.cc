@@ -80,28 +80,35 @@ RingPass::RingPass(Transport& t, std::vector<int> order, int position, char* dat
     const ChunkRange r = chunk_of(lo_, hi_, n_, c);
     largest = std::max(largest, r.end - r.begin);
   }
+  // Segments: as many as the largest chunk needs, the same on every rank.
+  const size_t seg = t_.ring_segment_bytes();
+  const int64_t seg_elems = std::max<int64_t>(1, static_cast<int64_t>(seg / es_));
+  if (seg > 0 && largest > seg_elems) m_ = static_cast<int>((largest + seg_elems - 1) / seg_elems);
   if (kind_ == Kind::kReduceScatter && t_.carries_data())
-    scratch_ = detail::allocate_buffer(static_cast<size_t>(largest) * es_);
+    scratch_ = detail::allocate_buffer(static_cast<size_t>((largest + m_ - 1) / m_) * es_);
 }
 
-SendSpec RingPass::send_spec(int s) const {
+SendSpec RingPass::send_spec(int s, int j) const {
   const int c = kind_ == Kind::kReduceScatter ? mod(pos_ + k_ - 1 - s) : mod(pos_ + k_ - s);
-  const ChunkRange r = chunk_of(lo_, hi_, n_, c);
+  const ChunkRange whole = chunk_of(lo_, hi_, n_, c);
+  const ChunkRange r = chunk_of(whole.begin, whole.end, m_, j);
   return {order_[mod(pos_ + 1)], tag_, data_ + r.begin * es_,
           static_cast<size_t>(r.end - r.begin) * es_};
 }
 
-RecvSpec RingPass::recv_spec(int s) {
-  const ChunkRange r = recv_chunk(s);
+RecvSpec RingPass::recv_spec(int s, int j) {
+  const ChunkRange whole = recv_chunk(s);
+  const ChunkRange r = chunk_of(whole.begin, whole.end, m_, j);
   const size_t bytes = static_cast<size_t>(r.end - r.begin) * es_;
   const int from = order_[mod(pos_ - 1)];
   if (kind_ == Kind::kAllgather) return {from, tag_, data_ + r.begin * es_, bytes};
   return {from, tag_, scratch_ ? scratch_->data : nullptr, bytes};
 }
 
-void RingPass::finish_recv(int s) {
+void RingPass::finish_recv(int s, int j) {
   if (kind_ == Kind::kAllgather || !t_.carries_data()) return;
-  const ChunkRange r = recv_chunk(s);
+  const ChunkRange whole = recv_chunk(s);
+  const ChunkRange r = chunk_of(whole.begin, whole.end, m_, j);
   reduce_into(data_ + r.begin * es_, scratch_->data, r.end - r.begin, dtype_, op_);
 }
 
@@ -113,17 +120,23 @@ ChunkRange RingPass::recv_chunk(int s) const {
 void run_lockstep(std::vector<RingPass>& passes) {
   if (passes.empty()) return;
   const int steps = passes[0].steps();
+  int most = 1;
+  for (const auto& p : passes) most = std::max(most, p.segments());
   std::vector<SendSpec> sends;
   std::vector<RecvSpec> recvs;
   for (int s = 0; s < steps; ++s) {
-    sends.clear();
-    recvs.clear();
-    for (auto& p : passes) {
-      sends.push_back(p.send_spec(s));
-      recvs.push_back(p.recv_spec(s));
+    for (int j = 0; j < most; ++j) {
+      sends.clear();
+      recvs.clear();
+      for (auto& p : passes) {
+        if (j >= p.segments()) continue;
+        sends.push_back(p.send_spec(s, j));
+        recvs.push_back(p.recv_spec(s, j));
+      }
+      passes[0].transport().exchange(sends, recvs);
+      for (auto& p : passes)
+        if (j < p.segments()) p.finish_recv(s, j);
     }
-    passes[0].transport().exchange(sends, recvs);
-    for (auto& p : passes) p.finish_recv(s);
   }
 }
 

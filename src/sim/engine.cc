@@ -176,6 +176,8 @@ class SimTransport : public Transport {
   int rank() const override { return rank_; }
   int size() const override { return static_cast<int>(w_.cores.size()); }
   bool carries_data() const override { return w_.carries_data; }
+  // Whole chunks: a link's cost already models a pipelined transfer.
+  size_t ring_segment_bytes() const override { return 0; }
 
   void send(int peer, uint64_t tag, const void* data, size_t bytes) override {
     check_peer(peer, "send");
