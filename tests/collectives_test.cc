@@ -216,11 +216,13 @@ TEST(CollectivesMeshTest, FloatAllreduceIsBitwiseRepeatableAndEqualOnAllRanks) {
   }
 }
 
-// A transport whose ring collectives cut chunks into segments of
-// `segment` bytes (0: whole chunks); everything else goes to `inner`.
+// A transport whose collectives cut chunks into segments of `segment` bytes
+// (0: whole chunks) and see a flat network or not (halving-doubling or the
+// ring for mid-size allreduces); everything else goes to `inner`.
 class SegmentingTransport : public Transport {
  public:
-  SegmentingTransport(Transport& inner, size_t segment) : in_(inner), seg_(segment) {}
+  SegmentingTransport(Transport& inner, size_t segment, bool flat)
+      : in_(inner), seg_(segment), flat_(flat) {}
   int rank() const override { return in_.rank(); }
   int size() const override { return in_.size(); }
   void send(int peer, uint64_t tag, const void* data, size_t bytes) override {
@@ -234,56 +236,65 @@ class SegmentingTransport : public Transport {
   }
   void begin_collective(CollectiveCall call) override { in_.begin_collective(std::move(call)); }
   size_t ring_segment_bytes() const override { return seg_; }
+  bool flat_network() const override { return flat_; }
 
  private:
   Transport& in_;
   size_t seg_;
+  bool flat_;
 };
 
-// Segments change how a ring step's chunk travels, never the result: exact
-// answers for odd sizes and segment sizes that do not divide the chunks,
-// and float sums equal to the bit with and without segments.
+// Segments change how a chunk travels, never the result (ring and
+// halving-doubling alike): exact answers for odd sizes and segment sizes
+// that do not divide the chunks, float sums equal on every rank and equal
+// to the bit with and without segments.
 TEST(CollectivesMeshTest, RingSegmentsNeverChangeResults) {
-  const int64_t count = 20011;  // a ring allreduce (over 64 KiB), odd
+  const int64_t count = 20011;  // over 64 KiB: ring or halving-doubling; odd
   std::vector<std::vector<float>> whole;
   for (int n : {2, 3, 5, 8}) {
-    for (size_t seg : {size_t{0}, size_t{28}, size_t{4096}, size_t{65537}}) {
-      std::vector<std::vector<float>> sums(n);
-      run_in_process(n, [&](Transport& inner) {
-        SegmentingTransport t(inner, seg);
-        const Group g = Group::all(t.size(), t.rank());
-        std::vector<int32_t> v = make<int32_t>(t.rank(), count);
-        allreduce(t, g, v.data(), count, int32, ReduceOp::kMax, 1);
-        for (int64_t i = 0; i < count; i += 97) {
-          int want = value(0, i);
-          for (int r = 1; r < n; ++r) want = std::max(want, value(r, i));
-          ASSERT_EQ(v[i], want) << "n " << n << " segment " << seg << " element " << i;
-        }
-        std::mt19937 rng(static_cast<uint32_t>(t.rank()));
-        std::uniform_real_distribution<float> d(-1.f, 1.f);
-        std::vector<float> f(count);
-        for (auto& x : f) x = d(rng);
-        allreduce(t, g, f.data(), count, float32, ReduceOp::kSum, 2);
-        sums[t.rank()] = f;
-        const int64_t block = 3001;
-        std::vector<float> in = make<float>(t.rank(), block * n), out(block), all(block * n);
-        reduce_scatter(t, g, in.data(), out.data(), block, float32, ReduceOp::kSum, 3);
-        for (int64_t i = 0; i < block; ++i) {
-          int want = 0;
-          for (int r = 0; r < n; ++r) want += value(r, t.rank() * block + i);
-          ASSERT_EQ(out[i], static_cast<float>(want)) << "n " << n << " segment " << seg;
-        }
-        allgather(t, g, out.data(), all.data(), block, float32, 4);
+    for (bool flat : {false, true}) {
+      for (size_t seg : {size_t{0}, size_t{28}, size_t{4096}, size_t{65537}}) {
+        std::vector<std::vector<float>> sums(n);
+        run_in_process(n, [&](Transport& inner) {
+          SegmentingTransport t(inner, seg, flat);
+          const Group g = Group::all(t.size(), t.rank());
+          std::vector<int32_t> v = make<int32_t>(t.rank(), count);
+          allreduce(t, g, v.data(), count, int32, ReduceOp::kMax, 1);
+          for (int64_t i = 0; i < count; i += 97) {
+            int want = value(0, i);
+            for (int r = 1; r < n; ++r) want = std::max(want, value(r, i));
+            ASSERT_EQ(v[i], want) << "n " << n << " flat " << flat << " segment " << seg
+                                  << " element " << i;
+          }
+          std::mt19937 rng(static_cast<uint32_t>(t.rank()));
+          std::uniform_real_distribution<float> d(-1.f, 1.f);
+          std::vector<float> f(count);
+          for (auto& x : f) x = d(rng);
+          allreduce(t, g, f.data(), count, float32, ReduceOp::kSum, 2);
+          sums[t.rank()] = f;
+          const int64_t block = 3001;
+          std::vector<float> in = make<float>(t.rank(), block * n), out(block), all(block * n);
+          reduce_scatter(t, g, in.data(), out.data(), block, float32, ReduceOp::kSum, 3);
+          for (int64_t i = 0; i < block; ++i) {
+            int want = 0;
+            for (int r = 0; r < n; ++r) want += value(r, t.rank() * block + i);
+            ASSERT_EQ(out[i], static_cast<float>(want)) << "n " << n << " segment " << seg;
+          }
+          allgather(t, g, out.data(), all.data(), block, float32, 4);
+          for (int r = 0; r < n; ++r) {
+            int want = 0;
+            for (int q = 0; q < n; ++q) want += value(q, r * block);
+            ASSERT_EQ(all[r * block], static_cast<float>(want)) << "n " << n << " segment " << seg;
+          }
+        });
+        if (seg == 0) whole = sums;
         for (int r = 0; r < n; ++r) {
-          int want = 0;
-          for (int q = 0; q < n; ++q) want += value(q, r * block);
-          ASSERT_EQ(all[r * block], static_cast<float>(want)) << "n " << n << " segment " << seg;
+          ASSERT_EQ(std::memcmp(sums[r].data(), sums[0].data(), count * sizeof(float)), 0)
+              << "n " << n << " flat " << flat << " segment " << seg << ": rank " << r
+              << " differs from rank 0";
+          ASSERT_EQ(std::memcmp(sums[r].data(), whole[r].data(), count * sizeof(float)), 0)
+              << "n " << n << " segment " << seg << " rank " << r;
         }
-      });
-      if (seg == 0) whole = sums;
-      for (int r = 0; r < n; ++r) {
-        ASSERT_EQ(std::memcmp(sums[r].data(), whole[r].data(), count * sizeof(float)), 0)
-            << "n " << n << " segment " << seg << " rank " << r;
       }
     }
   }

@@ -76,6 +76,13 @@ class Transport {
   // simulator, whose links model a pipelined transfer themselves.
   virtual size_t ring_segment_bytes() const { return 256 * 1024; }
 
+  // True when every pair of ranks is equally near (one machine, or hosts on
+  // a switch): mid-size allreduces then go by halving-doubling, whose
+  // partners are far apart on a ring (measured across 4 and 8 processes:
+  // 1.7-2.7x the ring's bandwidth at 256 KiB-1 MiB). False for the
+  // simulator's tori, where rings between neighbours win.
+  virtual bool flat_network() const { return true; }
+
   // How many ranks of the job run on this machine (this one included), as
   // far as the transport knows; they share its CPUs (and BLAS's threads).
   virtual int local_size() const { return 1; }

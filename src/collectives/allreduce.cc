@@ -1,7 +1,10 @@
 // Ring allreduce: reduce-scatter then allgather, with the first half of the
 // buffer going round the ring one way and the second half the other way, in
 // lockstep, so each link carries traffic in both directions. Buffers of at
-// most 64 KiB go by recursive doubling instead (fewer, larger steps).
+// most 64 KiB go by recursive doubling instead (fewer, larger steps), and on
+// a flat network (every pair of ranks equally near) buffers of up to 1 MiB
+// on more than two ranks by halving-doubling (the ring's traffic in
+// 2 log2(p) steps instead of 2(p-1)).
 #include <algorithm>
 
 #include "collectives/ring.h"
@@ -17,6 +20,12 @@ void allreduce(Transport& t, const Group& g, void* data, int64_t count, DType dt
   if (count * static_cast<int64_t>(collectives::element_size(dtype)) <=
       collectives::kSmallAllreduceBytes) {
     collectives::allreduce_recursive_doubling(t, g, data, count, dtype, op, tag);
+    return;
+  }
+  if (n > 2 && t.flat_network() &&
+      count * static_cast<int64_t>(collectives::element_size(dtype)) <=
+          collectives::kMidAllreduceBytes) {
+    collectives::allreduce_halving_doubling(t, g, data, count, dtype, op, tag);
     return;
   }
   using collectives::RingPass;

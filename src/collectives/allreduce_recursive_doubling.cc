@@ -1,53 +1,145 @@
-// Recursive-doubling allreduce, for small buffers where latency dominates:
-// log2(p) exchanges instead of the ring's 2(p-1) steps. Groups whose size is
-// not a power of two first fold their extra members into a partner (and
-// hand them the result at the end), as MPICH does. Partners combine the same
-// two operands (op is commutative), so every member ends with the same bits.
+// Recursive allreduces, for buffers where the number of steps matters more
+// than the ring's even use of links:
+// - recursive doubling (small buffers): log2(p) exchanges of the whole buffer;
+// - halving-doubling (Rabenseifner; mid-size buffers on more than two
+//   ranks): a reduce-scatter by recursive halving, then an allgather by
+//   recursive doubling — the ring's traffic in 2 log2(p) steps instead of
+//   2(p-1).
+// Groups whose size is not a power of two first fold their extra members
+// into a partner (and hand them the result at the end), as MPICH does.
+// Every element is reduced from the same operands in the same order on
+// every member (op is commutative), so every member ends with the same bits.
+#include <algorithm>
 #include <vector>
 
 #include "collectives/ring.h"
 
 namespace mtf::collectives {
+namespace {
+
+// The power-of-two core of a group of n: members i < 2*rem pair up, the
+// even one of each pair folding its data into the odd one.
+struct Fold {
+  int pof2 = 1, rem = 0;
+  explicit Fold(int n) {
+    while (pof2 * 2 <= n) pof2 *= 2;
+    rem = n - pof2;
+  }
+  // Position in the core of member i, or -1 for a member folded away.
+  int core_rank(int i) const {
+    if (i < 2 * rem) return i % 2 == 0 ? -1 : i / 2;
+    return i - rem;
+  }
+  // The member at core position c.
+  int member(int c) const { return c < rem ? c * 2 + 1 : c + rem; }
+};
+
+void fold_in(Transport& t, const Group& g, const Fold& f, void* data, void* scratch, int64_t count,
+             DType dtype, ReduceOp op, uint64_t channel) {
+  const int i = g.index;
+  if (i >= 2 * f.rem) return;
+  const size_t bytes = static_cast<size_t>(count) * element_size(dtype);
+  if (i % 2 == 0) {
+    t.send(g.ranks[i + 1], channel, data, bytes);
+  } else {
+    t.recv(g.ranks[i - 1], channel, scratch, bytes);
+    if (t.carries_data()) reduce_into(data, scratch, count, dtype, op);
+  }
+}
+
+void fold_out(Transport& t, const Group& g, const Fold& f, void* data, int64_t count, DType dtype,
+              uint64_t channel) {
+  const int i = g.index;
+  if (i >= 2 * f.rem) return;
+  const size_t bytes = static_cast<size_t>(count) * element_size(dtype);
+  if (i % 2 == 1) {
+    t.send(g.ranks[i - 1], channel, data, bytes);
+  } else {
+    t.recv(g.ranks[i + 1], channel, data, bytes);
+  }
+}
+
+}  // namespace
 
 void allreduce_recursive_doubling(Transport& t, const Group& g, void* data, int64_t count,
                                   DType dtype, ReduceOp op, uint64_t tag) {
-  const int n = g.size(), i = g.index;
   const size_t bytes = static_cast<size_t>(count) * element_size(dtype);
-  const bool real = t.carries_data();
-  std::vector<char> other(real ? bytes : 0);
+  std::vector<char> other(t.carries_data() ? bytes : 0);
   const uint64_t channel = subtag(tag, 5);
-  int pof2 = 1;
-  while (pof2 * 2 <= n) pof2 *= 2;
-  const int rem = n - pof2;
-  int newrank;
-  if (i < 2 * rem) {
-    if (i % 2 == 0) {
-      t.send(g.ranks[i + 1], channel, data, bytes);
-      newrank = -1;
-    } else {
-      t.recv(g.ranks[i - 1], channel, other.data(), bytes);
-      if (real) reduce_into(data, other.data(), count, dtype, op);
-      newrank = i / 2;
-    }
-  } else {
-    newrank = i - rem;
-  }
-  if (newrank >= 0) {
-    for (int mask = 1; mask < pof2; mask <<= 1) {
-      const int partner_new = newrank ^ mask;
-      const int partner = partner_new < rem ? partner_new * 2 + 1 : partner_new + rem;
-      t.exchange({SendSpec{g.ranks[partner], channel, data, bytes}},
-                 {RecvSpec{g.ranks[partner], channel, other.data(), bytes}});
-      if (real) reduce_into(data, other.data(), count, dtype, op);
+  const Fold f(g.size());
+  fold_in(t, g, f, data, other.data(), count, dtype, op, channel);
+  if (const int me = f.core_rank(g.index); me >= 0) {
+    for (int mask = 1; mask < f.pof2; mask <<= 1) {
+      const int partner = g.ranks[f.member(me ^ mask)];
+      t.exchange({SendSpec{partner, channel, data, bytes}},
+                 {RecvSpec{partner, channel, other.data(), bytes}});
+      if (t.carries_data()) reduce_into(data, other.data(), count, dtype, op);
     }
   }
-  if (i < 2 * rem) {
-    if (i % 2 == 1) {
-      t.send(g.ranks[i - 1], channel, data, bytes);
-    } else {
-      t.recv(g.ranks[i + 1], channel, data, bytes);
+  fold_out(t, g, f, data, count, dtype, channel);
+}
+
+void allreduce_halving_doubling(Transport& t, const Group& g, void* data, int64_t count,
+                                DType dtype, ReduceOp op, uint64_t tag) {
+  const size_t es = element_size(dtype);
+  const bool real = t.carries_data();
+  char* d = static_cast<char*>(data);
+  const uint64_t channel = subtag(tag, 6);
+  const Fold f(g.size());
+  // Exchanges of a halving round go in segments, as ring steps do.
+  const int64_t seg_elems = std::max<int64_t>(1, static_cast<int64_t>(t.ring_segment_bytes() / es));
+  const int64_t half = (count + 1) / 2;
+  const int64_t pieces =
+      t.ring_segment_bytes() > 0 ? std::max<int64_t>(1, (half + seg_elems - 1) / seg_elems) : 1;
+  std::shared_ptr<detail::Buffer> scratch;
+  if (real) {
+    scratch = detail::allocate_buffer(
+        static_cast<size_t>(g.index < 2 * f.rem ? count : (half + pieces - 1) / pieces) * es);
+  }
+  void* tmp = scratch ? scratch->data : nullptr;
+  fold_in(t, g, f, data, tmp, count, dtype, op, channel);
+  if (const int me = f.core_rank(g.index); me >= 0) {
+    // Reduce-scatter: each round keeps half of the range, reduced with the
+    // partner's copy of it; the ranges are replayed backwards to gather.
+    struct Round {
+      int partner;
+      ChunkRange kept, given;
+    };
+    std::vector<Round> rounds;
+    ChunkRange r{0, count};
+    for (int mask = f.pof2 / 2; mask >= 1; mask /= 2) {
+      const int64_t mid = r.begin + (r.end - r.begin + 1) / 2;
+      const ChunkRange lower{r.begin, mid}, upper{mid, r.end};
+      const bool keep_lower = (me & mask) == 0;
+      rounds.push_back(
+          {g.ranks[f.member(me ^ mask)], keep_lower ? lower : upper, keep_lower ? upper : lower});
+      const Round& x = rounds.back();
+      const int64_t longest = std::max(x.kept.end - x.kept.begin, x.given.end - x.given.begin);
+      const int m =
+          t.ring_segment_bytes() > 0
+              ? static_cast<int>(std::max<int64_t>(1, (longest + seg_elems - 1) / seg_elems))
+              : 1;
+      for (int j = 0; j < m; ++j) {
+        const ChunkRange out = chunk_of(x.given.begin, x.given.end, m, j);
+        const ChunkRange in = chunk_of(x.kept.begin, x.kept.end, m, j);
+        t.exchange(
+            {SendSpec{x.partner, channel, d + out.begin * es,
+                      static_cast<size_t>(out.end - out.begin) * es}},
+            {RecvSpec{x.partner, channel, tmp, static_cast<size_t>(in.end - in.begin) * es}});
+        if (real) reduce_into(d + in.begin * es, tmp, in.end - in.begin, dtype, op);
+      }
+      r = x.kept;
+    }
+    // Allgather: the same partners in reverse; each sends what it holds and
+    // receives the partner's half straight into place.
+    for (auto x = rounds.rbegin(); x != rounds.rend(); ++x) {
+      t.exchange({SendSpec{x->partner, channel, d + x->kept.begin * es,
+                           static_cast<size_t>(x->kept.end - x->kept.begin) * es}},
+                 {RecvSpec{x->partner, channel, d + x->given.begin * es,
+                           static_cast<size_t>(x->given.end - x->given.begin) * es}});
     }
   }
+  fold_out(t, g, f, data, count, dtype, channel);
 }
 
 }  // namespace mtf::collectives

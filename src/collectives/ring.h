@@ -80,6 +80,12 @@ class RingPass {
 constexpr int64_t kSmallAllreduceBytes = 64 * 1024;
 void allreduce_recursive_doubling(Transport& t, const Group& g, void* data, int64_t count,
                                   DType dtype, ReduceOp op, uint64_t tag);
+// Allreduce by recursive halving then doubling (Rabenseifner, same file);
+// allreduce() uses it above kSmallAllreduceBytes up to
+// kMidAllreduceBytes on more than two ranks.
+constexpr int64_t kMidAllreduceBytes = 1024 * 1024;
+void allreduce_halving_doubling(Transport& t, const Group& g, void* data, int64_t count,
+                                DType dtype, ReduceOp op, uint64_t tag);
 
 void run_lockstep(std::vector<RingPass>& passes);
 
