@@ -64,16 +64,18 @@ void fold_out(Transport& t, const Group& g, const Fold& f, void* data, int64_t c
 void allreduce_recursive_doubling(Transport& t, const Group& g, void* data, int64_t count,
                                   DType dtype, ReduceOp op, uint64_t tag) {
   const size_t bytes = static_cast<size_t>(count) * element_size(dtype);
-  std::vector<char> other(t.carries_data() ? bytes : 0);
+  std::shared_ptr<detail::Buffer> scratch;  // pooled: no page faults per call
+  if (t.carries_data()) scratch = detail::allocate_buffer(bytes);
+  void* other = scratch ? scratch->data : nullptr;
   const uint64_t channel = subtag(tag, 5);
   const Fold f(g.size());
-  fold_in(t, g, f, data, other.data(), count, dtype, op, channel);
+  fold_in(t, g, f, data, other, count, dtype, op, channel);
   if (const int me = f.core_rank(g.index); me >= 0) {
     for (int mask = 1; mask < f.pof2; mask <<= 1) {
       const int partner = g.ranks[f.member(me ^ mask)];
       t.exchange({SendSpec{partner, channel, data, bytes}},
-                 {RecvSpec{partner, channel, other.data(), bytes}});
-      if (t.carries_data()) reduce_into(data, other.data(), count, dtype, op);
+                 {RecvSpec{partner, channel, other, bytes}});
+      if (t.carries_data()) reduce_into(data, other, count, dtype, op);
     }
   }
   fold_out(t, g, f, data, count, dtype, channel);

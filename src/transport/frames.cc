@@ -68,4 +68,22 @@ void check_same_call(int me, const CollectiveCall& c, int peer, const FrameHeade
   }
 }
 
+std::vector<char> SpareBuffers::take(size_t n) {
+  for (size_t i = 0; i < spares_.size(); ++i) {
+    if (spares_[i].capacity() >= n) {
+      std::vector<char> b = std::move(spares_[i]);
+      spares_.erase(spares_.begin() + static_cast<std::ptrdiff_t>(i));
+      b.resize(n);
+      return b;
+    }
+  }
+  return std::vector<char>(n);
+}
+
+void SpareBuffers::give(std::vector<char> b) {
+  if (b.capacity() < 4096) return;
+  if (spares_.size() >= 8) spares_.erase(spares_.begin());
+  spares_.push_back(std::move(b));
+}
+
 }  // namespace mtf::transport

@@ -218,7 +218,7 @@ class TcpTransport : public Transport {
       check_frame(peer, it->h);
       if (it->data.size() != bytes) size_mismatch(peer, tag, bytes, it->data.size());
       if (bytes) std::memcpy(data, it->data.data(), bytes);
-      recycle(std::move(it->data));
+      spares_.give(std::move(it->data));
       q.erase(it);
       return true;
     }
@@ -286,25 +286,6 @@ class TcpTransport : public Transport {
     if (r <= 0) return;
     for (size_t i = 0; i < fds.size(); ++i)
       if (fds[i].revents & (POLLIN | POLLERR | POLLHUP)) read_available(who[i]);
-  }
-
-  // Buffers for messages that arrive before their receive, reused: fresh
-  // large allocations cost a page fault per 4 KiB.
-  std::vector<char> spare_buffer(size_t n) {
-    for (size_t i = 0; i < spares_.size(); ++i) {
-      if (spares_[i].capacity() >= n) {
-        std::vector<char> b = std::move(spares_[i]);
-        spares_.erase(spares_.begin() + static_cast<std::ptrdiff_t>(i));
-        b.resize(n);
-        return b;
-      }
-    }
-    return std::vector<char>(n);
-  }
-  void recycle(std::vector<char> b) {
-    if (b.capacity() < 4096) return;
-    if (spares_.size() >= 8) spares_.erase(spares_.begin());
-    spares_.push_back(std::move(b));
   }
 
   // The posted receive (its index) that waits for the next message with
@@ -377,7 +358,7 @@ class TcpTransport : public Transport {
           p.posted = w;
           x.filling = true;
         } else {
-          p.buffer = spare_buffer(p.cur.length);
+          p.buffer = spares_.take(p.cur.length);
           p.dest = p.buffer.data();
           p.direct = false;
         }
@@ -395,7 +376,7 @@ class TcpTransport : public Transport {
           Posted& x = posted_[w];
           if (p.cur.length != x.bytes) size_mismatch(peer, p.cur.tag, x.bytes, p.cur.length);
           if (p.cur.length) std::memcpy(x.data, p.buffer.data(), p.cur.length);
-          recycle(std::move(p.buffer));
+          spares_.give(std::move(p.buffer));
           p.buffer = {};
           x.done = true;
           completed = true;
@@ -416,8 +397,8 @@ class TcpTransport : public Transport {
   std::unique_ptr<asio::io_context> io_;
   std::vector<tcp::socket> sockets_;
   std::vector<Peer> peers_;
-  std::vector<Posted> posted_;  // the receives of the exchange in progress
-  std::vector<std::vector<char>> spares_;
+  std::vector<Posted> posted_;      // the receives of the exchange in progress
+  transport::SpareBuffers spares_;  // for messages that arrive early
 };
 
 }  // namespace
