@@ -2,7 +2,8 @@
 // messages and collectives give exact answers; two ranks sending 64 MiB to
 // each other at once do not deadlock; timeouts, early exits and diverging
 // collectives are clear errors; garbage, wrong tokens, duplicate ranks and
-// absurd lengths are refused while the job goes on.
+// absurd lengths are refused while the job goes on. The spare buffers that
+// TCP and MPI keep for early messages are reused and bounded.
 #include "mtf/tcp_transport.h"
 
 #include <netinet/in.h>
@@ -17,6 +18,7 @@
 #include "exchange_scenario.h"
 #include "mtf/collectives.h"
 #include "test_util.h"
+#include "transport/frames.h"
 
 namespace mtf {
 namespace {
@@ -256,6 +258,34 @@ TEST(TcpTransport, BadOptionsAreClearErrors) {
   o = options(0, 2, 1);
   o.coordinator = "no-port";
   EXPECT_THROW(connect_tcp(o), ValueError);
+}
+
+TEST(SpareBuffers, ReuseTheMemoryOfAGivenBufferAndKeepWithinTheirBounds) {
+  using transport::SpareBuffers;
+  SpareBuffers spares;
+  std::vector<char> b = spares.take(1 << 20);
+  EXPECT_EQ(b.size(), size_t{1} << 20);
+  const char* memory = b.data();
+  spares.give(std::move(b));
+  EXPECT_EQ(spares.count(), 1u);
+  std::vector<char> again = spares.take(100 << 10);  // smaller fits in it
+  EXPECT_EQ(again.data(), memory);
+  EXPECT_EQ(again.size(), size_t{100} << 10);
+  EXPECT_EQ(spares.count(), 0u);
+  EXPECT_EQ(spares.bytes(), 0u);
+
+  spares.give(std::vector<char>(100));                          // too small to be worth keeping
+  spares.give(std::vector<char>(SpareBuffers::kMaxBytes + 1));  // too large
+  EXPECT_EQ(spares.count(), 0u);
+  for (size_t i = 0; i < 2 * SpareBuffers::kMaxCount; ++i)
+    spares.give(std::vector<char>(SpareBuffers::kMinBytes));
+  EXPECT_EQ(spares.count(), SpareBuffers::kMaxCount);
+  spares.give(std::vector<char>(SpareBuffers::kMaxBytes / 2));
+  spares.give(std::vector<char>(SpareBuffers::kMaxBytes / 2));  // oldest go
+  EXPECT_LE(spares.bytes(), SpareBuffers::kMaxBytes);
+  EXPECT_EQ(spares.take(SpareBuffers::kMaxBytes / 2).size(), SpareBuffers::kMaxBytes / 2);
+  EXPECT_EQ(spares.take(SpareBuffers::kMaxBytes / 2).size(), SpareBuffers::kMaxBytes / 2);
+  EXPECT_EQ(spares.bytes(), 0u);  // both halves were kept, every small one went
 }
 
 }  // namespace

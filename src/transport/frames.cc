@@ -73,6 +73,7 @@ std::vector<char> SpareBuffers::take(size_t n) {
     if (spares_[i].capacity() >= n) {
       std::vector<char> b = std::move(spares_[i]);
       spares_.erase(spares_.begin() + static_cast<std::ptrdiff_t>(i));
+      bytes_ -= b.capacity();
       b.resize(n);
       return b;
     }
@@ -81,8 +82,12 @@ std::vector<char> SpareBuffers::take(size_t n) {
 }
 
 void SpareBuffers::give(std::vector<char> b) {
-  if (b.capacity() < 4096) return;
-  if (spares_.size() >= 8) spares_.erase(spares_.begin());
+  if (b.capacity() < kMinBytes || b.capacity() > kMaxBytes) return;
+  while (!spares_.empty() && (spares_.size() >= kMaxCount || bytes_ + b.capacity() > kMaxBytes)) {
+    bytes_ -= spares_.front().capacity();
+    spares_.erase(spares_.begin());
+  }
+  bytes_ += b.capacity();
   spares_.push_back(std::move(b));
 }
 
