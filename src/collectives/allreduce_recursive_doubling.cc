@@ -88,15 +88,15 @@ void allreduce_halving_doubling(Transport& t, const Group& g, void* data, int64_
   char* d = static_cast<char*>(data);
   const uint64_t channel = subtag(tag, 6);
   const Fold f(g.size());
-  // Exchanges of a halving round go in segments, as ring steps do.
-  const int64_t seg_elems = std::max<int64_t>(1, static_cast<int64_t>(t.ring_segment_bytes() / es));
+  // Exchanges of a halving round go in segments, as ring steps do; the
+  // first round's are the largest.
   const int64_t half = (count + 1) / 2;
-  const int64_t pieces =
-      t.ring_segment_bytes() > 0 ? std::max<int64_t>(1, (half + seg_elems - 1) / seg_elems) : 1;
+  const int first_segments = segment_count(t, half, es);
+  const int64_t largest_segment = (half + first_segments - 1) / first_segments;
   std::shared_ptr<detail::Buffer> scratch;
   if (real) {
     scratch = detail::allocate_buffer(
-        static_cast<size_t>(g.index < 2 * f.rem ? count : (half + pieces - 1) / pieces) * es);
+        static_cast<size_t>(g.index < 2 * f.rem ? count : largest_segment) * es);
   }
   void* tmp = scratch ? scratch->data : nullptr;
   fold_in(t, g, f, data, tmp, count, dtype, op, channel);
@@ -117,10 +117,7 @@ void allreduce_halving_doubling(Transport& t, const Group& g, void* data, int64_
           {g.ranks[f.member(me ^ mask)], keep_lower ? lower : upper, keep_lower ? upper : lower});
       const Round& x = rounds.back();
       const int64_t longest = std::max(x.kept.end - x.kept.begin, x.given.end - x.given.begin);
-      const int m =
-          t.ring_segment_bytes() > 0
-              ? static_cast<int>(std::max<int64_t>(1, (longest + seg_elems - 1) / seg_elems))
-              : 1;
+      const int m = segment_count(t, longest, es);
       for (int j = 0; j < m; ++j) {
         const ChunkRange out = chunk_of(x.given.begin, x.given.end, m, j);
         const ChunkRange in = chunk_of(x.kept.begin, x.kept.end, m, j);

@@ -9,6 +9,13 @@
 
 namespace mtf::collectives {
 
+int segment_count(const Transport& t, int64_t elems, size_t elem_size) {
+  const size_t seg = t.ring_segment_bytes();
+  if (seg == 0) return 1;
+  const int64_t per = std::max<int64_t>(1, static_cast<int64_t>(seg / elem_size));
+  return static_cast<int>(std::max<int64_t>(1, (elems + per - 1) / per));
+}
+
 size_t element_size(DType dtype) {
   if (dtype != float32 && dtype != int32) {
     throw DTypeError("collectives support float32 and int32, not " + dtype_name(dtype));
@@ -81,24 +88,20 @@ RingPass::RingPass(Transport& t, std::vector<int> order, int position, char* dat
     largest = std::max(largest, r.end - r.begin);
   }
   // Segments: as many as the largest chunk needs, the same on every rank.
-  const size_t seg = t_.ring_segment_bytes();
-  const int64_t seg_elems = std::max<int64_t>(1, static_cast<int64_t>(seg / es_));
-  if (seg > 0 && largest > seg_elems) m_ = static_cast<int>((largest + seg_elems - 1) / seg_elems);
+  m_ = segment_count(t_, largest, es_);
   if (kind_ == Kind::kReduceScatter && t_.carries_data())
     scratch_ = detail::allocate_buffer(static_cast<size_t>((largest + m_ - 1) / m_) * es_);
 }
 
 SendSpec RingPass::send_spec(int s, int j) const {
   const int c = kind_ == Kind::kReduceScatter ? mod(pos_ + k_ - 1 - s) : mod(pos_ + k_ - s);
-  const ChunkRange whole = chunk_of(lo_, hi_, n_, c);
-  const ChunkRange r = chunk_of(whole.begin, whole.end, m_, j);
+  const ChunkRange r = segment(chunk_of(lo_, hi_, n_, c), j);
   return {order_[mod(pos_ + 1)], tag_, data_ + r.begin * es_,
           static_cast<size_t>(r.end - r.begin) * es_};
 }
 
 RecvSpec RingPass::recv_spec(int s, int j) {
-  const ChunkRange whole = recv_chunk(s);
-  const ChunkRange r = chunk_of(whole.begin, whole.end, m_, j);
+  const ChunkRange r = segment(recv_chunk(s), j);
   const size_t bytes = static_cast<size_t>(r.end - r.begin) * es_;
   const int from = order_[mod(pos_ - 1)];
   if (kind_ == Kind::kAllgather) return {from, tag_, data_ + r.begin * es_, bytes};
@@ -107,8 +110,7 @@ RecvSpec RingPass::recv_spec(int s, int j) {
 
 void RingPass::finish_recv(int s, int j) {
   if (kind_ == Kind::kAllgather || !t_.carries_data()) return;
-  const ChunkRange whole = recv_chunk(s);
-  const ChunkRange r = chunk_of(whole.begin, whole.end, m_, j);
+  const ChunkRange r = segment(recv_chunk(s), j);
   reduce_into(data_ + r.begin * es_, scratch_->data, r.end - r.begin, dtype_, op_);
 }
 

@@ -30,6 +30,10 @@ inline ChunkRange chunk_of(int64_t lo, int64_t hi, int n, int c) {
   const int64_t len = hi - lo;
   return {lo + len * c / n, lo + len * (c + 1) / n};
 }
+// How many segments carry `elems` elements of `elem_size` bytes, each of at
+// most the transport's ring_segment_bytes() (1 when it says 0: whole).
+// Segment j of a range is chunk_of(range, segments, j).
+int segment_count(const Transport& t, int64_t elems, size_t elem_size);
 
 // One ring pass over a buffer region: n-1 steps in which each position sends
 // one chunk to the next rank of `order` and receives one from the previous.
@@ -55,6 +59,9 @@ class RingPass {
 
  private:
   ChunkRange recv_chunk(int s) const;
+  ChunkRange segment(ChunkRange whole, int j) const {
+    return chunk_of(whole.begin, whole.end, m_, j);
+  }
   int mod(int x) const { return ((x % n_) + n_) % n_; }
   Transport& t_;
   std::vector<int> order_;
