@@ -2,8 +2,8 @@
 // messages and collectives give exact answers; two ranks sending 64 MiB to
 // each other at once do not deadlock; timeouts, early exits and diverging
 // collectives are clear errors; garbage, wrong tokens, duplicate ranks and
-// absurd lengths are refused while the job goes on. The spare buffers that
-// TCP and MPI keep for early messages are reused and bounded.
+// absurd lengths are refused while the job goes on. Payloads that TCP and MPI
+// receive before their receive is posted reuse pooled memory.
 #include "mtf/tcp_transport.h"
 
 #include <netinet/in.h>
@@ -260,32 +260,16 @@ TEST(TcpTransport, BadOptionsAreClearErrors) {
   EXPECT_THROW(connect_tcp(o), ValueError);
 }
 
-TEST(SpareBuffers, ReuseTheMemoryOfAGivenBufferAndKeepWithinTheirBounds) {
-  using transport::SpareBuffers;
-  SpareBuffers spares;
-  std::vector<char> b = spares.take(1 << 20);
-  EXPECT_EQ(b.size(), size_t{1} << 20);
-  const char* memory = b.data();
-  spares.give(std::move(b));
-  EXPECT_EQ(spares.count(), 1u);
-  std::vector<char> again = spares.take(100 << 10);  // smaller fits in it
-  EXPECT_EQ(again.data(), memory);
-  EXPECT_EQ(again.size(), size_t{100} << 10);
-  EXPECT_EQ(spares.count(), 0u);
-  EXPECT_EQ(spares.bytes(), 0u);
-
-  spares.give(std::vector<char>(100));                          // too small to be worth keeping
-  spares.give(std::vector<char>(SpareBuffers::kMaxBytes + 1));  // too large
-  EXPECT_EQ(spares.count(), 0u);
-  for (size_t i = 0; i < 2 * SpareBuffers::kMaxCount; ++i)
-    spares.give(std::vector<char>(SpareBuffers::kMinBytes));
-  EXPECT_EQ(spares.count(), SpareBuffers::kMaxCount);
-  spares.give(std::vector<char>(SpareBuffers::kMaxBytes / 2));
-  spares.give(std::vector<char>(SpareBuffers::kMaxBytes / 2));  // oldest go
-  EXPECT_LE(spares.bytes(), SpareBuffers::kMaxBytes);
-  EXPECT_EQ(spares.take(SpareBuffers::kMaxBytes / 2).size(), SpareBuffers::kMaxBytes / 2);
-  EXPECT_EQ(spares.take(SpareBuffers::kMaxBytes / 2).size(), SpareBuffers::kMaxBytes / 2);
-  EXPECT_EQ(spares.bytes(), 0u);  // both halves were kept, every small one went
+TEST(Frames, PayloadsThatArriveEarlyReuseMemoryAlreadyFaultedIn) {
+  transport::FrameHeader h;
+  h.length = 1 << 20;
+  const char* memory = nullptr;
+  {
+    const transport::Frame early = transport::Frame::for_header(h);
+    early.data()[h.length - 1] = 1;
+    memory = early.data();
+  }
+  EXPECT_EQ(transport::Frame::for_header(h).data(), memory);
 }
 
 }  // namespace

@@ -68,27 +68,4 @@ void check_same_call(int me, const CollectiveCall& c, int peer, const FrameHeade
   }
 }
 
-std::vector<char> SpareBuffers::take(size_t n) {
-  for (size_t i = 0; i < spares_.size(); ++i) {
-    if (spares_[i].capacity() >= n) {
-      std::vector<char> b = std::move(spares_[i]);
-      spares_.erase(spares_.begin() + static_cast<std::ptrdiff_t>(i));
-      bytes_ -= b.capacity();
-      b.resize(n);
-      return b;
-    }
-  }
-  return std::vector<char>(n);
-}
-
-void SpareBuffers::give(std::vector<char> b) {
-  if (b.capacity() < kMinBytes || b.capacity() > kMaxBytes) return;
-  while (!spares_.empty() && (spares_.size() >= kMaxCount || bytes_ + b.capacity() > kMaxBytes)) {
-    bytes_ -= spares_.front().capacity();
-    spares_.erase(spares_.begin());
-  }
-  bytes_ += b.capacity();
-  spares_.push_back(std::move(b));
-}
-
 }  // namespace mtf::transport

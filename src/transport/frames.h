@@ -6,9 +6,10 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
-#include <vector>
 
+#include "core/buffer_pool.h"
 #include "mtf/transport.h"
 
 namespace mtf::transport {
@@ -32,31 +33,17 @@ struct FrameHeader {
   std::string describe() const;
 };
 
+// A message with its payload. Payloads that arrive before their receive wait
+// in pooled memory (detail::allocate_buffer): a fresh large buffer costs a
+// page fault per 4 KiB, and memory handed back to the system and faulted in
+// again made every 1 MiB allreduce over MPI stall for ~2.5 ms (measured).
 struct Frame {
   FrameHeader h;
-  std::vector<char> data;
-};
+  std::shared_ptr<detail::Buffer> payload;  // at least h.length bytes
 
-// Buffers for payloads that arrive before their receive, reused: a fresh
-// large buffer costs a page fault per 4 KiB, and memory handed back to the
-// system and faulted in again made every 1 MiB allreduce over MPI stall
-// for ~2.5 ms (measured). Keeps up to kMaxCount buffers of kMinBytes or
-// more, kMaxBytes of capacity in all (the oldest go first), so a job's few
-// huge messages are not held for its lifetime.
-class SpareBuffers {
- public:
-  static constexpr size_t kMinBytes = 4096;
-  static constexpr size_t kMaxCount = 8;
-  static constexpr size_t kMaxBytes = size_t{64} << 20;
-
-  std::vector<char> take(size_t n);  // n bytes, contents unspecified
-  void give(std::vector<char> b);
-  size_t count() const { return spares_.size(); }
-  size_t bytes() const { return bytes_; }
-
- private:
-  std::vector<std::vector<char>> spares_;
-  size_t bytes_ = 0;  // sum of the spares' capacities
+  // A frame for `h` with room for its payload.
+  static Frame for_header(const FrameHeader& h) { return {h, detail::allocate_buffer(h.length)}; }
+  char* data() const { return static_cast<char*>(payload->data); }
 };
 
 std::string describe_call(const CollectiveCall& call);

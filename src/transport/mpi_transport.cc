@@ -114,15 +114,15 @@ class MpiTransport : public Transport {
         if (h.tag == tag) {
           transport::check_same_call(rank_, current_collective(), peer, h);
           if (h.length != bytes) {
-            std::vector<char> sink = spares_.take(h.length);
+            const Frame sink = Frame::for_header(h);
             receive_payload(peer, sink.data(), h.length);
             size_mismatch(peer, tag, bytes, h.length);
           }
           receive_payload(peer, data, bytes);
           return;
         }
-        Frame f{h, spares_.take(h.length)};
-        receive_payload(peer, f.data.data(), h.length);
+        Frame f = Frame::for_header(h);
+        receive_payload(peer, f.data(), h.length);
         queues_[peer].push_back(std::move(f));
         continue;
       }
@@ -160,8 +160,8 @@ class MpiTransport : public Transport {
     if (!flag) return false;
     const int peer = st.MPI_SOURCE;
     FrameHeader h = receive_header(peer);
-    Frame f{h, spares_.take(h.length)};
-    receive_payload(peer, f.data.data(), h.length);
+    Frame f = Frame::for_header(h);
+    receive_payload(peer, f.data(), h.length);
     queues_[peer].push_back(std::move(f));
     return true;
   }
@@ -170,9 +170,8 @@ class MpiTransport : public Transport {
     for (auto it = q.begin(); it != q.end(); ++it) {
       if (it->h.tag != tag) continue;
       transport::check_same_call(rank_, current_collective(), peer, it->h);
-      if (it->data.size() != bytes) size_mismatch(peer, tag, bytes, it->data.size());
-      if (bytes) std::memcpy(data, it->data.data(), bytes);
-      spares_.give(std::move(it->data));
+      if (it->h.length != bytes) size_mismatch(peer, tag, bytes, it->h.length);
+      if (bytes) std::memcpy(data, it->data(), bytes);
       q.erase(it);
       return true;
     }
@@ -189,7 +188,6 @@ class MpiTransport : public Transport {
   MPI_Comm comm_ = MPI_COMM_NULL;
   int rank_ = 0, size_ = 1, local_size_ = 1;
   std::vector<std::deque<Frame>> queues_;
-  transport::SpareBuffers spares_;  // for messages that arrive early
 };
 
 }  // namespace

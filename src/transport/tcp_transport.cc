@@ -183,7 +183,7 @@ class TcpTransport : public Transport {
     size_t got = 0;
     FrameHeader cur;
     char* dest = nullptr;
-    std::vector<char> buffer;
+    Frame pending;        // cur, with our own buffer when not direct
     bool direct = false;  // dest is posted_[posted]'s buffer
     int posted = -1;
     std::deque<Frame> queue;
@@ -216,9 +216,8 @@ class TcpTransport : public Transport {
     for (auto it = q.begin(); it != q.end(); ++it) {
       if (it->h.tag != tag) continue;
       check_frame(peer, it->h);
-      if (it->data.size() != bytes) size_mismatch(peer, tag, bytes, it->data.size());
-      if (bytes) std::memcpy(data, it->data.data(), bytes);
-      spares_.give(std::move(it->data));
+      if (it->h.length != bytes) size_mismatch(peer, tag, bytes, it->h.length);
+      if (bytes) std::memcpy(data, it->data(), bytes);
       q.erase(it);
       return true;
     }
@@ -259,9 +258,9 @@ class TcpTransport : public Transport {
     for (Peer& p : peers_) {
       if (p.state == Peer::kReadingPayload && p.direct) {
         const Posted& x = posted_[p.posted];
-        p.buffer.assign(x.data, x.data + p.got);
-        p.buffer.resize(p.cur.length);
-        p.dest = p.buffer.data();
+        p.pending = Frame::for_header(p.cur);
+        if (p.got) std::memcpy(p.pending.data(), x.data, p.got);
+        p.dest = p.pending.data();
         p.direct = false;
         p.posted = -1;
       }
@@ -358,8 +357,8 @@ class TcpTransport : public Transport {
           p.posted = w;
           x.filling = true;
         } else {
-          p.buffer = spares_.take(p.cur.length);
-          p.dest = p.buffer.data();
+          p.pending = Frame::for_header(p.cur);
+          p.dest = p.pending.data();
           p.direct = false;
         }
         p.state = Peer::kReadingPayload;
@@ -375,14 +374,13 @@ class TcpTransport : public Transport {
           check_frame(peer, p.cur);
           Posted& x = posted_[w];
           if (p.cur.length != x.bytes) size_mismatch(peer, p.cur.tag, x.bytes, p.cur.length);
-          if (p.cur.length) std::memcpy(x.data, p.buffer.data(), p.cur.length);
-          spares_.give(std::move(p.buffer));
-          p.buffer = {};
+          if (p.cur.length) std::memcpy(x.data, p.pending.data(), p.cur.length);
+          p.pending = {};
           x.done = true;
           completed = true;
         } else {
-          p.queue.push_back({p.cur, std::move(p.buffer)});
-          p.buffer = {};
+          p.queue.push_back(std::move(p.pending));
+          p.pending = {};
         }
         p.state = Peer::kReadingHeader;
         p.got = 0;
@@ -397,8 +395,7 @@ class TcpTransport : public Transport {
   std::unique_ptr<asio::io_context> io_;
   std::vector<tcp::socket> sockets_;
   std::vector<Peer> peers_;
-  std::vector<Posted> posted_;      // the receives of the exchange in progress
-  transport::SpareBuffers spares_;  // for messages that arrive early
+  std::vector<Posted> posted_;  // the receives of the exchange in progress
 };
 
 }  // namespace
