@@ -8,7 +8,7 @@ set -euo pipefail
 build=${1:-build}
 max=${2:-67108864}
 bin=$build/bench/allreduce_processes
-launch=$build/examples/mtf-launch
+launch=$build/tools/mtf-launch
 export OMPI_MCA_btl_vader_single_copy_mechanism=none
 mpi="mpirun --allow-run-as-root --oversubscribe --bind-to none"
 out=$(mktemp)

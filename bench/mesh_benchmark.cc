@@ -12,7 +12,7 @@
 #include <cstring>
 #include <random>
 
-#include "mnist/mlp.h"
+#include "models/mlp.h"
 #include "mtf/collectives.h"
 #include "mtf/in_process_transport.h"
 #include "paired.h"

@@ -9,7 +9,7 @@
 #include <cstdio>
 #include <random>
 
-#include "mnist/mlp.h"
+#include "models/mlp.h"
 #include "paired.h"
 
 namespace {

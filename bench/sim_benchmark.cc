@@ -11,7 +11,7 @@
 #include <boost/fiber/all.hpp>
 #include <cstdio>
 
-#include "mnist/mlp.h"
+#include "models/mlp.h"
 #include "paired.h"
 
 namespace {

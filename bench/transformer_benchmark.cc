@@ -12,8 +12,8 @@
 #include <cstdio>
 #include <random>
 
+#include "models/transformer.h"
 #include "paired.h"
-#include "transformer_lm/transformer.h"
 
 namespace {
 

@@ -54,7 +54,7 @@ cmake --build "$build" -j"$jobs"
 case "$mode" in
   demo)
     "$build/examples/mnist" --mesh_shape "rows:2;cols:2" --layout "batch:rows;hidden:cols"
-    "$build/examples/mtf-sim" --topology tpu-v2-512 --mesh_shape "batch:16;model:32" \
+    "$build/tools/mtf-sim" --topology tpu-v2-512 --mesh_shape "batch:16;model:32" \
       --layout "batch:batch;hidden:model" --mode cost
     ;;
   test) cd "$build" && ctest --output-on-failure -j"$jobs" ;;

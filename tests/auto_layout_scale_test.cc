@@ -1,7 +1,7 @@
 // auto_layout on the paper's Transformer LM and the 512-core pod: a timed
 // check (the search's budget), so it runs alone (RUN_SERIAL).
+#include "models/transformer.h"
 #include "test_util.h"
-#include "transformer_lm/transformer.h"
 
 namespace mtf {
 namespace {

@@ -3,9 +3,9 @@
 // model that fits nowhere is a clear error; the paper's Transformer.
 #include <random>
 
-#include "mnist/mlp.h"
+#include "models/mlp.h"
+#include "models/transformer.h"
 #include "test_util.h"
-#include "transformer_lm/transformer.h"
 
 namespace mtf {
 namespace {

@@ -10,6 +10,7 @@
 #include <random>
 #include <tuple>
 
+#include "collectives/allreduce_algorithms.h"
 #include "mtf/errors.h"
 #include "mtf/in_process_transport.h"
 
@@ -25,6 +26,35 @@ std::vector<T> make(int rank, int64_t count, int64_t offset = 0) {
   std::vector<T> v(count);
   for (int64_t i = 0; i < count; ++i) v[i] = static_cast<T>(value(rank, i + offset));
   return v;
+}
+
+// Allreduce by `algorithm` over n ranks, for every op, against exact answers.
+template <typename T>
+void expect_exact_allreduce_typed(int n, int64_t count, DType dtype, AllreduceAlgorithm algorithm) {
+  for (ReduceOp op : {ReduceOp::kSum, ReduceOp::kMax, ReduceOp::kMin}) {
+    run_in_process(n, [&](Transport& t) {
+      std::vector<T> v = make<T>(t.rank(), count);
+      allreduce(t, Group::all(t.size(), t.rank()), v.data(), count, dtype, op, 1, algorithm);
+      for (int64_t i = 0; i < count; ++i) {
+        int want = value(0, i);
+        for (int r = 1; r < t.size(); ++r) {
+          const int x = value(r, i);
+          want = op == ReduceOp::kSum
+                     ? want + x
+                     : (op == ReduceOp::kMax ? std::max(want, x) : std::min(want, x));
+        }
+        ASSERT_EQ(v[i], static_cast<T>(want)) << "rank " << t.rank() << " element " << i;
+      }
+    });
+  }
+}
+
+void expect_exact_allreduce(int n, int64_t count, DType dtype, AllreduceAlgorithm algorithm) {
+  if (dtype == float32) {
+    expect_exact_allreduce_typed<float>(n, count, dtype, algorithm);
+  } else {
+    expect_exact_allreduce_typed<int32_t>(n, count, dtype, algorithm);
+  }
 }
 
 using Param = std::tuple<int, int64_t, DType>;  // group size, count, dtype
@@ -45,25 +75,7 @@ class CollectivesTest : public ::testing::TestWithParam<Param> {
 };
 
 TEST_P(CollectivesTest, Allreduce) {
-  typed([&](auto zero) {
-    using T = decltype(zero);
-    for (ReduceOp op : {ReduceOp::kSum, ReduceOp::kMax, ReduceOp::kMin}) {
-      run_in_process(n(), [&](Transport& t) {
-        std::vector<T> v = make<T>(t.rank(), count());
-        allreduce(t, Group::all(t.size(), t.rank()), v.data(), count(), dtype(), op, 1);
-        for (int64_t i = 0; i < count(); ++i) {
-          int want = value(0, i);
-          for (int r = 1; r < t.size(); ++r) {
-            const int x = value(r, i);
-            want = op == ReduceOp::kSum
-                       ? want + x
-                       : (op == ReduceOp::kMax ? std::max(want, x) : std::min(want, x));
-          }
-          ASSERT_EQ(v[i], static_cast<T>(want)) << "rank " << t.rank() << " element " << i;
-        }
-      });
-    }
-  });
+  expect_exact_allreduce(n(), count(), dtype(), AllreduceAlgorithm::kAuto);
 }
 
 TEST_P(CollectivesTest, ReduceScatter) {
@@ -141,6 +153,63 @@ INSTANTIATE_TEST_SUITE_P(Gloo, CollectivesTest,
                                   std::to_string(std::get<1>(info.param)) + "_" +
                                   dtype_name(std::get<2>(info.param));
                          });
+
+// Each allreduce algorithm forced, whatever the size: ring, recursive
+// doubling, halving-doubling (with the fold of non-power-of-two groups).
+using AlgorithmParam = std::tuple<AllreduceAlgorithm, int, int64_t, DType>;
+
+class AllreduceAlgorithmTest : public ::testing::TestWithParam<AlgorithmParam> {};
+
+std::string algorithm_name(AllreduceAlgorithm a) {
+  switch (a) {
+    case AllreduceAlgorithm::kAuto:
+      return "auto";
+    case AllreduceAlgorithm::kRing:
+      return "ring";
+    case AllreduceAlgorithm::kRecursiveDoubling:
+      return "recursive_doubling";
+    case AllreduceAlgorithm::kHalvingDoubling:
+      return "halving_doubling";
+  }
+  return "?";
+}
+
+TEST_P(AllreduceAlgorithmTest, GivesExactAnswersForEveryOp) {
+  const auto [algorithm, n, count, dtype] = GetParam();
+  expect_exact_allreduce(n, count, dtype, algorithm);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Gloo, AllreduceAlgorithmTest,
+    ::testing::Combine(::testing::Values(AllreduceAlgorithm::kRing,
+                                         AllreduceAlgorithm::kRecursiveDoubling,
+                                         AllreduceAlgorithm::kHalvingDoubling),
+                       ::testing::Values(1, 2, 3, 4, 5, 8, 13, 32),
+                       ::testing::Values(int64_t{0}, int64_t{1}, int64_t{17}, int64_t{100003}),
+                       ::testing::Values(float32, int32)),
+    [](const auto& info) {
+      return algorithm_name(std::get<0>(info.param)) + "_n" +
+             std::to_string(std::get<1>(info.param)) + "_count" +
+             std::to_string(std::get<2>(info.param)) + "_" + dtype_name(std::get<3>(info.param));
+    });
+
+// The one rule that allreduce() and the cost model share.
+TEST(AllreduceAlgorithmTest, ChoiceBySizeGroupAndNetwork) {
+  using collectives::choose_allreduce_algorithm;
+  using collectives::kMidAllreduceBytes;
+  using collectives::kSmallAllreduceBytes;
+  EXPECT_EQ(choose_allreduce_algorithm(kSmallAllreduceBytes, 8, true),
+            AllreduceAlgorithm::kRecursiveDoubling);
+  EXPECT_EQ(choose_allreduce_algorithm(kSmallAllreduceBytes + 4, 8, true),
+            AllreduceAlgorithm::kHalvingDoubling);
+  EXPECT_EQ(choose_allreduce_algorithm(kMidAllreduceBytes, 3, true),
+            AllreduceAlgorithm::kHalvingDoubling);
+  EXPECT_EQ(choose_allreduce_algorithm(kMidAllreduceBytes + 4, 8, true), AllreduceAlgorithm::kRing);
+  EXPECT_EQ(choose_allreduce_algorithm(kSmallAllreduceBytes + 4, 2, true),
+            AllreduceAlgorithm::kRing);
+  EXPECT_EQ(choose_allreduce_algorithm(kSmallAllreduceBytes + 4, 8, false),
+            AllreduceAlgorithm::kRing);
+}
 
 TEST(GroupTest, AlongAxesFollowsTheTorusRings) {
   MeshShape m("x:2;y:3;z:4");

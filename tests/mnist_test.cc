@@ -7,8 +7,8 @@
 #include <filesystem>
 #include <fstream>
 
-#include "common/idx_reader.h"
-#include "mnist/mlp.h"
+#include "models/idx_reader.h"
+#include "models/mlp.h"
 
 namespace mtf {
 namespace {

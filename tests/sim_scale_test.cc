@@ -8,7 +8,7 @@
 #include <chrono>
 #include <random>
 
-#include "mnist/mlp.h"
+#include "models/mlp.h"
 #include "test_util.h"
 
 namespace mtf {

@@ -7,7 +7,7 @@
 #include <cstdio>
 #include <fstream>
 
-#include "exec/program.h"
+#include "lowering/program.h"
 #include "mtf/collectives.h"
 #include "sim/engine.h"
 #include "test_util.h"

@@ -2,13 +2,13 @@
 // the paper's table and against the variables it creates, its training
 // trajectory under data-, model- and mixed-parallel layouts, and its corpus
 // reader.
-#include "transformer_lm/transformer.h"
+#include "models/transformer.h"
 
 #include <cstdlib>
 #include <fstream>
 
+#include "models/corpus.h"
 #include "test_util.h"
-#include "transformer_lm/corpus.h"
 
 namespace mtf {
 namespace {

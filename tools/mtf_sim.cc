@@ -9,10 +9,10 @@
 #include <random>
 #include <sstream>
 
-#include "common/flags.h"
-#include "mnist/mlp.h"
+#include "cli/flags.h"
+#include "models/mlp.h"
+#include "models/transformer.h"
 #include "mtf/mtf.h"
-#include "transformer_lm/transformer.h"
 
 namespace {
 

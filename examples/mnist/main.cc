@@ -6,10 +6,10 @@
 #include <iostream>
 #include <memory>
 
-#include "common/example_main.h"
-#include "common/flags.h"
-#include "common/mesh_flags.h"
-#include "mnist/mlp.h"
+#include "cli/example_main.h"
+#include "cli/flags.h"
+#include "cli/mesh_flags.h"
+#include "models/mlp.h"
 
 int main(int argc, char** argv) {
   using namespace mtf;

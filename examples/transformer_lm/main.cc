@@ -8,11 +8,11 @@
 #include <cstdio>
 #include <random>
 
-#include "common/example_main.h"
-#include "common/flags.h"
-#include "common/mesh_flags.h"
-#include "transformer_lm/corpus.h"
-#include "transformer_lm/transformer.h"
+#include "cli/example_main.h"
+#include "cli/flags.h"
+#include "cli/mesh_flags.h"
+#include "models/corpus.h"
+#include "models/transformer.h"
 
 namespace {
 

@@ -39,11 +39,18 @@ struct Group {
   static Group along_axes(const MeshShape& mesh, int64_t pnum, const std::vector<int>& axes);
 };
 
-// data <- op over the group of everyone's data (ring reduce-scatter then
-// allgather, half of the buffer clockwise and half counter-clockwise; up to
-// 64 KiB, recursive doubling, which takes log2(size) steps instead).
+// How allreduce combines the group's buffers. kAuto (the default) picks by
+// size and network: recursive doubling (log2(size) exchanges of the whole
+// buffer) up to 64 KiB; halving-doubling (the ring's traffic in 2 log2(size)
+// steps) up to 1 MiB on more than two ranks when the transport's
+// flat_network() says every pair of ranks is equally near; otherwise the
+// bidirectional ring (reduce-scatter then allgather, half of the buffer
+// clockwise and half counter-clockwise). Every member must pass the same.
+enum class AllreduceAlgorithm { kAuto, kRing, kRecursiveDoubling, kHalvingDoubling };
+
+// data <- op over the group of everyone's data.
 void allreduce(Transport& t, const Group& g, void* data, int64_t count, DType dtype, ReduceOp op,
-               uint64_t tag);
+               uint64_t tag, AllreduceAlgorithm algorithm = AllreduceAlgorithm::kAuto);
 // The same over several mesh axes, one axis after another.
 void allreduce_over_axes(Transport& t, const MeshShape& mesh, int64_t pnum,
                          const std::vector<int>& axes, void* data, int64_t count, DType dtype,

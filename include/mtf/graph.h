@@ -21,7 +21,7 @@ namespace mtf {
 
 class Graph;
 class Operation;
-class KernelContext;  // defined by the execution layer (src/exec/)
+class KernelContext;  // defined by the kernels layer (src/kernels/)
 
 namespace detail {
 struct TensorNode {

@@ -2,7 +2,7 @@
 // and holds variable values.
 //
 // A Session lowers the part of the graph that a run needs into one SPMD
-// program (src/exec/program.h) for its mesh and layout rules: slice-wise
+// program (src/lowering/program.h) for its mesh and layout rules: slice-wise
 // steps plus the collectives the layouts force. Programs are cached per
 // (fetches, targets) set. Mesh implementations:
 // - kSimd: every processor runs the program on its own slices, as a fiber

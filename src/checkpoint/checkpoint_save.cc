@@ -12,6 +12,7 @@
 #include "checkpoint/format.h"
 #include "checkpoint/h5.h"
 #include "checkpoint/integrity.h"
+#include "collectives/tags.h"
 #include "core/check.h"
 #include "mtf/checkpoint.h"
 #include "mtf/collectives.h"
@@ -45,7 +46,9 @@ struct VariablePlan {
 Transport* job_of(Session& session) { return session.config().process_transport.get(); }
 
 // Messages of a multi-process save, on tags no program uses.
-uint64_t save_tag(int k) { return (uint64_t{3} << 40) + static_cast<uint64_t>(k); }
+uint64_t save_tag(int k) {
+  return collectives::tag_in(collectives::TagSpace::kCheckpointSave, static_cast<uint64_t>(k));
+}
 
 void write_header(hid_t file, Session& session, int64_t step,
                   const std::map<std::string, std::string>& metadata,

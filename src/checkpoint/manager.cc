@@ -4,6 +4,7 @@
 #include <cctype>
 
 #include "checkpoint/files.h"
+#include "collectives/tags.h"
 #include "mtf/checkpoint.h"
 #include "mtf/collectives.h"
 #include "mtf/errors.h"
@@ -74,7 +75,8 @@ std::string CheckpointManager::save(Session& session, int64_t step,
   }
   if (job) {
     job->begin_collective({0, "checkpoint", "after saving " + file_name(step), 0});
-    barrier(*job, Group::all(job->size(), job->rank()), (uint64_t{3} << 40) + 7);
+    barrier(*job, Group::all(job->size(), job->rank()),
+            collectives::tag_in(collectives::TagSpace::kCheckpointCommit, 0));
   }
   return path;
 }

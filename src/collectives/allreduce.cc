@@ -7,46 +7,65 @@
 // 2 log2(p) steps instead of 2(p-1)).
 #include <algorithm>
 
-#include "collectives/ring.h"
+#include "collectives/allreduce_algorithms.h"
+#include "collectives/ring_pass.h"
 
 namespace mtf {
 
-void allreduce(Transport& t, const Group& g, void* data, int64_t count, DType dtype, ReduceOp op,
-               uint64_t tag) {
-  collectives::check_group(t, g, "allreduce");
-  collectives::element_size(dtype);
+using collectives::RingPass;
+
+namespace collectives {
+
+AllreduceAlgorithm choose_allreduce_algorithm(int64_t bytes, int group_size, bool flat) {
+  if (bytes <= kSmallAllreduceBytes) return AllreduceAlgorithm::kRecursiveDoubling;
+  if (group_size > 2 && flat && bytes <= kMidAllreduceBytes)
+    return AllreduceAlgorithm::kHalvingDoubling;
+  return AllreduceAlgorithm::kRing;
+}
+
+void allreduce_ring(Transport& t, const Group& g, void* data, int64_t count, DType dtype,
+                    ReduceOp op, uint64_t tag) {
   const int n = g.size();
-  if (n == 1 || count == 0) return;
-  if (count * static_cast<int64_t>(collectives::element_size(dtype)) <=
-      collectives::kSmallAllreduceBytes) {
-    collectives::allreduce_recursive_doubling(t, g, data, count, dtype, op, tag);
-    return;
-  }
-  if (n > 2 && t.flat_network() &&
-      count * static_cast<int64_t>(collectives::element_size(dtype)) <=
-          collectives::kMidAllreduceBytes) {
-    collectives::allreduce_halving_doubling(t, g, data, count, dtype, op, tag);
-    return;
-  }
-  using collectives::RingPass;
   std::vector<int> reversed(g.ranks.rbegin(), g.ranks.rend());
   const int rpos = n - 1 - g.index;
   const int64_t half = count / 2;
   char* p = static_cast<char*>(data);
   auto passes = [&](RingPass::Kind kind, int sub) {
     std::vector<RingPass> v;
-    v.emplace_back(t, g.ranks, g.index, p, half, count, dtype, op, kind, 1,
-                   collectives::subtag(tag, sub));
+    v.emplace_back(t, g.ranks, g.index, p, half, count, dtype, op, kind, 1, subtag(tag, sub));
     if (half > 0) {
-      v.emplace_back(t, reversed, rpos, p, 0, half, dtype, op, kind, 1,
-                     collectives::subtag(tag, sub + 1));
+      v.emplace_back(t, reversed, rpos, p, 0, half, dtype, op, kind, 1, subtag(tag, sub + 1));
     }
     return v;
   };
   auto scatter = passes(RingPass::Kind::kReduceScatter, 0);
-  collectives::run_lockstep(scatter);
+  run_lockstep(scatter);
   auto gather = passes(RingPass::Kind::kAllgather, 2);
-  collectives::run_lockstep(gather);
+  run_lockstep(gather);
+}
+
+}  // namespace collectives
+
+void allreduce(Transport& t, const Group& g, void* data, int64_t count, DType dtype, ReduceOp op,
+               uint64_t tag, AllreduceAlgorithm algorithm) {
+  using namespace collectives;
+  check_group(t, g, "allreduce");
+  const int64_t bytes = count * static_cast<int64_t>(element_size(dtype));
+  if (g.size() == 1 || count == 0) return;
+  if (algorithm == AllreduceAlgorithm::kAuto)
+    algorithm = choose_allreduce_algorithm(bytes, g.size(), t.flat_network());
+  switch (algorithm) {
+    case AllreduceAlgorithm::kRecursiveDoubling:
+      allreduce_recursive_doubling(t, g, data, count, dtype, op, tag);
+      return;
+    case AllreduceAlgorithm::kHalvingDoubling:
+      allreduce_halving_doubling(t, g, data, count, dtype, op, tag);
+      return;
+    case AllreduceAlgorithm::kAuto:
+    case AllreduceAlgorithm::kRing:
+      allreduce_ring(t, g, data, count, dtype, op, tag);
+      return;
+  }
 }
 
 void allreduce_over_axes(Transport& t, const MeshShape& mesh, int64_t pnum,

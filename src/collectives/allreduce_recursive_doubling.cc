@@ -10,9 +10,12 @@
 // Every element is reduced from the same operands in the same order on
 // every member (op is commutative), so every member ends with the same bits.
 #include <algorithm>
+#include <memory>
 #include <vector>
 
-#include "collectives/ring.h"
+#include "collectives/allreduce_algorithms.h"
+#include "collectives/common.h"
+#include "core/buffer_pool.h"
 
 namespace mtf::collectives {
 namespace {

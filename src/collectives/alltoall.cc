@@ -2,7 +2,7 @@
 // receives from the one s behind, so no pair waits on another.
 #include <cstring>
 
-#include "collectives/ring.h"
+#include "collectives/common.h"
 
 namespace mtf {
 

@@ -1,6 +1,6 @@
 // Dissemination barrier: ceil(log2 n) rounds; in round r each position
 // signals the one 2^r ahead and waits for the one 2^r behind.
-#include "collectives/ring.h"
+#include "collectives/common.h"
 
 namespace mtf {
 

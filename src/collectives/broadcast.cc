@@ -2,7 +2,7 @@
 // as soon as it arrives, so large buffers cost about one ring traversal.
 #include <algorithm>
 
-#include "collectives/ring.h"
+#include "collectives/common.h"
 #include "core/check.h"
 #include "mtf/errors.h"
 

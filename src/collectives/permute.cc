@@ -3,7 +3,7 @@
 #include <cstring>
 #include <vector>
 
-#include "collectives/ring.h"
+#include "collectives/common.h"
 #include "core/check.h"
 #include "mtf/errors.h"
 

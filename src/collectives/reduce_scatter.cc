@@ -2,7 +2,7 @@
 #include <cstring>
 #include <vector>
 
-#include "collectives/ring.h"
+#include "collectives/ring_pass.h"
 
 namespace mtf {
 

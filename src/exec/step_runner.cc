@@ -52,12 +52,6 @@ HostTensor split_piece(const Step& s, int64_t pnum, const HostTensor& whole) {
   return out;
 }
 
-int64_t group_size(const MeshShape& mesh, const std::vector<int>& axes) {
-  int64_t n = 1;
-  for (int a : axes) n *= mesh.dims()[a].size;
-  return n;
-}
-
 // `blocks` holds n slices back to back ([n, slice...]); returns them
 // concatenated along tensor axis `axis` of the slice.
 HostTensor concat_gathered(const HostTensor& blocks, int64_t n, const Shape& slice, int axis) {

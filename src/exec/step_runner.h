@@ -7,8 +7,8 @@
 #include <cstdint>
 #include <vector>
 
-#include "exec/kernel_context.h"
-#include "exec/program.h"
+#include "kernels/kernel_context.h"
+#include "lowering/program.h"
 #include "mtf/errors.h"
 
 namespace mtf::exec {
@@ -20,8 +20,6 @@ std::vector<HostTensor> compute(const Step& s, int64_t pnum, const std::vector<H
                                 RunState& state);
 // Processor pnum's piece of `whole` for split step s.
 HostTensor split_piece(const Step& s, int64_t pnum, const HostTensor& whole);
-// Processors in a group along `axes`.
-int64_t group_size(const MeshShape& mesh, const std::vector<int>& axes);
 // `blocks` holds n slices back to back ([n, slice...]); returns them
 // concatenated along tensor axis `axis` of the slice.
 HostTensor concat_gathered(const HostTensor& blocks, int64_t n, const Shape& slice, int axis);

@@ -1,5 +1,5 @@
 // Creation ops: constant (fill), import of host data, placeholders fed per run.
-#include "exec/kernel_context.h"
+#include "kernels/kernel_context.h"
 #include "kernels/kernels.h"
 #include "ops/op_util.h"
 

@@ -2,7 +2,7 @@
 // the einsum of the output gradient with the other inputs.
 #include <algorithm>
 
-#include "exec/kernel_context.h"
+#include "kernels/kernel_context.h"
 #include "kernels/kernels.h"
 #include "ops/op_util.h"
 

@@ -1,6 +1,6 @@
 // Elementwise ops: unary maps, cast, broadcast-by-name binary ops, where,
 // broadcast, identity and stop_gradient, with their gradients.
-#include "exec/kernel_context.h"
+#include "kernels/kernel_context.h"
 #include "kernels/kernels.h"
 #include "ops/op_util.h"
 

@@ -1,5 +1,5 @@
 // Ops on indices: one_hot, range, gather.
-#include "exec/kernel_context.h"
+#include "kernels/kernel_context.h"
 #include "kernels/kernels.h"
 #include "ops/op_util.h"
 

@@ -1,6 +1,6 @@
 // Random ops, counter-based: a value depends on the seed, the Session's run
 // counter and the element's logical index only. dropout is a composition.
-#include "exec/kernel_context.h"
+#include "kernels/kernel_context.h"
 #include "kernels/kernels.h"
 #include "ops/op_util.h"
 #include "ops/seed.h"

@@ -3,7 +3,7 @@
 // of primitive ops, so their gradients follow from the primitives'.
 #include <limits>
 
-#include "exec/kernel_context.h"
+#include "kernels/kernel_context.h"
 #include "kernels/kernels.h"
 #include "ops/op_util.h"
 

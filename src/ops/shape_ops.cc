@@ -3,7 +3,7 @@
 // unstack are compositions of these.
 #include <algorithm>
 
-#include "exec/kernel_context.h"
+#include "kernels/kernel_context.h"
 #include "kernels/kernels.h"
 #include "ops/op_util.h"
 

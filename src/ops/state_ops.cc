@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "exec/kernel_context.h"
+#include "kernels/kernel_context.h"
 #include "kernels/kernels.h"
 #include "ops/op_util.h"
 #include "ops/seed.h"

@@ -1,64 +1,92 @@
 #include "placement/placement_executor.h"
 
 #include "core/check.h"
+#include "exec/step_dispatch.h"
 #include "exec/step_runner.h"
 #include "kernels/kernels.h"
 #include "mtf/collectives.h"
 
 namespace mtf {
 
-using exec::compute;
 using exec::rethrow_in_op;
 using exec::split_piece;
+
+namespace {
+
+// Every device's step at once: kernels per device, and collectives in
+// memory, each group's result computed once from its members' slices in
+// group order and shared by the members.
+class PlacementBackend : public exec::StepBackend {
+ public:
+  PlacementBackend(const Program& program, std::vector<RunState>& states,
+                   std::vector<std::vector<HostTensor>>& slots)
+      : program_(program), states_(states), slots_(slots), n_(program.mesh.size()) {}
+
+  void compute(const Step& s) override {
+    for (int64_t p = 0; p < n_; ++p) {
+      std::vector<HostTensor> outs = exec::compute(s, p, slots_[p], states_[p]);
+      for (size_t k = 0; k < outs.size(); ++k) slots_[p][s.output_slots[k]] = std::move(outs[k]);
+    }
+  }
+  void split(const Step& s) override {
+    for (int64_t p = 0; p < n_; ++p)
+      slots_[p][s.output_slots[0]] = split_piece(s, p, slots_[p][s.input_slots[0]]);
+  }
+  void pass_through(const Step& s) override {
+    for (int64_t p = 0; p < n_; ++p) slots_[p][s.output_slots[0]] = slots_[p][s.input_slots[0]];
+  }
+  void allgather(const Step& s, int64_t) override {
+    per_group(s, [&](const Group& g) {
+      std::vector<const HostTensor*> parts;
+      for (int q : g.ranks) parts.push_back(&slots_[q][s.input_slots[0]]);
+      HostTensor r(s.output_layouts[0].slice_shape(), parts[0]->dtype());
+      kernels::concat(parts, s.tensor_axis, r);
+      return r;
+    });
+  }
+  void allreduce(const Step& s, int64_t) override {
+    const kernels::ReduceFn fn = s.reduce_op == ReduceOp::kSum   ? kernels::ReduceFn::kSum
+                                 : s.reduce_op == ReduceOp::kMax ? kernels::ReduceFn::kMax
+                                                                 : kernels::ReduceFn::kMin;
+    per_group(s, [&](const Group& g) {
+      HostTensor r = slots_[g.ranks[0]][s.input_slots[0]].clone();
+      for (size_t k = 1; k < g.ranks.size(); ++k)
+        kernels::combine(fn, slots_[g.ranks[k]][s.input_slots[0]], r);
+      return r;
+    });
+  }
+
+ private:
+  // Output slot of every device <- combine(its group), once per group.
+  template <typename Combine>
+  void per_group(const Step& s, Combine combine) {
+    std::vector<HostTensor> result(n_);
+    for (int64_t p = 0; p < n_; ++p) {
+      if (result[p].valid()) continue;
+      const Group g = Group::along_axes(program_.mesh, p, s.mesh_axes);
+      const HostTensor r = combine(g);
+      for (int q : g.ranks) result[q] = r;
+    }
+    for (int64_t p = 0; p < n_; ++p) slots_[p][s.output_slots[0]] = result[p];
+  }
+
+  const Program& program_;
+  std::vector<RunState>& states_;
+  std::vector<std::vector<HostTensor>>& slots_;
+  const int64_t n_;
+};
+
+}  // namespace
 
 void run_placement(const Program& program, std::vector<RunState>& states,
                    std::vector<std::vector<HostTensor>>* fetched) {
   const int64_t n = program.mesh.size();
   MTF_CHECK(static_cast<int64_t>(states.size()) == n);
   std::vector<std::vector<HostTensor>> slots(n, std::vector<HostTensor>(program.num_slots));
+  PlacementBackend backend(program, states, slots);
   for (const Step& s : program.steps) {
     try {
-      switch (s.kind) {
-        case Step::Kind::kCompute:
-          for (int64_t p = 0; p < n; ++p) {
-            std::vector<HostTensor> outs = compute(s, p, slots[p], states[p]);
-            for (size_t k = 0; k < outs.size(); ++k)
-              slots[p][s.output_slots[k]] = std::move(outs[k]);
-          }
-          break;
-        case Step::Kind::kSplit:
-          for (int64_t p = 0; p < n; ++p)
-            slots[p][s.output_slots[0]] = split_piece(s, p, slots[p][s.input_slots[0]]);
-          break;
-        case Step::Kind::kAllgather:
-        case Step::Kind::kAllreduce: {
-          // Each group's result is computed once, from its members' slices in
-          // group order, and shared by the members.
-          std::vector<HostTensor> result(n);
-          for (int64_t p = 0; p < n; ++p) {
-            if (result[p].valid()) continue;
-            const Group g = Group::along_axes(program.mesh, p, s.mesh_axes);
-            HostTensor r;
-            if (s.kind == Step::Kind::kAllgather) {
-              std::vector<const HostTensor*> parts;
-              for (int q : g.ranks) parts.push_back(&slots[q][s.input_slots[0]]);
-              r = HostTensor(s.output_layouts[0].slice_shape(), parts[0]->dtype());
-              kernels::concat(parts, s.tensor_axis, r);
-            } else {
-              r = slots[g.ranks[0]][s.input_slots[0]].clone();
-              const kernels::ReduceFn fn = s.reduce_op == ReduceOp::kSum ? kernels::ReduceFn::kSum
-                                           : s.reduce_op == ReduceOp::kMax
-                                               ? kernels::ReduceFn::kMax
-                                               : kernels::ReduceFn::kMin;
-              for (size_t k = 1; k < g.ranks.size(); ++k)
-                kernels::combine(fn, slots[g.ranks[k]][s.input_slots[0]], r);
-            }
-            for (int q : g.ranks) result[q] = r;
-          }
-          for (int64_t p = 0; p < n; ++p) slots[p][s.output_slots[0]] = result[p];
-          break;
-        }
-      }
+      exec::dispatch_step(program.mesh, s, backend);
     } catch (const Error& e) {
       rethrow_in_op(*s.op, e);
     }

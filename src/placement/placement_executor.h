@@ -6,8 +6,8 @@
 
 #include <vector>
 
-#include "exec/kernel_context.h"
-#include "exec/program.h"
+#include "kernels/kernel_context.h"
+#include "lowering/program.h"
 
 namespace mtf {
 

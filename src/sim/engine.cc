@@ -178,7 +178,7 @@ class SimTransport : public Transport {
   bool carries_data() const override { return w_.carries_data; }
   // Whole chunks: a link's cost already models a pipelined transfer.
   size_t ring_segment_bytes() const override { return 0; }
-  bool flat_network() const override { return false; }
+  bool flat_network() const override { return kSimulatorFlatNetwork; }
 
   void send(int peer, uint64_t tag, const void* data, size_t bytes) override {
     check_peer(peer, "send");

@@ -7,13 +7,18 @@
 #include <functional>
 #include <memory>
 
-#include "exec/program.h"
+#include "lowering/program.h"
 #include "mtf/sim.h"
 #include "mtf/transport.h"
 #include "sim/machine.h"
 #include "simd/simd_executor.h"
 
 namespace mtf::sim {
+
+// The simulated tori are not flat networks (neighbour rings beat recursive
+// algorithms there): what the simulator's transport says to the
+// collectives, and what the cost model assumes of them.
+constexpr bool kSimulatorFlatNetwork = false;
 
 class Engine {
  public:

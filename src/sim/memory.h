@@ -10,7 +10,7 @@
 #include <utility>
 #include <vector>
 
-#include "exec/program.h"
+#include "lowering/program.h"
 
 namespace mtf::sim {
 

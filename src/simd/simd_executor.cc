@@ -1,78 +1,81 @@
 #include "simd/simd_executor.h"
 
+#include "collectives/tags.h"
 #include "core/check.h"
+#include "exec/step_dispatch.h"
 #include "exec/step_runner.h"
 #include "mtf/collectives.h"
 
 namespace mtf {
 
-using exec::compute;
 using exec::concat_gathered;
-using exec::group_size;
 using exec::rethrow_in_op;
 using exec::split_piece;
 
 namespace {
 
-void run_step(const Program& program, const Step& s, size_t i, int64_t pnum, Transport* transport,
-              RunState& state, std::vector<HostTensor>& slots) {
-  switch (s.kind) {
-    case Step::Kind::kCompute: {
-      std::vector<HostTensor> outs = compute(s, pnum, slots, state);
-      for (size_t k = 0; k < outs.size(); ++k) slots[s.output_slots[k]] = std::move(outs[k]);
-      break;
-    }
-    case Step::Kind::kSplit:
-      slots[s.output_slots[0]] = split_piece(s, pnum, slots[s.input_slots[0]]);
-      break;
-    case Step::Kind::kAllgather: {
-      const HostTensor& in = slots[s.input_slots[0]];
-      const int64_t n = group_size(program.mesh, s.mesh_axes);
-      MTF_CHECK(transport != nullptr || n == 1);
-      if (n == 1) {
-        slots[s.output_slots[0]] = in;
-        break;
-      }
-      HostTensor blocks(Shape({{"__blocks__", n * in.num_elements()}}), in.dtype());
-      transport->begin_collective(
-          {0, "allgather", s.op->name(), static_cast<int64_t>(in.num_bytes())});
-      allgather(*transport, Group::along_axes(program.mesh, pnum, s.mesh_axes), in.raw_data(),
-                blocks.raw_data(), in.num_elements(), in.dtype(), i);
-      slots[s.output_slots[0]] = concat_gathered(blocks, n, in.shape(), s.tensor_axis);
-      break;
-    }
-    case Step::Kind::kAllreduce: {
-      HostTensor& x = slots[s.input_slots[0]];
-      if (group_size(program.mesh, s.mesh_axes) == 1) break;
-      MTF_CHECK(transport != nullptr);
-      transport->begin_collective(
-          {0, "allreduce", s.op->name(), static_cast<int64_t>(x.num_bytes())});
-      allreduce_over_axes(*transport, program.mesh, pnum, s.mesh_axes, x.raw_data(),
-                          x.num_elements(), x.dtype(), s.reduce_op, i);
-      break;
-    }
-  }
-}
+// One processor's steps: kernels on its slots and collectives over its
+// transport. A dry run (slots == nullptr) runs no kernels and makes the same
+// collective calls with sizes only, on a transport that carries no data.
+class CoreBackend : public exec::StepBackend {
+ public:
+  CoreBackend(const Program& program, int64_t pnum, Transport* transport, RunState& state,
+              std::vector<HostTensor>* slots)
+      : program_(program), pnum_(pnum), transport_(transport), state_(state), slots_(slots) {}
+  void set_index(size_t i) { tag_ = collectives::tag_in(collectives::TagSpace::kProgramStep, i); }
 
-// A dry run's collectives: the same calls with sizes only.
-void run_dry_collective(const Program& program, const Step& s, size_t i, int64_t pnum,
-                        Transport* transport) {
-  const int64_t n = group_size(program.mesh, s.mesh_axes);
-  if (n == 1 || s.kind == Step::Kind::kCompute || s.kind == Step::Kind::kSplit) return;
-  MTF_CHECK(transport != nullptr && !transport->carries_data());
-  const int in = s.input_slots[0];
-  const int64_t count = program.slot_layouts[in].slice_shape().num_elements();
-  const DType dtype = program.slot_dtypes[in];
-  transport->begin_collective({0, s.kind == Step::Kind::kAllgather ? "allgather" : "allreduce",
-                               s.op->name(), count * static_cast<int64_t>(dtype_size(dtype))});
-  if (s.kind == Step::Kind::kAllgather) {
-    allgather(*transport, Group::along_axes(program.mesh, pnum, s.mesh_axes), nullptr, nullptr,
-              count, dtype, i);
-  } else {
-    allreduce_over_axes(*transport, program.mesh, pnum, s.mesh_axes, nullptr, count, dtype,
-                        s.reduce_op, i);
+  void compute(const Step& s) override {
+    if (!slots_) return;
+    std::vector<HostTensor> outs = exec::compute(s, pnum_, *slots_, state_);
+    for (size_t k = 0; k < outs.size(); ++k) (*slots_)[s.output_slots[k]] = std::move(outs[k]);
   }
-}
+  void split(const Step& s) override {
+    if (!slots_) return;
+    (*slots_)[s.output_slots[0]] = split_piece(s, pnum_, (*slots_)[s.input_slots[0]]);
+  }
+  void pass_through(const Step& s) override {
+    if (slots_) (*slots_)[s.output_slots[0]] = (*slots_)[s.input_slots[0]];
+  }
+  void allgather(const Step& s, int64_t n) override {
+    const int in = s.input_slots[0];
+    const Group g = Group::along_axes(program_.mesh, pnum_, s.mesh_axes);
+    const int64_t count = slice_elements(in);
+    begin(s, "allgather", in);
+    if (!slots_) {
+      mtf::allgather(*transport_, g, nullptr, nullptr, count, program_.slot_dtypes[in], tag_);
+      return;
+    }
+    const HostTensor& x = (*slots_)[in];
+    HostTensor blocks(Shape({{"__blocks__", n * count}}), x.dtype());
+    mtf::allgather(*transport_, g, x.raw_data(), blocks.raw_data(), count, x.dtype(), tag_);
+    (*slots_)[s.output_slots[0]] = concat_gathered(blocks, n, x.shape(), s.tensor_axis);
+  }
+  void allreduce(const Step& s, int64_t) override {
+    const int in = s.input_slots[0];
+    begin(s, "allreduce", in);
+    void* data = slots_ ? (*slots_)[in].raw_data() : nullptr;
+    mtf::allreduce_over_axes(*transport_, program_.mesh, pnum_, s.mesh_axes, data,
+                             slice_elements(in), program_.slot_dtypes[in], s.reduce_op, tag_);
+  }
+
+ private:
+  int64_t slice_elements(int slot) const {
+    return program_.slot_layouts[slot].slice_shape().num_elements();
+  }
+  // Numbers the collective call on the transport (so diverging ranks are
+  // named) and checks the transport suits the run.
+  void begin(const Step& s, const char* kind, int slot) {
+    MTF_CHECK(transport_ != nullptr && (slots_ || !transport_->carries_data()));
+    transport_->begin_collective({0, kind, s.op->name(), program_.slot_bytes(slot)});
+  }
+
+  const Program& program_;
+  const int64_t pnum_;
+  Transport* const transport_;
+  RunState& state_;
+  std::vector<HostTensor>* const slots_;
+  uint64_t tag_ = 0;
+};
 
 }  // namespace
 
@@ -80,15 +83,13 @@ void run_core(const Program& program, int64_t pnum, Transport* transport, RunSta
               std::vector<HostTensor>* fetched, StepHooks* hooks) {
   const bool dry = hooks && hooks->dry();
   std::vector<HostTensor> slots(dry ? 0 : program.num_slots);
+  CoreBackend backend(program, pnum, transport, state, dry ? nullptr : &slots);
   for (size_t i = 0; i < program.steps.size(); ++i) {
     const Step& s = program.steps[i];
     if (hooks) hooks->before_step(s, i);
+    backend.set_index(i);
     try {
-      if (dry) {
-        run_dry_collective(program, s, i, pnum, transport);
-      } else {
-        run_step(program, s, i, pnum, transport, state, slots);
-      }
+      exec::dispatch_step(program.mesh, s, backend);
     } catch (const Error& e) {
       rethrow_in_op(*s.op, e);
     }

@@ -51,6 +51,37 @@ std::string FrameHeader::describe() const {
   return detail::str_cat(kind, " #", seq, " (op \"", op, "\"), ", call_bytes, " bytes");
 }
 
+void throw_size_mismatch(int me, const CollectiveCall& mine, int peer, uint64_t tag, size_t want,
+                         size_t got) {
+  throw ValueError(detail::str_cat("rank ", me, " expected ", want, " bytes from rank ", peer,
+                                   " (tag ", tag, ") in ", describe_call(mine), " but rank ", peer,
+                                   " sent ", got,
+                                   "; the ranks called different collectives or sizes"));
+}
+
+bool EarlyFrames::take(int me, const CollectiveCall& mine, int peer, uint64_t tag, void* data,
+                       size_t bytes) {
+  for (auto it = frames_.begin(); it != frames_.end(); ++it) {
+    if (it->h.tag != tag) continue;
+    check_same_call(me, mine, peer, it->h);
+    if (it->h.length != bytes) throw_size_mismatch(me, mine, peer, tag, bytes, it->h.length);
+    if (bytes) std::memcpy(data, it->data(), bytes);
+    frames_.erase(it);
+    return true;
+  }
+  return false;
+}
+
+void EarlyFrames::check_all(int me, const CollectiveCall& mine, int peer) const {
+  for (const Frame& f : frames_) check_same_call(me, mine, peer, f.h);
+}
+
+bool EarlyFrames::has_tag(uint64_t tag) const {
+  for (const Frame& f : frames_)
+    if (f.h.tag == tag) return true;
+  return false;
+}
+
 std::string describe_call(const CollectiveCall& c) {
   if (c.seq == 0) return "a direct call";
   return detail::str_cat(c.kind, " #", c.seq, " (op \"", c.op, "\"), ", c.bytes, " bytes");

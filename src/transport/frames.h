@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <memory>
 #include <string>
 
@@ -51,5 +52,26 @@ std::string describe_call(const CollectiveCall& call);
 // `h`'s call may be received in `mine` (checks skipped when either side is
 // not in a numbered collective).
 void check_same_call(int me, const CollectiveCall& mine, int peer, const FrameHeader& h);
+
+// ValueError: rank `me`, in call `mine`, expected `want` bytes from `peer` on
+// `tag` but the peer sent `got` (the ranks called different collectives or
+// sizes).
+[[noreturn]] void throw_size_mismatch(int me, const CollectiveCall& mine, int peer, uint64_t tag,
+                                      size_t want, size_t got);
+
+// A peer's messages that arrived before their receives, in arrival order.
+// take() moves the first one on `tag` into `data` (checked against the
+// receiver's call and size, as above); false when none is there.
+class EarlyFrames {
+ public:
+  void push(Frame f) { frames_.push_back(std::move(f)); }
+  bool take(int me, const CollectiveCall& mine, int peer, uint64_t tag, void* data, size_t bytes);
+  // check_same_call for every waiting frame.
+  void check_all(int me, const CollectiveCall& mine, int peer) const;
+  bool has_tag(uint64_t tag) const;
+
+ private:
+  std::deque<Frame> frames_;
+};
 
 }  // namespace mtf::transport

@@ -29,6 +29,7 @@ namespace mtf {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+using transport::EarlyFrames;
 using transport::Frame;
 using transport::FrameHeader;
 using transport::kHeader;
@@ -104,8 +105,7 @@ class MpiTransport : public Transport {
     const Clock::time_point deadline = Clock::now() + timeout();
     for (;;) {
       if (take_queued(peer, tag, data, bytes)) return;
-      for (const Frame& f : queues_[peer])
-        transport::check_same_call(rank_, current_collective(), peer, f.h);
+      queues_[peer].check_all(rank_, current_collective(), peer);
       int flag = 0;
       MPI_Status st;
       check_mpi(MPI_Iprobe(peer, kHeaderTag, comm_, &flag, &st), "MPI_Iprobe");
@@ -123,7 +123,7 @@ class MpiTransport : public Transport {
         }
         Frame f = Frame::for_header(h);
         receive_payload(peer, f.data(), h.length);
-        queues_[peer].push_back(std::move(f));
+        queues_[peer].push(std::move(f));
         continue;
       }
       if (drain_one()) continue;
@@ -162,32 +162,20 @@ class MpiTransport : public Transport {
     FrameHeader h = receive_header(peer);
     Frame f = Frame::for_header(h);
     receive_payload(peer, f.data(), h.length);
-    queues_[peer].push_back(std::move(f));
+    queues_[peer].push(std::move(f));
     return true;
   }
   bool take_queued(int peer, uint64_t tag, void* data, size_t bytes) {
-    auto& q = queues_[peer];
-    for (auto it = q.begin(); it != q.end(); ++it) {
-      if (it->h.tag != tag) continue;
-      transport::check_same_call(rank_, current_collective(), peer, it->h);
-      if (it->h.length != bytes) size_mismatch(peer, tag, bytes, it->h.length);
-      if (bytes) std::memcpy(data, it->data(), bytes);
-      q.erase(it);
-      return true;
-    }
-    return false;
+    return queues_[peer].take(rank_, current_collective(), peer, tag, data, bytes);
   }
   [[noreturn]] void size_mismatch(int peer, uint64_t tag, size_t want, size_t got) const {
-    throw ValueError("rank " + std::to_string(rank_) + " expected " + std::to_string(want) +
-                     " bytes from rank " + std::to_string(peer) + " (tag " + std::to_string(tag) +
-                     ") in " + transport::describe_call(current_collective()) + " but got " +
-                     std::to_string(got) + "; the ranks called different collectives or sizes");
+    transport::throw_size_mismatch(rank_, current_collective(), peer, tag, want, got);
   }
 
   bool owns_init_;
   MPI_Comm comm_ = MPI_COMM_NULL;
   int rank_ = 0, size_ = 1, local_size_ = 1;
-  std::vector<std::deque<Frame>> queues_;
+  std::vector<EarlyFrames> queues_;
 };
 
 }  // namespace

@@ -186,7 +186,7 @@ class TcpTransport : public Transport {
     Frame pending;        // cur, with our own buffer when not direct
     bool direct = false;  // dest is posted_[posted]'s buffer
     int posted = -1;
-    std::deque<Frame> queue;
+    EarlyFrames queue;
     bool finished = false, lost = false, closed = false;
     std::string why;
   };
@@ -208,26 +208,15 @@ class TcpTransport : public Transport {
   }
 
   void check_order(int peer) const {
-    for (const Frame& f : peers_[peer].queue) check_frame(peer, f.h);
+    peers_[peer].queue.check_all(rank(), current_collective(), peer);
   }
 
   bool take_queued(int peer, uint64_t tag, void* data, size_t bytes) {
-    auto& q = peers_[peer].queue;
-    for (auto it = q.begin(); it != q.end(); ++it) {
-      if (it->h.tag != tag) continue;
-      check_frame(peer, it->h);
-      if (it->h.length != bytes) size_mismatch(peer, tag, bytes, it->h.length);
-      if (bytes) std::memcpy(data, it->data(), bytes);
-      q.erase(it);
-      return true;
-    }
-    return false;
+    return peers_[peer].queue.take(rank(), current_collective(), peer, tag, data, bytes);
   }
 
   [[noreturn]] void size_mismatch(int peer, uint64_t tag, size_t want, size_t got) const {
-    throw ValueError(str_cat("rank ", rank(), " expected ", want, " bytes from rank ", peer,
-                             " (tag ", tag, ") in ", my_call(), " but rank ", peer, " sent ", got,
-                             "; the ranks called different collectives or sizes"));
+    transport::throw_size_mismatch(rank(), current_collective(), peer, tag, want, got);
   }
 
   [[noreturn]] void throw_finished(int peer) const {
@@ -290,8 +279,7 @@ class TcpTransport : public Transport {
   // The posted receive (its index) that waits for the next message with
   // `tag` from `peer`, or -1: none, or an older one with that tag is queued.
   int wanted_by(int peer, uint64_t tag) const {
-    for (const Frame& f : peers_[peer].queue)
-      if (f.h.tag == tag) return -1;
+    if (peers_[peer].queue.has_tag(tag)) return -1;
     for (size_t i = 0; i < posted_.size(); ++i) {
       const Posted& x = posted_[i];
       if (x.peer == peer && x.tag == tag && !x.done && !x.filling) return static_cast<int>(i);
@@ -379,7 +367,7 @@ class TcpTransport : public Transport {
           x.done = true;
           completed = true;
         } else {
-          p.queue.push_back(std::move(p.pending));
+          p.queue.push(std::move(p.pending));
           p.pending = {};
         }
         p.state = Peer::kReadingHeader;

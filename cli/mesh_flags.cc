@@ -1,4 +1,4 @@
-#include "common/mesh_flags.h"
+#include "cli/mesh_flags.h"
 
 #include <cstdio>
 

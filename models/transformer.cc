@@ -1,4 +1,4 @@
-#include "transformer_lm/transformer.h"
+#include "models/transformer.h"
 
 #include <string>
 #include <utility>

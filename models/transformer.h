@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "common/flags.h"
+#include "cli/flags.h"
 #include "mtf/mtf.h"
 
 namespace mtf::examples {

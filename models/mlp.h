@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "common/idx_reader.h"
+#include "models/idx_reader.h"
 #include "mtf/mtf.h"
 
 namespace mtf::examples {

@@ -1,4 +1,4 @@
-#include "exec/program.h"
+#include "lowering/program.h"
 
 #include <algorithm>
 #include <set>

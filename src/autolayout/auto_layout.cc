@@ -9,11 +9,11 @@
 #include <numeric>
 #include <set>
 
-#include "exec/program.h"
+#include "autolayout/cost_model.h"
+#include "lowering/program.h"
 #include "mtf/errors.h"
 #include "mtf/session.h"
 #include "ops/op_util.h"
-#include "sim/cost_model.h"
 
 namespace mtf {
 namespace {

@@ -1,4 +1,4 @@
-#include "mnist/mlp.h"
+#include "models/mlp.h"
 
 #include <algorithm>
 #include <cstdio>

@@ -1,4 +1,4 @@
-#include "common/flags.h"
+#include "cli/flags.h"
 
 #include <iostream>
 

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "common/flags.h"
+#include "cli/flags.h"
 #include "mtf/session.h"
 
 namespace mtf::data {

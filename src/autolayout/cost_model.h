@@ -1,8 +1,8 @@
 // cost_model.h — a fast estimate of a per-core program's step time on a
 // simulated machine, for searching layouts: each compute step at its
 // roofline time (as the engine times it), each collective by the step count
-// of the algorithm the executors run (bidirectional ring allreduce,
-// recursive doubling up to 64 KiB, ring allgather) times the latency and
+// of the algorithm the executors run (the allreduce algorithm chosen by
+// collectives::choose_allreduce_algorithm, ring allgather) times the latency and
 // bandwidth of its mesh axis's ring, where a link that several rings of the
 // axis cross at once (e.g. the two cores of a chip in rings along the same
 // torus line) gives each its share. Steps do not overlap, as in the engine.
@@ -14,7 +14,7 @@
 #include <utility>
 #include <vector>
 
-#include "exec/program.h"
+#include "lowering/program.h"
 #include "mtf/sim.h"
 #include "sim/memory.h"
 
@@ -35,14 +35,15 @@ class CostModel {
   CostEstimate estimate(const Program& program,
                         const std::vector<std::pair<std::string, int64_t>>& variables) const;
   const Topology& topology() const { return topo_; }
+  // Seconds of one collective along mesh axis `axis`.
+  double allreduce_time(int axis, double bytes) const;
+  double allgather_time(int axis, double block_bytes) const;
 
  private:
   struct AxisCost {
     double latency = 0;  // per ring step
     double seconds_per_byte = 0;
   };
-  double allreduce_time(int axis, double bytes) const;
-  double allgather_time(int axis, double block_bytes) const;
   Topology topo_;
   MeshShape mesh_;
   std::vector<AxisCost> axes_;

@@ -7,11 +7,12 @@
 #include <map>
 #include <set>
 
+#include "collectives/tags.h"
 #include "core/check.h"
-#include "exec/kernel_context.h"
-#include "exec/program.h"
 #include "kernels/blas_threads.h"
+#include "kernels/kernel_context.h"
 #include "kernels/kernels.h"
+#include "lowering/program.h"
 #include "mtf/collectives.h"
 #include "mtf/errors.h"
 #include "ops/state_ops.h"
@@ -262,7 +263,8 @@ class SessionImpl {
       HostTensor all(Shape({{"__ranks__", n * mine.num_elements()}}), mine.dtype());
       t->begin_collective({0, "gather", what, static_cast<int64_t>(mine.num_bytes())});
       allgather(*t, Group::all(static_cast<int>(n), me), mine.raw_data(), all.raw_data(),
-                mine.num_elements(), mine.dtype(), (uint64_t{1} << 40) + gathers_++);
+                mine.num_elements(), mine.dtype(),
+                collectives::tag_in(collectives::TagSpace::kSessionGather, gathers_++));
       for (int64_t p = 0; p < n; ++p) {
         HostTensor s(mine.shape(), mine.dtype());
         std::memcpy(s.raw_data(), static_cast<const char*>(all.raw_data()) + p * mine.num_bytes(),

@@ -1,4 +1,4 @@
-#include "transformer_lm/corpus.h"
+#include "models/corpus.h"
 
 #include <dirent.h>
 #include <sys/stat.h>

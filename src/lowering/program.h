@@ -8,7 +8,7 @@
 // over mesh axes (in place); a split keeps this processor's piece of a slot
 // that is whole along a tensor axis (no communication). lower() builds the
 // program from a graph, a mesh and layout rules; on a one-processor mesh it
-// has compute steps only. Executors (src/exec/executor.h) run it; it prints
+// has compute steps only. Executors (simd/, placement/) run it; it prints
 // as text and yields counters.
 #pragma once
 

@@ -1,10 +1,11 @@
-#include "sim/cost_model.h"
+#include "autolayout/cost_model.h"
 
 #include <algorithm>
 #include <cmath>
 #include <map>
 
-#include "collectives/ring.h"
+#include "collectives/allreduce_algorithms.h"
+#include "exec/step_dispatch.h"
 #include "mtf/collectives.h"
 #include "sim/engine.h"
 #include "sim/machine.h"
@@ -48,15 +49,34 @@ CostModel::CostModel(const Topology& topo, const MeshShape& mesh) : topo_(topo),
 }
 
 double CostModel::allreduce_time(int axis, double bytes) const {
-  const double p = static_cast<double>(mesh_.dims()[axis].size);
-  if (p < 2) return 0;
+  const int n = static_cast<int>(mesh_.dims()[axis].size);
+  if (n < 2) return 0;
+  const double p = n;
   const AxisCost& c = axes_[axis];
-  if (bytes <= static_cast<double>(collectives::kSmallAllreduceBytes)) {
-    // Recursive doubling: partners 1, 2, 4, ... ring positions apart.
-    double t = 0;
-    for (double d = 1; d < p; d *= 2)
-      t += c.latency * std::min(d, p - d) + bytes * c.seconds_per_byte;
-    return t;
+  // The algorithm the executors' allreduce() picks on the simulator's
+  // transport, whose tori are not flat networks.
+  switch (collectives::choose_allreduce_algorithm(static_cast<int64_t>(bytes), n,
+                                                  kSimulatorFlatNetwork)) {
+    case AllreduceAlgorithm::kRecursiveDoubling: {
+      // Partners 1, 2, 4, ... ring positions apart, the whole buffer each.
+      double t = 0;
+      for (double d = 1; d < p; d *= 2)
+        t += c.latency * std::min(d, p - d) + bytes * c.seconds_per_byte;
+      return t;
+    }
+    case AllreduceAlgorithm::kHalvingDoubling: {
+      // Halving then doubling: partners p/2, p/4, ... apart, half the
+      // previous round's bytes each round, then the same in reverse.
+      double t = 0, part = bytes;
+      for (double d = 1; d < p; d *= 2) {
+        part /= 2;
+        t += 2 * (c.latency * std::min(d, p - d) + part * c.seconds_per_byte);
+      }
+      return t;
+    }
+    case AllreduceAlgorithm::kAuto:
+    case AllreduceAlgorithm::kRing:
+      break;
   }
   // Bidirectional ring: half the buffer each way, reduce-scatter + allgather.
   return 2 * (p - 1) * (c.latency + bytes / (2 * p) * c.seconds_per_byte);
@@ -68,26 +88,41 @@ double CostModel::allgather_time(int axis, double block_bytes) const {
   return (p - 1) * (c.latency + block_bytes * c.seconds_per_byte);
 }
 
+namespace {
+
+// Times each step as the executors would run it.
+class CostBackend : public exec::StepBackend {
+ public:
+  CostBackend(const CostModel& model, const Program& program, CostEstimate& e)
+      : model_(model), program_(program), e_(e) {}
+  void compute(const Step& s) override {
+    e_.compute += step_compute_time(program_, s, model_.topology());
+  }
+  void split(const Step& s) override { compute(s); }
+  void pass_through(const Step&) override {}
+  void allgather(const Step& s, int64_t) override {
+    e_.communication += model_.allgather_time(s.mesh_axes[0], bytes(s));
+  }
+  void allreduce(const Step& s, int64_t) override {
+    for (int a : s.mesh_axes) e_.communication += model_.allreduce_time(a, bytes(s));
+  }
+
+ private:
+  double bytes(const Step& s) const {
+    return static_cast<double>(program_.slot_bytes(s.input_slots[0]));
+  }
+  const CostModel& model_;
+  const Program& program_;
+  CostEstimate& e_;
+};
+
+}  // namespace
+
 CostEstimate CostModel::estimate(
     const Program& program, const std::vector<std::pair<std::string, int64_t>>& variables) const {
   CostEstimate e;
-  for (const Step& s : program.steps) {
-    switch (s.kind) {
-      case Step::Kind::kCompute:
-      case Step::Kind::kSplit:
-        e.compute += step_compute_time(program, s, topo_);
-        break;
-      case Step::Kind::kAllgather:
-        e.communication += allgather_time(
-            s.mesh_axes[0], static_cast<double>(program.slot_bytes(s.input_slots[0])));
-        break;
-      case Step::Kind::kAllreduce:
-        for (int a : s.mesh_axes)
-          e.communication +=
-              allreduce_time(a, static_cast<double>(program.slot_bytes(s.input_slots[0])));
-        break;
-    }
-  }
+  CostBackend backend(*this, program, e);
+  for (const Step& s : program.steps) exec::dispatch_step(program.mesh, s, backend);
   e.step_time = e.compute + e.communication;
   e.memory = estimate_memory(program, variables);
   return e;

@@ -1,4 +1,4 @@
-#include "common/idx_reader.h"
+#include "models/idx_reader.h"
 
 #include <zlib.h>
 

@@ -1,0 +1,71 @@
+// common.cc — the helpers every collective algorithm shares (common.h).
+#include "collectives/common.h"
+
+#include <algorithm>
+#include <cstring>
+#include <set>
+
+#include "core/check.h"
+#include "mtf/errors.h"
+
+namespace mtf::collectives {
+
+int segment_count(const Transport& t, int64_t elems, size_t elem_size) {
+  const size_t seg = t.ring_segment_bytes();
+  if (seg == 0) return 1;
+  const int64_t per = std::max<int64_t>(1, static_cast<int64_t>(seg / elem_size));
+  return static_cast<int>(std::max<int64_t>(1, (elems + per - 1) / per));
+}
+
+size_t element_size(DType dtype) {
+  if (dtype != float32 && dtype != int32) {
+    throw DTypeError("collectives support float32 and int32, not " + dtype_name(dtype));
+  }
+  return 4;
+}
+
+namespace {
+template <typename T>
+void reduce_typed(T* d, const T* s, int64_t n, ReduceOp op) {
+  switch (op) {
+    case ReduceOp::kSum:
+      for (int64_t i = 0; i < n; ++i) d[i] += s[i];
+      return;
+    case ReduceOp::kMax:
+      for (int64_t i = 0; i < n; ++i) d[i] = s[i] > d[i] ? s[i] : d[i];
+      return;
+    case ReduceOp::kMin:
+      for (int64_t i = 0; i < n; ++i) d[i] = s[i] < d[i] ? s[i] : d[i];
+      return;
+  }
+}
+}  // namespace
+
+void reduce_into(void* dst, const void* src, int64_t count, DType dtype, ReduceOp op) {
+  if (dtype == float32) {
+    reduce_typed(static_cast<float*>(dst), static_cast<const float*>(src), count, op);
+  } else {
+    reduce_typed(static_cast<int32_t*>(dst), static_cast<const int32_t*>(src), count, op);
+  }
+}
+
+void check_group(const Transport& t, const Group& g, const char* what) {
+  if (g.size() < 1 || g.index < 0 || g.index >= g.size()) {
+    throw ValueError(
+        detail::str_cat(what, ": group position ", g.index, " is outside a group of ", g.size()));
+  }
+  if (g.ranks[g.index] != t.rank()) {
+    throw ValueError(detail::str_cat(what, ": the group puts rank ", g.ranks[g.index],
+                                     " at position ", g.index, " but the caller is rank ",
+                                     t.rank()));
+  }
+  std::set<int> seen;
+  for (int r : g.ranks) {
+    if (r < 0 || r >= t.size() || !seen.insert(r).second) {
+      throw ValueError(detail::str_cat(what, ": group rank ", r,
+                                       " is repeated or outside the job of ", t.size(), " ranks"));
+    }
+  }
+}
+
+}  // namespace mtf::collectives

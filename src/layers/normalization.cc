@@ -1,0 +1,54 @@
+// layer_norm and batch_norm (include/mtf/layers.h).
+#include "mtf/errors.h"
+#include "mtf/layers.h"
+#include "ops/op_util.h"
+
+namespace mtf::layers {
+
+Tensor layer_norm(const Tensor& x, const Dimension& dim, const std::string& name, float epsilon) {
+  if (!x.shape().contains(dim)) {
+    throw ShapeError(detail::str_cat("layer_norm \"", name, "\": dimension ", dim.to_string(),
+                                     " is not in the input ", x.describe()));
+  }
+  const Tensor scale =
+      get_or_create_variable(x.mesh(), name + "/scale", Shape({dim}), Initializer::ones());
+  const Tensor bias =
+      get_or_create_variable(x.mesh(), name + "/bias", Shape({dim}), Initializer::zeros());
+  const Tensor centered = x - reduce_mean(x, dim);
+  const Tensor variance = reduce_mean(square(centered), dim);
+  return centered * rsqrt(variance + epsilon) * scale + bias;
+}
+
+BatchNorm batch_norm(const Tensor& x, bool is_training, const std::vector<Dimension>& reduced_dims,
+                     const std::string& name, float momentum, float epsilon, bool init_zero) {
+  if (reduced_dims.empty()) {
+    throw ShapeError("batch_norm \"" + name + "\": name the dimensions to normalize over");
+  }
+  for (const Dimension& d : reduced_dims) {
+    if (!x.shape().contains(d)) {
+      throw ShapeError(detail::str_cat("batch_norm \"", name, "\": dimension ", d.to_string(),
+                                       " is not in the input ", x.describe()));
+    }
+  }
+  const Shape stats = x.shape().minus(Shape(reduced_dims));
+  const Mesh& mesh = x.mesh();
+  const Tensor moving_mean = get_or_create_variable(mesh, name + "/moving_mean", stats,
+                                                    Initializer::zeros(), float32, false);
+  const Tensor moving_var = get_or_create_variable(mesh, name + "/moving_variance", stats,
+                                                   Initializer::ones(), float32, false);
+  const Tensor scale = get_or_create_variable(
+      mesh, name + "/scale", stats, init_zero ? Initializer::zeros() : Initializer::ones());
+  const Tensor bias = get_or_create_variable(mesh, name + "/bias", stats, Initializer::zeros());
+  BatchNorm r;
+  Tensor mean = moving_mean, variance = moving_var;
+  if (is_training) {
+    mean = reduce_mean(x, stats);
+    variance = reduce_mean(square(x - mean), stats);
+    r.updates.push_back(assign(moving_mean, moving_mean * momentum + mean * (1.0f - momentum)));
+    r.updates.push_back(assign(moving_var, moving_var * momentum + variance * (1.0f - momentum)));
+  }
+  r.output = (x - mean) * rsqrt(variance + epsilon) * scale + bias;
+  return r;
+}
+
+}  // namespace mtf::layers
