@@ -42,10 +42,12 @@ struct Impl {
   std::function<void()> barrier;
 };
 
+#ifdef MTF_BENCH_GLOO
 int env_int(const char* name) {
   const char* v = std::getenv(name);
   return v ? std::atoi(v) : -1;
 }
+#endif
 
 }  // namespace
 
