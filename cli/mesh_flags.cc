@@ -22,6 +22,9 @@ void define_mesh_flags(Flags& flags, bool reproducible) {
                "true: every mesh and layout gives the one-processor run's bits (sums over split "
                "dimensions gathered, fixed-order einsum kernel); false: BLAS speed, layouts "
                "agree to float rounding");
+  flags.define("profile", "false",
+               "true: time every op of every step and print where the time went (per op type "
+               "and per op, the first step left out as warm-up)");
   flags.define("transport", "auto",
                "multi-process transport: auto (tcp under mtf-launch, mpi under mpirun), tcp, "
                "mpi, or none");
@@ -42,6 +45,10 @@ MeshConfig mesh_config_from_flags(const Flags& flags, std::string* transport_nam
   if (reproducible != "true" && reproducible != "false")
     throw ValueError("--reproducible must be true or false, not \"" + reproducible + "\"");
   mesh.reproducible = reproducible == "true";
+  const std::string profile = flags.str("profile");
+  if (profile != "true" && profile != "false")
+    throw ValueError("--profile must be true or false, not \"" + profile + "\"");
+  mesh.profile = profile == "true";
   mesh.mesh_shape = MeshShape(flags.str("mesh_shape"));
   if (flags.str("layout") != "auto") mesh.layout = LayoutRules(flags.str("layout"));
   // Started by mtf-launch (or any launcher setting MTF_RANK etc.) or by

@@ -112,5 +112,66 @@ TEST(SessionTest, RunsAreRepeatableBitForBit) {
   EXPECT_EQ(s1.run(y).to_floats(), s2.run(y).to_floats());
 }
 
+// MeshConfig::profile: every step of every run is timed, per program, per op
+// type and per op; collectives appear under their own names; without the
+// option nothing is recorded.
+TEST(SessionTest, ProfileTimesEveryStepPerProgram) {
+  for (const MeshImpl impl : {MeshImpl::kSimd, MeshImpl::kPlacement}) {
+    Graph g;
+    Mesh mesh(g, "mesh");
+    const Dimension b{"b", 8}, i{"i", 16}, o{"o", 12};
+    Tensor x = placeholder(mesh, Shape({b, i}), float32, "x");
+    Tensor w = get_variable(mesh, "w", Shape({i, o}));
+    Tensor y = reduce_sum(relu(einsum({x, w}, Shape({b, o}))));
+    MeshConfig mc;
+    mc.mesh_shape = MeshShape("rows:2");
+    mc.layout = LayoutRules("i:rows");  // the contraction ends in an allreduce
+    mc.impl = impl;
+    mc.profile = true;
+    Session s(g, mc);
+    HostTensor xv = HostTensor::zeros(x.shape(), float32);
+    for (int k = 0; k < 3; ++k) s.run(y, {{x, xv}});
+    s.run(relu(x), {{x, xv}});
+    const Profile p = s.profile();
+    ASSERT_EQ(p.programs.size(), 2u);
+    const ProgramProfile* main = &p.programs[0];
+    if (main->runs != 3) main = &p.programs[1];
+    ASSERT_EQ(main->runs, 3);
+    EXPECT_GT(main->run_seconds, 0);
+    EXPECT_LE(main->step_seconds, main->run_seconds);
+    double by_op = 0, by_type = 0, flops = 0;
+    bool allreduce = false;
+    for (const ProfileRow& r : main->by_op) by_op += r.seconds;
+    for (const ProfileRow& r : main->by_type) {
+      by_type += r.seconds;
+      if (r.type == "einsum") {
+        flops = r.flops;
+        EXPECT_EQ(r.calls, 1);
+        EXPECT_GT(r.bytes, 0);
+      }
+      allreduce |= r.type == "allreduce";
+    }
+    EXPECT_NEAR(by_op, main->step_seconds, 1e-9);
+    EXPECT_NEAR(by_type, main->step_seconds, 1e-9);
+    EXPECT_EQ(flops, 2.0 * 8 * 8 * 12);  // one processor's half of i
+    EXPECT_TRUE(allreduce);
+    for (size_t k = 1; k < main->by_op.size(); ++k)
+      EXPECT_GE(main->by_op[k - 1].seconds, main->by_op[k].seconds);
+    const std::string text = p.to_string();
+    EXPECT_NE(text.find("by op type:"), std::string::npos) << text;
+    EXPECT_NE(text.find("GFLOP/s"), std::string::npos) << text;
+    EXPECT_NE(text.find("3 runs"), std::string::npos) << text;
+    s.reset_profile();
+    EXPECT_TRUE(s.profile().programs.empty());
+  }
+  Graph g;
+  Mesh mesh(g, "mesh");
+  Tensor c = constant(mesh, 1.0f, Shape({{"a", 4}}));
+  Session plain(g);
+  plain.run(c);
+  EXPECT_TRUE(plain.profile().programs.empty());
+  EXPECT_NE(plain.profile().to_string().find("set MeshConfig::profile"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace mtf

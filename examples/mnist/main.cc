@@ -120,12 +120,14 @@ int main(int argc, char** argv) {
         interval_steps = 0;
       }
       if (checkpoints && (step % save_every == 0 || step == steps)) save(step);
+      if (step == first_step) session.reset_profile();  // the first step warms caches up
     }
     const double secs =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     const int64_t trained = std::max<int64_t>(0, steps - first_step + 1);
     std::printf("trained %lld steps in %.1f s (%.2f ms/step)\n", static_cast<long long>(trained),
                 secs, trained ? 1000.0 * secs / static_cast<double>(trained) : 0.0);
+    if (mesh.profile) std::printf("%s", session.profile().to_string().c_str());
     std::printf("test accuracy: %.4f over %lld images\n", mlp.accuracy(session, test),
                 static_cast<long long>(test.images.count));
     return 0;

@@ -149,11 +149,13 @@ int main(int argc, char** argv) {
         interval = 0;
         interval_steps = 0;
       }
+      if (step == 1) session.reset_profile();  // the first step warms caches up
     }
     const double secs =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     std::printf("trained %lld steps in %.1f s (%.1f ms/step)\n", static_cast<long long>(steps),
                 secs, steps ? 1000.0 * secs / static_cast<double>(steps) : 0.0);
+    if (mesh.profile) std::printf("%s", session.profile().to_string().c_str());
     if (sample_bytes > 0) {
       const std::string text =
           sample(session, lm, flags.str("prompt"), sample_bytes, temperature, cfg.seed);

@@ -13,6 +13,7 @@
 #include "mtf/layout.h"
 #include "mtf/ops.h"
 #include "mtf/optimizers.h"
+#include "mtf/profile.h"
 #include "mtf/session.h"
 #include "mtf/shape.h"
 #include "mtf/sim.h"

@@ -39,6 +39,7 @@
 #include "mtf/host_tensor.h"
 #include "mtf/in_process_transport.h"
 #include "mtf/layout.h"
+#include "mtf/profile.h"
 #include "mtf/sim.h"
 
 namespace mtf {
@@ -66,6 +67,9 @@ struct MeshConfig {
   // slicing and threads, instead of BLAS. Slower; for checking a layout or
   // debugging a divergence. Off: layouts agree to float rounding.
   bool reproducible = false;
+  // Time every step of every run (not simulated ones) per op and op type;
+  // read with Session::profile(). Two clock reads per step.
+  bool profile = false;
   SimOptions sim;  // kSimulated: the machine, mode, core mapping and trace
   // Multi-process jobs (kSimd only): this process is rank
   // process_transport->rank() of a job of mesh-size processes and runs that
@@ -139,6 +143,11 @@ class Session {
   // kSimulated: the report of the last run (ValueError before any run or
   // for another mesh implementation).
   const SimReport& simulation_report() const;
+  // MeshConfig::profile: where the runs' time went, per program run (its
+  // fetches and targets), per op type and per op, as means per run since the
+  // Session was made or reset_profile() was called. Empty without the flag.
+  Profile profile() const;
+  void reset_profile();
 
  private:
   std::unique_ptr<detail::SessionImpl> impl_;

@@ -13,6 +13,7 @@
 #include <algorithm>
 
 #include "core/check.h"
+#include "kernels/blas_core.h"
 #include "kernels/gemm_fixed_order.h"
 #include "kernels/kernels.h"
 
@@ -165,6 +166,7 @@ void einsum2(const HostTensor& a_in, const HostTensor& b_in, HostTensor& out, bo
 
 void einsum(const std::vector<const HostTensor*>& inputs, HostTensor& out, bool fixed_order) {
   MTF_CHECK(!inputs.empty());
+  check_blas_core();
   for (const HostTensor* t : inputs) require_supported(*t, true, "einsum");
   if (inputs.size() == 1) {
     reduce(ReduceFn::kSum, *inputs[0], out, fixed_order);

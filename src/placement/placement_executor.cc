@@ -79,17 +79,20 @@ class PlacementBackend : public exec::StepBackend {
 }  // namespace
 
 void run_placement(const Program& program, std::vector<RunState>& states,
-                   std::vector<std::vector<HostTensor>>* fetched) {
+                   std::vector<std::vector<HostTensor>>* fetched, StepHooks* hooks) {
   const int64_t n = program.mesh.size();
   MTF_CHECK(static_cast<int64_t>(states.size()) == n);
   std::vector<std::vector<HostTensor>> slots(n, std::vector<HostTensor>(program.num_slots));
   PlacementBackend backend(program, states, slots);
-  for (const Step& s : program.steps) {
+  for (size_t i = 0; i < program.steps.size(); ++i) {
+    const Step& s = program.steps[i];
+    if (hooks) hooks->before_step(s, i);
     try {
       exec::dispatch_step(program.mesh, s, backend);
     } catch (const Error& e) {
       rethrow_in_op(*s.op, e);
     }
+    if (hooks) hooks->after_step(s, i);
     for (int slot : s.free_after)
       for (int64_t p = 0; p < n; ++p) slots[p][slot] = HostTensor();
   }

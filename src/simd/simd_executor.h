@@ -6,22 +6,12 @@
 
 #include <vector>
 
+#include "exec/step_hooks.h"
 #include "kernels/kernel_context.h"
 #include "lowering/program.h"
 #include "mtf/transport.h"
 
 namespace mtf {
-
-// Sees every step a core runs (the torus simulator times them). In a dry
-// run compute and split steps run no kernels and slots stay empty; the
-// collectives run on a transport that carries no data, for their timing.
-class StepHooks {
- public:
-  virtual ~StepHooks() = default;
-  virtual void before_step(const Step& step, size_t index) = 0;
-  virtual void after_step(const Step& step, size_t index) = 0;
-  virtual bool dry() const { return false; }
-};
 
 // On return, (*fetched)[i] is this processor's slice of fetch i (empty in a
 // dry run); new variable values are in state.pending_assignments (not yet

@@ -1,0 +1,96 @@
+// step_time — median wall time of one training step of the Transformer LM or
+// the Fashion-MNIST MLP on one processor, for bench/compare_pytorch.py, which
+// runs the same models in PyTorch and alternates the two. Inputs are random
+// (timing does not depend on them); the OpenBLAS core and thread count in
+// force are printed so both sides can be checked to run under one setting.
+//
+//   step_time --model transformer --d_model 512 --d_ff 2048 --heads 8 --d_kv 64
+//             --batch 8 --length 128 --steps 10 --warmup 3
+//   step_time --model mlp --batch 100 --reproducible true
+// Prints "median_ms <x>" (and the per-step times) on its last lines.
+#include <cblas.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <functional>
+#include <memory>
+#include <random>
+
+#include "cli/example_main.h"
+#include "cli/flags.h"
+#include "models/mlp.h"
+#include "models/transformer.h"
+
+using namespace mtf;
+
+int main(int argc, char** argv) {
+  return data::run_example("step_time", [&] {
+    data::Flags flags;
+    flags.define("model", "transformer", "transformer or mlp");
+    examples::TransformerConfig defaults;
+    examples::define_transformer_flags(flags, defaults, /*with_vocab=*/true);
+    flags.define("hidden", "1024", "mlp: hidden units");
+    flags.define("steps", "10", "timed steps");
+    flags.define("warmup", "3", "untimed steps first");
+    flags.define("reproducible", "false", "MeshConfig::reproducible");
+    flags.define("profile", "false", "print the profile of the timed steps");
+    if (!flags.parse(argc, argv)) return 0;
+    const std::string model = flags.str("model");
+    MeshConfig mc;
+    mc.reproducible = flags.str("reproducible") == "true";
+    mc.profile = flags.str("profile") == "true";
+    std::mt19937 rng(1);
+    std::function<void()> step;
+    std::unique_ptr<examples::TransformerLm> lm;
+    std::unique_ptr<examples::Mlp> mlp;
+    std::unique_ptr<Session> session;
+    HostTensor in, tg;
+    if (model == "transformer") {
+      examples::TransformerConfig cfg =
+          examples::transformer_config_from_flags(flags, defaults, true);
+      lm = std::make_unique<examples::TransformerLm>(cfg);
+      session = std::make_unique<Session>(lm->graph(), mc);
+      in = HostTensor(lm->inputs.shape(), int32);
+      tg = HostTensor(lm->targets.shape(), int32);
+      for (int64_t i = 0; i < in.num_elements(); ++i) {
+        in.data<int32_t>()[i] = static_cast<int32_t>(rng() % cfg.vocab);
+        tg.data<int32_t>()[i] = static_cast<int32_t>(rng() % cfg.vocab);
+      }
+      step = [&] {
+        session->run({lm->loss}, {{lm->inputs, in}, {lm->targets, tg}}, lm->train_ops);
+      };
+    } else if (model == "mlp") {
+      examples::MlpConfig cfg;
+      cfg.batch_size = flags.i64("batch");
+      cfg.hidden = flags.i64("hidden");
+      mlp = std::make_unique<examples::Mlp>(cfg);
+      session = std::make_unique<Session>(mlp->graph(), mc);
+      in = HostTensor(mlp->images.shape(), float32);
+      tg = HostTensor(mlp->labels.shape(), int32);
+      for (int64_t i = 0; i < in.num_elements(); ++i) in.data<float>()[i] = (rng() % 256) / 255.f;
+      for (int64_t i = 0; i < tg.num_elements(); ++i)
+        tg.data<int32_t>()[i] = static_cast<int32_t>(rng() % 10);
+      step = [&] { mlp->train_step(*session, in, tg); };
+    } else {
+      throw ValueError("--model must be transformer or mlp, not \"" + model + "\"");
+    }
+    for (int64_t i = 0; i < flags.i64("warmup"); ++i) step();
+    session->reset_profile();
+    std::vector<double> ms;
+    for (int64_t i = 0; i < flags.i64("steps"); ++i) {
+      const auto t0 = std::chrono::steady_clock::now();
+      step();
+      ms.push_back(
+          std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+    }
+    if (mc.profile) std::printf("%s", session->profile().to_string().c_str());
+    std::printf("openblas_core %s threads %d\n", openblas_get_corename(),
+                openblas_get_num_threads());
+    std::printf("steps_ms");
+    for (double m : ms) std::printf(" %.3f", m);
+    std::sort(ms.begin(), ms.end());
+    std::printf("\nmedian_ms %.3f\n", ms.empty() ? 0.0 : ms[ms.size() / 2]);
+    return 0;
+  });
+}
