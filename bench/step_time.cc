@@ -35,6 +35,8 @@ int main(int argc, char** argv) {
     flags.define("warmup", "3", "untimed steps first");
     flags.define("reproducible", "false", "MeshConfig::reproducible");
     flags.define("profile", "false", "print the profile of the timed steps");
+    flags.define("profile_ops", "15", "ops listed by the profile");
+    flags.define("print_program", "false", "print the lowered training step first");
     if (!flags.parse(argc, argv)) return 0;
     const std::string model = flags.str("model");
     MeshConfig mc;
@@ -75,6 +77,10 @@ int main(int argc, char** argv) {
     } else {
       throw ValueError("--model must be transformer or mlp, not \"" + model + "\"");
     }
+    if (flags.str("print_program") == "true") {
+      std::printf("%s", lm ? session->program_text({lm->loss}, lm->train_ops).c_str()
+                           : session->program_text({mlp->loss}, mlp->train_ops).c_str());
+    }
     for (int64_t i = 0; i < flags.i64("warmup"); ++i) step();
     session->reset_profile();
     std::vector<double> ms;
@@ -84,7 +90,9 @@ int main(int argc, char** argv) {
       ms.push_back(
           std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
     }
-    if (mc.profile) std::printf("%s", session->profile().to_string().c_str());
+    if (mc.profile)
+      std::printf("%s",
+                  session->profile().to_string(static_cast<int>(flags.i64("profile_ops"))).c_str());
     std::printf("openblas_core %s threads %d\n", openblas_get_corename(),
                 openblas_get_num_threads());
     std::printf("steps_ms");

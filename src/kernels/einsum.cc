@@ -2,20 +2,27 @@
 //
 // Two operands at a time: dimensions found in only one operand and not in the
 // output are summed first; the rest are classed as batch (both operands and
-// output), M (a and output), N (b and output) and K (contracted). When the
-// operands and output already lie in [batch, M|N, K]-compatible orders, sgemm
-// reads them in place with its transpose flags; otherwise the operand is
-// permuted once into a scratch buffer. Batch dimensions loop over sgemm.
-// Three or more operands contract left to right, keeping only dimensions a
-// later operand or the output still needs.
+// output), M (a and output), N (b and output) and K (contracted). Operands and
+// output are read and written in place whenever, for each of them, its M|N
+// dimensions and its K|N dimensions each fold into one strided axis, one of
+// the two with unit stride: sgemm then walks them through its transpose flags
+// and leading dimensions, and batch dimensions (any strides) loop over
+// sgemm — e.g. attention's [batch, length, heads, d_kv] products need no
+// transposing copy. Otherwise the operand is permuted once into a scratch
+// buffer. Products with neither M nor N (out[batch] = sum_k a*b) run as one
+// fused multiply-add pass. Three or more operands contract left to right,
+// keeping only dimensions a later operand or the output still needs.
 #include <cblas.h>
 
 #include <algorithm>
+#include <array>
+#include <cmath>
 
 #include "core/check.h"
 #include "kernels/blas_core.h"
 #include "kernels/gemm_fixed_order.h"
 #include "kernels/kernels.h"
+#include "kernels/strided_loop.h"
 
 namespace mtf::kernels {
 namespace {
@@ -57,6 +64,173 @@ HostTensor sum_out_unneeded(const HostTensor& t, const Shape& other, const Shape
   HostTensor r(Shape(keep), t.dtype());
   reduce(ReduceFn::kSum, t, r, fixed_order);
   return r;
+}
+
+// Row-major strides of s, by dimension name.
+int64_t stride_of(const Shape& s, const std::string& name) {
+  int64_t st = 1;
+  for (int i = s.ndims() - 1; i >= 0; --i) {
+    if (s[i].name == name) return st;
+    st *= s[i].size;
+  }
+  MTF_CHECK(false);
+  return 0;
+}
+
+// The stride of `group` folded into one axis of `s`, or -1 when it does not
+// fold (its dimensions of size > 1 must lie in `s` in this order, each outer
+// one stepping over exactly the inner one). 0 when the group is empty or all
+// of size 1 (any stride will do).
+int64_t folded_stride(const Shape& s, const Names& group) {
+  int64_t inner_stride = 0, inner_size = 0, last_pos = -1;
+  for (auto it = group.rbegin(); it != group.rend(); ++it) {
+    const Dimension& d = s.get(*it);
+    if (d.size == 1) continue;
+    const int64_t pos = s.index_of(*it), st = stride_of(s, *it);
+    if (last_pos >= 0 && (pos >= last_pos || st != inner_stride * inner_size)) return -1;
+    if (last_pos < 0) {
+      inner_stride = st;
+      inner_size = d.size;
+    } else {
+      inner_size *= d.size;
+    }
+    last_pos = pos;
+  }
+  return inner_stride;
+}
+
+// A rows x cols matrix inside a tensor: row-major with leading dimension ld
+// (trans = false) or column-major (trans = true).
+struct MatrixView {
+  bool ok = false, trans = false;
+  int64_t ld = 0;
+};
+
+MatrixView matrix_view(const Shape& s, const Names& rows, const Names& cols, int64_t nrows,
+                       int64_t ncols) {
+  MatrixView v;
+  const int64_t rs = folded_stride(s, rows), cs = folded_stride(s, cols);
+  if (rs < 0 || cs < 0) return v;
+  if ((cs == 1 || ncols == 1) && (nrows == 1 || rs >= ncols)) {
+    v.ok = true;
+    v.ld = nrows == 1 ? std::max<int64_t>(ncols, 1) : rs;
+  } else if ((rs == 1 || nrows == 1) && (ncols == 1 || cs >= nrows)) {
+    v.ok = v.trans = true;
+    v.ld = ncols == 1 ? std::max<int64_t>(nrows, 1) : cs;
+  }
+  return v;
+}
+
+// out[batch] = sum over K of a * b, when the product has neither M nor N: one
+// pass of fused multiply-adds over [K..., batch...] in row-major order, so each
+// output element sums its terms in K's index order (fixed-order mode's rule).
+void batched_dot(const HostTensor& a, const HostTensor& b, const Names& k_names, HostTensor& out) {
+  if (folded_stride(a.shape(), k_names) == 1 && folded_stride(b.shape(), k_names) == 1) {
+    // K contiguous in both: dot products along K, eight outputs at a time so
+    // that their independent chains overlap.
+    const int64_t k = product(a.shape(), k_names);
+    std::vector<int64_t> sizes;
+    std::array<std::vector<int64_t>, 3> strides;
+    for (const auto& d : out.shape()) {
+      sizes.push_back(d.size);
+      strides[0].push_back(stride_of(a.shape(), d.name));
+      strides[1].push_back(stride_of(b.shape(), d.name));
+      strides[2].push_back(stride_of(out.shape(), d.name));
+    }
+    const float* pa = a.data<float>();
+    const float* pb = b.data<float>();
+    float* po = out.data<float>();
+    for_each_row<3>(
+        make_plan<3>(sizes, strides), [&](const int64_t* off, int64_t n, const int64_t* st) {
+          constexpr int kLanes = 8;
+          int64_t i = 0;
+          for (; i + kLanes <= n; i += kLanes) {
+            float acc[kLanes] = {};
+            for (int64_t p = 0; p < k; ++p)
+              for (int j = 0; j < kLanes; ++j)
+                acc[j] = std::fma(pa[off[0] + (i + j) * st[0] + p],
+                                  pb[off[1] + (i + j) * st[1] + p], acc[j]);
+            for (int j = 0; j < kLanes; ++j) po[off[2] + (i + j) * st[2]] = acc[j];
+          }
+          for (; i < n; ++i) {
+            float acc = 0.f;
+            for (int64_t p = 0; p < k; ++p)
+              acc = std::fma(pa[off[0] + i * st[0] + p], pb[off[1] + i * st[1] + p], acc);
+            po[off[2] + i * st[2]] = acc;
+          }
+        });
+    return;
+  }
+  Names axes = k_names;
+  for (const auto& d : out.shape()) axes.push_back(d.name);
+  std::vector<int64_t> sizes;
+  std::array<std::vector<int64_t>, 3> strides;
+  for (const auto& n : axes) {
+    sizes.push_back(a.shape().get(n).size);
+    strides[0].push_back(stride_of(a.shape(), n));
+    strides[1].push_back(stride_of(b.shape(), n));
+    strides[2].push_back(out.shape().contains(n) ? stride_of(out.shape(), n) : 0);
+  }
+  fill(out, 0.f);
+  const float* pa = a.data<float>();
+  const float* pb = b.data<float>();
+  float* po = out.data<float>();
+  for_each_row<3>(make_plan<3>(sizes, strides),
+                  [&](const int64_t* off, int64_t n, const int64_t* st) {
+                    const float* x = pa + off[0];
+                    const float* y = pb + off[1];
+                    float* o = po + off[2];
+                    if (st[2] == 0) {  // a row along K: one output element
+                      float acc = *o;
+                      for (int64_t i = 0; i < n; ++i)
+                        acc = std::fma(x[i * st[0]], y[i * st[1]], acc);
+                      *o = acc;
+                    } else if (st[0] == 1 && st[1] == 1 && st[2] == 1) {
+                      for (int64_t i = 0; i < n; ++i) o[i] = std::fma(x[i], y[i], o[i]);
+                    } else {
+                      for (int64_t i = 0; i < n; ++i)
+                        o[i * st[2]] = std::fma(x[i * st[0]], y[i * st[1]], o[i * st[2]]);
+                    }
+                  });
+}
+
+// C = A·B for every batch index, reading A, B and writing C in place through
+// their views; returns false (doing nothing) when some view does not exist.
+bool gemm_in_place(const HostTensor& A, const HostTensor& B, HostTensor& C, const Names& batch,
+                   const Names& M, const Names& N, const Names& K, int64_t m, int64_t n, int64_t k,
+                   bool fixed_order) {
+  const MatrixView va = matrix_view(A.shape(), M, K, m, k);
+  const MatrixView vb = matrix_view(B.shape(), K, N, k, n);
+  const MatrixView vc = matrix_view(C.shape(), M, N, m, n);
+  if (!va.ok || !vb.ok || !vc.ok || vc.trans) return false;
+  std::vector<int64_t> sizes;
+  std::array<std::vector<int64_t>, 3> strides;
+  for (const auto& nm : batch) {
+    sizes.push_back(C.shape().get(nm).size);
+    strides[0].push_back(stride_of(A.shape(), nm));
+    strides[1].push_back(stride_of(B.shape(), nm));
+    strides[2].push_back(stride_of(C.shape(), nm));
+  }
+  const float* pa = A.data<float>();
+  const float* pb = B.data<float>();
+  float* pc = C.data<float>();
+  auto one = [&](int64_t oa, int64_t ob, int64_t oc) {
+    if (fixed_order) {
+      sgemm_fixed_order(va.trans, vb.trans, m, n, k, pa + oa, va.ld, pb + ob, vb.ld, pc + oc,
+                        vc.ld);
+      return;
+    }
+    cblas_sgemm(CblasRowMajor, va.trans ? CblasTrans : CblasNoTrans,
+                vb.trans ? CblasTrans : CblasNoTrans, static_cast<int>(m), static_cast<int>(n),
+                static_cast<int>(k), 1.0f, pa + oa, static_cast<int>(va.ld), pb + ob,
+                static_cast<int>(vb.ld), 0.0f, pc + oc, static_cast<int>(vc.ld));
+  };
+  for_each_row<3>(make_plan<3>(sizes, strides),
+                  [&](const int64_t* off, int64_t rows, const int64_t* st) {
+                    for (int64_t i = 0; i < rows; ++i)
+                      one(off[0] + i * st[0], off[1] + i * st[1], off[2] + i * st[2]);
+                  });
+  return true;
 }
 
 void gemm_int(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const int32_t* a, int64_t lda,
@@ -107,6 +281,15 @@ void einsum2(const HostTensor& a_in, const HostTensor& b_in, HostTensor& out, bo
   }
   const int64_t nb = product(os, batch), m = product(os, M), n = product(os, N);
   const int64_t k = product(A0.shape(), k_names);
+  if (out.dtype() == float32 && k > 0) {
+    if (M.empty() && N.empty()) {
+      batched_dot(a, b, k_names, out);
+      return;
+    }
+    if (gemm_in_place(A0, B0, out, batch, M, N, k_names, m, n, k, fixed_order) ||
+        gemm_in_place(B0, A0, out, batch, N, M, k_names, n, m, k, fixed_order))
+      return;
+  }
   HostTensor c = out_direct ? out
                             : HostTensor(Shape([&] {
                                            std::vector<Dimension> d;

@@ -9,6 +9,7 @@
 #include "core/check.h"
 #include "kernels/kernels.h"
 #include "kernels/strided_loop.h"
+#include "kernels/vector_math.h"
 
 namespace mtf::kernels {
 
@@ -48,7 +49,7 @@ void unary_float(UnaryFn fn, const float* x, float* y, int64_t n) {
         return 0.5f * v * (1.f + std::tanh(kGeluC * (v + 0.044715f * v * v * v)));
       });
     case UnaryFn::kExp:
-      return map(x, y, n, [](float v) { return std::exp(v); });
+      return exp_array(x, y, n);
     case UnaryFn::kLog:
       return map(x, y, n, [](float v) { return std::log(v); });
     case UnaryFn::kTanh:
