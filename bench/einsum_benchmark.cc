@@ -1,7 +1,9 @@
 // einsum as matmul against a direct cblas_sgemm on the same shapes, in the
-// same run: [1024,1024]x[1024,1024] and the Fashion-MNIST MLP's einsums
-// (forward and gradient). Prints GFLOP/s and the ratio einsum / sgemm, for
-// the default kernels and for reproducible mode's fixed-order kernel.
+// same run: [1024,1024]x[1024,1024], the Fashion-MNIST MLP's einsums
+// (forward and gradient) and the Transformer LM's at d_model 512 (dense
+// projections forward, input and weight gradients; attention's batched
+// products, against a loop of sgemms over contiguous [batch*heads] blocks). Prints GFLOP/s and the
+// ratio einsum / sgemm, for the default kernels and for reproducible mode's fixed-order kernel.
 #include <cblas.h>
 
 #include <cstdio>
@@ -21,6 +23,7 @@ struct Case {
   // The equivalent row-major sgemm: C[m,n] = op(A) op(B).
   bool ta, tb;
   int m, n, k;
+  int batch = 1;  // sgemm calls (attention: batch x heads)
 };
 
 // The MLP at batch b: x[b,rows,cols] w1[rows,cols,hidden] h[b,hidden] w2[hidden,classes].
@@ -74,6 +77,58 @@ std::vector<Case> cases() {
        100,
        1024,
        10},
+      // Transformer LM, d_model 512, d_ff 2048, 8 heads x 64, batch 8 x 128.
+      {"lm_ffn_wi_1024x2048x512",
+       {"batch:8;length:128;d_model:512", "d_model:512;d_ff:2048"},
+       "batch:8;length:128;d_ff:2048",
+       false,
+       false,
+       1024,
+       2048,
+       512},
+      {"lm_ffn_wi_grad_x_1024x512x2048",
+       {"batch:8;length:128;d_ff:2048", "d_model:512;d_ff:2048"},
+       "batch:8;length:128;d_model:512",
+       false,
+       true,
+       1024,
+       512,
+       2048},
+      {"lm_ffn_wi_grad_w_512x2048x1024",
+       {"batch:8;length:128;d_model:512", "batch:8;length:128;d_ff:2048"},
+       "d_model:512;d_ff:2048",
+       true,
+       false,
+       512,
+       2048,
+       1024},
+      {"lm_q_1024x512x512",
+       {"batch:8;length:128;d_model:512", "d_model:512;heads:8;d_kv:64"},
+       "batch:8;length:128;heads:8;d_kv:64",
+       false,
+       false,
+       1024,
+       512,
+       512},
+      {"lm_attention_logits_64x128x128x64",
+       {"batch:8;length:128;heads:8;d_kv:64", "batch:8;memory_length:128;heads:8;d_kv:64"},
+       "batch:8;length:128;heads:8;memory_length:128",
+       false,
+       true,
+       128,
+       128,
+       64,
+       64},
+      {"lm_attention_values_64x128x64x128",
+       {"batch:8;length:128;heads:8;memory_length:128",
+        "batch:8;memory_length:128;heads:8;d_kv:64"},
+       "batch:8;length:128;heads:8;d_kv:64",
+       false,
+       false,
+       128,
+       64,
+       128,
+       64},
   };
 }
 
@@ -103,20 +158,23 @@ void BM_EinsumVsSgemm(benchmark::State& state, Case c, bool reproducible) {
   config.reproducible = reproducible;
   Session session(g, config);
 
-  std::vector<float> a(static_cast<size_t>(c.m) * c.k), b(static_cast<size_t>(c.k) * c.n),
-      ref_out(static_cast<size_t>(c.m) * c.n);
+  const size_t sa = static_cast<size_t>(c.m) * c.k, sb = static_cast<size_t>(c.k) * c.n,
+               sc = static_cast<size_t>(c.m) * c.n;
+  std::vector<float> a(sa * c.batch), b(sb * c.batch), ref_out(sc * c.batch);
   std::mt19937 rng(1);
   std::uniform_real_distribution<float> d(-1.f, 1.f);
   for (auto& x : a) x = d(rng);
   for (auto& x : b) x = d(rng);
   const int lda = c.ta ? c.m : c.k, ldb = c.tb ? c.k : c.n;
   auto sgemm = [&] {
-    cblas_sgemm(CblasRowMajor, c.ta ? CblasTrans : CblasNoTrans, c.tb ? CblasTrans : CblasNoTrans,
-                c.m, c.n, c.k, 1.f, a.data(), lda, b.data(), ldb, 0.f, ref_out.data(), c.n);
+    for (int i = 0; i < c.batch; ++i)
+      cblas_sgemm(CblasRowMajor, c.ta ? CblasTrans : CblasNoTrans, c.tb ? CblasTrans : CblasNoTrans,
+                  c.m, c.n, c.k, 1.f, a.data() + i * sa, lda, b.data() + i * sb, ldb, 0.f,
+                  ref_out.data() + i * sc, c.n);
     benchmark::DoNotOptimize(ref_out.data());
   };
   auto run = [&] { benchmark::DoNotOptimize(session.run(out, feeds)); };
-  mtf::bench::run_paired(state, sgemm, run, 2.0 * c.m * c.n * c.k);
+  mtf::bench::run_paired(state, sgemm, run, 2.0 * c.m * c.n * c.k * c.batch);
 }
 
 // The fixed cost of one Session::run of a one-element einsum: what small
