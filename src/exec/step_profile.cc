@@ -28,20 +28,6 @@ double step_bytes(const Program& program, const Step& s) {
 
 namespace {
 
-const char* kind_name(Step::Kind k) {
-  switch (k) {
-    case Step::Kind::kAllgather:
-      return "allgather";
-    case Step::Kind::kAllreduce:
-      return "allreduce";
-    case Step::Kind::kSplit:
-      return "split";
-    case Step::Kind::kCompute:
-      break;
-  }
-  return "compute";
-}
-
 std::vector<ProfileRow> by_time(std::map<std::string, ProfileRow>& rows) {
   std::vector<ProfileRow> v;
   for (auto& [key, row] : rows) v.push_back(std::move(row));
@@ -63,7 +49,7 @@ ProgramProfile summarize(const Program& program, const ProgramTimes& times) {
   for (size_t i = 0; i < program.steps.size(); ++i) {
     const Step& s = program.steps[i];
     const double seconds = i < times.step_seconds.size() ? times.step_seconds[i] / runs : 0.0;
-    const std::string type = s.kind == Step::Kind::kCompute ? s.op->type() : kind_name(s.kind);
+    const std::string type = s.kind == Step::Kind::kCompute ? s.op->type() : step_kind_name(s.kind);
     const std::string name =
         s.kind == Step::Kind::kCompute ? s.op->name() : type + "(" + s.op->name() + ")";
     for (auto* row : {&types[type], &ops[name]}) {

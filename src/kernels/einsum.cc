@@ -77,6 +77,21 @@ int64_t stride_of(const Shape& s, const std::string& name) {
   return 0;
 }
 
+// A loop plan over the named axes for three operands; an operand lacking an
+// axis steps 0 along it. Sizes come from `sized`, which has every axis.
+StridedPlan<3> plan3(const Names& axes, const Shape& sized, const Shape& s0, const Shape& s1,
+                     const Shape& s2) {
+  std::vector<int64_t> sizes;
+  std::array<std::vector<int64_t>, 3> strides;
+  const Shape* shapes[3] = {&s0, &s1, &s2};
+  for (const auto& n : axes) {
+    sizes.push_back(sized.get(n).size);
+    for (int k = 0; k < 3; ++k)
+      strides[k].push_back(shapes[k]->contains(n) ? stride_of(*shapes[k], n) : 0);
+  }
+  return make_plan<3>(sizes, strides);
+}
+
 // The stride of `group` folded into one axis of `s`, or -1 when it does not
 // fold (its dimensions of size > 1 must lie in `s` in this order, each outer
 // one stepping over exactly the inner one). 0 when the group is empty or all
@@ -129,53 +144,38 @@ void batched_dot(const HostTensor& a, const HostTensor& b, const Names& k_names,
     // K contiguous in both: dot products along K, eight outputs at a time so
     // that their independent chains overlap.
     const int64_t k = product(a.shape(), k_names);
-    std::vector<int64_t> sizes;
-    std::array<std::vector<int64_t>, 3> strides;
-    for (const auto& d : out.shape()) {
-      sizes.push_back(d.size);
-      strides[0].push_back(stride_of(a.shape(), d.name));
-      strides[1].push_back(stride_of(b.shape(), d.name));
-      strides[2].push_back(stride_of(out.shape(), d.name));
-    }
     const float* pa = a.data<float>();
     const float* pb = b.data<float>();
     float* po = out.data<float>();
-    for_each_row<3>(
-        make_plan<3>(sizes, strides), [&](const int64_t* off, int64_t n, const int64_t* st) {
-          constexpr int kLanes = 8;
-          int64_t i = 0;
-          for (; i + kLanes <= n; i += kLanes) {
-            float acc[kLanes] = {};
-            for (int64_t p = 0; p < k; ++p)
-              for (int j = 0; j < kLanes; ++j)
-                acc[j] = std::fma(pa[off[0] + (i + j) * st[0] + p],
-                                  pb[off[1] + (i + j) * st[1] + p], acc[j]);
-            for (int j = 0; j < kLanes; ++j) po[off[2] + (i + j) * st[2]] = acc[j];
-          }
-          for (; i < n; ++i) {
-            float acc = 0.f;
-            for (int64_t p = 0; p < k; ++p)
-              acc = std::fma(pa[off[0] + i * st[0] + p], pb[off[1] + i * st[1] + p], acc);
-            po[off[2] + i * st[2]] = acc;
-          }
-        });
+    for_each_row<3>(plan3(out.shape().names(), out.shape(), a.shape(), b.shape(), out.shape()),
+                    [&](const int64_t* off, int64_t n, const int64_t* st) {
+                      constexpr int kLanes = 8;
+                      int64_t i = 0;
+                      for (; i + kLanes <= n; i += kLanes) {
+                        float acc[kLanes] = {};
+                        for (int64_t p = 0; p < k; ++p)
+                          for (int j = 0; j < kLanes; ++j)
+                            acc[j] = std::fma(pa[off[0] + (i + j) * st[0] + p],
+                                              pb[off[1] + (i + j) * st[1] + p], acc[j]);
+                        for (int j = 0; j < kLanes; ++j) po[off[2] + (i + j) * st[2]] = acc[j];
+                      }
+                      for (; i < n; ++i) {
+                        float acc = 0.f;
+                        for (int64_t p = 0; p < k; ++p)
+                          acc =
+                              std::fma(pa[off[0] + i * st[0] + p], pb[off[1] + i * st[1] + p], acc);
+                        po[off[2] + i * st[2]] = acc;
+                      }
+                    });
     return;
   }
   Names axes = k_names;
   for (const auto& d : out.shape()) axes.push_back(d.name);
-  std::vector<int64_t> sizes;
-  std::array<std::vector<int64_t>, 3> strides;
-  for (const auto& n : axes) {
-    sizes.push_back(a.shape().get(n).size);
-    strides[0].push_back(stride_of(a.shape(), n));
-    strides[1].push_back(stride_of(b.shape(), n));
-    strides[2].push_back(out.shape().contains(n) ? stride_of(out.shape(), n) : 0);
-  }
   fill(out, 0.f);
   const float* pa = a.data<float>();
   const float* pb = b.data<float>();
   float* po = out.data<float>();
-  for_each_row<3>(make_plan<3>(sizes, strides),
+  for_each_row<3>(plan3(axes, a.shape(), a.shape(), b.shape(), out.shape()),
                   [&](const int64_t* off, int64_t n, const int64_t* st) {
                     const float* x = pa + off[0];
                     const float* y = pb + off[1];
@@ -203,14 +203,6 @@ bool gemm_in_place(const HostTensor& A, const HostTensor& B, HostTensor& C, cons
   const MatrixView vb = matrix_view(B.shape(), K, N, k, n);
   const MatrixView vc = matrix_view(C.shape(), M, N, m, n);
   if (!va.ok || !vb.ok || !vc.ok || vc.trans) return false;
-  std::vector<int64_t> sizes;
-  std::array<std::vector<int64_t>, 3> strides;
-  for (const auto& nm : batch) {
-    sizes.push_back(C.shape().get(nm).size);
-    strides[0].push_back(stride_of(A.shape(), nm));
-    strides[1].push_back(stride_of(B.shape(), nm));
-    strides[2].push_back(stride_of(C.shape(), nm));
-  }
   const float* pa = A.data<float>();
   const float* pb = B.data<float>();
   float* pc = C.data<float>();
@@ -225,7 +217,7 @@ bool gemm_in_place(const HostTensor& A, const HostTensor& B, HostTensor& C, cons
                 static_cast<int>(k), 1.0f, pa + oa, static_cast<int>(va.ld), pb + ob,
                 static_cast<int>(vb.ld), 0.0f, pc + oc, static_cast<int>(vc.ld));
   };
-  for_each_row<3>(make_plan<3>(sizes, strides),
+  for_each_row<3>(plan3(batch, C.shape(), A.shape(), B.shape(), C.shape()),
                   [&](const int64_t* off, int64_t rows, const int64_t* st) {
                     for (int64_t i = 0; i < rows; ++i)
                       one(off[0] + i * st[0], off[1] + i * st[1], off[2] + i * st[2]);

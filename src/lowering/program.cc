@@ -9,9 +9,7 @@
 
 namespace mtf {
 
-namespace {
-
-const char* kind_name(Step::Kind k) {
+const char* step_kind_name(Step::Kind k) {
   switch (k) {
     case Step::Kind::kCompute:
       return "compute";
@@ -24,6 +22,8 @@ const char* kind_name(Step::Kind k) {
   }
   return "?";
 }
+
+namespace {
 
 std::string axes_name(const MeshShape& mesh, const std::vector<int>& axes) {
   std::string s;
@@ -55,7 +55,8 @@ ProgramCounters Program::counters() const {
   c.flops = total_flops();
   for (const Step& s : steps) {
     if (s.kind != Step::Kind::kAllgather && s.kind != Step::Kind::kAllreduce) continue;
-    const std::string key = std::string(kind_name(s.kind)) + "/" + axes_name(mesh, s.mesh_axes);
+    const std::string key =
+        std::string(step_kind_name(s.kind)) + "/" + axes_name(mesh, s.mesh_axes);
     c.bytes[key] += s.bytes;
     c.bytes_by_op[s.op->name()][key] += s.bytes;
   }
@@ -76,7 +77,7 @@ std::string Program::to_string() const {
   os << "program on mesh \"" << mesh.to_string() << "\": " << steps.size() << " steps, "
      << total_flops() << " flops per processor\n";
   for (const auto& s : steps) {
-    os << "  " << kind_name(s.kind) << " " << s.op->name();
+    os << "  " << step_kind_name(s.kind) << " " << s.op->name();
     if (s.kind == Step::Kind::kCompute) os << " = " << s.op->type();
     os << "(";
     for (size_t i = 0; i < s.input_slots.size(); ++i)

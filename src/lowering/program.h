@@ -40,6 +40,9 @@ struct Step {
   int64_t bytes = 0;  // bytes each processor sends
 };
 
+// "compute", "allgather", "allreduce" or "split".
+const char* step_kind_name(Step::Kind kind);
+
 struct ProgramCounters {
   double flops = 0;  // per processor
   // Bytes each processor sends, by "<collective>/<mesh axis>".
