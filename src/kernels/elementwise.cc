@@ -37,6 +37,8 @@ void map(const T* x, T* y, int64_t n, F f) {
   for (int64_t i = 0; i < n; ++i) y[i] = f(x[i]);
 }
 
+}  // namespace
+
 void unary_float(UnaryFn fn, const float* x, float* y, int64_t n) {
   switch (fn) {
     case UnaryFn::kIdentity:
@@ -94,6 +96,8 @@ void unary_float(UnaryFn fn, const float* x, float* y, int64_t n) {
       });
   }
 }
+
+namespace {
 
 void unary_int(UnaryFn fn, const int32_t* x, int32_t* y, int64_t n) {
   switch (fn) {
@@ -159,8 +163,25 @@ bool is_comparison(BinaryFn fn) {
 
 namespace {
 
-// Runs f(a_elem, b_elem) -> out over a broadcast plan, specialising the
-// common inner strides so the loops vectorize.
+// One row: o[i] = f(x[i * sx], y[i * sy]), o contiguous; the common
+// strides (1 and 0) get loops the compiler vectorizes.
+template <typename TO, typename TA, typename F>
+void apply_row(TO* o, const TA* x, int64_t sx, const TA* y, int64_t sy, int64_t n, F f) {
+  if (sx == 1 && sy == 1) {
+    for (int64_t i = 0; i < n; ++i) o[i] = f(x[i], y[i]);
+  } else if (sx == 1 && sy == 0) {
+    const TA yv = *y;
+    for (int64_t i = 0; i < n; ++i) o[i] = f(x[i], yv);
+  } else if (sx == 0 && sy == 1) {
+    const TA xv = *x;
+    for (int64_t i = 0; i < n; ++i) o[i] = f(xv, y[i]);
+  } else {
+    for (int64_t i = 0; i < n; ++i) o[i] = f(x[i * sx], y[i * sy]);
+  }
+}
+
+// Runs f(a_elem, b_elem) -> out over a broadcast plan. (out is row-major in
+// the plan's order, so its inner stride is 1.)
 template <typename TA, typename TO, typename F>
 void broadcast_apply(const HostTensor& a, const HostTensor& b, HostTensor& out, F f) {
   const auto names = out.shape().names();
@@ -172,52 +193,40 @@ void broadcast_apply(const HostTensor& a, const HostTensor& b, HostTensor& out, 
   const TA* pb = static_cast<const TA*>(b.raw_data());
   TO* po = static_cast<TO*>(out.raw_data());
   for_each_row(plan, [&](const int64_t* off, int64_t n, const int64_t* s) {
-    TO* o = po + off[0];
-    const TA* x = pa + off[1];
-    const TA* y = pb + off[2];
-    if (s[1] == 1 && s[2] == 1) {
-      for (int64_t i = 0; i < n; ++i) o[i] = f(x[i], y[i]);
-    } else if (s[1] == 1 && s[2] == 0) {
-      const TA yv = *y;
-      for (int64_t i = 0; i < n; ++i) o[i] = f(x[i], yv);
-    } else if (s[1] == 0 && s[2] == 1) {
-      const TA xv = *x;
-      for (int64_t i = 0; i < n; ++i) o[i] = f(xv, y[i]);
-    } else {
-      for (int64_t i = 0; i < n; ++i) o[i * s[0]] = f(x[i * s[1]], y[i * s[2]]);
-    }
+    apply_row(po + off[0], pa + off[1], s[1], pb + off[2], s[2], n, f);
   });
+}
+
+// Calls visit(f) with the function of arithmetic op fn on T: the one
+// definition of each op, shared by whole-tensor and fused kernels.
+template <typename T, typename Visit>
+void visit_arithmetic(BinaryFn fn, Visit&& visit) {
+  switch (fn) {
+    case BinaryFn::kAdd:
+      return visit([](T x, T y) { return x + y; });
+    case BinaryFn::kSub:
+      return visit([](T x, T y) { return x - y; });
+    case BinaryFn::kMul:
+      return visit([](T x, T y) { return x * y; });
+    case BinaryFn::kDiv:
+      return visit([](T x, T y) { return T(x / y); });
+    case BinaryFn::kMin:
+      return visit([](T x, T y) { return y < x ? y : x; });
+    case BinaryFn::kMax:
+      return visit([](T x, T y) { return y > x ? y : x; });
+    case BinaryFn::kPow:
+      return visit([](T x, T y) {
+        return static_cast<T>(std::pow(static_cast<double>(x), static_cast<double>(y)));
+      });
+    default:
+      MTF_CHECK(false);
+  }
 }
 
 template <typename T>
 void binary_typed(BinaryFn fn, const HostTensor& a, const HostTensor& b, HostTensor& out) {
   using I = int32_t;
   switch (fn) {
-    case BinaryFn::kAdd:
-      return broadcast_apply<T, T>(a, b, out, [](T x, T y) { return x + y; });
-    case BinaryFn::kSub:
-      return broadcast_apply<T, T>(a, b, out, [](T x, T y) { return x - y; });
-    case BinaryFn::kMul:
-      return broadcast_apply<T, T>(a, b, out, [](T x, T y) { return x * y; });
-    case BinaryFn::kDiv:
-      if constexpr (std::is_integral_v<T>) {
-        const T* pb = static_cast<const T*>(b.raw_data());
-        for (int64_t i = 0; i < b.num_elements(); ++i) {
-          if (pb[i] == 0) {
-            throw ValueError("integer division by zero (element " + std::to_string(i) +
-                             " of the divisor is 0)");
-          }
-        }
-      }
-      return broadcast_apply<T, T>(a, b, out, [](T x, T y) { return T(x / y); });
-    case BinaryFn::kMin:
-      return broadcast_apply<T, T>(a, b, out, [](T x, T y) { return y < x ? y : x; });
-    case BinaryFn::kMax:
-      return broadcast_apply<T, T>(a, b, out, [](T x, T y) { return y > x ? y : x; });
-    case BinaryFn::kPow:
-      return broadcast_apply<T, T>(a, b, out, [](T x, T y) {
-        return static_cast<T>(std::pow(static_cast<double>(x), static_cast<double>(y)));
-      });
     case BinaryFn::kLess:
       return broadcast_apply<T, I>(a, b, out, [](T x, T y) { return I(x < y); });
     case BinaryFn::kLessEqual:
@@ -230,7 +239,21 @@ void binary_typed(BinaryFn fn, const HostTensor& a, const HostTensor& b, HostTen
       return broadcast_apply<T, I>(a, b, out, [](T x, T y) { return I(x == y); });
     case BinaryFn::kNotEqual:
       return broadcast_apply<T, I>(a, b, out, [](T x, T y) { return I(x != y); });
+    default:
+      break;
   }
+  if constexpr (std::is_integral_v<T>) {
+    if (fn == BinaryFn::kDiv) {
+      const T* pb = static_cast<const T*>(b.raw_data());
+      for (int64_t i = 0; i < b.num_elements(); ++i) {
+        if (pb[i] == 0) {
+          throw ValueError("integer division by zero (element " + std::to_string(i) +
+                           " of the divisor is 0)");
+        }
+      }
+    }
+  }
+  visit_arithmetic<T>(fn, [&](auto f) { broadcast_apply<T, T>(a, b, out, f); });
 }
 
 }  // namespace
@@ -243,6 +266,11 @@ void binary(BinaryFn fn, const HostTensor& a, const HostTensor& b, HostTensor& o
   } else {
     binary_typed<int32_t>(fn, a, b, out);
   }
+}
+
+void binary_float_row(BinaryFn fn, float* out, const float* a, int64_t sa, const float* b,
+                      int64_t sb, int64_t n) {
+  visit_arithmetic<float>(fn, [&](auto f) { apply_row(out, a, sa, b, sb, n, f); });
 }
 
 void scaled_add(const HostTensor& a, float alpha, const HostTensor& b, HostTensor& out) {

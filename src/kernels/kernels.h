@@ -38,6 +38,9 @@ enum class UnaryFn {
 const char* unary_name(UnaryFn fn);
 // float32 for all; int32 for identity, negative, abs, square, sign, relu.
 void unary(UnaryFn fn, const HostTensor& x, HostTensor& y);
+// y[i] = fn(x[i]) for n floats (y may be x): the loop behind unary() and
+// the fused kernel, so both give the same bits.
+void unary_float(UnaryFn fn, const float* x, float* y, int64_t n);
 void cast(const HostTensor& x, HostTensor& y);
 
 enum class BinaryFn {
@@ -60,6 +63,11 @@ bool is_comparison(BinaryFn fn);
 // out's dimensions contain a's and b's (broadcast by name). Arithmetic: out
 // has a's dtype; comparisons: out is int32.
 void binary(BinaryFn fn, const HostTensor& a, const HostTensor& b, HostTensor& out);
+// out[i] = fn(a[i * sa], b[i * sb]) for n floats, fn arithmetic (not a
+// comparison); out contiguous (it may be a or b where that stride is 1). The
+// same loops as binary(), so both give the same bits.
+void binary_float_row(BinaryFn fn, float* out, const float* a, int64_t sa, const float* b,
+                      int64_t sb, int64_t n);
 // out = a + alpha * b for float32, b broadcast by name into a's shape (= out's).
 void scaled_add(const HostTensor& a, float alpha, const HostTensor& b, HostTensor& out);
 void where(const HostTensor& cond, const HostTensor& x, const HostTensor& y, HostTensor& out);

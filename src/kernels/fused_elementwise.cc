@@ -1,0 +1,156 @@
+#include "kernels/fused_elementwise.h"
+
+#include <algorithm>
+#include <array>
+
+#include "core/check.h"
+#include "kernels/strided_loop.h"
+
+namespace mtf::kernels {
+
+std::string FusedExpr::describe() const {
+  std::string s;
+  for (const FusedInstr& in : instrs) {
+    if (in.kind == FusedInstr::Kind::kInput) continue;
+    s += s.empty() ? "" : ", ";
+    s += in.kind == FusedInstr::Kind::kUnary ? unary_name(in.unary) : binary_name(in.binary);
+  }
+  return s;
+}
+
+namespace {
+
+// Elements of a row evaluated at once: every instruction's block of values
+// stays in L1 (16 instructions x 1 KiB).
+constexpr int64_t kBlock = 512;
+
+// A value of one instruction over a block: element i at p[i * stride], with
+// stride 0 (one value for the whole block) or 1.
+struct Value {
+  const float* p = nullptr;
+  int64_t stride = 0;
+};
+
+// Evaluates `e` over a plan of kOps operands (outputs first, then inputs,
+// then unused padding). Outputs that share no buffer with an input are
+// written by their instruction directly; the others after the whole block.
+template <int kOps>
+void run_fused(const FusedExpr& e, const std::array<std::vector<int64_t>, kMaxFusedOperands>& st,
+               const std::vector<int64_t>& sizes, const std::vector<const float*>& in_data,
+               const std::vector<float*>& out_data, const std::vector<bool>& aliased) {
+  std::array<std::vector<int64_t>, kOps> strides;
+  for (int k = 0; k < kOps; ++k) strides[k] = st[k];
+  const auto plan = make_plan<kOps>(sizes, strides);
+  const int n_out = static_cast<int>(out_data.size());
+  const size_t n_instr = e.instrs.size();
+  // Which output (if any) each instruction writes directly.
+  std::vector<int> direct(n_instr, -1);
+  for (int k = 0; k < n_out; ++k)
+    if (!aliased[k]) direct[e.outputs[k]] = k;
+  // Scratch rows only for instructions that compute (inputs are read in
+  // place unless strided).
+  std::vector<int64_t> row_of(n_instr);
+  int64_t rows = 0;
+  for (size_t j = 0; j < n_instr; ++j) row_of[j] = rows++;
+  thread_local std::vector<float> scratch_buffer;
+  scratch_buffer.resize(rows * kBlock);
+  float* const scratch = scratch_buffer.data();
+  std::vector<Value> values(n_instr);
+  for_each_row(plan, [&](const int64_t* off, int64_t n, const int64_t* s) {
+    for (int64_t b0 = 0; b0 < n; b0 += kBlock) {
+      const int64_t m = std::min(kBlock, n - b0);
+      for (size_t j = 0; j < n_instr; ++j) {
+        const FusedInstr& in = e.instrs[j];
+        float* const mine = scratch + row_of[j] * kBlock;
+        float* own = mine;
+        if (direct[j] >= 0 && s[direct[j]] == 1) own = out_data[direct[j]] + off[direct[j]] + b0;
+        Value& v = values[j];
+        switch (in.kind) {
+          case FusedInstr::Kind::kInput: {
+            const int k = n_out + in.input;
+            const float* p = in_data[in.input] + off[k] + b0 * s[k];
+            if (s[k] == 0 || s[k] == 1) {
+              v = {p, s[k]};
+            } else {
+              for (int64_t i = 0; i < m; ++i) own[i] = p[i * s[k]];
+              v = {own, 1};
+            }
+            break;
+          }
+          case FusedInstr::Kind::kUnary: {
+            const Value& x = values[in.a];
+            if (x.stride == 0 && own != mine) {
+              // One value for the block, written across an output row.
+              unary_float(in.unary, x.p, own, 1);
+              std::fill(own + 1, own + m, own[0]);
+              v = {own, 1};
+            } else {
+              unary_float(in.unary, x.p, own, x.stride ? m : 1);
+              v = {own, x.stride};
+            }
+            break;
+          }
+          case FusedInstr::Kind::kBinary: {
+            const Value& x = values[in.a];
+            const Value& y = values[in.b];
+            int64_t stride = (x.stride || y.stride) ? 1 : 0;
+            if (own != mine) stride = 1;  // writing an output row
+            binary_float_row(in.binary, own, x.p, stride ? x.stride : 0, y.p, stride ? y.stride : 0,
+                             stride ? m : 1);
+            v = {own, stride};
+            break;
+          }
+        }
+      }
+      // Outputs not written directly (sharing a buffer with an input, or
+      // strided): stored after every instruction has read the block.
+      for (int k = 0; k < n_out; ++k) {
+        const int j = e.outputs[k];
+        if (direct[j] == k && s[k] == 1) continue;
+        const Value& v = values[j];
+        float* o = out_data[k] + off[k] + b0 * s[k];
+        if (s[k] == 1 && v.stride == 1) {
+          std::copy(v.p, v.p + m, o);
+        } else {
+          for (int64_t i = 0; i < m; ++i) o[i * s[k]] = v.p[i * v.stride];
+        }
+      }
+    }
+  });
+}
+
+}  // namespace
+
+void fused_elementwise(const FusedExpr& e, const std::vector<const HostTensor*>& inputs,
+                       const std::vector<HostTensor*>& outputs) {
+  const int n_out = static_cast<int>(outputs.size());
+  const int n_in = static_cast<int>(inputs.size());
+  MTF_CHECK(n_out >= 1 && n_in == e.num_inputs && n_out == static_cast<int>(e.outputs.size()));
+  MTF_CHECK(n_out + n_in <= kMaxFusedOperands);
+  const Shape& shape = outputs[0]->shape();
+  const auto names = shape.names();
+  std::array<std::vector<int64_t>, kMaxFusedOperands> strides;
+  std::vector<float*> out_data;
+  std::vector<const float*> in_data;
+  std::vector<bool> aliased(n_out, false);
+  for (int k = 0; k < n_out; ++k) {
+    MTF_CHECK(outputs[k]->shape() == shape && outputs[k]->dtype() == float32);
+    strides[k] = shape.strides();
+    out_data.push_back(outputs[k]->data<float>());
+  }
+  for (int i = 0; i < n_in; ++i) {
+    MTF_CHECK(inputs[i]->dtype() == float32);
+    strides[n_out + i] =
+        strides_along(names, inputs[i]->shape().names(), inputs[i]->shape().strides());
+    in_data.push_back(inputs[i]->data<float>());
+    for (int k = 0; k < n_out; ++k) aliased[k] = aliased[k] || in_data.back() == out_data[k];
+  }
+  for (int k = n_out + n_in; k < kMaxFusedOperands; ++k) strides[k].assign(names.size(), 0);
+  const std::vector<int64_t> sizes = shape.sizes();
+  const int ops = n_out + n_in;
+  if (ops <= 4) return run_fused<4>(e, strides, sizes, in_data, out_data, aliased);
+  if (ops <= 8) return run_fused<8>(e, strides, sizes, in_data, out_data, aliased);
+  run_fused<kMaxFusedOperands>(e, strides, sizes, in_data, out_data, aliased);
+}
+
+}  // namespace mtf::kernels

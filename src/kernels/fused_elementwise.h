@@ -1,0 +1,53 @@
+// fused_elementwise.h — one pass over memory for a chain of float32
+// elementwise ops (unary maps and broadcast-by-name arithmetic).
+//
+// A FusedExpr is a little straight-line program: each instruction loads an
+// external input or applies a unary or binary function to earlier
+// instructions' values; some instructions are stored as outputs. The kernel
+// walks the outputs' common shape in rows (one strided loop nest for every
+// operand) and evaluates the program on blocks of a row that stay in the L1
+// cache, so intermediates never travel to memory. Each instruction runs the
+// very loop of the unfused kernel (unary_float / binary_float_row), element
+// by element, so a fused result has exactly the bits of the ops run one by
+// one — fusion never changes numbers, whatever the layout groups.
+//
+// Outputs are written after every instruction of a block has read its
+// inputs, so an output may share its buffer with an input of its exact shape
+// (same dimensions in the same order): the lowering lets an output take over
+// an input that dies at this step.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "kernels/kernels.h"
+
+namespace mtf::kernels {
+
+struct FusedInstr {
+  enum class Kind { kInput, kUnary, kBinary };
+  Kind kind = Kind::kInput;
+  int input = -1;  // kInput: which external input
+  UnaryFn unary = UnaryFn::kIdentity;
+  BinaryFn binary = BinaryFn::kAdd;
+  int a = -1, b = -1;  // operands: indices of earlier instructions
+};
+
+struct FusedExpr {
+  int num_inputs = 0;
+  std::vector<FusedInstr> instrs;
+  std::vector<int> outputs;  // the instruction stored as each output
+  // "multiply, add, square": the functions in program order.
+  std::string describe() const;
+};
+
+// Most operands (inputs + outputs) a fused step may have.
+constexpr int kMaxFusedOperands = 16;
+
+// Runs `e`. Every output has one shape (the iteration space); every input's
+// dimensions are a subset of it, in any order (broadcast by name). All
+// float32. REQUIRES: inputs + outputs <= kMaxFusedOperands.
+void fused_elementwise(const FusedExpr& e, const std::vector<const HostTensor*>& inputs,
+                       const std::vector<HostTensor*>& outputs);
+
+}  // namespace mtf::kernels
