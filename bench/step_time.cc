@@ -34,6 +34,7 @@ int main(int argc, char** argv) {
     flags.define("steps", "10", "timed steps");
     flags.define("warmup", "3", "untimed steps first");
     flags.define("reproducible", "false", "MeshConfig::reproducible");
+    flags.define("fuse", "true", "MeshConfig::fuse (false: one kernel per op)");
     flags.define("profile", "false", "print the profile of the timed steps");
     flags.define("profile_ops", "15", "ops listed by the profile");
     flags.define("print_program", "false", "print the lowered training step first");
@@ -42,6 +43,7 @@ int main(int argc, char** argv) {
     MeshConfig mc;
     mc.reproducible = flags.str("reproducible") == "true";
     mc.profile = flags.str("profile") == "true";
+    mc.fuse = flags.str("fuse") == "true";
     std::mt19937 rng(1);
     std::function<void()> step;
     std::unique_ptr<examples::TransformerLm> lm;

@@ -25,6 +25,9 @@ void define_mesh_flags(Flags& flags, bool reproducible) {
   flags.define("profile", "false",
                "true: time every op of every step and print where the time went (per op type "
                "and per op, the first step left out as warm-up)");
+  flags.define("fuse", "true",
+               "true: chains of elementwise ops run as one kernel each (the same bits); false: "
+               "one kernel per op");
   flags.define("transport", "auto",
                "multi-process transport: auto (tcp under mtf-launch, mpi under mpirun), tcp, "
                "mpi, or none");
@@ -49,6 +52,10 @@ MeshConfig mesh_config_from_flags(const Flags& flags, std::string* transport_nam
   if (profile != "true" && profile != "false")
     throw ValueError("--profile must be true or false, not \"" + profile + "\"");
   mesh.profile = profile == "true";
+  const std::string fuse = flags.str("fuse");
+  if (fuse != "true" && fuse != "false")
+    throw ValueError("--fuse must be true or false, not \"" + fuse + "\"");
+  mesh.fuse = fuse == "true";
   mesh.mesh_shape = MeshShape(flags.str("mesh_shape"));
   if (flags.str("layout") != "auto") mesh.layout = LayoutRules(flags.str("layout"));
   // Started by mtf-launch (or any launcher setting MTF_RANK etc.) or by

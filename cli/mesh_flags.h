@@ -13,7 +13,7 @@
 namespace mtf::data {
 
 // Declares --mesh_shape, --layout, --mesh_impl, --execution, --reproducible,
-// --profile, --transport.
+// --profile, --fuse, --transport.
 // `reproducible`: the default of --reproducible (MeshConfig::reproducible).
 void define_mesh_flags(Flags& flags, bool reproducible = false);
 

@@ -35,6 +35,9 @@ class HostTensor {
   static HostTensor scalar(float value);
 
   bool valid() const { return buffer_ != nullptr; }
+  // True when no other HostTensor shares this one's buffer (so a kernel may
+  // overwrite it once its last reader is done).
+  bool sole_owner() const { return buffer_ != nullptr && buffer_.use_count() == 1; }
   const Shape& shape() const { return shape_; }
   DType dtype() const { return dtype_; }
   int64_t num_elements() const { return shape_.num_elements(); }

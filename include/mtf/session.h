@@ -67,6 +67,11 @@ struct MeshConfig {
   // slicing and threads, instead of BLAS. Slower; for checking a layout or
   // debugging a divergence. Off: layouts agree to float rounding.
   bool reproducible = false;
+  // Chains of elementwise ops run as one fused kernel each, outputs taking
+  // over inputs that die (fewer passes over memory; the same bits either
+  // way). Off: one kernel per op, for comparing. Simulated runs never fuse,
+  // so the timing model prices the ops it knows.
+  bool fuse = true;
   // Time every step of every run (not simulated ones) per op and op type;
   // read with Session::profile(). Two clock reads per step.
   bool profile = false;

@@ -49,9 +49,10 @@ ProgramProfile summarize(const Program& program, const ProgramTimes& times) {
   for (size_t i = 0; i < program.steps.size(); ++i) {
     const Step& s = program.steps[i];
     const double seconds = i < times.step_seconds.size() ? times.step_seconds[i] / runs : 0.0;
-    const std::string type = s.kind == Step::Kind::kCompute ? s.op->type() : step_kind_name(s.kind);
-    const std::string name =
+    const std::string type = step_op_type(s);
+    std::string name =
         s.kind == Step::Kind::kCompute ? s.op->name() : type + "(" + s.op->name() + ")";
+    if (s.fused_ops.size() > 1) name += " [" + s.fused->describe() + "]";
     for (auto* row : {&types[type], &ops[name]}) {
       row->type = type;
       row->calls += 1;

@@ -1,6 +1,7 @@
 #include "exec/step_runner.h"
 
 #include "core/check.h"
+#include "kernels/fused_elementwise.h"
 #include "kernels/kernels.h"
 
 namespace mtf::exec {
@@ -21,11 +22,38 @@ namespace mtf::exec {
   throw Error(msg);
 }
 
+namespace {
+
+// A fused step: each output takes over its donor input's buffer when no
+// other tensor shares it (the input dies at this step), else a fresh one.
+std::vector<HostTensor> compute_fused(const Step& s, const std::vector<HostTensor>& slots,
+                                      const std::vector<const HostTensor*>& inputs) {
+  std::vector<HostTensor> outputs;
+  std::vector<HostTensor*> out_ptrs;
+  outputs.reserve(s.output_slots.size());
+  for (size_t k = 0; k < s.output_slots.size(); ++k) {
+    const Shape shape = s.output_layouts[k].slice_shape();
+    const int donor = k < s.donors.size() ? s.donors[k] : -1;
+    const HostTensor* d = donor >= 0 ? &slots[s.input_slots[donor]] : nullptr;
+    if (d && d->sole_owner() && d->shape() == shape && d->dtype() == float32) {
+      outputs.push_back(*d);
+    } else {
+      outputs.emplace_back(shape, float32);
+    }
+  }
+  for (HostTensor& t : outputs) out_ptrs.push_back(&t);
+  kernels::fused_elementwise(*s.fused, inputs, out_ptrs);
+  return outputs;
+}
+
+}  // namespace
+
 // Runs a compute step for processor pnum; returns its outputs.
 std::vector<HostTensor> compute(const Step& s, int64_t pnum, const std::vector<HostTensor>& slots,
                                 RunState& state) {
   std::vector<const HostTensor*> inputs;
   for (int slot : s.input_slots) inputs.push_back(&slots[slot]);
+  if (s.fused) return compute_fused(s, slots, inputs);
   std::vector<Shape> shapes;
   std::vector<std::vector<int64_t>> offsets;
   for (const TensorLayout& l : s.output_layouts) {

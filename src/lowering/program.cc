@@ -23,6 +23,11 @@ const char* step_kind_name(Step::Kind k) {
   return "?";
 }
 
+std::string step_op_type(const Step& s) {
+  if (s.kind != Step::Kind::kCompute) return step_kind_name(s.kind);
+  return s.fused_ops.size() > 1 ? "fused" : s.op->type();
+}
+
 namespace {
 
 std::string axes_name(const MeshShape& mesh, const std::vector<int>& axes) {
@@ -78,7 +83,8 @@ std::string Program::to_string() const {
      << total_flops() << " flops per processor\n";
   for (const auto& s : steps) {
     os << "  " << step_kind_name(s.kind) << " " << s.op->name();
-    if (s.kind == Step::Kind::kCompute) os << " = " << s.op->type();
+    if (s.kind == Step::Kind::kCompute) os << " = " << step_op_type(s);
+    if (s.fused_ops.size() > 1) os << "[" << s.fused->describe() << "]";
     os << "(";
     for (size_t i = 0; i < s.input_slots.size(); ++i)
       os << (i ? ", " : "") << "%" << s.input_slots[i];
@@ -268,6 +274,24 @@ class Lowerer {
 
 }  // namespace
 
+void assign_lifetimes(Program& p) {
+  const std::set<int> fetched(p.fetch_slots.begin(), p.fetch_slots.end());
+  std::map<int, size_t> last_reader;
+  for (size_t i = 0; i < p.steps.size(); ++i) {
+    p.steps[i].free_after.clear();
+    for (int slot : p.steps[i].input_slots) last_reader[slot] = i;
+  }
+  for (const auto& [slot, step] : last_reader) {
+    const Step& s = p.steps[step];
+    const bool in_place =
+        std::find(s.output_slots.begin(), s.output_slots.end(), slot) != s.output_slots.end();
+    if (!fetched.count(slot) && !in_place) p.steps[step].free_after.push_back(slot);
+  }
+  for (size_t i = 0; i < p.steps.size(); ++i)
+    for (int slot : p.steps[i].output_slots)
+      if (!last_reader.count(slot) && !fetched.count(slot)) p.steps[i].free_after.push_back(slot);
+}
+
 Program lower(const Graph& graph, const std::vector<Tensor>& fetches,
               const std::vector<const Operation*>& targets, const MeshShape& mesh,
               const LayoutRules& rules, bool whole_sums) {
@@ -301,24 +325,8 @@ Program lower(const Graph& graph, const std::vector<Tensor>& fetches,
     if (op->type() == "placeholder") lw.program().placeholders.push_back(op);
   }
   Program& p = lw.program();
-  std::set<int> fetched;
-  for (const Tensor& t : fetches) {
-    p.fetch_slots.push_back(slot_of.at(t.id()));
-    fetched.insert(p.fetch_slots.back());
-  }
-  std::map<int, size_t> last_reader;
-  std::set<int> written;
-  for (size_t i = 0; i < p.steps.size(); ++i)
-    for (int slot : p.steps[i].input_slots) last_reader[slot] = i;
-  for (const auto& [slot, step] : last_reader) {
-    const Step& s = p.steps[step];
-    const bool in_place =
-        std::find(s.output_slots.begin(), s.output_slots.end(), slot) != s.output_slots.end();
-    if (!fetched.count(slot) && !in_place) p.steps[step].free_after.push_back(slot);
-  }
-  for (size_t i = 0; i < p.steps.size(); ++i)
-    for (int slot : p.steps[i].output_slots)
-      if (!last_reader.count(slot) && !fetched.count(slot)) p.steps[i].free_after.push_back(slot);
+  for (const Tensor& t : fetches) p.fetch_slots.push_back(slot_of.at(t.id()));
+  assign_lifetimes(p);
   return p;
 }
 

@@ -14,9 +14,11 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
+#include "kernels/fused_elementwise.h"
 #include "mtf/graph.h"
 #include "mtf/layout.h"
 #include "mtf/reduce_op.h"
@@ -38,10 +40,23 @@ struct Step {
   int tensor_axis = -1;        // allgather / split: the tensor axis
   ReduceOp reduce_op = ReduceOp::kSum;
   int64_t bytes = 0;  // bytes each processor sends
+  // Compute steps made by fuse_elementwise(): `fused` runs the ops
+  // `fused_ops` (in program order; `op` is the last) as one kernel over
+  // input_slots, and output_slots are the values read after this step.
+  std::shared_ptr<const kernels::FusedExpr> fused;
+  std::vector<const Operation*> fused_ops;
+  // Per output of a fused step: the input (index into input_slots) whose
+  // buffer the output may take over, or -1. Only inputs of the output's
+  // exact slice shape whose last reader is this step; the executor still
+  // checks at run time that no other tensor shares the buffer.
+  std::vector<int> donors;
 };
 
 // "compute", "allgather", "allreduce" or "split".
 const char* step_kind_name(Step::Kind kind);
+// What a step runs, for profiles: its op's type, "fused" for a fused step of
+// several ops, or the collective's kind.
+std::string step_op_type(const Step& s);
 
 struct ProgramCounters {
   double flops = 0;  // per processor
@@ -75,6 +90,11 @@ struct Program {
 // that dimension and sums it whole on each processor, instead of summing
 // slices and allreducing the partial sums — so its order does not depend on
 // the layout. (Max and min are exact in any order and still allreduce.)
+// Sets every step's free_after: the slots whose last reader (or, for slots
+// nobody reads, whose writer) is that step, except fetched slots and slots a
+// step updates in place.
+void assign_lifetimes(Program& program);
+
 Program lower(const Graph& graph, const std::vector<Tensor>& fetches,
               const std::vector<const Operation*>& targets, const MeshShape& mesh,
               const LayoutRules& rules, bool whole_sums = false);

@@ -25,6 +25,7 @@ class UnaryOp : public Operation {
     }
     kernels::unary(fn_, ctx.input(0), ctx.allocate_output(0));
   }
+  UnaryFn fn() const { return fn_; }
   bool differentiable() const override {
     return inputs()[0].dtype() == float32 && fn_ != UnaryFn::kSign && fn_ != UnaryFn::kReluGrad;
   }
@@ -112,6 +113,7 @@ class BinaryOp : public Operation {
   void compute(KernelContext& ctx) const override {
     kernels::binary(fn_, ctx.input(0), ctx.input(1), ctx.allocate_output(0));
   }
+  BinaryFn fn() const { return fn_; }
   bool differentiable() const override {
     return !kernels::is_comparison(fn_) && inputs()[0].dtype() == float32;
   }
@@ -222,6 +224,27 @@ class StopGradientOp : public Operation {
 };
 
 }  // namespace
+
+namespace ops {
+
+bool as_fused_instr(const Operation& op, kernels::FusedInstr* instr) {
+  if (op.num_outputs() != 1 || op.output(0).dtype() != float32) return false;
+  if (const auto* u = dynamic_cast<const UnaryOp*>(&op)) {
+    if (u->fn() == UnaryFn::kIdentity) return false;
+    instr->kind = kernels::FusedInstr::Kind::kUnary;
+    instr->unary = u->fn();
+    return true;
+  }
+  if (const auto* b = dynamic_cast<const BinaryOp*>(&op)) {
+    if (kernels::is_comparison(b->fn())) return false;
+    instr->kind = kernels::FusedInstr::Kind::kBinary;
+    instr->binary = b->fn();
+    return true;
+  }
+  return false;
+}
+
+}  // namespace ops
 
 Tensor relu(const Tensor& x, const std::string& n) { return unary_op(UnaryFn::kRelu, x, n); }
 Tensor gelu(const Tensor& x, const std::string& n) { return unary_op(UnaryFn::kGelu, x, n); }

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "core/check.h"
+#include "kernels/fused_elementwise.h"
 #include "mtf/errors.h"
 #include "mtf/ops.h"
 
@@ -24,5 +25,10 @@ Tensor scalar_like(const Tensor& x, float value);
 Tensor reduce_to(const Tensor& t, const Shape& shape);
 // Index of dimension `name` in x, or a ShapeError naming op and tensor.
 int axis_of(const std::string& op, const Tensor& x, const std::string& name);
+
+// For the lowering's fusion pass: when `op` is a float32 unary map (not
+// identity) or float32 arithmetic binary op, sets instr's kind and function
+// (operands left to the caller: input order is the op's) and returns true.
+bool as_fused_instr(const Operation& op, kernels::FusedInstr* instr);
 
 }  // namespace mtf::ops

@@ -16,6 +16,7 @@
 #include "kernels/blas_threads.h"
 #include "kernels/kernel_context.h"
 #include "kernels/kernels.h"
+#include "lowering/fusion.h"
 #include "lowering/program.h"
 #include "mtf/collectives.h"
 #include "mtf/errors.h"
@@ -363,10 +364,10 @@ class SessionImpl {
     auto it = programs_.find(key);
     if (it != programs_.end()) return it->second;
     std::vector<const Operation*> t(targets.begin(), targets.end());
-    return programs_
-        .emplace(key, lower(graph_, fetches, t, config_.mesh_shape, config_.layout,
-                            config_.reproducible))
-        .first->second;
+    Program program =
+        lower(graph_, fetches, t, config_.mesh_shape, config_.layout, config_.reproducible);
+    if (config_.fuse && config_.impl != MeshImpl::kSimulated) fuse_elementwise(program);
+    return programs_.emplace(key, std::move(program)).first->second;
   }
 
   // "fetch loss:0, accuracy:0; 12 assignments"

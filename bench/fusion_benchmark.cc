@@ -1,0 +1,162 @@
+// What elementwise fusion (MeshConfig::fuse) buys: the same graph run by two
+// Sessions in one process, one kernel per op (the reference) against fused
+// chains (the candidate), paired step by step. "ratio" > 1 means fusion is
+// faster. Cases: a layer norm forward and backward alone (elementwise and
+// reductions only), the Transformer LM's training step at two sizes and the
+// README MLP's step.
+#include <cstdio>
+#include <random>
+
+#include "kernels/fused_elementwise.h"
+#include "models/mlp.h"
+#include "models/transformer.h"
+#include "mtf/gradients.h"
+#include "mtf/layers.h"
+#include "paired.h"
+
+namespace {
+
+using namespace mtf;
+
+MeshConfig with_fuse(bool fuse) {
+  MeshConfig mc;
+  mc.fuse = fuse;
+  return mc;
+}
+
+// The kernels alone, on layer norm's tail: y = (x * r) * scale + bias and
+// y^2, with x [rows, 512], r [rows], scale and bias [512], as four kernel
+// calls against one fused call with the same three outputs.
+void BM_KernelChain(benchmark::State& state) {
+  const int64_t rows = state.range(0);
+  const Shape full = Shape("rows:" + std::to_string(rows) + ";d:512");
+  HostTensor x(full, float32), r(Shape("rows:" + std::to_string(rows)), float32),
+      scale(Shape("d:512"), float32), bias(Shape("d:512"), float32);
+  for (HostTensor* t : {&x, &r, &scale, &bias})
+    for (int64_t i = 0; i < t->num_elements(); ++i) t->data<float>()[i] = 0.5f + (i % 7) * 0.1f;
+  HostTensor a(full, float32), b(full, float32), c(full, float32), d(full, float32);
+  using kernels::BinaryFn;
+  auto unfused = [&] {
+    kernels::binary(BinaryFn::kMul, x, r, a);
+    kernels::binary(BinaryFn::kMul, a, scale, b);
+    kernels::binary(BinaryFn::kAdd, b, bias, c);
+    kernels::unary(kernels::UnaryFn::kSquare, c, d);
+  };
+  kernels::FusedExpr e;
+  using K = kernels::FusedInstr::Kind;
+  e.num_inputs = 4;
+  for (int i = 0; i < 4; ++i) e.instrs.push_back({K::kInput, i});
+  auto op = [&](BinaryFn fn, int p, int q) {
+    kernels::FusedInstr in;
+    in.kind = K::kBinary;
+    in.binary = fn;
+    in.a = p;
+    in.b = q;
+    e.instrs.push_back(in);
+  };
+  op(BinaryFn::kMul, 0, 1);  // 4
+  op(BinaryFn::kMul, 4, 2);  // 5
+  op(BinaryFn::kAdd, 5, 3);  // 6
+  kernels::FusedInstr sq;
+  sq.kind = K::kUnary;
+  sq.unary = kernels::UnaryFn::kSquare;
+  sq.a = 6;
+  e.instrs.push_back(sq);  // 7
+  e.outputs = {4, 6, 7};
+  auto fused = [&] { kernels::fused_elementwise(e, {&x, &r, &scale, &bias}, {&a, &c, &d}); };
+  mtf::bench::run_paired(state, unfused, fused, static_cast<double>(full.num_elements()),
+                         "Gelem/s");
+}
+
+// layer_norm over d_model of [batch 16, length 128, d_model 512], then its
+// gradients with respect to x, scale and bias.
+void BM_LayerNorm(benchmark::State& state) {
+  Graph g;
+  Mesh mesh(g, "m");
+  const Shape shape("batch:16;length:128;d_model:512");
+  Tensor x = placeholder(mesh, shape, float32, "x");
+  Tensor y = layers::layer_norm(x, shape.get("d_model"), "ln");
+  Tensor loss = reduce_sum(square(y));
+  std::vector<Tensor> wrt{x};
+  for (const Tensor& v : g.trainable_variables()) wrt.push_back(v);
+  std::vector<Tensor> fetches = gradients({loss}, wrt);
+  fetches.push_back(loss);
+  HostTensor xv(shape, float32);
+  std::mt19937 rng(1);
+  for (int64_t i = 0; i < xv.num_elements(); ++i) xv.data<float>()[i] = (rng() % 1000) / 500.f;
+  Session unfused(g, with_fuse(false)), fused(g, with_fuse(true));
+  auto run = [&](Session& s) { benchmark::DoNotOptimize(s.run(fetches, {{x, xv}})); };
+  mtf::bench::run_paired(
+      state, [&] { run(unfused); }, [&] { run(fused); }, static_cast<double>(shape.num_elements()),
+      "Gelem/s");
+}
+
+void BM_TransformerStep(benchmark::State& state) {
+  examples::TransformerConfig cfg;
+  if (state.range(0) == 512) {
+    cfg.d_model = 512;
+    cfg.d_ff = 2048;
+    cfg.heads = 8;
+    cfg.d_kv = 64;
+    cfg.batch = 8;
+    cfg.length = 128;
+  }
+  examples::TransformerLm lm(cfg);
+  Session unfused(lm.graph(), with_fuse(false)), fused(lm.graph(), with_fuse(true));
+  HostTensor in(lm.inputs.shape(), int32), tg(lm.targets.shape(), int32);
+  std::mt19937 rng(1);
+  for (int64_t i = 0; i < in.num_elements(); ++i) {
+    in.data<int32_t>()[i] = static_cast<int32_t>(rng() % cfg.vocab);
+    tg.data<int32_t>()[i] = static_cast<int32_t>(rng() % cfg.vocab);
+  }
+  // Both sessions train the one set of variables: each step is the same work.
+  auto run = [&](Session& s) {
+    benchmark::DoNotOptimize(s.run({lm.loss}, {{lm.inputs, in}, {lm.targets, tg}}, lm.train_ops));
+  };
+  mtf::bench::run_paired(
+      state, [&] { run(unfused); }, [&] { run(fused); }, 1.0, "steps/s");
+}
+
+void BM_MlpStep(benchmark::State& state) {
+  examples::MlpConfig config;
+  config.batch_size = state.range(0);
+  examples::Mlp mlp(config);
+  Session unfused(mlp.graph(), with_fuse(false)), fused(mlp.graph(), with_fuse(true));
+  std::mt19937 rng(1);
+  HostTensor images(mlp.images.shape(), float32), labels(mlp.labels.shape(), int32);
+  for (int64_t i = 0; i < images.num_elements(); ++i)
+    images.data<float>()[i] = (rng() % 256) / 255.f;
+  for (int64_t i = 0; i < labels.num_elements(); ++i)
+    labels.data<int32_t>()[i] = static_cast<int32_t>(rng() % 10);
+  mtf::bench::run_paired(
+      state, [&] { benchmark::DoNotOptimize(mlp.train_step(unfused, images, labels)); },
+      [&] { benchmark::DoNotOptimize(mlp.train_step(fused, images, labels)); }, 1.0, "steps/s");
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  benchmark::RegisterBenchmark("kernel_chain/rows", BM_KernelChain)
+      ->Arg(64)     // 128 KiB per tensor: in L2
+      ->Arg(2048)   // 4 MiB: in L3
+      ->Arg(16384)  // 32 MiB: memory
+      ->Unit(benchmark::kMicrosecond)
+      ->MinTime(1.0);
+  benchmark::RegisterBenchmark("layer_norm_fwd_bwd", BM_LayerNorm)
+      ->Unit(benchmark::kMillisecond)
+      ->MinTime(2.0);
+  benchmark::RegisterBenchmark("transformer_step/d128", BM_TransformerStep)
+      ->Arg(128)
+      ->Unit(benchmark::kMillisecond)
+      ->MinTime(4.0);
+  benchmark::RegisterBenchmark("transformer_step/d512", BM_TransformerStep)
+      ->Arg(512)
+      ->Unit(benchmark::kMillisecond)
+      ->Iterations(12);
+  benchmark::RegisterBenchmark("mlp_step/b100", BM_MlpStep)
+      ->Arg(100)
+      ->Unit(benchmark::kMillisecond)
+      ->MinTime(2.0);
+  return mtf::bench::run_with_summary(argc, argv,
+                                      "unfused time / fused time (> 1: fusion is faster)");
+}

@@ -1,0 +1,208 @@
+#include "lowering/fusion.h"
+
+#include <algorithm>
+#include <set>
+
+#include "ops/op_util.h"
+
+namespace mtf {
+namespace {
+
+using kernels::FusedExpr;
+using kernels::FusedInstr;
+
+// What the pass knows of the program before it changes anything.
+class FusionPlanner {
+ public:
+  explicit FusionPlanner(const Program& p)
+      : p_(p),
+        n_(static_cast<int>(p.steps.size())),
+        producer_(p.num_slots, -1),
+        readers_(p.num_slots),
+        writers_(p.num_slots),
+        fetched_(p.fetch_slots.begin(), p.fetch_slots.end()),
+        instr_(n_),
+        eligible_(n_, false),
+        group_of_(n_, -1) {
+    for (int i = 0; i < n_; ++i) {
+      const Step& s = p.steps[i];
+      for (int slot : s.input_slots) readers_[slot].push_back(i);
+      for (int slot : s.output_slots) {
+        writers_[slot].push_back(i);
+        if (producer_[slot] < 0) producer_[slot] = i;
+      }
+      eligible_[i] = s.kind == Step::Kind::kCompute && !s.fused && s.output_slots.size() == 1 &&
+                     ops::as_fused_instr(*s.op, &instr_[i]) && all_float(s.input_slots);
+    }
+  }
+
+  // Groups every eligible step with the groups of the eligible steps whose
+  // outputs it reads, where that stays legal.
+  void plan() {
+    for (int i = 0; i < n_; ++i) {
+      if (!eligible_[i]) continue;
+      const int g = static_cast<int>(groups_.size());
+      groups_.push_back({i});
+      group_of_[i] = g;
+      const Step& s = p_.steps[i];
+      for (int slot : s.input_slots) {
+        const int j = producer_[slot];
+        if (j < 0 || !eligible_[j] || group_of_[j] == g || writers_[slot].size() != 1) continue;
+        if (!(slice_shape(p_.steps[j].output_slots[0]) == slice_shape(s.output_slots[0]))) continue;
+        const int h = group_of_[j];
+        std::vector<int> merged = groups_[g];
+        merged.insert(merged.end(), groups_[h].begin(), groups_[h].end());
+        std::sort(merged.begin(), merged.end());
+        if (!legal(merged, groups_[h], i)) continue;
+        for (int m : groups_[h]) group_of_[m] = g;
+        groups_[g] = std::move(merged);
+        groups_[h].clear();
+      }
+    }
+  }
+
+  // The program with each group as one fused step at its last member.
+  Program rewrite(FusionStats* stats) const {
+    Program out = p_;
+    out.steps.clear();
+    for (int i = 0; i < n_; ++i) {
+      const int g = group_of_[i];
+      if (g < 0 || groups_[g].size() == 1) {  // a lone op keeps its own kernel
+        out.steps.push_back(p_.steps[i]);
+        continue;
+      }
+      const std::vector<int>& members = groups_[g];
+      if (members.back() != i) continue;
+      out.steps.push_back(fused_step(members));
+      stats->fused_steps += 1;
+      stats->removed_steps += static_cast<int>(members.size()) - 1;
+    }
+    return out;
+  }
+
+ private:
+  bool all_float(const std::vector<int>& slots) const {
+    for (int slot : slots)
+      if (p_.slot_dtypes[slot] != float32) return false;
+    return true;
+  }
+  Shape slice_shape(int slot) const { return p_.slot_layouts[slot].slice_shape(); }
+  static bool contains(const std::vector<int>& sorted, int x) {
+    return std::binary_search(sorted.begin(), sorted.end(), x);
+  }
+  // True when a member's output is read after the group's step (or fetched).
+  bool read_outside(int member, const std::vector<int>& group) const {
+    const int slot = p_.steps[member].output_slots[0];
+    if (fetched_.count(slot)) return true;
+    for (int r : readers_[slot])
+      if (!contains(group, r)) return true;
+    return false;
+  }
+
+  // Moving the members of `moved` to position `at` (as part of `group`)
+  // keeps the program's meaning, and the fused step has few enough operands.
+  bool legal(const std::vector<int>& group, const std::vector<int>& moved, int at) const {
+    for (int m : moved) {
+      for (int r : readers_[p_.steps[m].output_slots[0]])
+        if (r < at && !contains(group, r)) return false;  // read before the fused step
+      for (int slot : p_.steps[m].input_slots)
+        for (int w : writers_[slot])
+          if (w > m && w < at) return false;  // input rewritten in place meanwhile
+    }
+    std::set<int> produced, external;
+    for (int m : group) produced.insert(p_.steps[m].output_slots[0]);
+    int outputs = 0;
+    for (int m : group) {
+      for (int slot : p_.steps[m].input_slots)
+        if (!produced.count(slot)) external.insert(slot);
+      if (m == group.back() || read_outside(m, group)) ++outputs;
+    }
+    return outputs + static_cast<int>(external.size()) <= kernels::kMaxFusedOperands;
+  }
+
+  Step fused_step(const std::vector<int>& members) const {
+    Step f;
+    f.kind = Step::Kind::kCompute;
+    f.op = p_.steps[members.back()].op;
+    auto expr = std::make_shared<FusedExpr>();
+    std::map<int, int> value_of;  // slot -> instruction
+    for (int m : members) {
+      const Step& s = p_.steps[m];
+      for (size_t k = 0; k < s.input_slots.size(); ++k) {
+        const int slot = s.input_slots[k];
+        if (value_of.count(slot)) continue;
+        FusedInstr load;
+        load.kind = FusedInstr::Kind::kInput;
+        load.input = expr->num_inputs++;
+        value_of[slot] = static_cast<int>(expr->instrs.size());
+        expr->instrs.push_back(load);
+        f.input_slots.push_back(slot);
+        f.input_layouts.push_back(s.input_layouts[k]);
+      }
+      FusedInstr in = instr_[m];
+      in.a = value_of.at(s.input_slots[0]);
+      if (in.kind == FusedInstr::Kind::kBinary) in.b = value_of.at(s.input_slots[1]);
+      const int index = static_cast<int>(expr->instrs.size());
+      expr->instrs.push_back(in);
+      value_of[s.output_slots[0]] = index;
+      f.flops += s.flops;
+      f.fused_ops.push_back(s.op);
+      if (m == members.back() || read_outside(m, members)) {
+        f.output_slots.push_back(s.output_slots[0]);
+        f.output_layouts.push_back(s.output_layouts[0]);
+        expr->outputs.push_back(index);
+      }
+    }
+    f.fused = std::move(expr);
+    return f;
+  }
+
+  const Program& p_;
+  const int n_;
+  std::vector<int> producer_;  // first step writing each slot
+  std::vector<std::vector<int>> readers_, writers_;
+  std::set<int> fetched_;
+  std::vector<FusedInstr> instr_;
+  std::vector<bool> eligible_;
+  std::vector<int> group_of_;
+  std::vector<std::vector<int>> groups_;  // members in program order
+};
+
+// Each output of a fused step takes over an input of its exact slice shape
+// whose last reader is the step (each input once).
+void assign_donors(Program& p) {
+  for (Step& s : p.steps) {
+    if (!s.fused) continue;
+    s.donors.assign(s.output_slots.size(), -1);
+    std::set<int> used;
+    for (size_t k = 0; k < s.output_slots.size(); ++k) {
+      const Shape shape = s.output_layouts[k].slice_shape();
+      for (size_t d = 0; d < s.input_slots.size(); ++d) {
+        const int slot = s.input_slots[d];
+        const bool dies =
+            std::find(s.free_after.begin(), s.free_after.end(), slot) != s.free_after.end();
+        if (!dies || used.count(slot) || p.slot_dtypes[slot] != float32 ||
+            !(p.slot_layouts[slot].slice_shape() == shape))
+          continue;
+        s.donors[k] = static_cast<int>(d);
+        used.insert(slot);
+        break;
+      }
+    }
+  }
+}
+
+}  // namespace
+
+FusionStats fuse_elementwise(Program& program) {
+  FusionPlanner planner(program);
+  planner.plan();
+  FusionStats stats;
+  Program fused = planner.rewrite(&stats);
+  assign_lifetimes(fused);
+  assign_donors(fused);
+  program = std::move(fused);
+  return stats;
+}
+
+}  // namespace mtf

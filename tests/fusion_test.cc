@@ -1,0 +1,296 @@
+// Elementwise fusion: the fused kernel gives the unfused kernels' bits, the
+// lowering's pass groups only what it may, outputs take over dying inputs,
+// and whole training runs are bit-identical with and without fusion.
+#include "lowering/fusion.h"
+
+#include <cstring>
+#include <random>
+
+#include "exec/step_runner.h"
+#include "kernels/fused_elementwise.h"
+#include "models/transformer.h"
+#include "test_util.h"
+
+namespace mtf {
+namespace {
+
+using kernels::BinaryFn;
+using kernels::FusedExpr;
+using kernels::FusedInstr;
+using kernels::UnaryFn;
+
+HostTensor random_tensor(const Shape& shape, std::mt19937& rng) {
+  std::uniform_real_distribution<float> u(-2.f, 2.f);
+  HostTensor t(shape, float32);
+  for (int64_t i = 0; i < t.num_elements(); ++i) t.data<float>()[i] = u(rng);
+  return t;
+}
+
+bool same_bits(const HostTensor& a, const HostTensor& b) {
+  return a.shape() == b.shape() && std::memcmp(a.raw_data(), b.raw_data(), a.num_bytes()) == 0;
+}
+
+struct ExprBuilder {
+  FusedExpr e;
+  int input(int i) {
+    e.instrs.push_back({FusedInstr::Kind::kInput, i});
+    e.num_inputs = std::max(e.num_inputs, i + 1);
+    return last();
+  }
+  int unary(UnaryFn fn, int a) {
+    FusedInstr in;
+    in.kind = FusedInstr::Kind::kUnary;
+    in.unary = fn;
+    in.a = a;
+    e.instrs.push_back(in);
+    return last();
+  }
+  int binary(BinaryFn fn, int a, int b) {
+    FusedInstr in;
+    in.kind = FusedInstr::Kind::kBinary;
+    in.binary = fn;
+    in.a = a;
+    in.b = b;
+    e.instrs.push_back(in);
+    return last();
+  }
+  int last() const { return static_cast<int>(e.instrs.size()) - 1; }
+};
+
+// exp((x - m) * s) + gelu(x) / t and its square, with m broadcast over the
+// inner dimension, s over the outer ones, t a scalar and y transposed
+// ([d, r] against the [r, d] output: a strided read).
+TEST(FusedKernelTest, GivesTheBitsOfTheKernelsRunOneByOne) {
+  std::mt19937 rng(7);
+  for (int64_t d : {1, 7, 128, 700}) {  // rows shorter and longer than a block
+    SCOPED_TRACE(d);
+    const Shape full({{"r", 5}, {"d", d}});
+    const HostTensor x = random_tensor(full, rng);
+    const HostTensor m = random_tensor(Shape({{"r", 5}}), rng);
+    const HostTensor s = random_tensor(Shape({{"d", d}}), rng);
+    const HostTensor t = random_tensor(Shape(std::vector<Dimension>{}), rng);
+    const HostTensor y = random_tensor(Shape({{"d", d}, {"r", 5}}), rng);
+
+    HostTensor a(full, float32), b(full, float32), e(full, float32), g(full, float32),
+        q(full, float32), want1(full, float32), want2(full, float32), w(full, float32);
+    kernels::binary(BinaryFn::kSub, x, m, a);
+    kernels::binary(BinaryFn::kMul, a, s, b);
+    kernels::unary(UnaryFn::kExp, b, e);
+    kernels::unary(UnaryFn::kGelu, x, g);
+    kernels::binary(BinaryFn::kDiv, g, t, q);
+    kernels::binary(BinaryFn::kAdd, e, q, w);
+    kernels::binary(BinaryFn::kMul, w, y, want1);
+    kernels::unary(UnaryFn::kSquare, want1, want2);
+
+    ExprBuilder eb;
+    const int ix = eb.input(0), im = eb.input(1), is = eb.input(2), it = eb.input(3),
+              iy = eb.input(4);
+    const int ia = eb.binary(BinaryFn::kSub, ix, im);
+    const int ie = eb.unary(UnaryFn::kExp, eb.binary(BinaryFn::kMul, ia, is));
+    const int iq = eb.binary(BinaryFn::kDiv, eb.unary(UnaryFn::kGelu, ix), it);
+    const int i1 = eb.binary(BinaryFn::kMul, eb.binary(BinaryFn::kAdd, ie, iq), iy);
+    const int i2 = eb.unary(UnaryFn::kSquare, i1);
+    eb.e.outputs = {ia, i1, i2};
+    HostTensor got_a(full, float32), got1(full, float32), got2(full, float32);
+    kernels::fused_elementwise(eb.e, {&x, &m, &s, &t, &y}, {&got_a, &got1, &got2});
+    EXPECT_TRUE(same_bits(got_a, a));
+    EXPECT_TRUE(same_bits(got1, want1));
+    EXPECT_TRUE(same_bits(got2, want2));
+    EXPECT_EQ(eb.e.describe(), "subtract, multiply, exp, gelu, divide, add, multiply, square");
+  }
+}
+
+TEST(FusedKernelTest, ScalarsOnlyAndAnOutputInItsInputsBuffer) {
+  std::mt19937 rng(3);
+  const HostTensor p = random_tensor(Shape(std::vector<Dimension>{}), rng);
+  ExprBuilder eb;
+  eb.e.outputs = {eb.unary(UnaryFn::kTanh, eb.binary(BinaryFn::kMul, eb.input(0), eb.input(0)))};
+  HostTensor out(p.shape(), float32);
+  kernels::fused_elementwise(eb.e, {&p}, {&out});
+  EXPECT_EQ(out.data<float>()[0], std::tanh(p.data<float>()[0] * p.data<float>()[0]));
+
+  // out = relu(x) * bias, written over x itself.
+  const Shape full({{"r", 3}, {"d", 1000}});
+  HostTensor x = random_tensor(full, rng);
+  const HostTensor bias = random_tensor(Shape({{"d", 1000}}), rng);
+  HostTensor r(full, float32), want(full, float32);
+  kernels::unary(UnaryFn::kRelu, x, r);
+  kernels::binary(BinaryFn::kMul, r, bias, want);
+  ExprBuilder e2;
+  e2.e.outputs = {e2.binary(BinaryFn::kMul, e2.unary(UnaryFn::kRelu, e2.input(0)), e2.input(1))};
+  kernels::fused_elementwise(e2.e, {&x, &bias}, {&x});
+  EXPECT_TRUE(same_bits(x, want));
+}
+
+Program lowered(const Graph& g, const std::vector<Tensor>& fetches) {
+  return lower(g, fetches, {}, MeshShape(""), LayoutRules(""));
+}
+
+int count_kind(const Program& p, const std::string& type) {
+  int n = 0;
+  for (const Step& s : p.steps) n += step_op_type(s) == type;
+  return n;
+}
+
+TEST(FusionPassTest, GroupsAChainAndKeepsValuesReadLater) {
+  Graph g;
+  Mesh mesh(g, "m");
+  Tensor x = placeholder(mesh, Shape("b:4;d:8"), float32, "x");
+  Tensor bias = placeholder(mesh, Shape("d:8"), float32, "bias");
+  Tensor h = relu(x * 2.f + bias);  // constant, multiply, add, relu
+  Tensor y = square(h) - h;         // square, subtract: h read inside only
+  Tensor z = reduce_sum(exp(y), Shape("b:4"));
+  Program p = lowered(g, {z, h});
+  const int steps_before = static_cast<int>(p.steps.size());
+  const FusionStats stats = fuse_elementwise(p);
+  EXPECT_EQ(stats.fused_steps, 1);
+  EXPECT_EQ(stats.removed_steps, 5);  // multiply, add, relu, square, subtract, exp -> one
+  EXPECT_EQ(static_cast<int>(p.steps.size()), steps_before - 5);
+  ASSERT_EQ(count_kind(p, "fused"), 1);
+  for (const Step& s : p.steps) {
+    if (step_op_type(s) != "fused") continue;
+    EXPECT_EQ(s.fused->describe(), "multiply, add, relu, square, subtract, exp");
+    EXPECT_EQ(s.output_slots.size(), 2u);  // h (fetched) and exp(y) (read by the sum)
+  }
+
+  std::mt19937 rng(1);
+  const HostTensor xv = random_tensor(x.shape(), rng), bv = random_tensor(bias.shape(), rng);
+  MeshConfig off;
+  off.fuse = false;
+  Session fused(g), unfused(g, off);
+  auto a = fused.run({z, h}, {{x, xv}, {bias, bv}});
+  auto b = unfused.run({z, h}, {{x, xv}, {bias, bv}});
+  EXPECT_TRUE(same_bits(a[0], b[0]));
+  EXPECT_TRUE(same_bits(a[1], b[1]));
+}
+
+TEST(FusionPassTest, NeverMovesAValuePastAReaderOutsideTheGroup) {
+  Graph g;
+  Mesh mesh(g, "m");
+  Tensor x = placeholder(mesh, Shape("b:4;d:8"), float32, "x");
+  Tensor a = x * x;
+  Tensor s = reduce_sum(a, Shape("b:4"));  // reads a before c is computed
+  Tensor c = a + s;                        // [b, d]: would fuse with a, but s needs a first
+  Program p = lowered(g, {c});
+  fuse_elementwise(p);
+  EXPECT_EQ(count_kind(p, "fused"), 0);
+  std::mt19937 rng(2);
+  const HostTensor xv = random_tensor(x.shape(), rng);
+  MeshConfig off;
+  off.fuse = false;
+  Session fused(g), unfused(g, off);
+  EXPECT_TRUE(same_bits(fused.run(c, {{x, xv}}), unfused.run(c, {{x, xv}})));
+}
+
+TEST(FusionPassTest, ChainsOfDifferentShapesAndIntegersStayApart) {
+  Graph g;
+  Mesh mesh(g, "m");
+  Tensor x = placeholder(mesh, Shape("b:4;d:8"), float32, "x");
+  Tensor r = rsqrt(reduce_sum(square(x), Shape("b:4")) + 1.f);  // [b] chain: add, rsqrt
+  Tensor y = x * r;                                             // [b, d]: not with [b]
+  Tensor k = placeholder(mesh, Shape("b:4"), int32, "k");
+  Tensor kk = k * k + k;  // int32: never fused
+  Program p = lowered(g, {y, kk});
+  fuse_elementwise(p);
+  for (const Step& s : p.steps) {
+    if (!s.fused) continue;
+    for (const Operation* op : s.fused_ops) EXPECT_EQ(op->output(0).dtype(), float32);
+    const Shape shape = s.output_layouts[0].slice_shape();
+    for (const TensorLayout& l : s.output_layouts) EXPECT_EQ(l.slice_shape(), shape);
+  }
+  EXPECT_EQ(count_kind(p, "fused"), 1);  // add + rsqrt
+}
+
+// A fused step's output takes over an input that dies there, unless another
+// tensor still shares that input's buffer.
+TEST(FusionPassTest, OutputsTakeOverDyingInputsThatNothingElseShares) {
+  Graph g;
+  Mesh mesh(g, "m");
+  Tensor x = placeholder(mesh, Shape("b:4;d:8"), float32, "x");
+  Tensor y = exp(x + 1.f) * 3.f;
+  Program p = lowered(g, {y});
+  fuse_elementwise(p);
+  const Step* fused = nullptr;
+  for (const Step& s : p.steps)
+    if (s.fused) fused = &s;
+  ASSERT_NE(fused, nullptr);
+  ASSERT_EQ(fused->donors.size(), 1u);
+  ASSERT_GE(fused->donors[0], 0);
+  const int donor_slot = fused->input_slots[fused->donors[0]];
+  EXPECT_EQ(p.slot_layouts[donor_slot].shape(), x.shape());
+
+  std::mt19937 rng(5);
+  std::vector<HostTensor> slots(p.num_slots);
+  for (size_t k = 0; k < fused->input_slots.size(); ++k) {
+    const int slot = fused->input_slots[k];
+    slots[slot] = random_tensor(p.slot_layouts[slot].slice_shape(), rng);
+  }
+  RunState state;
+  HostTensor kept = slots[donor_slot];  // shared: must not be overwritten
+  std::vector<HostTensor> shared = exec::compute(*fused, 0, slots, state);
+  EXPECT_NE(shared[0].raw_data(), slots[donor_slot].raw_data());
+  kept = HostTensor();
+  const void* donor_data = slots[donor_slot].raw_data();
+  std::vector<HostTensor> taken = exec::compute(*fused, 0, slots, state);
+  EXPECT_EQ(taken[0].raw_data(), donor_data);
+}
+
+// Training is bit-identical with and without fusion, on one processor and on
+// meshes (reproducible mode there: sums whole, fixed-order einsums).
+TEST(FusionPassTest, TransformerTrainingHasTheSameBitsFusedOrNot) {
+  auto train = [](MeshConfig mc) {
+    examples::TransformerConfig c;
+    c.layers = 2;
+    c.d_model = 16;
+    c.d_ff = 32;
+    c.heads = 4;
+    c.d_kv = 4;
+    c.vocab = 64;
+    c.length = 8;
+    c.batch = 4;
+    examples::TransformerLm lm(c);
+    Session s(lm.graph(), mc);
+    HostTensor in(lm.inputs.shape(), int32), tg(lm.targets.shape(), int32);
+    std::vector<HostTensor> out;
+    for (int step = 0; step < 3; ++step) {
+      for (int64_t i = 0; i < in.num_elements(); ++i) {
+        in.data<int32_t>()[i] = static_cast<int32_t>((i * 5 + step) % 64);
+        tg.data<int32_t>()[i] = static_cast<int32_t>((i * 5 + step + 1) % 64);
+      }
+      out.push_back(s.run({lm.loss}, {{lm.inputs, in}, {lm.targets, tg}}, lm.train_ops)[0]);
+    }
+    for (const Tensor& v : lm.graph().trainable_variables())
+      out.push_back(s.variable_value(v.op().name()));
+    return out;
+  };
+  const struct {
+    const char* mesh;
+    const char* layout;
+    bool reproducible;
+  } cases[] = {
+      {"", "", false},
+      {"", "", true},
+      {"rows:2;cols:2", "batch:rows;heads:cols;d_ff:cols", true},
+  };
+  std::vector<HostTensor> one;
+  for (const auto& c : cases) {
+    SCOPED_TRACE(std::string(c.mesh) + " " + c.layout);
+    MeshConfig mc;
+    mc.mesh_shape = MeshShape(c.mesh);
+    mc.layout = LayoutRules(c.layout);
+    mc.reproducible = c.reproducible;
+    mc.fuse = true;
+    const std::vector<HostTensor> fused = train(mc);
+    mc.fuse = false;
+    const std::vector<HostTensor> unfused = train(mc);
+    ASSERT_EQ(fused.size(), unfused.size());
+    for (size_t i = 0; i < fused.size(); ++i) EXPECT_TRUE(same_bits(fused[i], unfused[i])) << i;
+    if (c.reproducible && one.empty()) one = fused;
+    if (c.reproducible && *c.mesh) {
+      for (size_t i = 0; i < fused.size(); ++i) EXPECT_TRUE(same_bits(fused[i], one[i])) << i;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace mtf
