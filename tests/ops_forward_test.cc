@@ -13,6 +13,7 @@ using testing::for_each_index;
 using testing::Index;
 using testing::offset_of;
 using testing::random_tensor;
+using testing::ref_einsum;
 
 class OpsTest : public ::testing::Test {
  protected:
@@ -136,21 +137,6 @@ TEST_F(OpsTest, ComparisonsAndWhere) {
   // where broadcasts: a scalar alternative.
   EXPECT_EQ(eval(where(greater(ta, tb), ta, constant(mesh, -1.f))),
             (std::vector<float>{-1, -1, 3, -1}));
-}
-
-// Reference einsum by brute force over the union of dimensions.
-std::vector<float> ref_einsum(const std::vector<HostTensor>& ins, const Shape& out) {
-  Shape all;
-  for (const auto& t : ins) all = all.union_with(t.shape());
-  std::vector<double> r(out.num_elements(), 0.0);
-  std::vector<std::vector<float>> vals;
-  for (const auto& t : ins) vals.push_back(t.to_floats());
-  for_each_index(all, [&](const Index& i, int64_t) {
-    double p = 1;
-    for (size_t k = 0; k < ins.size(); ++k) p *= vals[k][offset_of(ins[k].shape(), i)];
-    r[offset_of(out, i)] += p;
-  });
-  return std::vector<float>(r.begin(), r.end());
 }
 
 TEST_F(OpsTest, EinsumMatchesBruteForce) {

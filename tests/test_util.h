@@ -81,6 +81,21 @@ inline std::vector<float> eval(const Tensor& t, const Feeds& feeds = {}) {
   return s.run(t, feeds).to_floats();
 }
 
+// Reference einsum by brute force over the union of dimensions.
+inline std::vector<float> ref_einsum(const std::vector<HostTensor>& ins, const Shape& out) {
+  Shape all;
+  for (const auto& t : ins) all = all.union_with(t.shape());
+  std::vector<double> r(out.num_elements(), 0.0);
+  std::vector<std::vector<float>> vals;
+  for (const auto& t : ins) vals.push_back(t.to_floats());
+  for_each_index(all, [&](const Index& i, int64_t) {
+    double p = 1;
+    for (size_t k = 0; k < ins.size(); ++k) p *= vals[k][offset_of(ins[k].shape(), i)];
+    r[offset_of(out, i)] += p;
+  });
+  return std::vector<float>(r.begin(), r.end());
+}
+
 inline void expect_near_vectors(const std::vector<float>& got, const std::vector<float>& want,
                                 float tol = 1e-5f) {
   ASSERT_EQ(got.size(), want.size());

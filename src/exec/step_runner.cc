@@ -64,6 +64,7 @@ std::vector<HostTensor> compute(const Step& s, int64_t pnum, const std::vector<H
   std::vector<std::vector<int64_t>> input_offsets;
   for (const TensorLayout& l : s.input_layouts) input_offsets.push_back(l.slice_begin(pnum));
   KernelContext ctx(*s.op, inputs, &outputs, &shapes, &offsets, &state, &input_offsets);
+  ctx.set_plan(s.kernel_plan.get());
   s.op->compute(ctx);
   for (size_t i = 0; i < outputs.size(); ++i) {
     MTF_CHECK(outputs[i].valid());

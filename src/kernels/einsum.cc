@@ -54,18 +54,6 @@ HostTensor arranged(const HostTensor& t, const Names& order) {
   return r;
 }
 
-// `t` summed over its dimensions that are not in `keep`.
-HostTensor sum_out_unneeded(const HostTensor& t, const Shape& other, const Shape& out,
-                            bool fixed_order) {
-  std::vector<Dimension> keep;
-  for (const auto& d : t.shape())
-    if (has(other, d.name) || has(out, d.name)) keep.push_back(d);
-  if (static_cast<int>(keep.size()) == t.shape().ndims()) return t;
-  HostTensor r(Shape(keep), t.dtype());
-  reduce(ReduceFn::kSum, t, r, fixed_order);
-  return r;
-}
-
 // Row-major strides of s, by dimension name.
 int64_t stride_of(const Shape& s, const std::string& name) {
   int64_t st = 1;
@@ -194,37 +182,6 @@ void batched_dot(const HostTensor& a, const HostTensor& b, const Names& k_names,
                   });
 }
 
-// C = A·B for every batch index, reading A, B and writing C in place through
-// their views; returns false (doing nothing) when some view does not exist.
-bool gemm_in_place(const HostTensor& A, const HostTensor& B, HostTensor& C, const Names& batch,
-                   const Names& M, const Names& N, const Names& K, int64_t m, int64_t n, int64_t k,
-                   bool fixed_order) {
-  const MatrixView va = matrix_view(A.shape(), M, K, m, k);
-  const MatrixView vb = matrix_view(B.shape(), K, N, k, n);
-  const MatrixView vc = matrix_view(C.shape(), M, N, m, n);
-  if (!va.ok || !vb.ok || !vc.ok || vc.trans) return false;
-  const float* pa = A.data<float>();
-  const float* pb = B.data<float>();
-  float* pc = C.data<float>();
-  auto one = [&](int64_t oa, int64_t ob, int64_t oc) {
-    if (fixed_order) {
-      sgemm_fixed_order(va.trans, vb.trans, m, n, k, pa + oa, va.ld, pb + ob, vb.ld, pc + oc,
-                        vc.ld);
-      return;
-    }
-    cblas_sgemm(CblasRowMajor, va.trans ? CblasTrans : CblasNoTrans,
-                vb.trans ? CblasTrans : CblasNoTrans, static_cast<int>(m), static_cast<int>(n),
-                static_cast<int>(k), 1.0f, pa + oa, static_cast<int>(va.ld), pb + ob,
-                static_cast<int>(vb.ld), 0.0f, pc + oc, static_cast<int>(vc.ld));
-  };
-  for_each_row<3>(plan3(batch, C.shape(), A.shape(), B.shape(), C.shape()),
-                  [&](const int64_t* off, int64_t rows, const int64_t* st) {
-                    for (int64_t i = 0; i < rows; ++i)
-                      one(off[0] + i * st[0], off[1] + i * st[1], off[2] + i * st[2]);
-                  });
-  return true;
-}
-
 void gemm_int(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const int32_t* a, int64_t lda,
               const int32_t* b, int64_t ldb, int32_t* c) {
   for (int64_t i = 0; i < m; ++i) {
@@ -236,15 +193,48 @@ void gemm_int(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const int32_t* 
   }
 }
 
-void einsum2(const HostTensor& a_in, const HostTensor& b_in, HostTensor& out, bool fixed_order) {
-  const Shape& os = out.shape();
-  HostTensor a = sum_out_unneeded(a_in, b_in.shape(), os, fixed_order);
-  HostTensor b = sum_out_unneeded(b_in, a.shape(), os, fixed_order);
-  if (out.num_elements() == 0) return;
+// Everything einsum2 decides from shapes alone, so that a program decides it
+// once per step instead of once per run.
+struct Plan2 {
+  enum class Path { kNothing, kProduct, kDot, kInPlace, kArranged };
+  Path path = Path::kNothing;
+  Shape a_kept, b_kept;  // the operands after summing out what nobody needs
+  bool sum_a = false, sum_b = false;
+  bool swap = false;  // A is b (the output is [batch, N, M] of the names)
+  Names k_names;      // kDot
+  // kInPlace: A·B -> C through views (A is b when in_place_swapped).
+  bool in_place_swapped = false;
+  MatrixView va, vb, vc;
+  StridedPlan<3> batch_plan;
+  int64_t m = 0, n = 0, k = 0, nb = 0;
+  // kArranged: operands read as [batch, M, K] / [batch, K, N] (ta / tb: the
+  // other order), permuted first where `arrange_*` is non-empty; the result
+  // goes to `c_shape` and is copied into out unless out_direct.
+  bool ta = false, tb = false, out_direct = false;
+  Names arrange_a, arrange_b;
+  Shape c_shape;
+};
+
+Shape kept_shape(const Shape& t, const Shape& other, const Shape& out) {
+  std::vector<Dimension> keep;
+  for (const auto& d : t)
+    if (has(other, d.name) || has(out, d.name)) keep.push_back(d);
+  return Shape(keep);
+}
+
+Plan2 plan2(const Shape& a_in, const Shape& b_in, const Shape& os, DType dtype) {
+  Plan2 p;
+  p.a_kept = kept_shape(a_in, b_in, os);
+  p.sum_a = p.a_kept.ndims() != a_in.ndims();
+  p.b_kept = kept_shape(b_in, p.a_kept, os);
+  p.sum_b = p.b_kept.ndims() != b_in.ndims();
+  if (os.num_elements() == 0) return p;
+  const Shape& a = p.a_kept;
+  const Shape& b = p.b_kept;
 
   Names batch, m_names, n_names, k_names;
   for (const auto& d : os) {
-    bool in_a = has(a.shape(), d.name), in_b = has(b.shape(), d.name);
+    bool in_a = has(a, d.name), in_b = has(b, d.name);
     if (in_a && in_b)
       batch.push_back(d.name);
     else if (in_a)
@@ -253,63 +243,132 @@ void einsum2(const HostTensor& a_in, const HostTensor& b_in, HostTensor& out, bo
       n_names.push_back(d.name);
   }
   const Names out_names = os.names();
-  bool swap = false;
   bool out_direct = out_names == concat_names(batch, m_names, n_names);
   if (!out_direct && out_names == concat_names(batch, n_names, m_names)) {
-    swap = true;
+    p.swap = true;
     out_direct = true;
   }
-  const HostTensor& A0 = swap ? b : a;
-  const HostTensor& B0 = swap ? a : b;
-  const Names& M = swap ? n_names : m_names;
-  const Names& N = swap ? m_names : n_names;
-  for (const auto& d : A0.shape())
-    if (has(B0.shape(), d.name) && !has(os, d.name)) k_names.push_back(d.name);
+  const Shape& A0 = p.swap ? b : a;
+  const Shape& B0 = p.swap ? a : b;
+  const Names& M = p.swap ? n_names : m_names;
+  const Names& N = p.swap ? m_names : n_names;
+  for (const auto& d : A0)
+    if (has(B0, d.name) && !has(os, d.name)) k_names.push_back(d.name);
 
   if (k_names.empty()) {
-    // Nothing is contracted: an elementwise product broadcast into out.
-    binary(BinaryFn::kMul, a, b, out);
-    return;
+    p.path = Plan2::Path::kProduct;  // an elementwise product broadcast into out
+    return p;
   }
-  const int64_t nb = product(os, batch), m = product(os, M), n = product(os, N);
-  const int64_t k = product(A0.shape(), k_names);
-  if (out.dtype() == float32 && k > 0) {
+  p.nb = product(os, batch);
+  p.m = product(os, M);
+  p.n = product(os, N);
+  p.k = product(A0, k_names);
+  if (dtype == float32 && p.k > 0) {
     if (M.empty() && N.empty()) {
-      batched_dot(a, b, k_names, out);
+      p.path = Plan2::Path::kDot;
+      p.k_names = k_names;
+      return p;
+    }
+    // C = A·B read and written in place, in either orientation.
+    for (bool swapped : {false, true}) {
+      const Shape& A = swapped ? B0 : A0;
+      const Shape& B = swapped ? A0 : B0;
+      const Names& Mx = swapped ? N : M;
+      const Names& Nx = swapped ? M : N;
+      const int64_t m = swapped ? p.n : p.m, n = swapped ? p.m : p.n;
+      const MatrixView va = matrix_view(A, Mx, k_names, m, p.k);
+      const MatrixView vb = matrix_view(B, k_names, Nx, p.k, n);
+      const MatrixView vc = matrix_view(os, Mx, Nx, m, n);
+      if (!va.ok || !vb.ok || !vc.ok || vc.trans) continue;
+      p.path = Plan2::Path::kInPlace;
+      p.in_place_swapped = swapped;
+      p.va = va;
+      p.vb = vb;
+      p.vc = vc;
+      if (swapped) std::swap(p.m, p.n);
+      p.batch_plan = plan3(batch, os, A, B, os);
+      return p;
+    }
+  }
+  p.path = Plan2::Path::kArranged;
+  p.out_direct = out_direct;
+  std::vector<Dimension> cd;
+  for (const auto& nm : concat_names(batch, M, N)) cd.push_back(os.get(nm));
+  p.c_shape = Shape(cd);
+  const Names an = A0.names(), bn = B0.names();
+  if (an == concat_names(batch, M, k_names)) {
+  } else if (an == concat_names(batch, k_names, M)) {
+    p.ta = true;
+  } else {
+    p.arrange_a = concat_names(batch, M, k_names);
+  }
+  if (bn == concat_names(batch, k_names, N)) {
+  } else if (bn == concat_names(batch, N, k_names)) {
+    p.tb = true;
+  } else {
+    p.arrange_b = concat_names(batch, k_names, N);
+  }
+  return p;
+}
+
+// Runs a plan made for exactly these shapes.
+void run2(const Plan2& p, const HostTensor& a_in, const HostTensor& b_in, HostTensor& out,
+          bool fixed_order) {
+  HostTensor a = a_in, b = b_in;
+  if (p.sum_a) {
+    a = HostTensor(p.a_kept, a_in.dtype());
+    reduce(ReduceFn::kSum, a_in, a, fixed_order);
+  }
+  if (p.sum_b) {
+    b = HostTensor(p.b_kept, b_in.dtype());
+    reduce(ReduceFn::kSum, b_in, b, fixed_order);
+  }
+  switch (p.path) {
+    case Plan2::Path::kNothing:
+      return;
+    case Plan2::Path::kProduct:
+      return binary(BinaryFn::kMul, a, b, out);
+    case Plan2::Path::kDot:
+      return batched_dot(a, b, p.k_names, out);
+    case Plan2::Path::kInPlace: {
+      const HostTensor& A0 = p.swap ? b : a;
+      const HostTensor& B0 = p.swap ? a : b;
+      const HostTensor& A = p.in_place_swapped ? B0 : A0;
+      const HostTensor& B = p.in_place_swapped ? A0 : B0;
+      const float* pa = A.data<float>();
+      const float* pb = B.data<float>();
+      float* pc = out.data<float>();
+      auto one = [&](int64_t oa, int64_t ob, int64_t oc) {
+        if (fixed_order) {
+          sgemm_fixed_order(p.va.trans, p.vb.trans, p.m, p.n, p.k, pa + oa, p.va.ld, pb + ob,
+                            p.vb.ld, pc + oc, p.vc.ld);
+          return;
+        }
+        cblas_sgemm(CblasRowMajor, p.va.trans ? CblasTrans : CblasNoTrans,
+                    p.vb.trans ? CblasTrans : CblasNoTrans, static_cast<int>(p.m),
+                    static_cast<int>(p.n), static_cast<int>(p.k), 1.0f, pa + oa,
+                    static_cast<int>(p.va.ld), pb + ob, static_cast<int>(p.vb.ld), 0.0f, pc + oc,
+                    static_cast<int>(p.vc.ld));
+      };
+      for_each_row<3>(p.batch_plan, [&](const int64_t* off, int64_t rows, const int64_t* st) {
+        for (int64_t i = 0; i < rows; ++i)
+          one(off[0] + i * st[0], off[1] + i * st[1], off[2] + i * st[2]);
+      });
       return;
     }
-    if (gemm_in_place(A0, B0, out, batch, M, N, k_names, m, n, k, fixed_order) ||
-        gemm_in_place(B0, A0, out, batch, N, M, k_names, n, m, k, fixed_order))
-      return;
+    case Plan2::Path::kArranged:
+      break;
   }
-  HostTensor c = out_direct ? out
-                            : HostTensor(Shape([&] {
-                                           std::vector<Dimension> d;
-                                           for (const auto& nm : concat_names(batch, M, N))
-                                             d.push_back(os.get(nm));
-                                           return d;
-                                         }()),
-                                         out.dtype());
+  const HostTensor& A0 = p.swap ? b : a;
+  const HostTensor& B0 = p.swap ? a : b;
+  HostTensor c = p.out_direct ? out : HostTensor(p.c_shape, out.dtype());
+  const int64_t m = p.m, n = p.n, k = p.k, nb = p.nb;
   if (k == 0) {
     fill(c, 0.f);
   } else {
-    // A as [batch, M, K] (or [batch, K, M] read transposed), B as [batch, K, N]
-    // (or [batch, N, K]); anything else is permuted once.
-    bool ta = false, tb = false;
-    HostTensor A = A0, B = B0;
-    const Names an = A0.shape().names(), bn = B0.shape().names();
-    if (an == concat_names(batch, M, k_names)) {
-    } else if (an == concat_names(batch, k_names, M)) {
-      ta = true;
-    } else {
-      A = arranged(A0, concat_names(batch, M, k_names));
-    }
-    if (bn == concat_names(batch, k_names, N)) {
-    } else if (bn == concat_names(batch, N, k_names)) {
-      tb = true;
-    } else {
-      B = arranged(B0, concat_names(batch, k_names, N));
-    }
+    const HostTensor A = p.arrange_a.empty() ? A0 : arranged(A0, p.arrange_a);
+    const HostTensor B = p.arrange_b.empty() ? B0 : arranged(B0, p.arrange_b);
+    const bool ta = p.ta, tb = p.tb;
     const int64_t lda = ta ? m : k, ldb = tb ? k : n;
     if (c.dtype() == float32) {
       const float* pa = A.data<float>();
@@ -334,39 +393,80 @@ void einsum2(const HostTensor& a_in, const HostTensor& b_in, HostTensor& out, bo
         gemm_int(ta, tb, m, n, k, pa + i * m * k, lda, pb + i * k * n, ldb, pc + i * m * n);
     }
   }
-  if (!out_direct) broadcast_copy(c, out);
+  if (!p.out_direct) broadcast_copy(c, out);
 }
 
 }  // namespace
 
-void einsum(const std::vector<const HostTensor*>& inputs, HostTensor& out, bool fixed_order) {
+// The contraction chain: operand i (from 1) contracts into the running
+// result, whose shape keeps what the output or a later operand needs.
+struct EinsumPlan : KernelPlan {
+  std::vector<Shape> inputs;
+  Shape out;
+  bool fixed_order = false;
+  std::vector<Shape> partials;  // shape after contracting operand i (last: out)
+  std::vector<Plan2> steps;
+};
+
+std::shared_ptr<const KernelPlan> plan_einsum(const std::vector<Shape>& inputs, const Shape& out,
+                                              DType dtype, bool fixed_order) {
   MTF_CHECK(!inputs.empty());
+  auto p = std::make_shared<EinsumPlan>();
+  p->inputs = inputs;
+  p->out = out;
+  p->fixed_order = fixed_order;
+  Shape acc = inputs[0];
+  for (size_t i = 1; i < inputs.size(); ++i) {
+    Shape next = out;
+    if (i + 1 < inputs.size()) {
+      // Keep the dimensions that the output or a later operand still needs.
+      std::vector<Dimension> keep;
+      auto needed = [&](const std::string& name) {
+        if (out.contains(name)) return true;
+        for (size_t j = i + 1; j < inputs.size(); ++j)
+          if (inputs[j].contains(name)) return true;
+        return false;
+      };
+      for (const auto& d : acc.union_with(inputs[i]))
+        if (needed(d.name)) keep.push_back(d);
+      next = Shape(keep);
+    }
+    p->steps.push_back(plan2(acc, inputs[i], next, dtype));
+    p->partials.push_back(next);
+    acc = next;
+  }
+  return p;
+}
+
+void einsum(const KernelPlan& plan, const std::vector<const HostTensor*>& inputs, HostTensor& out) {
+  const auto& p = dynamic_cast<const EinsumPlan&>(plan);
+  MTF_CHECK(inputs.size() == p.inputs.size() && out.shape() == p.out);
   check_blas_core();
-  for (const HostTensor* t : inputs) require_supported(*t, true, "einsum");
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    require_supported(*inputs[i], true, "einsum");
+    MTF_CHECK(inputs[i]->shape() == p.inputs[i]);
+  }
   if (inputs.size() == 1) {
-    reduce(ReduceFn::kSum, *inputs[0], out, fixed_order);
+    reduce(ReduceFn::kSum, *inputs[0], out, p.fixed_order);
     return;
   }
   HostTensor acc = *inputs[0];
   for (size_t i = 1; i < inputs.size(); ++i) {
     if (i + 1 == inputs.size()) {
-      einsum2(acc, *inputs[i], out, fixed_order);
+      run2(p.steps[i - 1], acc, *inputs[i], out, p.fixed_order);
       return;
     }
-    // Keep the dimensions that the output or a later operand still needs.
-    std::vector<Dimension> keep;
-    auto needed = [&](const std::string& name) {
-      if (out.shape().contains(name)) return true;
-      for (size_t j = i + 1; j < inputs.size(); ++j)
-        if (inputs[j]->shape().contains(name)) return true;
-      return false;
-    };
-    for (const auto& d : acc.shape().union_with(inputs[i]->shape()))
-      if (needed(d.name)) keep.push_back(d);
-    HostTensor next(Shape(keep), out.dtype());
-    einsum2(acc, *inputs[i], next, fixed_order);
+    HostTensor next(p.partials[i - 1], out.dtype());
+    run2(p.steps[i - 1], acc, *inputs[i], next, p.fixed_order);
     acc = next;
   }
+}
+
+void einsum(const std::vector<const HostTensor*>& inputs, HostTensor& out, bool fixed_order) {
+  MTF_CHECK(!inputs.empty());
+  std::vector<Shape> shapes;
+  for (const HostTensor* t : inputs) shapes.push_back(t->shape());
+  einsum(*plan_einsum(shapes, out.shape(), out.dtype(), fixed_order), inputs, out);
 }
 
 }  // namespace mtf::kernels

@@ -8,6 +8,7 @@
 #include <utility>
 #include <vector>
 
+#include "kernels/kernel_plan.h"
 #include "mtf/graph.h"
 #include "mtf/host_tensor.h"
 
@@ -56,6 +57,10 @@ class KernelContext {
   // Offset of this processor's slice of input i in the logical tensor.
   const std::vector<int64_t>& input_slice_offset(int i) const { return (*input_offsets_)[i]; }
   RunState& state() { return *state_; }
+  // The plan the lowering made for this step's slice shapes, or nullptr
+  // (then the kernel decides from the shapes it is given).
+  const kernels::KernelPlan* plan() const { return plan_; }
+  void set_plan(const kernels::KernelPlan* plan) { plan_ = plan; }
 
  private:
   const Operation& op_;
@@ -65,6 +70,7 @@ class KernelContext {
   const std::vector<std::vector<int64_t>>* slice_offsets_;
   RunState* state_;
   const std::vector<std::vector<int64_t>>* input_offsets_;
+  const kernels::KernelPlan* plan_ = nullptr;
 };
 
 }  // namespace mtf

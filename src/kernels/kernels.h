@@ -7,9 +7,11 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
+#include "kernels/kernel_plan.h"
 #include "mtf/host_tensor.h"
 
 namespace mtf::kernels {
@@ -90,6 +92,14 @@ void combine(ReduceFn fn, const HostTensor& x, HostTensor& acc);
 // summed in index order, the same bits for any slicing) instead of BLAS.
 void einsum(const std::vector<const HostTensor*>& inputs, HostTensor& out,
             bool fixed_order = false);
+// The same in two halves: every decision that depends on shapes only (which
+// dimensions fold into M, N, K and batch, which operand is read in place
+// through which transpose flag and leading dimension, which is permuted, the
+// batch loop) made once for these slice shapes; then runs on tensors of
+// exactly those shapes, with the same bits as the one-call form.
+std::shared_ptr<const KernelPlan> plan_einsum(const std::vector<Shape>& inputs, const Shape& out,
+                                              DType dtype, bool fixed_order);
+void einsum(const KernelPlan& plan, const std::vector<const HostTensor*>& inputs, HostTensor& out);
 
 // Along one axis; x and out have the same dimensions in the same order.
 void slice(const HostTensor& x, int axis, int64_t begin, HostTensor& out);

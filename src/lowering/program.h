@@ -50,6 +50,9 @@ struct Step {
   // exact slice shape whose last reader is this step; the executor still
   // checks at run time that no other tensor shares the buffer.
   std::vector<int> donors;
+  // Compute steps: what the op's kernel decided once from the slice shapes
+  // (plan_kernels()), or null.
+  std::shared_ptr<const kernels::KernelPlan> kernel_plan;
 };
 
 // "compute", "allgather", "allreduce" or "split".

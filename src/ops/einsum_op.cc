@@ -42,7 +42,12 @@ class EinsumOp : public Operation {
   void compute(KernelContext& ctx) const override {
     std::vector<const HostTensor*> ins;
     for (int i = 0; i < ctx.num_inputs(); ++i) ins.push_back(&ctx.input(i));
-    kernels::einsum(ins, ctx.allocate_output(0), ctx.state().reproducible);
+    HostTensor& out = ctx.allocate_output(0);
+    if (ctx.plan()) {
+      kernels::einsum(*ctx.plan(), ins, out);
+    } else {
+      kernels::einsum(ins, out, ctx.state().reproducible);
+    }
   }
 
   bool differentiable() const override { return output(0).dtype() == float32; }
@@ -88,6 +93,19 @@ class EinsumOp : public Operation {
 };
 
 }  // namespace
+
+namespace ops {
+
+std::shared_ptr<const kernels::KernelPlan> plan_kernel(const Operation& op,
+                                                       const std::vector<Shape>& input_slices,
+                                                       const std::vector<Shape>& output_slices,
+                                                       bool reproducible) {
+  if (!dynamic_cast<const EinsumOp*>(&op)) return nullptr;
+  return kernels::plan_einsum(input_slices, output_slices.at(0), op.output(0).dtype(),
+                              reproducible);
+}
+
+}  // namespace ops
 
 Tensor einsum(const std::vector<Tensor>& inputs, const Shape& output_shape,
               const std::string& name) {

@@ -1,6 +1,7 @@
 // op_util.h — shape checks and small builders shared by the op families.
 #pragma once
 
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -30,5 +31,11 @@ int axis_of(const std::string& op, const Tensor& x, const std::string& name);
 // identity) or float32 arithmetic binary op, sets instr's kind and function
 // (operands left to the caller: input order is the op's) and returns true.
 bool as_fused_instr(const Operation& op, kernels::FusedInstr* instr);
+// The kernel plan of `op` for these slice shapes, or null for ops whose
+// kernels do not plan (today: einsum plans; the rest decide per call).
+std::shared_ptr<const kernels::KernelPlan> plan_kernel(const Operation& op,
+                                                       const std::vector<Shape>& input_slices,
+                                                       const std::vector<Shape>& output_slices,
+                                                       bool reproducible);
 
 }  // namespace mtf::ops

@@ -17,6 +17,7 @@
 #include "kernels/kernel_context.h"
 #include "kernels/kernels.h"
 #include "lowering/fusion.h"
+#include "lowering/kernel_plans.h"
 #include "lowering/program.h"
 #include "mtf/collectives.h"
 #include "mtf/errors.h"
@@ -366,7 +367,10 @@ class SessionImpl {
     std::vector<const Operation*> t(targets.begin(), targets.end());
     Program program =
         lower(graph_, fetches, t, config_.mesh_shape, config_.layout, config_.reproducible);
-    if (config_.fuse && config_.impl != MeshImpl::kSimulated) fuse_elementwise(program);
+    if (config_.impl != MeshImpl::kSimulated) {
+      if (config_.fuse) fuse_elementwise(program);
+      plan_kernels(program, config_.reproducible);
+    }
     return programs_.emplace(key, std::move(program)).first->second;
   }
 
