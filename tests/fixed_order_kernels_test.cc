@@ -49,22 +49,38 @@ std::vector<float> run(const Operands& o, bool scalar) {
   return c;
 }
 
+std::vector<float> run_on(FixedOrderIsa isa, const Operands& o) {
+  std::vector<float> c(o.m * o.n, -7.f);
+  sgemm_fixed_order_on(isa, o.ta, o.tb, o.m, o.n, o.k, o.a.data(), o.lda(), o.b.data(), o.ldb(),
+                       c.data(), o.n);
+  return c;
+}
+
+// Every instruction set this CPU has (the best one is what runs).
+std::vector<FixedOrderIsa> isas_here() {
+  std::vector<FixedOrderIsa> r{FixedOrderIsa::kScalar};
+  if (best_fixed_order_isa() != FixedOrderIsa::kScalar) r.push_back(FixedOrderIsa::kAvx2);
+  if (best_fixed_order_isa() == FixedOrderIsa::kAvx512) r.push_back(FixedOrderIsa::kAvx512);
+  return r;
+}
+
 TEST(GemmFixedOrder, EveryElementIsTheFmaChainInIndexOrder) {
   uint32_t seed = 1;
-  for (int64_t m : {1, 5, 6, 7, 13, 100})
-    for (int64_t n : {1, 15, 16, 17, 40})
+  for (int64_t m : {1, 5, 6, 7, 8, 9, 13, 100})
+    for (int64_t n : {1, 15, 16, 17, 31, 32, 33, 40})
       for (int64_t k : {1, 3, 64, 257})
         for (bool ta : {false, true})
           for (bool tb : {false, true}) {
             const Operands o = make(m, n, k, ta, tb, seed++);
-            const std::vector<float> vec = run(o, false), sca = run(o, true);
-            for (int64_t i = 0; i < m; ++i)
-              for (int64_t j = 0; j < n; ++j) {
-                const float want = chain(o, i, j);
-                ASSERT_EQ(vec[i * n + j], want) << m << "x" << n << "x" << k << " ta " << ta
-                                                << " tb " << tb << " at " << i << "," << j;
-                ASSERT_EQ(sca[i * n + j], want) << "scalar path";
-              }
+            for (FixedOrderIsa isa : isas_here()) {
+              const std::vector<float> got = run_on(isa, o);
+              for (int64_t i = 0; i < m; ++i)
+                for (int64_t j = 0; j < n; ++j) {
+                  ASSERT_EQ(got[i * n + j], chain(o, i, j))
+                      << m << "x" << n << "x" << k << " ta " << ta << " tb " << tb << " at " << i
+                      << "," << j << " isa " << static_cast<int>(isa);
+                }
+            }
           }
 }
 

@@ -294,3 +294,55 @@ TEST(FusionPassTest, TransformerTrainingHasTheSameBitsFusedOrNot) {
 
 }  // namespace
 }  // namespace mtf
+
+namespace mtf {
+namespace {
+
+// SGD's update by a weight gradient's contraction runs as one step (fast
+// mode): the same training within float rounding, the relu output the
+// contraction reads still intact when it runs (an elementwise output must
+// not have taken its buffer), and never in reproducible mode.
+TEST(FusionPassTest, SgdUpdatesAddTheContractionStraightIntoTheWeight) {
+  auto train = [](bool fuse, bool reproducible, std::string* program) {
+    Graph g;
+    Mesh mesh(g, "m");
+    Tensor x = placeholder(mesh, Shape("batch:32;pixels:50"), float32, "x");
+    Tensor y = placeholder(mesh, Shape("batch:32"), int32, "y");
+    Tensor w1 = get_variable(mesh, "w1", Shape("pixels:50;hidden:64"));
+    Tensor w2 = get_variable(mesh, "w2", Shape("hidden:64;classes:10"));
+    Tensor h = relu(einsum({x, w1}, Shape("batch:32;hidden:64")));
+    Tensor logits = einsum({h, w2}, Shape("batch:32;classes:10"));
+    const Dimension classes = logits.shape().get("classes");
+    Tensor loss =
+        reduce_mean(softmax_cross_entropy_with_logits(logits, one_hot(y, classes), classes));
+    auto train_ops = SgdOptimizer(0.5f).minimize(loss);
+    MeshConfig mc;
+    mc.fuse = fuse;
+    mc.reproducible = reproducible;
+    Session s(g, mc);
+    std::mt19937 rng(4);
+    HostTensor xv = random_tensor(x.shape(), rng), yv(y.shape(), int32);
+    for (int64_t i = 0; i < 32; ++i) yv.data<int32_t>()[i] = static_cast<int32_t>(i % 10);
+    std::vector<float> losses;
+    for (int step = 0; step < 5; ++step)
+      losses.push_back(s.run({loss}, {{x, xv}, {y, yv}}, train_ops)[0].data<float>()[0]);
+    *program = s.program_text({loss}, train_ops);
+    std::vector<float> out = s.variable_value("w1").to_floats();
+    for (float l : losses) out.push_back(l);
+    return out;
+  };
+  std::string fused_text, plain_text, repro_text;
+  const std::vector<float> fused = train(true, false, &fused_text);
+  const std::vector<float> plain = train(false, false, &plain_text);
+  EXPECT_NE(fused_text.find("einsum+assign_sub"), std::string::npos) << fused_text;
+  EXPECT_EQ(plain_text.find("einsum+assign_sub"), std::string::npos);
+  ASSERT_EQ(fused.size(), plain.size());
+  for (size_t i = 0; i < fused.size(); ++i)
+    ASSERT_NEAR(fused[i], plain[i], 1e-5f * std::max(1.f, std::fabs(plain[i]))) << i;
+  EXPECT_LT(fused.back(), fused[fused.size() - 5]);  // it learns
+  train(true, true, &repro_text);
+  EXPECT_EQ(repro_text.find("einsum+assign_sub"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace mtf

@@ -69,8 +69,11 @@ struct MeshConfig {
   bool reproducible = false;
   // Chains of elementwise ops run as one fused kernel each, outputs taking
   // over inputs that die (fewer passes over memory; the same bits either
-  // way). Off: one kernel per op, for comparing. Simulated runs never fuse,
-  // so the timing model prices the ops it knows.
+  // way); outside reproducible mode an optimizer's update of a weight by its
+  // gradient's contraction (SGD, momentum) also adds the product straight
+  // into the new weight (sgemm with beta = 1; rounding differs from the two
+  // steps). Off: one kernel per op, for comparing. Simulated runs never
+  // fuse, so the timing model prices the ops it knows.
   bool fuse = true;
   // Time every step of every run (not simulated ones) per op and op type;
   // read with Session::profile(). Two clock reads per step.

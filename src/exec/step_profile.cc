@@ -79,7 +79,7 @@ std::string format_row(const ProfileRow& r, double run_seconds, bool with_type) 
   const double share = run_seconds > 0 ? 100.0 * r.seconds / run_seconds : 0.0;
   char rate[32];
   // Contractions by their FLOP rate; everything else moves memory.
-  if (r.type == "einsum" && r.flops > 0 && r.seconds > 0)
+  if (r.type.rfind("einsum", 0) == 0 && r.flops > 0 && r.seconds > 0)
     std::snprintf(rate, sizeof rate, "%8.1f GFLOP/s", r.flops / r.seconds / 1e9);
   else if (r.seconds > 0)
     std::snprintf(rate, sizeof rate, "%8.2f GB/s   ", r.bytes / r.seconds / 1e9);

@@ -1,5 +1,7 @@
 #include "exec/step_runner.h"
 
+#include <algorithm>
+
 #include "core/check.h"
 #include "kernels/fused_elementwise.h"
 #include "kernels/kernels.h"
@@ -54,6 +56,17 @@ std::vector<HostTensor> compute(const Step& s, int64_t pnum, const std::vector<H
   std::vector<const HostTensor*> inputs;
   for (int slot : s.input_slots) inputs.push_back(&slots[slot]);
   if (s.fused) return compute_fused(s, slots, inputs);
+  if (s.update_einsum) {
+    // var + alpha * einsum(...), straight into the variable's next value.
+    MTF_CHECK(s.kernel_plan != nullptr);
+    const HostTensor& var = *inputs[0];
+    HostTensor next(var.shape(), var.dtype());
+    std::copy(var.data<float>(), var.data<float>() + var.num_elements(), next.data<float>());
+    const std::vector<const HostTensor*> operands(inputs.begin() + 1, inputs.end());
+    kernels::einsum_accumulate(*s.kernel_plan, operands, s.update_alpha, next);
+    state.pending_assignments.emplace_back(&s.op->inputs()[0].op(), std::move(next));
+    return {};
+  }
   std::vector<Shape> shapes;
   std::vector<std::vector<int64_t>> offsets;
   for (const TensorLayout& l : s.output_layouts) {

@@ -311,6 +311,36 @@ Plan2 plan2(const Shape& a_in, const Shape& b_in, const Shape& os, DType dtype) 
   return p;
 }
 
+// out = alpha * A·B + beta * out for every batch index, operands read and
+// written in place through the plan's views (Path::kInPlace).
+void gemm_through_views(const Plan2& p, const HostTensor& a, const HostTensor& b, float alpha,
+                        float beta, HostTensor& out, bool fixed_order) {
+  const HostTensor& A0 = p.swap ? b : a;
+  const HostTensor& B0 = p.swap ? a : b;
+  const HostTensor& A = p.in_place_swapped ? B0 : A0;
+  const HostTensor& B = p.in_place_swapped ? A0 : B0;
+  const float* pa = A.data<float>();
+  const float* pb = B.data<float>();
+  float* pc = out.data<float>();
+  auto one = [&](int64_t oa, int64_t ob, int64_t oc) {
+    if (fixed_order) {
+      MTF_CHECK(alpha == 1.0f && beta == 0.0f);
+      sgemm_fixed_order(p.va.trans, p.vb.trans, p.m, p.n, p.k, pa + oa, p.va.ld, pb + ob, p.vb.ld,
+                        pc + oc, p.vc.ld);
+      return;
+    }
+    cblas_sgemm(CblasRowMajor, p.va.trans ? CblasTrans : CblasNoTrans,
+                p.vb.trans ? CblasTrans : CblasNoTrans, static_cast<int>(p.m),
+                static_cast<int>(p.n), static_cast<int>(p.k), alpha, pa + oa,
+                static_cast<int>(p.va.ld), pb + ob, static_cast<int>(p.vb.ld), beta, pc + oc,
+                static_cast<int>(p.vc.ld));
+  };
+  for_each_row<3>(p.batch_plan, [&](const int64_t* off, int64_t rows, const int64_t* st) {
+    for (int64_t i = 0; i < rows; ++i)
+      one(off[0] + i * st[0], off[1] + i * st[1], off[2] + i * st[2]);
+  });
+}
+
 // Runs a plan made for exactly these shapes.
 void run2(const Plan2& p, const HostTensor& a_in, const HostTensor& b_in, HostTensor& out,
           bool fixed_order) {
@@ -330,32 +360,8 @@ void run2(const Plan2& p, const HostTensor& a_in, const HostTensor& b_in, HostTe
       return binary(BinaryFn::kMul, a, b, out);
     case Plan2::Path::kDot:
       return batched_dot(a, b, p.k_names, out);
-    case Plan2::Path::kInPlace: {
-      const HostTensor& A0 = p.swap ? b : a;
-      const HostTensor& B0 = p.swap ? a : b;
-      const HostTensor& A = p.in_place_swapped ? B0 : A0;
-      const HostTensor& B = p.in_place_swapped ? A0 : B0;
-      const float* pa = A.data<float>();
-      const float* pb = B.data<float>();
-      float* pc = out.data<float>();
-      auto one = [&](int64_t oa, int64_t ob, int64_t oc) {
-        if (fixed_order) {
-          sgemm_fixed_order(p.va.trans, p.vb.trans, p.m, p.n, p.k, pa + oa, p.va.ld, pb + ob,
-                            p.vb.ld, pc + oc, p.vc.ld);
-          return;
-        }
-        cblas_sgemm(CblasRowMajor, p.va.trans ? CblasTrans : CblasNoTrans,
-                    p.vb.trans ? CblasTrans : CblasNoTrans, static_cast<int>(p.m),
-                    static_cast<int>(p.n), static_cast<int>(p.k), 1.0f, pa + oa,
-                    static_cast<int>(p.va.ld), pb + ob, static_cast<int>(p.vb.ld), 0.0f, pc + oc,
-                    static_cast<int>(p.vc.ld));
-      };
-      for_each_row<3>(p.batch_plan, [&](const int64_t* off, int64_t rows, const int64_t* st) {
-        for (int64_t i = 0; i < rows; ++i)
-          one(off[0] + i * st[0], off[1] + i * st[1], off[2] + i * st[2]);
-      });
-      return;
-    }
+    case Plan2::Path::kInPlace:
+      return gemm_through_views(p, a, b, 1.0f, 0.0f, out, fixed_order);
     case Plan2::Path::kArranged:
       break;
   }
@@ -460,6 +466,22 @@ void einsum(const KernelPlan& plan, const std::vector<const HostTensor*>& inputs
     run2(p.steps[i - 1], acc, *inputs[i], next, p.fixed_order);
     acc = next;
   }
+}
+
+void einsum_accumulate(const KernelPlan& plan, const std::vector<const HostTensor*>& inputs,
+                       float alpha, HostTensor& acc) {
+  const auto& p = dynamic_cast<const EinsumPlan&>(plan);
+  MTF_CHECK(acc.shape() == p.out && acc.dtype() == float32 && !p.fixed_order);
+  if (inputs.size() == 2 && p.steps[0].path == Plan2::Path::kInPlace && !p.steps[0].sum_a &&
+      !p.steps[0].sum_b) {
+    check_blas_core();
+    for (size_t i = 0; i < inputs.size(); ++i) MTF_CHECK(inputs[i]->shape() == p.inputs[i]);
+    gemm_through_views(p.steps[0], *inputs[0], *inputs[1], alpha, 1.0f, acc, false);
+    return;
+  }
+  HostTensor t(p.out, float32);
+  einsum(plan, inputs, t);
+  scaled_add(acc, alpha, t, acc);
 }
 
 void einsum(const std::vector<const HostTensor*>& inputs, HostTensor& out, bool fixed_order) {

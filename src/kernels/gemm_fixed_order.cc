@@ -17,14 +17,15 @@
 namespace mtf::kernels {
 namespace {
 
-constexpr int kMr = 6;   // rows of a register tile
-constexpr int kNr = 16;  // columns: two 8-float vectors
+// Register tiles: 6 rows x 16 columns (two 8-float vectors) for AVX2 and
+// the scalar path, 8 rows x 32 columns (two 16-float vectors) for AVX-512.
 
 inline float at(const float* x, bool trans, int64_t ld, int64_t row, int64_t col) {
   return trans ? x[col * ld + row] : x[row * ld + col];
 }
 
 // Packs rows [i0, i0+kMr) of op(A) as k groups of kMr floats (zero padded).
+template <int kMr>
 void pack_a(bool ta, const float* a, int64_t lda, int64_t m, int64_t k, int64_t i0, float* out) {
   const int rows = static_cast<int>(std::min<int64_t>(kMr, m - i0));
   for (int64_t p = 0; p < k; ++p) {
@@ -34,6 +35,7 @@ void pack_a(bool ta, const float* a, int64_t lda, int64_t m, int64_t k, int64_t 
 }
 
 // Packs columns [j0, j0+kNr) of op(B) as k groups of kNr floats (zero padded).
+template <int kNr>
 void pack_b(bool tb, const float* b, int64_t ldb, int64_t n, int64_t k, int64_t j0, float* out) {
   const int cols = static_cast<int>(std::min<int64_t>(kNr, n - j0));
   for (int64_t p = 0; p < k; ++p) {
@@ -48,10 +50,12 @@ void pack_b(bool tb, const float* b, int64_t ldb, int64_t n, int64_t k, int64_t 
 }
 
 // Copies the valid rows × cols of a kMr×kNr tile into C.
+template <int kNr>
 void store_tile(const float* tile, int rows, int cols, float* c, int64_t ldc) {
   for (int r = 0; r < rows; ++r) std::memcpy(c + r * ldc, tile + r * kNr, sizeof(float) * cols);
 }
 
+template <int kMr, int kNr>
 void micro_scalar(int64_t k, const float* pa, const float* pb, float* tile) {
   for (int i = 0; i < kMr * kNr; ++i) tile[i] = 0.f;
   for (int64_t p = 0; p < k; ++p)
@@ -64,6 +68,7 @@ void micro_scalar(int64_t k, const float* pa, const float* pb, float* tile) {
 // spilled them to memory and the kernel ran at 0.2-0.5 of this speed.
 __attribute__((target("avx2,fma"))) void micro_avx2(int64_t k, const float* pa, const float* pb,
                                                     float* tile) {
+  constexpr int kMr = 6, kNr = 16;
   __m256 c00 = _mm256_setzero_ps(), c01 = _mm256_setzero_ps();
   __m256 c10 = _mm256_setzero_ps(), c11 = _mm256_setzero_ps();
   __m256 c20 = _mm256_setzero_ps(), c21 = _mm256_setzero_ps();
@@ -101,12 +106,60 @@ __attribute__((target("avx2,fma"))) void micro_avx2(int64_t k, const float* pa, 
   }
 }
 
-bool has_avx2_fma() {
-  static const bool yes = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-  return yes;
+// Eight rows of two 16-float vectors: 16 independent FMA chains, enough to
+// keep two 512-bit FMA pipes busy through their latency.
+__attribute__((target("avx512f"))) void micro_avx512(int64_t k, const float* pa, const float* pb,
+                                                     float* tile) {
+  constexpr int kMr = 8, kNr = 32;
+  __m512 c00 = _mm512_setzero_ps(), c01 = _mm512_setzero_ps();
+  __m512 c10 = _mm512_setzero_ps(), c11 = _mm512_setzero_ps();
+  __m512 c20 = _mm512_setzero_ps(), c21 = _mm512_setzero_ps();
+  __m512 c30 = _mm512_setzero_ps(), c31 = _mm512_setzero_ps();
+  __m512 c40 = _mm512_setzero_ps(), c41 = _mm512_setzero_ps();
+  __m512 c50 = _mm512_setzero_ps(), c51 = _mm512_setzero_ps();
+  __m512 c60 = _mm512_setzero_ps(), c61 = _mm512_setzero_ps();
+  __m512 c70 = _mm512_setzero_ps(), c71 = _mm512_setzero_ps();
+  for (int64_t p = 0; p < k; ++p) {
+    const __m512 b0 = _mm512_loadu_ps(pb + p * kNr);
+    const __m512 b1 = _mm512_loadu_ps(pb + p * kNr + 16);
+    const float* ap = pa + p * kMr;
+    __m512 a = _mm512_set1_ps(ap[0]);
+    c00 = _mm512_fmadd_ps(a, b0, c00);
+    c01 = _mm512_fmadd_ps(a, b1, c01);
+    a = _mm512_set1_ps(ap[1]);
+    c10 = _mm512_fmadd_ps(a, b0, c10);
+    c11 = _mm512_fmadd_ps(a, b1, c11);
+    a = _mm512_set1_ps(ap[2]);
+    c20 = _mm512_fmadd_ps(a, b0, c20);
+    c21 = _mm512_fmadd_ps(a, b1, c21);
+    a = _mm512_set1_ps(ap[3]);
+    c30 = _mm512_fmadd_ps(a, b0, c30);
+    c31 = _mm512_fmadd_ps(a, b1, c31);
+    a = _mm512_set1_ps(ap[4]);
+    c40 = _mm512_fmadd_ps(a, b0, c40);
+    c41 = _mm512_fmadd_ps(a, b1, c41);
+    a = _mm512_set1_ps(ap[5]);
+    c50 = _mm512_fmadd_ps(a, b0, c50);
+    c51 = _mm512_fmadd_ps(a, b1, c51);
+    a = _mm512_set1_ps(ap[6]);
+    c60 = _mm512_fmadd_ps(a, b0, c60);
+    c61 = _mm512_fmadd_ps(a, b1, c61);
+    a = _mm512_set1_ps(ap[7]);
+    c70 = _mm512_fmadd_ps(a, b0, c70);
+    c71 = _mm512_fmadd_ps(a, b1, c71);
+  }
+  const __m512 rows[kMr][2] = {{c00, c01}, {c10, c11}, {c20, c21}, {c30, c31},
+                               {c40, c41}, {c50, c51}, {c60, c61}, {c70, c71}};
+  for (int r = 0; r < kMr; ++r) {
+    _mm512_storeu_ps(tile + r * kNr, rows[r][0]);
+    _mm512_storeu_ps(tile + r * kNr + 16, rows[r][1]);
+  }
 }
 
-void gemm(bool vector, bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float* a,
+using Micro = void (*)(int64_t, const float*, const float*, float*);
+
+template <int kMr, int kNr>
+void gemm(Micro micro, bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float* a,
           int64_t lda, const float* b, int64_t ldb, float* c, int64_t ldc) {
   if (m == 0 || n == 0) return;
   if (k == 0) {
@@ -118,8 +171,10 @@ void gemm(bool vector, bool ta, bool tb, int64_t m, int64_t n, int64_t k, const 
   auto b_buf = detail::allocate_buffer(sizeof(float) * static_cast<size_t>(npanels * kNr * k));
   float* pa = static_cast<float*>(a_buf->data);
   float* pb = static_cast<float*>(b_buf->data);
-  for (int64_t ib = 0; ib < mblocks; ++ib) pack_a(ta, a, lda, m, k, ib * kMr, pa + ib * kMr * k);
-  for (int64_t jp = 0; jp < npanels; ++jp) pack_b(tb, b, ldb, n, k, jp * kNr, pb + jp * kNr * k);
+  for (int64_t ib = 0; ib < mblocks; ++ib)
+    pack_a<kMr>(ta, a, lda, m, k, ib * kMr, pa + ib * kMr * k);
+  for (int64_t jp = 0; jp < npanels; ++jp)
+    pack_b<kNr>(tb, b, ldb, n, k, jp * kNr, pb + jp * kNr * k);
   // A chunk of row blocks stays in cache while every panel of B passes by.
   const int64_t chunk = std::max<int64_t>(1, (128 * 1024) / (sizeof(float) * kMr * k));
   alignas(64) float tile[kMr * kNr];
@@ -129,13 +184,9 @@ void gemm(bool vector, bool ta, bool tb, int64_t m, int64_t n, int64_t k, const 
       const float* panel = pb + jp * kNr * k;
       const int cols = static_cast<int>(std::min<int64_t>(kNr, n - jp * kNr));
       for (int64_t ib = i0; ib < i1; ++ib) {
-        if (vector) {
-          micro_avx2(k, pa + ib * kMr * k, panel, tile);
-        } else {
-          micro_scalar(k, pa + ib * kMr * k, panel, tile);
-        }
+        micro(k, pa + ib * kMr * k, panel, tile);
         const int rows = static_cast<int>(std::min<int64_t>(kMr, m - ib * kMr));
-        store_tile(tile, rows, cols, c + ib * kMr * ldc + jp * kNr, ldc);
+        store_tile<kNr>(tile, rows, cols, c + ib * kMr * ldc + jp * kNr, ldc);
       }
     }
   }
@@ -143,14 +194,38 @@ void gemm(bool vector, bool ta, bool tb, int64_t m, int64_t n, int64_t k, const 
 
 }  // namespace
 
+FixedOrderIsa best_fixed_order_isa() {
+  static const FixedOrderIsa isa = [] {
+    __builtin_cpu_init();
+    if (__builtin_cpu_supports("avx512f")) return FixedOrderIsa::kAvx512;
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+      return FixedOrderIsa::kAvx2;
+    return FixedOrderIsa::kScalar;
+  }();
+  return isa;
+}
+
+void sgemm_fixed_order_on(FixedOrderIsa isa, bool ta, bool tb, int64_t m, int64_t n, int64_t k,
+                          const float* a, int64_t lda, const float* b, int64_t ldb, float* c,
+                          int64_t ldc) {
+  switch (isa) {
+    case FixedOrderIsa::kAvx512:
+      return gemm<8, 32>(micro_avx512, ta, tb, m, n, k, a, lda, b, ldb, c, ldc);
+    case FixedOrderIsa::kAvx2:
+      return gemm<6, 16>(micro_avx2, ta, tb, m, n, k, a, lda, b, ldb, c, ldc);
+    case FixedOrderIsa::kScalar:
+      return gemm<6, 16>(micro_scalar<6, 16>, ta, tb, m, n, k, a, lda, b, ldb, c, ldc);
+  }
+}
+
 void sgemm_fixed_order(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float* a,
                        int64_t lda, const float* b, int64_t ldb, float* c, int64_t ldc) {
-  gemm(has_avx2_fma(), ta, tb, m, n, k, a, lda, b, ldb, c, ldc);
+  sgemm_fixed_order_on(best_fixed_order_isa(), ta, tb, m, n, k, a, lda, b, ldb, c, ldc);
 }
 
 void sgemm_fixed_order_scalar(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float* a,
                               int64_t lda, const float* b, int64_t ldb, float* c, int64_t ldc) {
-  gemm(false, ta, tb, m, n, k, a, lda, b, ldb, c, ldc);
+  sgemm_fixed_order_on(FixedOrderIsa::kScalar, ta, tb, m, n, k, a, lda, b, ldb, c, ldc);
 }
 
 }  // namespace mtf::kernels

@@ -9,8 +9,8 @@
 // this kernel: c[i][j] = fma(a[i][k-1], b[k-1][j], ... fma(a[i][1], b[1][j],
 // fma(a[i][0], b[0][j], +0))) — one fused multiply-add per product, in
 // index order. FMA is correctly rounded in hardware and in std::fma, so the
-// vector path (AVX2+FMA, chosen at run time) and the scalar path agree bit
-// for bit, on any x86-64 machine.
+// vector paths (AVX-512 or AVX2+FMA, the best the CPU has chosen at run
+// time) and the scalar path agree bit for bit, on any x86-64 machine.
 #pragma once
 
 #include <cstdint>
@@ -21,6 +21,13 @@ namespace mtf::kernels {
 // is k×n (B stored n×k when tb); lda, ldb, ldc are the stored row lengths.
 void sgemm_fixed_order(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float* a,
                        int64_t lda, const float* b, int64_t ldb, float* c, int64_t ldc);
+
+// Which instructions a call uses; tests run every one the CPU has.
+enum class FixedOrderIsa { kScalar, kAvx2, kAvx512 };
+FixedOrderIsa best_fixed_order_isa();
+void sgemm_fixed_order_on(FixedOrderIsa isa, bool ta, bool tb, int64_t m, int64_t n, int64_t k,
+                          const float* a, int64_t lda, const float* b, int64_t ldb, float* c,
+                          int64_t ldc);
 
 // The same, without the vector path (for tests: both must agree).
 void sgemm_fixed_order_scalar(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float* a,

@@ -100,6 +100,12 @@ void einsum(const std::vector<const HostTensor*>& inputs, HostTensor& out,
 std::shared_ptr<const KernelPlan> plan_einsum(const std::vector<Shape>& inputs, const Shape& out,
                                               DType dtype, bool fixed_order);
 void einsum(const KernelPlan& plan, const std::vector<const HostTensor*>& inputs, HostTensor& out);
+// acc += alpha * einsum(inputs), for a float32 plan made without fixed order
+// and out = acc's shape: a product sgemm reads and writes in place runs as one
+// sgemm with beta = 1 (no separate result), anything else through a scratch
+// result. What an optimizer's update of a variable by a contraction needs.
+void einsum_accumulate(const KernelPlan& plan, const std::vector<const HostTensor*>& inputs,
+                       float alpha, HostTensor& acc);
 
 // Along one axis; x and out have the same dimensions in the same order.
 void slice(const HostTensor& x, int axis, int64_t begin, HostTensor& out);

@@ -194,6 +194,61 @@ void assign_donors(Program& p) {
 
 }  // namespace
 
+int fuse_updates(Program& p) {
+  const int n = static_cast<int>(p.steps.size());
+  std::vector<std::vector<int>> readers(p.num_slots), writers(p.num_slots);
+  for (int i = 0; i < n; ++i) {
+    for (int slot : p.steps[i].input_slots) readers[slot].push_back(i);
+    for (int slot : p.steps[i].output_slots) writers[slot].push_back(i);
+  }
+  const std::set<int> fetched(p.fetch_slots.begin(), p.fetch_slots.end());
+  std::vector<bool> removed(n, false);
+  int fused = 0;
+  for (int i = 0; i < n; ++i) {
+    Step& a = p.steps[i];
+    float alpha = 0;
+    if (a.kind != Step::Kind::kCompute || a.fused || a.update_einsum ||
+        !ops::as_scaled_update(*a.op, &alpha) || a.input_slots.size() != 2)
+      continue;
+    const int value = a.input_slots[1];
+    if (writers[value].size() != 1 || readers[value].size() != 1 || fetched.count(value)) continue;
+    const int e = writers[value][0];
+    const Step& es = p.steps[e];
+    if (es.kind != Step::Kind::kCompute || es.fused || !ops::is_einsum(*es.op) ||
+        es.output_slots.size() != 1)
+      continue;
+    if (!(p.slot_layouts[value].slice_shape() == p.slot_layouts[a.input_slots[0]].slice_shape()))
+      continue;
+    // The einsum moves to the assignment: its inputs must not change between.
+    bool moved_safely = true;
+    for (int slot : es.input_slots)
+      for (int w : writers[slot])
+        if (w > e && w < i) moved_safely = false;
+    if (!moved_safely) continue;
+    a.update_einsum = es.op;
+    a.update_alpha = alpha;
+    a.input_slots = {a.input_slots[0]};
+    a.input_layouts = {a.input_layouts[0]};
+    for (size_t k = 0; k < es.input_slots.size(); ++k) {
+      a.input_slots.push_back(es.input_slots[k]);
+      a.input_layouts.push_back(es.input_layouts[k]);
+    }
+    a.flops += es.flops;
+    removed[e] = true;
+    ++fused;
+  }
+  if (!fused) return 0;
+  std::vector<Step> kept;
+  for (int i = 0; i < n; ++i)
+    if (!removed[i]) kept.push_back(std::move(p.steps[i]));
+  p.steps = std::move(kept);
+  // Steps moved: lifetimes change, and an input that used to die before the
+  // moved einsum must not be handed to an output any more.
+  assign_lifetimes(p);
+  assign_donors(p);
+  return fused;
+}
+
 FusionStats fuse_elementwise(Program& program) {
   FusionPlanner planner(program);
   planner.plan();

@@ -29,4 +29,14 @@ struct FusionStats {
 // Rewrites `program` in place (and its lifetimes).
 FusionStats fuse_elementwise(Program& program);
 
+// An optimizer's update by a contraction, var <- var + alpha * einsum(...)
+// (SGD's and momentum's assign_sub of a weight gradient), becomes one step
+// that adds the contraction straight into the variable's next value (sgemm
+// with beta = 1), when the einsum's result is read by nothing else, is not
+// changed in between (a gradient allreduced over a mesh axis is not fused),
+// and has the variable's slice shape in its order. Float rounding differs
+// from the two steps (alpha scales inside the product), so only for fast
+// mode: Session skips it in reproducible mode. Returns the steps fused.
+int fuse_updates(Program& program);
+
 }  // namespace mtf

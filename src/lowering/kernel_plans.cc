@@ -11,7 +11,13 @@ int plan_kernels(Program& program, bool reproducible) {
     std::vector<Shape> in, out;
     for (const TensorLayout& l : s.input_layouts) in.push_back(l.slice_shape());
     for (const TensorLayout& l : s.output_layouts) out.push_back(l.slice_shape());
-    s.kernel_plan = ops::plan_kernel(*s.op, in, out, reproducible);
+    if (s.update_einsum) {  // the einsum's inputs, into the variable's shape
+      out = {in[0]};
+      in.erase(in.begin());
+      s.kernel_plan = ops::plan_kernel(*s.update_einsum, in, out, reproducible);
+    } else {
+      s.kernel_plan = ops::plan_kernel(*s.op, in, out, reproducible);
+    }
     planned += s.kernel_plan != nullptr;
   }
   return planned;

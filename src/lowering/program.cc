@@ -25,6 +25,7 @@ const char* step_kind_name(Step::Kind k) {
 
 std::string step_op_type(const Step& s) {
   if (s.kind != Step::Kind::kCompute) return step_kind_name(s.kind);
+  if (s.update_einsum) return "einsum+" + s.op->type();  // fuse_updates()
   return s.fused_ops.size() > 1 ? "fused" : s.op->type();
 }
 

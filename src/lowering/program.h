@@ -53,6 +53,13 @@ struct Step {
   // Compute steps: what the op's kernel decided once from the slice shapes
   // (plan_kernels()), or null.
   std::shared_ptr<const kernels::KernelPlan> kernel_plan;
+  // Steps made by fuse_updates(): `op` is an assignment var <- var +
+  // update_alpha * value whose value was `update_einsum`'s result; the step
+  // reads the variable (input 0) and the einsum's inputs and adds the
+  // contraction straight into the variable's next value (kernel_plan is the
+  // einsum's).
+  const Operation* update_einsum = nullptr;
+  float update_alpha = 0;
 };
 
 // "compute", "allgather", "allreduce" or "split".

@@ -96,6 +96,8 @@ class EinsumOp : public Operation {
 
 namespace ops {
 
+bool is_einsum(const Operation& op) { return dynamic_cast<const EinsumOp*>(&op) != nullptr; }
+
 std::shared_ptr<const kernels::KernelPlan> plan_kernel(const Operation& op,
                                                        const std::vector<Shape>& input_slices,
                                                        const std::vector<Shape>& output_slices,

@@ -31,6 +31,11 @@ int axis_of(const std::string& op, const Tensor& x, const std::string& name);
 // identity) or float32 arithmetic binary op, sets instr's kind and function
 // (operands left to the caller: input order is the op's) and returns true.
 bool as_fused_instr(const Operation& op, kernels::FusedInstr* instr);
+// When `op` is an assignment var <- var + alpha * value (assign_add /
+// assign_sub on float32, value of var's shape), sets alpha and returns true.
+bool as_scaled_update(const Operation& op, float* alpha);
+// True for einsum ops.
+bool is_einsum(const Operation& op);
 // The kernel plan of `op` for these slice shapes, or null for ops whose
 // kernels do not plan (today: einsum plans; the rest decide per call).
 std::shared_ptr<const kernels::KernelPlan> plan_kernel(const Operation& op,

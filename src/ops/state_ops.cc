@@ -125,6 +125,18 @@ void AssignOp::compute(KernelContext& ctx) const {
   ctx.state().pending_assignments.emplace_back(&variable(), std::move(next));
 }
 
+bool AssignOp::as_scaled_update(float* alpha) const {
+  if (kind_ == Kind::kAssign || inputs()[0].dtype() != float32) return false;
+  if (inputs()[1].shape() != inputs()[0].shape()) return false;
+  *alpha = kind_ == Kind::kAdd ? scale_ : -scale_;
+  return true;
+}
+
+bool as_scaled_update(const Operation& op, float* alpha) {
+  const auto* a = dynamic_cast<const AssignOp*>(&op);
+  return a && a->as_scaled_update(alpha);
+}
+
 Operation* assign_sub_scaled(const Tensor& var, const Tensor& value, float scale) {
   return var.graph().add<AssignOp>(AssignOp::Kind::kSub, var, value, scale);
 }

@@ -36,6 +36,10 @@ class AssignOp : public Operation {
   bool differentiable() const override { return false; }
   bool is_assignment() const override { return true; }
   const Operation& variable() const { return inputs()[0].op(); }
+  // For kAdd / kSub on float32 with a value of the variable's exact shape:
+  // sets alpha (+scale or -scale) so that the update is var + alpha * value,
+  // and returns true.
+  bool as_scaled_update(float* alpha) const;
 
  private:
   Kind kind_;

@@ -368,6 +368,7 @@ class SessionImpl {
     Program program =
         lower(graph_, fetches, t, config_.mesh_shape, config_.layout, config_.reproducible);
     if (config_.impl != MeshImpl::kSimulated) {
+      if (config_.fuse && !config_.reproducible) fuse_updates(program);
       if (config_.fuse) fuse_elementwise(program);
       plan_kernels(program, config_.reproducible);
     }
