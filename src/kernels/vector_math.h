@@ -24,7 +24,9 @@ inline float pow2_lane(int32_t n) {  // 2^n for n in [-126, 127]
 
 inline float exp_lane(float x) {
   constexpr float kLo = -87.3365448f, kHi = 88.7228394f;
-  const float xc = x < kLo ? kLo : (x > kHi ? kHi : x);  // NaN passes through
+  // NaN computes as 0 (so the exponent stays an int in range: converting
+  // NaN to int and shifting it are undefined) and is returned at the end.
+  const float xc = x < kLo ? kLo : (x > kHi ? kHi : (x == x ? x : 0.0f));
   // n = round(x / ln2) (round-half-even through the 1.5 * 2^23 trick).
   const float n = std::fma(xc, 1.44269504088896341f, 12582912.0f) - 12582912.0f;
   float r = std::fma(n, -0.693359375f, xc);  // ln2 split in two (Cody-Waite)
