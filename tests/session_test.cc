@@ -1,5 +1,6 @@
 // Sessions: variables, assignment semantics, optimizers, program text.
 #include <cmath>
+#include <type_traits>
 
 #include "test_util.h"
 
@@ -22,6 +23,23 @@ TEST(SessionTest, AssignmentsTakeEffectAfterTheRun) {
   EXPECT_EQ(s.run(v).to_floats(), (std::vector<float>{7, 8}));
   s.run({}, {}, {assign(v, constant(mesh, 0.f))});
   EXPECT_EQ(s.run(v).to_floats(), (std::vector<float>{0, 0}));
+}
+
+// A braced fetch list is a list, whatever its length; one Tensor is a value.
+TEST(SessionTest, BracedFetchesAreAlwaysAList) {
+  Graph g;
+  Mesh mesh(g, "m");
+  Tensor x = placeholder(mesh, Shape("a:2"), float32, "x");
+  Tensor y = x * 2.f;
+  Session s(g);
+  const Feeds feeds{{x, HostTensor::from_floats(Shape("a:2"), {1, 2})}};
+  static_assert(std::is_same_v<decltype(s.run({y}, feeds)), std::vector<HostTensor>>);
+  static_assert(std::is_same_v<decltype(s.run({y})), std::vector<HostTensor>>);
+  static_assert(std::is_same_v<decltype(s.run(y, feeds)), HostTensor>);
+  EXPECT_EQ(s.run({y}, feeds)[0].to_floats(), (std::vector<float>{2, 4}));
+  EXPECT_EQ(s.run({y, x}, feeds)[1].to_floats(), (std::vector<float>{1, 2}));
+  EXPECT_EQ(s.run(y, feeds).to_floats(), (std::vector<float>{2, 4}));
+  EXPECT_TRUE(s.run({}, feeds).empty());
 }
 
 TEST(SessionTest, InitializersAreDeterministicAndShaped) {

@@ -29,6 +29,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <initializer_list>
 #include <map>
 #include <memory>
 #include <string>
@@ -101,6 +102,12 @@ class Session {
   // naming the placeholder otherwise). Returns one HostTensor per fetch.
   std::vector<HostTensor> run(const std::vector<Tensor>& fetches, const Feeds& feeds = {},
                               const std::vector<Operation*>& targets = {});
+  // A braced list of fetches, `run({loss}, feeds)`, is always this vector
+  // form (C++ prefers an initializer_list parameter for a braced list), so
+  // `[0]` works however many fetches are listed.
+  std::vector<HostTensor> run(std::initializer_list<Tensor> fetches, const Feeds& feeds = {},
+                              const std::vector<Operation*>& targets = {});
+  // One fetch, `run(loss, feeds)`: its value.
   HostTensor run(const Tensor& fetch, const Feeds& feeds = {});
 
   // Variable values by op name; set throws ValueError on an unknown name or a

@@ -438,6 +438,11 @@ std::vector<HostTensor> Session::run(const std::vector<Tensor>& fetches, const F
   return impl_->run(fetches, feeds, targets);
 }
 
+std::vector<HostTensor> Session::run(std::initializer_list<Tensor> fetches, const Feeds& feeds,
+                                     const std::vector<Operation*>& targets) {
+  return impl_->run(std::vector<Tensor>(fetches), feeds, targets);
+}
+
 HostTensor Session::run(const Tensor& fetch, const Feeds& feeds) {
   return impl_->run({fetch}, feeds, {})[0];
 }
