@@ -151,6 +151,21 @@ std::vector<Tensor> unstack(const Tensor& x, const Dimension& dim);
 // vacated positions are zero, or wrap around when wrap is true.
 Tensor shift(const Tensor& x, int64_t offset, const Dimension& dim, bool wrap);
 
+// ---- running sums and products --------------------------------------------
+// Along dim (by name or Dimension): out[i] = x[0] + ... + x[i]; exclusive:
+// x[0] + ... + x[i-1] (out[0] = 0); reverse: from the last index down
+// (out[i] = x[i] + ... + x[n-1]). float32 and int32; float32 has gradients.
+// A dim split over the mesh is gathered first (the sum runs in index order,
+// so every layout gives the same bits).
+Tensor cumsum(const Tensor& x, const std::string& dim, bool exclusive = false,
+              bool reverse = false);
+Tensor cumsum(const Tensor& x, const Dimension& dim, bool exclusive = false, bool reverse = false);
+// The same with products (exclusive: out[0] = 1). Its gradient divides by
+// nothing, so zeros in x are fine.
+Tensor cumprod(const Tensor& x, const std::string& dim, bool exclusive = false,
+               bool reverse = false);
+Tensor cumprod(const Tensor& x, const Dimension& dim, bool exclusive = false, bool reverse = false);
+
 // ---- indices --------------------------------------------------------------
 // indices.shape + [output_dim]; on_value where index == position.
 Tensor one_hot(const Tensor& indices, const Dimension& output_dim, float on_value = 1.0f,

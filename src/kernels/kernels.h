@@ -107,6 +107,16 @@ void einsum(const KernelPlan& plan, const std::vector<const HostTensor*>& inputs
 void einsum_accumulate(const KernelPlan& plan, const std::vector<const HostTensor*>& inputs,
                        float alpha, HostTensor& acc);
 
+// Running sum or product along `axis` (exclusive: element i combines
+// elements before i, element 0 is the identity; reverse: from the end),
+// combined one element at a time in order. float32 and int32.
+enum class ScanFn { kSum, kProd };
+void scan(ScanFn fn, const HostTensor& x, int axis, bool exclusive, bool reverse, HostTensor& out);
+// The gradient of scan(kProd, x, ...) for output gradient g, without
+// dividing by x (zeros are fine). float32.
+void cumprod_grad(const HostTensor& x, const HostTensor& g, int axis, bool exclusive, bool reverse,
+                  HostTensor& out);
+
 // Along one axis; x and out have the same dimensions in the same order.
 void slice(const HostTensor& x, int axis, int64_t begin, HostTensor& out);
 void pad(const HostTensor& x, int axis, int64_t before, HostTensor& out);
