@@ -174,6 +174,9 @@ Tensor one_hot(const Tensor& indices, const Dimension& output_dim, float on_valu
 Tensor range(const Mesh& mesh, const Dimension& dim, DType dtype = int32);
 // weights indexed along dim by int32 indices: shape indices.shape + (weights
 // without dim). Out-of-range indices give zeros, as a one_hot product would.
+// Dimensions the indices share with the weights are batch dimensions, as in
+// Mesh TensorFlow: gather(w[b, v, d], idx[b, l], v) is out[b, l, d] =
+// w[b, idx[b, l], d].
 Tensor gather(const Tensor& weights, const Tensor& indices, const Dimension& dim);
 
 // ---- randomness (counter-based: the same numbers under every layout) -----

@@ -5,6 +5,7 @@
 
 #include "core/check.h"
 #include "kernels/kernels.h"
+#include "kernels/strided_loop.h"
 
 namespace mtf::kernels {
 
@@ -44,27 +45,58 @@ void gather(const HostTensor& weights, int axis, const HostTensor& indices, int6
             HostTensor& out) {
   if (indices.dtype() != int32) throw DTypeError("gather: indices must be int32");
   require_supported(weights, true, "gather");
-  int64_t outer = 1, inner = 1;
   const Shape& ws = weights.shape();
-  for (int i = 0; i < axis; ++i) outer *= ws[i].size;
-  for (int i = axis + 1; i < ws.ndims(); ++i) inner *= ws[i].size;
-  const int64_t len = ws[axis].size;
-  const int64_t n = indices.num_elements();
+  const Shape& is = indices.shape();
+  const std::vector<int64_t> wstrides = ws.strides();
+  // Per index element: the offset in weights of the dimensions it shares
+  // with them (a batched gather), by name.
+  const std::vector<int64_t> shared_strides = strides_along(is.names(), ws.names(), wstrides);
+  // The rest of out (after the indices' dimensions): weights' other
+  // dimensions, in weights' order, as (size, weights stride); the last one
+  // is copied as a run when its stride is 1.
+  std::vector<int64_t> rest_sizes, rest_strides;
+  for (int d = 0; d < ws.ndims(); ++d) {
+    if (d == axis || is.contains(ws[d].name)) continue;
+    rest_sizes.push_back(ws[d].size);
+    rest_strides.push_back(wstrides[d]);
+  }
+  const int64_t run = rest_sizes.empty() || rest_strides.back() != 1 ? 1 : rest_sizes.back();
+  if (run > 1) {
+    rest_sizes.pop_back();
+    rest_strides.pop_back();
+  }
+  std::vector<int64_t> rest_offsets{0};  // offsets of each run, in out's order
+  for (size_t d = 0; d < rest_sizes.size(); ++d) {
+    std::vector<int64_t> next;
+    for (int64_t base : rest_offsets)
+      for (int64_t j = 0; j < rest_sizes[d]; ++j) next.push_back(base + j * rest_strides[d]);
+    rest_offsets = std::move(next);
+  }
+  const int64_t len = ws[axis].size, axis_stride = wstrides[axis];
   const size_t es = dtype_size(weights.dtype());
   const int32_t* idx = indices.data<int32_t>();
   const char* pw = static_cast<const char*>(weights.raw_data());
   char* po = static_cast<char*>(out.raw_data());
-  const size_t run = inner * es;
-  // out is [indices..., outer..., inner...]
-  for (int64_t i = 0; i < n; ++i) {
+  const int64_t per_index = static_cast<int64_t>(rest_offsets.size()) * run;
+  MTF_CHECK(out.num_elements() == indices.num_elements() * per_index);
+  // Walk the indices in row-major order, tracking the shared offset.
+  std::vector<int64_t> coord(is.ndims(), 0);
+  int64_t shared = 0;
+  for (int64_t i = 0; i < indices.num_elements(); ++i) {
     const int64_t k = idx[i] - index_offset;
-    for (int64_t o = 0; o < outer; ++o) {
-      char* dst = po + ((i * outer + o) * inner) * es;
-      if (k < 0 || k >= len) {
-        std::memset(dst, 0, run);
-      } else {
-        std::memcpy(dst, pw + ((o * len + k) * inner) * es, run);
-      }
+    char* dst = po + i * per_index * static_cast<int64_t>(es);
+    if (k < 0 || k >= len) {
+      std::memset(dst, 0, static_cast<size_t>(per_index) * es);
+    } else {
+      const int64_t base = shared + k * axis_stride;
+      for (size_t r = 0; r < rest_offsets.size(); ++r)
+        std::memcpy(dst + r * run * es, pw + (base + rest_offsets[r]) * es, run * es);
+    }
+    for (int d = is.ndims() - 1; d >= 0; --d) {
+      shared += shared_strides[d];
+      if (++coord[d] < is[d].size) break;
+      shared -= shared_strides[d] * is[d].size;
+      coord[d] = 0;
     }
   }
 }

@@ -134,7 +134,9 @@ void insert_block(HostTensor& full, const std::vector<int64_t>& begin, const Hos
 void one_hot(const HostTensor& indices, int64_t offset, float on, float off, HostTensor& out);
 // out[i] = start + i along its only dimension.
 void range(int64_t start, HostTensor& out);
-// out = indices dims + weights dims without weights' `axis`.
+// out = indices dims + weights dims without weights' `axis` and without the
+// dimensions indices share with weights (for those, each index picks from
+// its own part of weights: a batched gather).
 // Rows of `weights` along `axis` picked by indices - index_offset (the
 // offset of this slice of weights along axis); indices outside the slice
 // give zeros, so the slices' results sum to the whole gather.

@@ -53,16 +53,26 @@ class GatherOp : public Operation {
       : Operation(weights.mesh(), "gather", {weights, indices}, ""),
         axis_(ops::axis_of("gather", weights, dim.name)) {
     require_int_indices("gather", indices);
-    const Shape rest = weights.shape().minus(Shape({weights.shape()[axis_]}));
-    for (const Dimension& d : rest) {
-      if (indices.shape().contains(d.name)) {
-        throw ShapeError(detail::str_cat("gather: indices ", indices.describe(),
-                                         " share dimension \"", d.name, "\" with weights ",
-                                         weights.describe(), "; rename one of them"));
+    if (indices.shape().contains(dim.name)) {
+      throw ShapeError(detail::str_cat(
+          "gather: indices ", indices.describe(), " have the gathered dimension \"", dim.name,
+          "\" of weights ", weights.describe(), "; rename the indices' dimension"));
+    }
+    // Dimensions the indices share with the weights are batch dimensions:
+    // each index picks from its own part of the weights, as in Mesh
+    // TensorFlow (w[b, v], idx[b] -> out[b]).
+    std::vector<Dimension> dims = indices.shape().dims();
+    for (const Dimension& d : weights.shape()) {
+      if (d.name == dim.name) continue;
+      const int i = indices.shape().index_of(d.name);
+      if (i < 0) {
+        dims.push_back(d);
+      } else if (indices.shape()[i].size != d.size) {
+        throw ShapeError(detail::str_cat("gather: indices ", indices.describe(), " and weights ",
+                                         weights.describe(), " disagree on the size of \"", d.name,
+                                         "\""));
       }
     }
-    std::vector<Dimension> dims = indices.shape().dims();
-    for (const Dimension& d : rest) dims.push_back(d);
     add_output(Shape(dims), weights.dtype());
   }
   void compute(KernelContext& ctx) const override {
