@@ -125,6 +125,15 @@ Tensor log_softmax(const Tensor& x, const Dimension& reduced_dim);
 // the lower index first.
 std::pair<Tensor, Tensor> top_k(const Tensor& x, const Dimension& reduced_dim,
                                 const Dimension& k_dim);
+// The n-th largest (smallest) value along reduced_dim, n counted from 0 (so
+// n = 0 is the max): x without reduced_dim. Mesh TensorFlow's
+// nth_largest_element / nth_smallest_element. ValueError unless
+// 0 <= n < reduced_dim's size.
+Tensor nth_largest_element(const Tensor& x, int64_t n, const Dimension& reduced_dim);
+Tensor nth_smallest_element(const Tensor& x, int64_t n, const Dimension& reduced_dim);
+// 1 where x is nonzero, else 0, as `dtype` (Mesh TensorFlow's
+// weights_nonzero: the mask of real tokens in padded targets).
+Tensor weights_nonzero(const Tensor& x, DType dtype = float32);
 
 // ---- layout of a tensor ---------------------------------------------------
 // Same elements in row-major order under a new shape of equal element count.

@@ -163,6 +163,34 @@ std::pair<Tensor, Tensor> top_k(const Tensor& x, const Dimension& reduced_dim,
   return {op->output(0), op->output(1)};
 }
 
+Tensor nth_largest_element(const Tensor& x, int64_t n, const Dimension& reduced_dim) {
+  if (!x.valid()) throw ValueError("nth_largest_element: x is an invalid mtf::Tensor");
+  const int axis = ops::axis_of("nth_largest_element", x, reduced_dim.name);
+  const int64_t size = x.shape()[axis].size;
+  if (n < 0 || n >= size) {
+    throw ValueError(detail::str_cat("nth_largest_element: n = ", n, " is outside [0, ", size,
+                                     ") for dimension ", x.shape()[axis].to_string(), " of ",
+                                     x.describe()));
+  }
+  // The top n + 1 values, then the last of them (max over one element keeps
+  // its bits, a -0 included).
+  const std::string k_name = "_top_k_";  // as Mesh TensorFlow names it
+  if (x.shape().contains(k_name))
+    throw ShapeError("nth_largest_element: " + x.describe() + " has a dimension \"_top_k_\"");
+  const Dimension k_dim{k_name, n + 1};
+  Tensor values = top_k(x, x.shape()[axis], k_dim).first;
+  return reduce_max(slice(values, n, 1, k_name), Dimension{k_name, 1});
+}
+
+Tensor nth_smallest_element(const Tensor& x, int64_t n, const Dimension& reduced_dim) {
+  return -nth_largest_element(-x, n, reduced_dim);
+}
+
+Tensor weights_nonzero(const Tensor& x, DType dtype) {
+  if (!x.valid()) throw ValueError("weights_nonzero: x is an invalid mtf::Tensor");
+  return cast(not_equal(x, ops::scalar_like(x, 0.0f)), dtype);
+}
+
 Tensor softmax_cross_entropy_with_logits(const Tensor& logits, const Tensor& targets,
                                          const Dimension& vocab_dim, float z_loss) {
   ops::require_float("softmax_cross_entropy_with_logits", logits);
