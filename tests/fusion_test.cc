@@ -10,6 +10,7 @@
 #include "kernels/fused_elementwise.h"
 #include "models/transformer.h"
 #include "test_util.h"
+#include "tiny_transformer.h"
 
 namespace mtf {
 namespace {
@@ -239,15 +240,7 @@ TEST(FusionPassTest, OutputsTakeOverDyingInputsThatNothingElseShares) {
 // meshes (reproducible mode there: sums whole, fixed-order einsums).
 TEST(FusionPassTest, TransformerTrainingHasTheSameBitsFusedOrNot) {
   auto train = [](MeshConfig mc) {
-    examples::TransformerConfig c;
-    c.layers = 2;
-    c.d_model = 16;
-    c.d_ff = 32;
-    c.heads = 4;
-    c.d_kv = 4;
-    c.vocab = 64;
-    c.length = 8;
-    c.batch = 4;
+    examples::TransformerConfig c = testing::tiny_transformer_config();
     examples::TransformerLm lm(c);
     Session s(lm.graph(), mc);
     HostTensor in(lm.inputs.shape(), int32), tg(lm.targets.shape(), int32);

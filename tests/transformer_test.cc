@@ -9,6 +9,7 @@
 
 #include "models/corpus.h"
 #include "test_util.h"
+#include "tiny_transformer.h"
 
 namespace mtf {
 namespace {
@@ -43,15 +44,7 @@ TEST(TransformerTest, ParameterCountIsTheVariablesSize) {
 
 // Four Adafactor steps on fixed windows; returns the losses.
 std::vector<double> trajectory(const MeshConfig& mesh) {
-  examples::TransformerConfig c;
-  c.layers = 2;
-  c.d_model = 16;
-  c.d_ff = 32;
-  c.heads = 4;
-  c.d_kv = 4;
-  c.vocab = 64;
-  c.length = 8;
-  c.batch = 4;
+  examples::TransformerConfig c = testing::tiny_transformer_config();
   c.dropout = 0.1f;
   examples::TransformerLm lm(c);
   Session s(lm.graph(), mesh);

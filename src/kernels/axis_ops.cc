@@ -4,35 +4,19 @@
 #include <cstring>
 
 #include "core/check.h"
+#include "kernels/axis_view.h"
 #include "kernels/kernels.h"
 #include "kernels/strided_loop.h"
 
 namespace mtf::kernels {
 namespace {
 
-struct AxisView {
-  int64_t outer = 1, len = 1, inner = 1;
-};
-
-AxisView view(const Shape& s, int axis) {
-  AxisView v;
-  for (int i = 0; i < s.ndims(); ++i) {
-    if (i < axis)
-      v.outer *= s[i].size;
-    else if (i == axis)
-      v.len = s[i].size;
-    else
-      v.inner *= s[i].size;
-  }
-  return v;
-}
-
 // Copies `count` positions of src's axis starting at src_begin into dst's
 // axis starting at dst_begin.
 void copy_along(const HostTensor& src, int64_t src_begin, HostTensor& dst, int64_t dst_begin,
                 int64_t count, int axis) {
   if (count <= 0) return;
-  const AxisView s = view(src.shape(), axis), d = view(dst.shape(), axis);
+  const AxisView s = view_around(src.shape(), axis), d = view_around(dst.shape(), axis);
   MTF_CHECK(s.outer == d.outer && s.inner == d.inner);
   const size_t es = dtype_size(src.dtype());
   const char* ps = static_cast<const char*>(src.raw_data());

@@ -4,34 +4,20 @@
 // dimension: the lowering keeps that dimension whole, and every layout of the
 // other dimensions gives the same result.
 #include "core/check.h"
+#include "kernels/axis_view.h"
 #include "kernels/kernels.h"
 
 namespace mtf::kernels {
 namespace {
 
-// The tensor as [outer, n, inner] around `axis`.
-struct AxisView {
-  int64_t outer = 1, n = 1, inner = 1;
-};
-
-AxisView view_around(const Shape& s, int axis) {
-  AxisView v;
-  for (int i = 0; i < s.ndims(); ++i) {
-    if (i < axis) v.outer *= s[i].size;
-    if (i > axis) v.inner *= s[i].size;
-  }
-  v.n = s[axis].size;
-  return v;
-}
-
 template <typename T, typename Op>
 void scan_typed(const T* x, T* out, const AxisView& v, bool exclusive, bool reverse, T identity,
                 Op op) {
   for (int64_t o = 0; o < v.outer; ++o) {
-    const T* xo = x + o * v.n * v.inner;
-    T* yo = out + o * v.n * v.inner;
-    for (int64_t step = 0; step < v.n; ++step) {
-      const int64_t i = reverse ? v.n - 1 - step : step;
+    const T* xo = x + o * v.len * v.inner;
+    T* yo = out + o * v.len * v.inner;
+    for (int64_t step = 0; step < v.len; ++step) {
+      const int64_t i = reverse ? v.len - 1 - step : step;
       const int64_t prev = reverse ? i + 1 : i - 1;  // the element combined before i
       T* y = yo + i * v.inner;
       const T* xi = xo + i * v.inner;
@@ -94,15 +80,15 @@ void cumprod_grad(const HostTensor& x, const HostTensor& g, int axis, bool exclu
   const float* pe = e.data<float>();
   float* po = out.data<float>();
   for (int64_t o = 0; o < v.outer; ++o) {
-    const int64_t base = o * v.n * v.inner;
+    const int64_t base = o * v.len * v.inner;
     // Walk against the scan's direction: t = position in scan order.
-    for (int64_t t = v.n - 1; t >= 0; --t) {
-      const int64_t i = reverse ? v.n - 1 - t : t;
+    for (int64_t t = v.len - 1; t >= 0; --t) {
+      const int64_t i = reverse ? v.len - 1 - t : t;
       const int64_t next = reverse ? i - 1 : i + 1;  // the element after i in scan order
       const float* gi = pg + base + i * v.inner;
       for (int64_t k = 0; k < v.inner; ++k) {
         float si;
-        if (t == v.n - 1) {
+        if (t == v.len - 1) {
           si = exclusive ? 0.f : gi[k];
         } else {
           const float xn = px[base + next * v.inner + k];
