@@ -47,13 +47,10 @@ void run_fused(const FusedExpr& e, const std::array<std::vector<int64_t>, kMaxFu
   std::vector<int> direct(n_instr, -1);
   for (int k = 0; k < n_out; ++k)
     if (!aliased[k]) direct[e.outputs[k]] = k;
-  // Scratch rows only for instructions that compute (inputs are read in
-  // place unless strided).
-  std::vector<int64_t> row_of(n_instr);
-  int64_t rows = 0;
-  for (size_t j = 0; j < n_instr; ++j) row_of[j] = rows++;
+  // One block of scratch per instruction (an input uses its block only when
+  // it is read with a stride other than 0 or 1).
   thread_local std::vector<float> scratch_buffer;
-  scratch_buffer.resize(rows * kBlock);
+  scratch_buffer.resize(n_instr * kBlock);
   float* const scratch = scratch_buffer.data();
   std::vector<Value> values(n_instr);
   for_each_row(plan, [&](const int64_t* off, int64_t n, const int64_t* s) {
@@ -61,7 +58,7 @@ void run_fused(const FusedExpr& e, const std::array<std::vector<int64_t>, kMaxFu
       const int64_t m = std::min(kBlock, n - b0);
       for (size_t j = 0; j < n_instr; ++j) {
         const FusedInstr& in = e.instrs[j];
-        float* const mine = scratch + row_of[j] * kBlock;
+        float* const mine = scratch + j * kBlock;
         float* own = mine;
         if (direct[j] >= 0 && s[direct[j]] == 1) own = out_data[direct[j]] + off[direct[j]] + b0;
         Value& v = values[j];

@@ -11,26 +11,32 @@ namespace {
 using kernels::FusedExpr;
 using kernels::FusedInstr;
 
+// Which steps read and which write each slot, in program order.
+struct SlotUses {
+  std::vector<std::vector<int>> readers, writers;
+  explicit SlotUses(const Program& p) : readers(p.num_slots), writers(p.num_slots) {
+    for (int i = 0; i < static_cast<int>(p.steps.size()); ++i) {
+      for (int slot : p.steps[i].input_slots) readers[slot].push_back(i);
+      for (int slot : p.steps[i].output_slots) writers[slot].push_back(i);
+    }
+  }
+  // The first step writing `slot`, or -1.
+  int producer(int slot) const { return writers[slot].empty() ? -1 : writers[slot][0]; }
+};
+
 // What the pass knows of the program before it changes anything.
 class FusionPlanner {
  public:
   explicit FusionPlanner(const Program& p)
       : p_(p),
         n_(static_cast<int>(p.steps.size())),
-        producer_(p.num_slots, -1),
-        readers_(p.num_slots),
-        writers_(p.num_slots),
+        uses_(p),
         fetched_(p.fetch_slots.begin(), p.fetch_slots.end()),
         instr_(n_),
         eligible_(n_, false),
         group_of_(n_, -1) {
     for (int i = 0; i < n_; ++i) {
       const Step& s = p.steps[i];
-      for (int slot : s.input_slots) readers_[slot].push_back(i);
-      for (int slot : s.output_slots) {
-        writers_[slot].push_back(i);
-        if (producer_[slot] < 0) producer_[slot] = i;
-      }
       eligible_[i] = s.kind == Step::Kind::kCompute && !s.fused && s.output_slots.size() == 1 &&
                      ops::as_fused_instr(*s.op, &instr_[i]) && all_float(s.input_slots);
     }
@@ -46,8 +52,9 @@ class FusionPlanner {
       group_of_[i] = g;
       const Step& s = p_.steps[i];
       for (int slot : s.input_slots) {
-        const int j = producer_[slot];
-        if (j < 0 || !eligible_[j] || group_of_[j] == g || writers_[slot].size() != 1) continue;
+        const int j = uses_.producer(slot);
+        if (j < 0 || !eligible_[j] || group_of_[j] == g || uses_.writers[slot].size() != 1)
+          continue;
         if (!(slice_shape(p_.steps[j].output_slots[0]) == slice_shape(s.output_slots[0]))) continue;
         const int h = group_of_[j];
         std::vector<int> merged = groups_[g];
@@ -94,7 +101,7 @@ class FusionPlanner {
   bool read_outside(int member, const std::vector<int>& group) const {
     const int slot = p_.steps[member].output_slots[0];
     if (fetched_.count(slot)) return true;
-    for (int r : readers_[slot])
+    for (int r : uses_.readers[slot])
       if (!contains(group, r)) return true;
     return false;
   }
@@ -103,10 +110,10 @@ class FusionPlanner {
   // keeps the program's meaning, and the fused step has few enough operands.
   bool legal(const std::vector<int>& group, const std::vector<int>& moved, int at) const {
     for (int m : moved) {
-      for (int r : readers_[p_.steps[m].output_slots[0]])
+      for (int r : uses_.readers[p_.steps[m].output_slots[0]])
         if (r < at && !contains(group, r)) return false;  // read before the fused step
       for (int slot : p_.steps[m].input_slots)
-        for (int w : writers_[slot])
+        for (int w : uses_.writers[slot])
           if (w > m && w < at) return false;  // input rewritten in place meanwhile
     }
     std::set<int> produced, external;
@@ -159,8 +166,7 @@ class FusionPlanner {
 
   const Program& p_;
   const int n_;
-  std::vector<int> producer_;  // first step writing each slot
-  std::vector<std::vector<int>> readers_, writers_;
+  SlotUses uses_;
   std::set<int> fetched_;
   std::vector<FusedInstr> instr_;
   std::vector<bool> eligible_;
@@ -196,11 +202,9 @@ void assign_donors(Program& p) {
 
 int fuse_updates(Program& p) {
   const int n = static_cast<int>(p.steps.size());
-  std::vector<std::vector<int>> readers(p.num_slots), writers(p.num_slots);
-  for (int i = 0; i < n; ++i) {
-    for (int slot : p.steps[i].input_slots) readers[slot].push_back(i);
-    for (int slot : p.steps[i].output_slots) writers[slot].push_back(i);
-  }
+  const SlotUses uses(p);
+  const auto& readers = uses.readers;
+  const auto& writers = uses.writers;
   const std::set<int> fetched(p.fetch_slots.begin(), p.fetch_slots.end());
   std::vector<bool> removed(n, false);
   int fused = 0;
