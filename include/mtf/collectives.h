@@ -71,6 +71,14 @@ void permute(Transport& t, const Group& g, const void* in, void* out, int64_t co
 // permute with dest[i] = i + offset (wrapping, or nowhere past the ends).
 void shift(Transport& t, const Group& g, const void* in, void* out, int64_t count, DType dtype,
            int offset, bool wrap, uint64_t tag);
+// in: this position's block of a split dimension, seen as [outer,
+// w.block, inner]; out: its window (w.begin[g.index], w.extent rows) as
+// [outer, w.extent, inner], rows from whichever positions hold them (the
+// neighbours, for a convolution's halo; farther ones when a window is wider
+// than a block), zeros past either end. Each pair of positions exchanges at
+// most one message each way.
+void halo_exchange(Transport& t, const Group& g, const void* in, void* out, int64_t outer,
+                   int64_t inner, DType dtype, const HaloWindows& w, uint64_t tag);
 // data of position `root` to everyone (pipelined along the ring).
 void broadcast(Transport& t, const Group& g, void* data, int64_t count, DType dtype, int root,
                uint64_t tag);

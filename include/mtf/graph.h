@@ -112,6 +112,17 @@ class Operation {
   // one is split, the partial results are allreduced over its mesh axis.
   virtual std::vector<std::string> reduced_dims() const { return {}; }
   virtual ReduceOp reduction() const { return ReduceOp::kSum; }
+  // Dimensions the op reads through a sliding window (convolutions,
+  // pooling). When dimension `dim` of input `input` is split in `parts`
+  // equal blocks over a mesh axis, the processor at `position` along that
+  // axis needs its rows [*begin, *end) (reaching past the ends is fine:
+  // zeros there); return true. The lowering then brings every processor its
+  // window from the processors that hold it (a halo exchange) instead of
+  // gathering the dimension, and compute() sees the window as that input's
+  // slice, with input_slice_offset() giving *begin. Default: false (the
+  // dimension is read block by block).
+  virtual bool input_window(int input, const std::string& dim, int64_t position, int64_t parts,
+                            int64_t* begin, int64_t* end) const;
   // True for ops whose effect is a side effect (assignments): they run only
   // when named as targets, and after every read of the variables they write.
   virtual bool is_assignment() const { return false; }

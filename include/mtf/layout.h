@@ -114,4 +114,24 @@ class TensorLayout {
   std::vector<int> tensor_to_mesh_;
 };
 
+// The windows of a halo exchange along one dimension of `whole` rows split
+// in equal blocks over a ring of processors: the processor at position q
+// holds rows [q * block, (q + 1) * block); the one at position p needs rows
+// [begin[p], begin[p] + extent), which may reach past either end (those
+// rows are zeros) and into any other processor's block. Convolutions and
+// pooling on a split dimension read such windows.
+struct HaloWindows {
+  int64_t whole = 0, block = 0, extent = 0;
+  std::vector<int64_t> begin;  // per position
+
+  int parts() const { return static_cast<int>(begin.size()); }
+  // Rows of position `to`'s window held by position `from`: [first, last),
+  // empty when first >= last.
+  std::pair<int64_t, int64_t> piece(int from, int to) const;
+  // True when every window is its own block: nothing to exchange.
+  bool is_trivial() const;
+  // Rows position p sends to the others.
+  int64_t rows_sent(int p) const;
+};
+
 }  // namespace mtf

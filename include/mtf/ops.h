@@ -175,6 +175,42 @@ Tensor cumprod(const Tensor& x, const std::string& dim, bool exclusive = false,
                bool reverse = false);
 Tensor cumprod(const Tensor& x, const Dimension& dim, bool exclusive = false, bool reverse = false);
 
+// ---- convolutions and pooling ---------------------------------------------
+// Channels last, as in Mesh TensorFlow: x is [batch..., spatial..., channels]
+// (any number of batch dimensions, N = 1 to 3 spatial ones, the channels
+// last) and a filter is [filter spatial..., in_channels, out_channels], N =
+// filter rank - 2. The result is [batch..., spatial..., out_channels]: the
+// spatial dimensions keep their names with new sizes, so a layout that
+// splits one splits the result alike, and the lowering then brings each
+// processor only the neighbouring rows its windows read (a halo exchange)
+// instead of gathering the dimension. Output position o reads input
+// positions o * stride + j * dilation - pad_before (cross-correlation, as
+// TensorFlow). padding "SAME": out = ceil(in / stride), zeros around as
+// TensorFlow puts them (the odd one after); "VALID": no padding, out =
+// ceil((in - (k - 1) * dilation) / stride). strides and dilations: one per
+// spatial dimension, or empty for all 1. float32, with gradients.
+Tensor conv(const Tensor& x, const Tensor& filter, const std::vector<int64_t>& strides = {},
+            const std::string& padding = "SAME", const std::vector<int64_t>& dilations = {},
+            const std::string& name = "");
+// Transposed convolution (upsampling), the gradient of conv with respect to
+// its input: x is [batch..., spatial..., in_channels] and the filter
+// [filter spatial..., out_channels, in_channels] (TensorFlow's order); the
+// result's spatial sizes are in * stride (SAME) or in * stride +
+// max((k - 1) * dilation + 1 - stride, 0) (VALID).
+Tensor conv_transpose(const Tensor& x, const Tensor& filter,
+                      const std::vector<int64_t>& strides = {}, const std::string& padding = "SAME",
+                      const std::vector<int64_t>& dilations = {}, const std::string& name = "");
+// Max / average over windows of ksize (one per spatial dimension: the
+// ksize.size() dimensions before the last of x), per channel; strides
+// default to ksize. Padded positions are left out (average: the mean of the
+// window's positions inside x).
+Tensor max_pool(const Tensor& x, const std::vector<int64_t>& ksize,
+                const std::vector<int64_t>& strides = {}, const std::string& padding = "VALID",
+                const std::string& name = "");
+Tensor avg_pool(const Tensor& x, const std::vector<int64_t>& ksize,
+                const std::vector<int64_t>& strides = {}, const std::string& padding = "VALID",
+                const std::string& name = "");
+
 // ---- indices --------------------------------------------------------------
 // indices.shape + [output_dim]; on_value where index == position.
 Tensor one_hot(const Tensor& indices, const Dimension& output_dim, float on_value = 1.0f,

@@ -82,6 +82,12 @@ double CostModel::allreduce_time(int axis, double bytes) const {
   return 2 * (p - 1) * (c.latency + bytes / (2 * p) * c.seconds_per_byte);
 }
 
+double CostModel::halo_time(int axis, double bytes_sent) const {
+  // Both directions at once on the ring's links: half the bytes each way.
+  const AxisCost& c = axes_[axis];
+  return c.latency + bytes_sent / 2 * c.seconds_per_byte;
+}
+
 double CostModel::allgather_time(int axis, double block_bytes) const {
   const double p = static_cast<double>(mesh_.dims()[axis].size);
   const AxisCost& c = axes_[axis];
@@ -102,6 +108,9 @@ class CostBackend : public exec::StepBackend {
   void pass_through(const Step&) override {}
   void allgather(const Step& s, int64_t) override {
     e_.communication += model_.allgather_time(s.mesh_axes[0], bytes(s));
+  }
+  void halo(const Step& s) override {
+    e_.communication += model_.halo_time(s.mesh_axes[0], static_cast<double>(s.bytes));
   }
   void allreduce(const Step& s, int64_t) override {
     for (int a : s.mesh_axes) e_.communication += model_.allreduce_time(a, bytes(s));

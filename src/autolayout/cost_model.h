@@ -38,6 +38,9 @@ class CostModel {
   // Seconds of one collective along mesh axis `axis`.
   double allreduce_time(int axis, double bytes) const;
   double allgather_time(int axis, double block_bytes) const;
+  // A halo exchange in which a processor sends at most bytes_sent (half to
+  // each neighbour, at once).
+  double halo_time(int axis, double bytes_sent) const;
 
  private:
   struct AxisCost {

@@ -88,6 +88,10 @@ double Operation::flops() const {
   return n;
 }
 
+bool Operation::input_window(int, const std::string&, int64_t, int64_t, int64_t*, int64_t*) const {
+  return false;
+}
+
 std::string Operation::to_string() const {
   std::string s = name_ + " = " + type_ + "(";
   for (size_t i = 0; i < inputs_.size(); ++i) s += (i ? ", " : "") + inputs_[i].name();

@@ -25,6 +25,9 @@ void dispatch_step(const MeshShape& mesh, const Step& s, StepBackend& backend) {
       }
       return;
     }
+    case Step::Kind::kHalo:
+      backend.halo(s);
+      return;
     case Step::Kind::kAllreduce: {
       const int64_t n = group_size(mesh, s.mesh_axes);
       if (n > 1) backend.allreduce(s, n);

@@ -20,6 +20,8 @@ class StepBackend {
   // Collectives over groups of group_size > 1 processors (s.mesh_axes).
   virtual void allgather(const Step& s, int64_t group_size) = 0;
   virtual void allreduce(const Step& s, int64_t group_size) = 0;
+  // A halo exchange along one mesh axis (s.windows[0]); never trivial.
+  virtual void halo(const Step& s) = 0;
   // An allgather over a group of one: its output is its input, unchanged.
   // (An allreduce over a group of one is in place and needs nothing.)
   virtual void pass_through(const Step& s) = 0;

@@ -18,7 +18,7 @@ void StepTimer::after_step(const Step&, size_t index) {
 }
 
 double step_bytes(const Program& program, const Step& s) {
-  if (s.kind == Step::Kind::kAllgather || s.kind == Step::Kind::kAllreduce)
+  if (s.kind != Step::Kind::kCompute && s.kind != Step::Kind::kSplit)
     return static_cast<double>(s.bytes);
   double b = 0;
   for (int slot : s.input_slots) b += static_cast<double>(program.slot_bytes(slot));

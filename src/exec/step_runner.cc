@@ -76,6 +76,10 @@ std::vector<HostTensor> compute(const Step& s, int64_t pnum, const std::vector<H
   std::vector<HostTensor> outputs(s.output_slots.size());
   std::vector<std::vector<int64_t>> input_offsets;
   for (const TensorLayout& l : s.input_layouts) input_offsets.push_back(l.slice_begin(pnum));
+  for (const StepWindow& w : s.windows) {
+    const int64_t position = s.input_layouts[w.input].mesh().coordinates(pnum)[w.mesh_axis];
+    input_offsets[w.input][w.tensor_axis] = w.rows.begin[position];
+  }
   KernelContext ctx(*s.op, inputs, &outputs, &shapes, &offsets, &state, &input_offsets);
   ctx.set_plan(s.kernel_plan.get());
   s.op->compute(ctx);
@@ -91,6 +95,28 @@ HostTensor split_piece(const Step& s, int64_t pnum, const HostTensor& whole) {
   const TensorLayout& l = s.output_layouts[0];
   HostTensor out(l.slice_shape(), whole.dtype());
   kernels::slice(whole, s.tensor_axis, l.slice_begin(pnum)[s.tensor_axis], out);
+  return out;
+}
+
+HostTensor halo_window(const Step& s, int64_t pnum, const MeshShape& mesh,
+                       const std::function<const HostTensor&(int position)>& block) {
+  const StepWindow& w = s.windows.at(0);
+  const int p = static_cast<int>(mesh.coordinates(pnum)[w.mesh_axis]);
+  const int axis = w.tensor_axis;
+  const HostTensor& own = block(p);
+  HostTensor out(s.output_layouts[0].slice_shape(), own.dtype());
+  kernels::fill(out, 0.f);
+  for (int q = 0; q < w.rows.parts(); ++q) {
+    const auto [lo, hi] = w.rows.piece(q, p);
+    if (hi <= lo) continue;
+    const HostTensor& from = block(q);
+    std::vector<int64_t> at(from.shape().ndims(), 0);
+    at[axis] = lo - q * w.rows.block;
+    const HostTensor piece =
+        kernels::block_of(from, at, from.shape().resize(from.shape()[axis].name, hi - lo));
+    at[axis] = lo - w.rows.begin[p];
+    kernels::insert_block(out, at, piece);
+  }
   return out;
 }
 

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "kernels/kernel_context.h"
@@ -22,6 +23,11 @@ std::vector<HostTensor> compute(const Step& s, int64_t pnum, const std::vector<H
                                 RunState& state);
 // Processor pnum's piece of `whole` for split step s.
 HostTensor split_piece(const Step& s, int64_t pnum, const HostTensor& whole);
+// Processor pnum's window for halo step s, assembled from the blocks of the
+// processors along its mesh axis: block(position) is that position's slice
+// (in memory: the placement executor).
+HostTensor halo_window(const Step& s, int64_t pnum, const MeshShape& mesh,
+                       const std::function<const HostTensor&(int position)>& block);
 // `blocks` holds n slices back to back ([n, slice...]); returns them
 // concatenated along tensor axis `axis` of the slice.
 HostTensor concat_gathered(const HostTensor& blocks, int64_t n, const Shape& slice, int axis);

@@ -1,5 +1,6 @@
 #include "mtf/layout.h"
 
+#include <algorithm>
 #include <functional>
 
 #include "core/check.h"
@@ -233,6 +234,32 @@ std::string TensorLayout::to_string() const {
 size_t TensorLayout::hash() const {
   size_t h = std::hash<std::string>()(to_string());
   return h ^ (std::hash<std::string>()(mesh_.to_string()) * 31);
+}
+
+}  // namespace mtf
+
+namespace mtf {
+
+std::pair<int64_t, int64_t> HaloWindows::piece(int from, int to) const {
+  const int64_t lo = std::max({begin[to], from * block, int64_t{0}});
+  const int64_t hi = std::min({begin[to] + extent, (from + 1) * block, whole});
+  return {lo, std::max(lo, hi)};
+}
+
+bool HaloWindows::is_trivial() const {
+  for (int p = 0; p < parts(); ++p)
+    if (begin[p] != p * block || extent != block) return false;
+  return true;
+}
+
+int64_t HaloWindows::rows_sent(int p) const {
+  int64_t rows = 0;
+  for (int q = 0; q < parts(); ++q) {
+    if (q == p) continue;
+    const auto [lo, hi] = piece(p, q);
+    rows += hi - lo;
+  }
+  return rows;
 }
 
 }  // namespace mtf

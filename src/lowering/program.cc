@@ -19,6 +19,8 @@ const char* step_kind_name(Step::Kind k) {
       return "allreduce";
     case Step::Kind::kSplit:
       return "split";
+    case Step::Kind::kHalo:
+      return "halo";
   }
   return "?";
 }
@@ -41,7 +43,7 @@ std::string axes_name(const MeshShape& mesh, const std::vector<int>& axes) {
 
 bool Program::has_collectives() const {
   for (const Step& s : steps)
-    if (s.kind == Step::Kind::kAllgather || s.kind == Step::Kind::kAllreduce) return true;
+    if (s.kind != Step::Kind::kCompute && s.kind != Step::Kind::kSplit) return true;
   return false;
 }
 
@@ -60,7 +62,7 @@ ProgramCounters Program::counters() const {
   ProgramCounters c;
   c.flops = total_flops();
   for (const Step& s : steps) {
-    if (s.kind != Step::Kind::kAllgather && s.kind != Step::Kind::kAllreduce) continue;
+    if (s.kind == Step::Kind::kCompute || s.kind == Step::Kind::kSplit) continue;
     const std::string key =
         std::string(step_kind_name(s.kind)) + "/" + axes_name(mesh, s.mesh_axes);
     c.bytes[key] += s.bytes;
@@ -147,6 +149,61 @@ class Lowerer {
     return slot;
   }
 
+  // `slot` (input `input` of op) with every split axis the op reads through
+  // a window replaced by that window, brought by a halo step unless every
+  // window is the processor's own block; each window is added to `windows`.
+  int windowed(int slot, const Operation& op, int input, std::vector<StepWindow>* windows) {
+    for (int t = 0; t < p_.slot_layouts[slot].shape().ndims(); ++t) {
+      const TensorLayout& l = p_.slot_layouts[slot];
+      const int axis = l.tensor_to_mesh()[t];
+      if (axis < 0) continue;
+      const Dimension& d = l.shape()[t];
+      const int64_t n = mesh_.dims()[axis].size;
+      StepWindow w;
+      w.input = input;
+      w.tensor_axis = t;
+      w.mesh_axis = axis;
+      w.rows.whole = d.size;
+      w.rows.block = d.size / n;
+      bool reads_window = false;
+      for (int64_t pos = 0; pos < n; ++pos) {
+        int64_t begin = 0, end = 0;
+        if (!op.input_window(input, d.name, pos, n, &begin, &end)) break;
+        reads_window = true;
+        MTF_CHECK(end >= begin);
+        w.rows.begin.push_back(begin);
+        w.rows.extent = std::max(w.rows.extent, end - begin);
+      }
+      if (!reads_window) continue;
+      if (w.rows.is_trivial()) {
+        windows->push_back(std::move(w));
+        continue;
+      }
+      std::vector<int> t2m = l.tensor_to_mesh();
+      const TensorLayout out = with_axes(l.shape().resize(d.name, n * w.rows.extent), t2m);
+      Step s;
+      s.kind = Step::Kind::kHalo;
+      s.op = &op;
+      s.input_slots = {slot};
+      s.mesh_axes = {axis};
+      s.tensor_axis = t;
+      const DType dtype = p_.slot_dtypes[slot];
+      const int64_t row_elements = l.slice_size() / std::max<int64_t>(1, w.rows.block);
+      int64_t most = 0;
+      for (int pos = 0; pos < n; ++pos) most = std::max(most, w.rows.rows_sent(pos));
+      s.bytes = most * row_elements * static_cast<int64_t>(dtype_size(dtype));
+      slot = new_slot(out, dtype);
+      s.output_slots = {slot};
+      s.output_layouts = {out};
+      StepWindow made = w;
+      made.input = 0;
+      s.windows = {made};
+      p_.steps.push_back(std::move(s));
+      windows->push_back(std::move(w));
+    }
+    return slot;
+  }
+
   void lower_op(const Operation& op, std::map<int64_t, int>& slot_of) {
     std::vector<TensorLayout> final_layouts;
     std::set<int> out_axes;
@@ -183,7 +240,8 @@ class Lowerer {
     c.op = &op;
     std::set<int> reduce_axes;
     for (const Tensor& in : op.inputs()) {
-      const int slot = gathered(slot_of.at(in.id()), op, whole);
+      const int input = static_cast<int>(c.input_slots.size());
+      const int slot = windowed(gathered(slot_of.at(in.id()), op, whole), op, input, &c.windows);
       c.input_slots.push_back(slot);
       const TensorLayout& l = p_.slot_layouts[slot];
       c.input_layouts.push_back(l);
@@ -265,7 +323,10 @@ class Lowerer {
 
  private:
   TensorLayout with_axes(const TensorLayout& l, const std::vector<int>& t2m) const {
-    return TensorLayout::with_mesh_axes(l.shape(), mesh_, t2m);
+    return with_axes(l.shape(), t2m);
+  }
+  TensorLayout with_axes(const Shape& shape, const std::vector<int>& t2m) const {
+    return TensorLayout::with_mesh_axes(shape, mesh_, t2m);
   }
   const MeshShape& mesh_;
   const LayoutRules& rules_;

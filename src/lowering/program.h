@@ -6,7 +6,9 @@
 // makes a slot whole along one tensor axis by concatenating the slices of
 // the processors along one mesh axis; an allreduce combines partial results
 // over mesh axes (in place); a split keeps this processor's piece of a slot
-// that is whole along a tensor axis (no communication). lower() builds the
+// that is whole along a tensor axis (no communication); a halo brings each
+// processor the window of a split tensor axis that an op reads through a
+// sliding window (Operation::input_window) from the processors holding it. lower() builds the
 // program from a graph, a mesh and layout rules; on a one-processor mesh it
 // has compute steps only. Executors (simd/, placement/) run it; it prints
 // as text and yields counters.
@@ -25,8 +27,20 @@
 
 namespace mtf {
 
+// The window of a split tensor axis a processor reads (halo steps make it;
+// compute steps read it as input `input`'s slice): `rows` per position
+// along `mesh_axis`. The window slot's layout is the tensor with that axis
+// resized to parts x extent and split over mesh_axis, so its slice shape is
+// the window's.
+struct StepWindow {
+  int input = 0;
+  int tensor_axis = -1;
+  int mesh_axis = -1;
+  HaloWindows rows;
+};
+
 struct Step {
-  enum class Kind { kCompute, kAllgather, kAllreduce, kSplit };
+  enum class Kind { kCompute, kAllgather, kAllreduce, kSplit, kHalo };
   Kind kind = Kind::kCompute;
   const Operation* op = nullptr;  // the op computed, or served by the collective
   std::vector<int> input_slots;
@@ -36,10 +50,13 @@ struct Step {
   std::vector<int> free_after;              // slots whose last reader is this step
   double flops = 0;                         // per processor
   // Collectives and splits.
-  std::vector<int> mesh_axes;  // allreduce: its axes; allgather / split: one axis
-  int tensor_axis = -1;        // allgather / split: the tensor axis
+  std::vector<int> mesh_axes;  // allreduce: its axes; allgather / split / halo: one axis
+  int tensor_axis = -1;        // allgather / split / halo: the tensor axis
   ReduceOp reduce_op = ReduceOp::kSum;
-  int64_t bytes = 0;  // bytes each processor sends
+  int64_t bytes = 0;  // bytes each processor sends (halo: the most any one sends)
+  // Halo steps: the window made (input 0). Compute steps: the inputs read
+  // through windows, whose slice offset along tensor_axis is rows.begin.
+  std::vector<StepWindow> windows;
   // Compute steps made by fuse_elementwise(): `fused` runs the ops
   // `fused_ops` (in program order; `op` is the last) as one kernel over
   // input_slots, and output_slots are the values read after this step.
@@ -62,7 +79,7 @@ struct Step {
   float update_alpha = 0;
 };
 
-// "compute", "allgather", "allreduce" or "split".
+// "compute", "allgather", "allreduce", "split" or "halo".
 const char* step_kind_name(Step::Kind kind);
 // What a step runs, for profiles: its op's type, "fused" for a fused step of
 // several ops, or the collective's kind.

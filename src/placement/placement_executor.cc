@@ -44,6 +44,16 @@ class PlacementBackend : public exec::StepBackend {
       return r;
     });
   }
+  void halo(const Step& s) override {
+    std::vector<HostTensor> windows(n_);
+    for (int64_t p = 0; p < n_; ++p) {
+      const Group g = Group::along_axes(program_.mesh, p, s.mesh_axes);
+      windows[p] = exec::halo_window(s, p, program_.mesh, [&](int position) -> const HostTensor& {
+        return slots_[g.ranks[position]][s.input_slots[0]];
+      });
+    }
+    for (int64_t p = 0; p < n_; ++p) slots_[p][s.output_slots[0]] = std::move(windows[p]);
+  }
   void allreduce(const Step& s, int64_t) override {
     const kernels::ReduceFn fn = s.reduce_op == ReduceOp::kSum   ? kernels::ReduceFn::kSum
                                  : s.reduce_op == ReduceOp::kMax ? kernels::ReduceFn::kMax

@@ -279,6 +279,7 @@ class CoreHooks : public StepHooks {
       std::string name = s.op->name();
       if (s.kind == Step::Kind::kAllreduce) name += " allreduce";
       if (s.kind == Step::Kind::kAllgather) name += " allgather";
+      if (s.kind == Step::Kind::kHalo) name += " halo";
       w_.events.push_back({0, rank_, name, start_, c.clock});
     }
     if (c.clock > start_) w_.yield_at(c);

@@ -50,6 +50,28 @@ class CoreBackend : public exec::StepBackend {
     mtf::allgather(*transport_, g, x.raw_data(), blocks.raw_data(), count, x.dtype(), tag_);
     (*slots_)[s.output_slots[0]] = concat_gathered(blocks, n, x.shape(), s.tensor_axis);
   }
+  void halo(const Step& s) override {
+    const int in = s.input_slots[0];
+    const Group g = Group::along_axes(program_.mesh, pnum_, s.mesh_axes);
+    const StepWindow& w = s.windows.at(0);
+    const Shape& slice = program_.slot_layouts[in].slice_shape();
+    int64_t outer = 1, inner = 1;
+    for (int i = 0; i < slice.ndims(); ++i) {
+      if (i < w.tensor_axis) outer *= slice[i].size;
+      if (i > w.tensor_axis) inner *= slice[i].size;
+    }
+    begin(s, "halo", in);
+    if (!slots_) {
+      mtf::halo_exchange(*transport_, g, nullptr, nullptr, outer, inner, program_.slot_dtypes[in],
+                         w.rows, tag_);
+      return;
+    }
+    const HostTensor& x = (*slots_)[in];
+    HostTensor out(s.output_layouts[0].slice_shape(), x.dtype());
+    mtf::halo_exchange(*transport_, g, x.raw_data(), out.raw_data(), outer, inner, x.dtype(),
+                       w.rows, tag_);
+    (*slots_)[s.output_slots[0]] = std::move(out);
+  }
   void allreduce(const Step& s, int64_t) override {
     const int in = s.input_slots[0];
     begin(s, "allreduce", in);
