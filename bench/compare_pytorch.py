@@ -19,9 +19,13 @@ Models, as mtf's examples define them:
                Adafactor, PyTorch with Adam (a small part of either step).
   mlp          the README's Fashion-MNIST MLP: 784 -> relu 1024 -> 10, no
                bias, softmax cross-entropy, SGD.
+  cnn          the CNN example (models/cnn.h): 32x32x1 -> conv 5x5 16 relu ->
+               max-pool 2 -> conv 3x3 32 relu -> max-pool 2 -> dense 128 relu
+               -> dense 10, biases, softmax cross-entropy, Adam. PyTorch runs
+               it channels-first (its native layout), mtf channels-last.
 
 usage: bench/compare_pytorch.py [--build build] [--rounds 5] [--threads 1,2]
-                                [--only transformer512,transformer128,mlp100,mlp1000]
+                                [--only transformer512,transformer128,mlp100,mlp1000,cnn100]
 """
 import argparse
 import os
@@ -42,6 +46,7 @@ CONFIGS = {
                                            batch=16, length=64, vocab=256)),
     "mlp100": ("mlp", dict(batch=100, hidden=1024)),
     "mlp1000": ("mlp", dict(batch=1000, hidden=1024)),
+    "cnn100": ("cnn", dict(batch=100)),
 }
 
 
@@ -100,6 +105,21 @@ class Mlp(nn.Module):
         return F.cross_entropy(self.w2(F.relu(self.w1(x.view(x.shape[0], -1)))), y)
 
 
+class Cnn(nn.Module):
+    def __init__(self, **_):
+        super().__init__()
+        self.conv1 = nn.Conv2d(1, 16, 5, padding=2)
+        self.conv2 = nn.Conv2d(16, 32, 3, padding=1)
+        self.dense1 = nn.Linear(8 * 8 * 32, 128)
+        self.dense2 = nn.Linear(128, 10)
+
+    def loss(self, x, y):
+        h = F.max_pool2d(F.relu(self.conv1(x)), 2)
+        h = F.max_pool2d(F.relu(self.conv2(h)), 2)
+        h = F.relu(self.dense1(h.flatten(1)))
+        return F.cross_entropy(self.dense2(h), y)
+
+
 def torch_step_fn(model, sizes):
     torch.manual_seed(1)
     if model == "transformer":
@@ -108,6 +128,10 @@ def torch_step_fn(model, sizes):
         ids = torch.randint(0, sizes["vocab"], (sizes["batch"], sizes["length"]))
         tg = torch.randint(0, sizes["vocab"], (sizes["batch"], sizes["length"]))
         args = (ids, tg)
+    elif model == "cnn":
+        m = Cnn(**sizes)
+        opt = torch.optim.Adam(m.parameters(), lr=0.002)
+        args = (torch.rand(sizes["batch"], 1, 32, 32), torch.randint(0, 10, (sizes["batch"],)))
     else:
         m = Mlp(**sizes)
         opt = torch.optim.SGD(m.parameters(), lr=0.2)

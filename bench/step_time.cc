@@ -1,12 +1,13 @@
-// step_time — median wall time of one training step of the Transformer LM or
-// the Fashion-MNIST MLP on one processor, for bench/compare_pytorch.py, which
-// runs the same models in PyTorch and alternates the two. Inputs are random
-// (timing does not depend on them); the OpenBLAS core and thread count in
-// force are printed so both sides can be checked to run under one setting.
+// step_time — median wall time of one training step of the Transformer LM,
+// the Fashion-MNIST MLP or the Fashion-MNIST CNN on one processor, for bench/compare_pytorch.py,
+// which runs the same models in PyTorch and alternates the two. Inputs are random (timing does not
+// depend on them); the OpenBLAS core and thread count in force are printed so both sides can be
+// checked to run under one setting.
 //
 //   step_time --model transformer --d_model 512 --d_ff 2048 --heads 8 --d_kv 64
 //             --batch 8 --length 128 --steps 10 --warmup 3
 //   step_time --model mlp --batch 100 --reproducible true
+//   step_time --model cnn --batch 100
 // Prints "median_ms <x>" (and the per-step times) on its last lines.
 #include <cblas.h>
 
@@ -19,6 +20,7 @@
 
 #include "cli/example_main.h"
 #include "cli/flags.h"
+#include "models/cnn.h"
 #include "models/mlp.h"
 #include "models/transformer.h"
 
@@ -27,7 +29,7 @@ using namespace mtf;
 int main(int argc, char** argv) {
   return data::run_example("step_time", [&] {
     data::Flags flags;
-    flags.define("model", "transformer", "transformer or mlp");
+    flags.define("model", "transformer", "transformer, mlp or cnn");
     examples::TransformerConfig defaults;
     examples::define_transformer_flags(flags, defaults, /*with_vocab=*/true);
     flags.define("hidden", "1024", "mlp: hidden units");
@@ -48,6 +50,7 @@ int main(int argc, char** argv) {
     std::function<void()> step;
     std::unique_ptr<examples::TransformerLm> lm;
     std::unique_ptr<examples::Mlp> mlp;
+    std::unique_ptr<examples::Cnn> cnn;
     std::unique_ptr<Session> session;
     HostTensor in, tg;
     if (model == "transformer") {
@@ -76,12 +79,24 @@ int main(int argc, char** argv) {
       for (int64_t i = 0; i < tg.num_elements(); ++i)
         tg.data<int32_t>()[i] = static_cast<int32_t>(rng() % 10);
       step = [&] { mlp->train_step(*session, in, tg); };
+    } else if (model == "cnn") {
+      examples::CnnConfig cfg;
+      cfg.batch_size = flags.i64("batch");
+      cnn = std::make_unique<examples::Cnn>(cfg);
+      session = std::make_unique<Session>(cnn->graph(), mc);
+      in = HostTensor(cnn->images.shape(), float32);
+      tg = HostTensor(cnn->labels.shape(), int32);
+      for (int64_t i = 0; i < in.num_elements(); ++i) in.data<float>()[i] = (rng() % 256) / 255.f;
+      for (int64_t i = 0; i < tg.num_elements(); ++i)
+        tg.data<int32_t>()[i] = static_cast<int32_t>(rng() % 10);
+      step = [&] { cnn->train_step(*session, in, tg); };
     } else {
-      throw ValueError("--model must be transformer or mlp, not \"" + model + "\"");
+      throw ValueError("--model must be transformer, mlp or cnn, not \"" + model + "\"");
     }
     if (flags.str("print_program") == "true") {
-      std::printf("%s", lm ? session->program_text({lm->loss}, lm->train_ops).c_str()
-                           : session->program_text({mlp->loss}, mlp->train_ops).c_str());
+      std::printf("%s", lm    ? session->program_text({lm->loss}, lm->train_ops).c_str()
+                        : mlp ? session->program_text({mlp->loss}, mlp->train_ops).c_str()
+                              : session->program_text({cnn->loss}, cnn->train_ops).c_str());
     }
     for (int64_t i = 0; i < flags.i64("warmup"); ++i) step();
     session->reset_profile();

@@ -45,14 +45,22 @@ Mlp::EvalGraph& Mlp::eval_graph(int64_t n) {
 }
 
 double Mlp::accuracy(Session& session, const data::Dataset& ds) {
+  return accuracy_in_batches(ds, config_.eval_batch, [&](const std::vector<int64_t>& index) {
+    EvalGraph& e = eval_graph(static_cast<int64_t>(index.size()));
+    return session.run(e.predictions, {{e.images, images_batch(ds, index, e.batch)}});
+  });
+}
+
+double accuracy_in_batches(
+    const data::Dataset& ds, int64_t batch,
+    const std::function<HostTensor(const std::vector<int64_t>& index)>& predict) {
   const int64_t total = ds.images.count;
   int64_t correct = 0;
-  for (int64_t first = 0; first < total; first += config_.eval_batch) {
-    const int64_t n = std::min(config_.eval_batch, total - first);
-    EvalGraph& e = eval_graph(n);
+  for (int64_t first = 0; first < total; first += batch) {
+    const int64_t n = std::min(batch, total - first);
     std::vector<int64_t> index(n);
     for (int64_t i = 0; i < n; ++i) index[i] = first + i;
-    HostTensor pred = session.run(e.predictions, {{e.images, images_batch(ds, index, e.batch)}});
+    const HostTensor pred = predict(index);
     const int32_t* p = pred.data<int32_t>();
     for (int64_t i = 0; i < n; ++i) correct += p[i] == ds.labels.labels[first + i];
   }

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <random>
 #include <string>
@@ -61,6 +62,13 @@ class Mlp {
   Tensor w1_, w2_;
   std::vector<std::unique_ptr<EvalGraph>> evals_;
 };
+
+// Fraction of ds's examples whose predicted class (an int32 tensor of one
+// per example, from predict(indices)) is their label, in batches of at most
+// `batch` examples (a remainder is predicted too).
+double accuracy_in_batches(
+    const data::Dataset& ds, int64_t batch,
+    const std::function<HostTensor(const std::vector<int64_t>& index)>& predict);
 
 // Epoch-wise shuffled batches, deterministic for a seed (own Fisher-Yates on
 // mt19937_64, so every platform draws the same order).

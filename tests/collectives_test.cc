@@ -143,6 +143,57 @@ TEST_P(CollectivesTest, PermuteAndShift) {
   });
 }
 
+// halo_exchange: each position's window of rows (any begin and width, past
+// the ends too, drifting from position to position as VALID convolutions'
+// windows do) holds exactly the rows of the whole dimension, zeros outside.
+TEST(HaloExchangeTest, WindowsHoldTheirRowsFromWhoeverHasThem) {
+  struct Shape3 {
+    int64_t before, after, drift;
+  };
+  const int64_t outer = 2, inner = 3;
+  for (int n : {1, 2, 3, 5, 8}) {
+    for (int64_t block : {1, 3}) {
+      for (const Shape3& w : std::vector<Shape3>{
+               {1, 1, 0}, {0, 2, 0}, {2, 0, 0}, {4, 5, 0}, {0, 0, 1}, {1, 2, -1}, {0, 0, 0}}) {
+        SCOPED_TRACE(testing::Message() << "n " << n << " block " << block << " window -"
+                                        << w.before << " +" << w.after << " drift " << w.drift);
+        HaloWindows hw;
+        hw.whole = block * n;
+        hw.block = block;
+        hw.extent = block + w.before + w.after;
+        for (int p = 0; p < n; ++p) hw.begin.push_back(p * block - w.before + p * w.drift);
+        auto value_at = [&](int64_t o, int64_t row, int64_t i) {
+          return row < 0 || row >= hw.whole ? 0.f : static_cast<float>(o * 1000 + row * 10 + i);
+        };
+        run_in_process(n, [&](Transport& t) {
+          const int p = t.rank();
+          std::vector<float> in(outer * block * inner), out(outer * hw.extent * inner, -1.f);
+          for (int64_t o = 0; o < outer; ++o)
+            for (int64_t r = 0; r < block; ++r)
+              for (int64_t i = 0; i < inner; ++i)
+                in[(o * block + r) * inner + i] = value_at(o, p * block + r, i);
+          halo_exchange(t, Group::all(n, p), in.data(), out.data(), outer, inner, float32, hw, 3);
+          for (int64_t o = 0; o < outer; ++o)
+            for (int64_t r = 0; r < hw.extent; ++r)
+              for (int64_t i = 0; i < inner; ++i)
+                ASSERT_EQ(out[(o * hw.extent + r) * inner + i], value_at(o, hw.begin[p] + r, i))
+                    << "rank " << p << " window row " << r;
+        });
+        // Rows sent: what the other windows take from this position's block.
+        for (int p = 0; p < n; ++p) {
+          int64_t rows = 0;
+          for (int q = 0; q < n; ++q) {
+            if (q == p) continue;
+            for (int64_t r = hw.begin[q]; r < hw.begin[q] + hw.extent; ++r)
+              rows += r >= p * block && r < (p + 1) * block;
+          }
+          EXPECT_EQ(hw.rows_sent(p), rows) << "position " << p;
+        }
+      }
+    }
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Gloo, CollectivesTest,
                          ::testing::Combine(::testing::Values(1, 2, 3, 4, 5, 8, 16, 32),
                                             ::testing::Values(int64_t{0}, int64_t{1}, int64_t{17},

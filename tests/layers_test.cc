@@ -43,6 +43,56 @@ TEST(LayersTest, DenseMatchesHandComputation) {
   EXPECT_EQ(s.variable_value("proj/kernel").shape(), Shape({kModel, kFf}));
 }
 
+// Mesh TensorFlow's layers_test conv1d case: x [length 4, depth 2], a
+// width-3 filter of known values, SAME padding, no bias.
+TEST(LayersTest, Conv1dMatchesMeshTensorFlowsKnownValues) {
+  Graph g;
+  Mesh mesh(g, "m");
+  Tensor x = import_host(
+      mesh, HostTensor::from_floats(Shape("length:4;depth:2"), {1, 0, 0, 1, 1, 1, 2, 1}));
+  layers::ConvOptions options;
+  options.use_bias = false;
+  Tensor y = layers::conv1d(x, Dimension{"output", 2}, 3, "conv1d", options);
+  EXPECT_EQ(y.shape(), Shape("length:4;output:2"));
+  Session s(g);
+  s.set_variable_value("conv1d/filter",
+                       HostTensor::from_floats(Shape("conv1d_k0:3;depth:2;output:2"),
+                                               {1, -1, 0, 0, 2, -2, -1, 1, 3, -3, -2, 2}));
+  EXPECT_EQ(s.run(y).to_floats(), (std::vector<float>{0, 0, 1, -1, 5, -5, 4, -4}));
+}
+
+// conv2d / conv2d_transpose / pooling layers: shapes, variables, and a
+// training step that lowers the loss under a spatially split layout.
+TEST(LayersTest, ConvLayersBuildAndTrainOnASplitMesh) {
+  Graph g;
+  Mesh mesh(g, "m");
+  Tensor x = placeholder(mesh, Shape("b:2;h:8;w:8;c:1"), float32, "x");
+  layers::ConvOptions relu_options;
+  relu_options.activation = [](const Tensor& t) { return relu(t); };
+  Tensor h = layers::conv2d(x, Dimension{"d", 4}, {3, 3}, "c1", relu_options);
+  EXPECT_EQ(h.shape(), Shape("b:2;h:8;w:8;d:4"));
+  Tensor p = layers::max_pool2d(h);
+  EXPECT_EQ(p.shape(), Shape("b:2;h:4;w:4;d:4"));
+  layers::ConvOptions up;
+  up.strides = {2, 2};
+  Tensor u = layers::conv2d_transpose(p, Dimension{"c", 1}, {2, 2}, "up", up);
+  EXPECT_EQ(u.shape(), x.shape());
+  EXPECT_EQ(g.find_operation("up/filter")->output(0).shape(), Shape("up_k0:2;up_k1:2;c:1;d:4"));
+  Tensor loss = reduce_mean(square(u - x));
+  SgdOptimizer sgd(0.5f);
+  const std::vector<Operation*> train = sgd.minimize(loss);
+  MeshConfig mc;
+  mc.mesh_shape = MeshShape("r:2;c:2");
+  mc.layout = LayoutRules("h:r;w:c");
+  Session s(g, mc);
+  const HostTensor xv = random_tensor(x.shape(), 3, 0.f, 1.f);
+  const float first = s.run(loss, {{x, xv}}).data<float>()[0];
+  for (int i = 0; i < 20; ++i) s.run(std::vector<Tensor>{}, {{x, xv}}, train);
+  EXPECT_LT(s.run(loss, {{x, xv}}).data<float>()[0], 0.8f * first);
+  EXPECT_THROW(layers::conv2d(x, Dimension{"d", 4}, {3}, "bad"), ValueError);
+  EXPECT_THROW(layers::max_pool2d(x, {2, 2, 2}), ValueError);
+}
+
 TEST(LayersTest, DenseOverSeveralDimensions) {
   Graph g;
   Mesh mesh(g, "m");

@@ -49,6 +49,52 @@ Tensor dense(const Tensor& x, const std::vector<Dimension>& new_dims,
 Tensor dense(const Tensor& x, const Dimension& new_dim, const std::string& name,
              const DenseOptions& options = {});
 
+struct ConvOptions {
+  // One per spatial dimension, or empty for all 1 (see mtf::conv).
+  std::vector<int64_t> strides;
+  std::string padding = "SAME";
+  std::vector<int64_t> dilations;
+  bool use_bias = true;
+  // Applied to the output (e.g. relu); none when empty.
+  std::function<Tensor(const Tensor&)> activation;
+  // Filter initializer; default variance_scaling over the window and the
+  // input channels (the filter's fan-in).
+  bool has_initializer = false;
+  Initializer filter_initializer;
+};
+
+// Mesh TensorFlow's conv layers: x is [batch..., spatial..., channels] (the
+// filter_size.size() dimensions before the last are spatial); the result is
+// conv(x, filter) (+ bias[output_dim]) with output_dim replacing the
+// channels. Variables "<name>/filter" [<name>_k0..., channels, output_dim]
+// and "<name>/bias". Spatial dimensions may be split by the layout (see
+// mtf::conv).
+Tensor conv(const Tensor& x, const Dimension& output_dim, const std::vector<int64_t>& filter_size,
+            const std::string& name, const ConvOptions& options = {});
+Tensor conv1d(const Tensor& x, const Dimension& output_dim, int64_t filter_size,
+              const std::string& name, const ConvOptions& options = {});
+Tensor conv2d(const Tensor& x, const Dimension& output_dim, const std::vector<int64_t>& filter_size,
+              const std::string& name, const ConvOptions& options = {});
+Tensor conv3d(const Tensor& x, const Dimension& output_dim, const std::vector<int64_t>& filter_size,
+              const std::string& name, const ConvOptions& options = {});
+// Transposed convolutions (upsampling by the strides): filter
+// [<name>_k0..., output_dim, channels] (TensorFlow's order).
+Tensor conv_transpose(const Tensor& x, const Dimension& output_dim,
+                      const std::vector<int64_t>& filter_size, const std::string& name,
+                      const ConvOptions& options = {});
+Tensor conv2d_transpose(const Tensor& x, const Dimension& output_dim,
+                        const std::vector<int64_t>& filter_size, const std::string& name,
+                        const ConvOptions& options = {});
+Tensor conv3d_transpose(const Tensor& x, const Dimension& output_dim,
+                        const std::vector<int64_t>& filter_size, const std::string& name,
+                        const ConvOptions& options = {});
+// Mesh TensorFlow's pooling layers: windows of ksize with strides = ksize
+// and VALID padding over the dimensions before the last.
+Tensor max_pool2d(const Tensor& x, const std::vector<int64_t>& ksize = {2, 2});
+Tensor max_pool3d(const Tensor& x, const std::vector<int64_t>& ksize = {2, 2, 2});
+Tensor avg_pool2d(const Tensor& x, const std::vector<int64_t>& ksize = {2, 2});
+Tensor avg_pool3d(const Tensor& x, const std::vector<int64_t>& ksize = {2, 2, 2});
+
 // (x - mean) / sqrt(var + epsilon) * scale + bias over `dim`; scale starts at
 // one, bias at zero ("<name>/scale", "<name>/bias").
 Tensor layer_norm(const Tensor& x, const Dimension& dim, const std::string& name,
