@@ -98,11 +98,39 @@ Tensor make_input_grad(const Tensor& dy, const Tensor& w, const ConvSpec& spec,
 Tensor make_filter_grad(const Tensor& x, const Tensor& dy, const ConvSpec& spec,
                         const Shape& w_shape);
 
+// What every op here shares: the spec, and input 0 read through windows of
+// its spatial dimensions — x's rows for y's blocks (kX: convolution, filter
+// gradient, pooling) or y's rows for x's blocks (kY: input gradient).
+class SpatialOp : public Operation {
+ public:
+  enum class Reads { kX, kY };
+  SpatialOp(const Mesh& mesh, const std::string& type, std::vector<Tensor> inputs,
+            const std::string& name, ConvSpec spec, Reads reads)
+      : Operation(mesh, type, std::move(inputs), name), spec_(std::move(spec)), reads_(reads) {}
+  bool input_window(int input, const std::string& dim, int64_t position, int64_t parts,
+                    int64_t* begin, int64_t* end) const override {
+    const int a = spec_.axis_of(dim);
+    if (input != 0 || a < 0) return false;
+    if (reads_ == Reads::kX) {
+      spec_.x_window(a, position, parts, begin, end);
+    } else {
+      spec_.y_window(a, position, parts, begin, end);
+    }
+    return true;
+  }
+
+ protected:
+  const ConvSpec spec_;
+
+ private:
+  Reads reads_;
+};
+
 // y = conv(x, w): x [batch..., X..., Cx], w [K..., Cx, Cy] -> [batch..., Y..., Cy].
-class ConvOp : public Operation {
+class ConvOp : public SpatialOp {
  public:
   ConvOp(const Tensor& x, const Tensor& w, ConvSpec spec, const std::string& name)
-      : Operation(x.mesh(), "conv", {x, w}, name), spec_(std::move(spec)) {
+      : SpatialOp(x.mesh(), "conv", {x, w}, name, std::move(spec), Reads::kX) {
     const Shape& ws = w.shape();
     add_output(side_shape(x.shape(), spec_.n(), spec_.names, y_sizes(spec_), ws[ws.ndims() - 1]),
                float32);
@@ -120,13 +148,6 @@ class ConvOp : public Operation {
             make_filter_grad(x, g[0], spec_, w.shape())};
   }
   double flops() const override { return conv_flops(output(0).shape(), inputs()[1].shape()); }
-  bool input_window(int input, const std::string& dim, int64_t position, int64_t parts,
-                    int64_t* begin, int64_t* end) const override {
-    const int a = spec_.axis_of(dim);
-    if (input != 0 || a < 0) return false;
-    spec_.x_window(a, position, parts, begin, end);
-    return true;
-  }
   std::vector<std::string> unsplittable_dims() const override {
     return filter_spatial_names(inputs()[1].shape(), spec_.n());
   }
@@ -134,18 +155,15 @@ class ConvOp : public Operation {
     const Shape& x = inputs()[0].shape();
     return {x[x.ndims() - 1].name};
   }
-
- private:
-  ConvSpec spec_;
 };
 
 // dx = conv_input_grad(dy, w): dy [batch..., Y..., Cy], w [K..., Cx, Cy] ->
 // x_shape. Also the transposed convolution (upsampling) of dy.
-class ConvInputGradOp : public Operation {
+class ConvInputGradOp : public SpatialOp {
  public:
   ConvInputGradOp(const Tensor& dy, const Tensor& w, ConvSpec spec, const Shape& x_shape,
                   const std::string& type, const std::string& name)
-      : Operation(dy.mesh(), type, {dy, w}, name), spec_(std::move(spec)) {
+      : SpatialOp(dy.mesh(), type, {dy, w}, name, std::move(spec), Reads::kY) {
     add_output(x_shape, float32);
   }
   void compute(KernelContext& ctx) const override {
@@ -161,13 +179,6 @@ class ConvInputGradOp : public Operation {
     return {make_conv(g[0], w, spec_), make_filter_grad(g[0], dy, spec_, w.shape())};
   }
   double flops() const override { return conv_flops(inputs()[0].shape(), inputs()[1].shape()); }
-  bool input_window(int input, const std::string& dim, int64_t position, int64_t parts,
-                    int64_t* begin, int64_t* end) const override {
-    const int a = spec_.axis_of(dim);
-    if (input != 0 || a < 0) return false;
-    spec_.y_window(a, position, parts, begin, end);
-    return true;
-  }
   std::vector<std::string> unsplittable_dims() const override {
     return filter_spatial_names(inputs()[1].shape(), spec_.n());
   }
@@ -175,17 +186,14 @@ class ConvInputGradOp : public Operation {
     const Shape& dy = inputs()[0].shape();
     return {dy[dy.ndims() - 1].name};
   }
-
- private:
-  ConvSpec spec_;
 };
 
 // dw = conv_filter_grad(x, dy): the filter gradient, summed over the batch
 // and spatial positions (partial sums over split ones are allreduced).
-class ConvFilterGradOp : public Operation {
+class ConvFilterGradOp : public SpatialOp {
  public:
   ConvFilterGradOp(const Tensor& x, const Tensor& dy, ConvSpec spec, const Shape& w_shape)
-      : Operation(x.mesh(), "conv_filter_grad", {x, dy}, ""), spec_(std::move(spec)) {
+      : SpatialOp(x.mesh(), "conv_filter_grad", {x, dy}, "", std::move(spec), Reads::kX) {
     add_output(w_shape, float32);
   }
   void compute(KernelContext& ctx) const override {
@@ -201,13 +209,6 @@ class ConvFilterGradOp : public Operation {
             make_conv(x, g[0], spec_)};
   }
   double flops() const override { return conv_flops(inputs()[1].shape(), output(0).shape()); }
-  bool input_window(int input, const std::string& dim, int64_t position, int64_t parts,
-                    int64_t* begin, int64_t* end) const override {
-    const int a = spec_.axis_of(dim);
-    if (input != 0 || a < 0) return false;
-    spec_.x_window(a, position, parts, begin, end);
-    return true;
-  }
   std::vector<std::string> unsplittable_dims() const override {
     return filter_spatial_names(output(0).shape(), spec_.n());
   }
@@ -216,18 +217,15 @@ class ConvFilterGradOp : public Operation {
     r.insert(r.end(), spec_.names.begin(), spec_.names.end());
     return r;
   }
-
- private:
-  ConvSpec spec_;
 };
 
 // Max or average pooling: x [batch..., X..., C] -> [batch..., Y..., C].
-class PoolOp : public Operation {
+class PoolOp : public SpatialOp {
  public:
   PoolOp(kernels::PoolFn fn, const Tensor& x, ConvSpec spec, const std::string& name)
-      : Operation(x.mesh(), fn == kernels::PoolFn::kMax ? "max_pool" : "avg_pool", {x}, name),
-        fn_(fn),
-        spec_(std::move(spec)) {
+      : SpatialOp(x.mesh(), fn == kernels::PoolFn::kMax ? "max_pool" : "avg_pool", {x}, name,
+                  std::move(spec), Reads::kX),
+        fn_(fn) {
     const Shape& xs = x.shape();
     add_output(side_shape(xs, spec_.n(), spec_.names, y_sizes(spec_), xs[xs.ndims() - 1]), float32);
   }
@@ -243,28 +241,20 @@ class PoolOp : public Operation {
     for (const ConvAxis& a : spec_.axes) taps *= static_cast<double>(a.kernel);
     return static_cast<double>(output(0).shape().num_elements()) * taps;
   }
-  bool input_window(int input, const std::string& dim, int64_t position, int64_t parts,
-                    int64_t* begin, int64_t* end) const override {
-    const int a = spec_.axis_of(dim);
-    if (input != 0 || a < 0) return false;
-    spec_.x_window(a, position, parts, begin, end);
-    return true;
-  }
 
  private:
   kernels::PoolFn fn_;
-  ConvSpec spec_;
 };
 
 // dx of pooling for output gradient dy; max pooling also reads x.
-class PoolGradOp : public Operation {
+class PoolGradOp : public SpatialOp {
  public:
   PoolGradOp(kernels::PoolFn fn, const std::vector<Tensor>& inputs, ConvSpec spec,
              const Shape& x_shape)
-      : Operation(inputs.back().mesh(),
-                  fn == kernels::PoolFn::kMax ? "max_pool_grad" : "avg_pool_grad", inputs, ""),
-        fn_(fn),
-        spec_(std::move(spec)) {
+      : SpatialOp(inputs.back().mesh(),
+                  fn == kernels::PoolFn::kMax ? "max_pool_grad" : "avg_pool_grad", inputs, "",
+                  std::move(spec), Reads::kY),
+        fn_(fn) {
     add_output(x_shape, float32);
   }
   void compute(KernelContext& ctx) const override {
@@ -300,7 +290,6 @@ class PoolGradOp : public Operation {
 
  private:
   kernels::PoolFn fn_;
-  ConvSpec spec_;
 };
 
 std::vector<Tensor> PoolOp::gradient(const std::vector<Tensor>& g) const {
