@@ -6,10 +6,14 @@
 #include <cmath>
 #include <cstdio>
 #include <fstream>
+#include <string>
+#include <thread>
+#include <vector>
 
 #include "lowering/program.h"
 #include "mtf/collectives.h"
 #include "sim/engine.h"
+#include "sim/scheduler.h"
 #include "test_util.h"
 
 namespace mtf {
@@ -262,6 +266,33 @@ TEST(SimTwoLayer, CommunicationFollowsThePapersFormulas) {
       simulate_two_layer(64, 64, 256, "rows:2;cols:4", "batch:rows;hidden:cols").flops_per_core;
   EXPECT_NEAR(mp, dp, 0.05 * dp);
   EXPECT_NEAR(hy, dp, 0.05 * dp);
+}
+
+// Every core starts at time zero: a fiber not yet started runs before one
+// that has moved its clock on. (When new fibers waited until every started
+// one blocked, one half of a mesh whose halves need each other only for an
+// allreduce ran its whole forward pass first, and the other half's halo
+// messages then found the shared links booked into that future.)
+TEST(SimScheduler, FibersNotYetStartedRunBeforeClocksMoveOn) {
+  std::vector<std::string> log;
+  std::thread runner([&] {
+    boost::fibers::use_scheduling_algorithm<sim::TimeOrderedScheduler>();
+    std::vector<boost::fibers::fiber> fibers;
+    for (int r = 0; r < 3; ++r) {
+      fibers.emplace_back([&, r] {
+        auto& props = boost::this_fiber::properties<sim::SimProps>();
+        props.order = r;
+        log.push_back("start " + std::to_string(r));
+        props.key = 1.0 + r;  // each moves its clock on
+        boost::this_fiber::yield();
+        log.push_back("at " + std::to_string(r + 1));
+      });
+    }
+    for (auto& f : fibers) f.join();
+  });
+  runner.join();
+  EXPECT_EQ(log,
+            (std::vector<std::string>{"start 0", "start 1", "start 2", "at 1", "at 2", "at 3"}));
 }
 
 TEST(SimFunctional, EqualsInProcessSimdBitForBitAndCostOnlyTimesAgree) {

@@ -18,7 +18,9 @@ namespace mtf::sim {
 class SimProps : public boost::fibers::fiber_properties {
  public:
   explicit SimProps(boost::fibers::context* ctx) : fiber_properties(ctx) {}
-  double key = std::numeric_limits<double>::infinity();
+  // Zero until the fiber sets it: a fiber not yet started runs before any
+  // that has advanced its clock, so every core starts at time zero.
+  double key = 0;
   int64_t order = std::numeric_limits<int64_t>::max();
 };
 
