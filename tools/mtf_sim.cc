@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <functional>
 #include <iostream>
 #include <memory>
 #include <random>
@@ -12,6 +13,7 @@
 #include "cli/flags.h"
 #include "models/mlp.h"
 #include "models/transformer.h"
+#include "models/unet3d.h"
 #include "mtf/mtf.h"
 
 namespace {
@@ -43,29 +45,82 @@ Feeds lm_feeds(examples::TransformerLm& lm, uint64_t step) {
   return {{lm.inputs, in}, {lm.targets, tg}};
 }
 
-// A built-in model: its graph, the training step, and data for a step.
+// Random volumes and per-voxel classes for the U-Net in functional mode.
+Feeds unet_feeds(examples::UNet3d& unet, uint64_t step) {
+  std::mt19937_64 rng(3000 + step);
+  std::uniform_real_distribution<float> voxel(0.f, 1.f);
+  HostTensor x(unet.volumes.shape(), float32), y(unet.labels.shape(), int32);
+  for (int64_t i = 0; i < x.num_elements(); ++i) x.data<float>()[i] = voxel(rng);
+  const auto k = static_cast<uint64_t>(unet.classes_dim.size);
+  for (int64_t i = 0; i < y.num_elements(); ++i)
+    y.data<int32_t>()[i] = static_cast<int32_t>(rng() % k);
+  return {{unet.volumes, x}, {unet.labels, y}};
+}
+
+std::string describe_lm(const examples::TransformerConfig& c) {
+  char buf[256];
+  std::snprintf(buf, sizeof(buf),
+                "model: transformer, %lld layers, d_model %lld, d_ff %lld, %lld heads of %lld, "
+                "vocab %lld, batch %lld x %lld tokens, %.3gB parameters",
+                static_cast<long long>(c.layers), static_cast<long long>(c.d_model),
+                static_cast<long long>(c.d_ff), static_cast<long long>(c.heads),
+                static_cast<long long>(c.d_kv), static_cast<long long>(c.vocab),
+                static_cast<long long>(c.batch), static_cast<long long>(c.length),
+                static_cast<double>(c.num_parameters()) / 1e9);
+  return buf;
+}
+
+// A built-in model: its graph, the training step, data for a step and a
+// one-line description.
 struct Model {
-  std::unique_ptr<examples::Mlp> mlp;
-  std::unique_ptr<examples::TransformerLm> lm;
-  Graph& graph() { return mlp ? mlp->graph() : lm->graph(); }
-  Tensor loss() const { return mlp ? mlp->loss : lm->loss; }
-  const std::vector<Operation*>& train_ops() const { return mlp ? mlp->train_ops : lm->train_ops; }
-  Feeds feeds(uint64_t step) { return mlp ? mlp_feeds(*mlp, step) : lm_feeds(*lm, step); }
-  std::string describe() const {
-    if (mlp) return "model: mlp, batch " + std::to_string(mlp->config().batch_size);
-    const examples::TransformerConfig& c = lm->config();
-    char buf[256];
-    std::snprintf(buf, sizeof(buf),
-                  "model: transformer, %lld layers, d_model %lld, d_ff %lld, %lld heads of %lld, "
-                  "vocab %lld, batch %lld x %lld tokens, %.3gB parameters",
-                  static_cast<long long>(c.layers), static_cast<long long>(c.d_model),
-                  static_cast<long long>(c.d_ff), static_cast<long long>(c.heads),
-                  static_cast<long long>(c.d_kv), static_cast<long long>(c.vocab),
-                  static_cast<long long>(c.batch), static_cast<long long>(c.length),
-                  static_cast<double>(c.num_parameters()) / 1e9);
-    return buf;
+  std::shared_ptr<void> owner;
+  Graph* graph = nullptr;
+  Tensor loss;
+  const std::vector<Operation*>* train_ops = nullptr;
+  std::function<Feeds(uint64_t)> feeds;
+  std::string description;
+
+  template <typename M, typename FeedFn>
+  static Model of(std::shared_ptr<M> m, FeedFn feed, std::string description) {
+    Model r;
+    r.graph = &m->graph();
+    r.loss = m->loss;
+    r.train_ops = &m->train_ops;
+    r.feeds = [m = m.get(), feed](uint64_t step) { return feed(*m, step); };
+    r.description = std::move(description);
+    r.owner = std::move(m);
+    return r;
   }
 };
+
+Model make_model(const std::string& name, const data::Flags& flags) {
+  const int64_t batch = flags.i64("batch_size");
+  if (batch < 0) throw ValueError("--batch_size must be positive (or 0 for the model's default)");
+  if (name == "mlp") {
+    examples::MlpConfig mc;
+    mc.batch_size = batch ? batch : 512;
+    mc.hidden = flags.i64("hidden");
+    auto m = std::make_shared<examples::Mlp>(mc);
+    return Model::of(m, mlp_feeds, "model: mlp, batch " + std::to_string(mc.batch_size));
+  }
+  if (name == "transformer") {
+    const examples::TransformerConfig tc = examples::transformer_config_from_flags(
+        flags, examples::TransformerConfig::paper(4096, 4), true);
+    auto m = std::make_shared<examples::TransformerLm>(tc);
+    return Model::of(m, lm_feeds, describe_lm(tc));
+  }
+  if (name == "unet3d") {
+    examples::UNet3dConfig uc;
+    if (batch) uc.batch = batch;
+    uc.side = flags.i64("side");
+    uc.channels = flags.i64("channels");
+    uc.levels = flags.i64("levels");
+    auto m = std::make_shared<examples::UNet3d>(uc);
+    const std::string d = m->describe();
+    return Model::of(m, unet_feeds, d);
+  }
+  throw ValueError("--model: unknown model \"" + name + "\"; built-in: mlp, transformer, unet3d");
+}
 
 std::vector<int> parse_mapping(const std::string& s) {
   std::vector<int> r;
@@ -100,9 +155,13 @@ int main(int argc, char** argv) {
   try {
     data::Flags flags;
     flags.define("model", "mlp",
-                 "built-in model: mlp (the Fashion-MNIST MLP) or transformer (the paper's LM); "
-                 "synthetic data");
-    flags.define("batch_size", "512", "mlp: examples per step");
+                 "built-in model: mlp (the Fashion-MNIST MLP), transformer (the paper's LM) or "
+                 "unet3d (a 3-D U-Net on volumes); synthetic data");
+    flags.define("batch_size", "0",
+                 "mlp, unet3d: examples per step (0: 512 for mlp, 32 for unet3d)");
+    flags.define("side", "256", "unet3d: voxels along each of d, h and w");
+    flags.define("channels", "32", "unet3d: channels at the top level (doubling per level down)");
+    flags.define("levels", "4", "unet3d: resolution levels");
     flags.define("hidden", "1024", "mlp: size of the hidden dimension");
     // The transformer's sizes default to the paper's smallest language model.
     examples::define_transformer_flags(flags, examples::TransformerConfig::paper(4096, 4), true);
@@ -139,10 +198,6 @@ int main(int argc, char** argv) {
     flags.define("candidates", "10", "with --auto_layout: rows of the ranked table");
     if (!flags.parse(argc, argv)) return 0;
 
-    const std::string model_name = flags.str("model");
-    if (model_name != "mlp" && model_name != "transformer") {
-      throw ValueError("--model: unknown model \"" + model_name + "\"; built-in: mlp, transformer");
-    }
     const std::string mode = flags.str("mode");
     if (mode != "functional" && mode != "cost")
       throw ValueError("--mode must be functional or cost, not \"" + mode + "\"");
@@ -167,45 +222,35 @@ int main(int argc, char** argv) {
     config.sim.physical_order = parse_mapping(flags.str("mapping"));
     config.sim.trace_path = flags.str("trace");  // each step rewrites it: the last one stays
 
-    Model model;
-    if (model_name == "mlp") {
-      examples::MlpConfig mc;
-      mc.batch_size = flags.i64("batch_size");
-      mc.hidden = flags.i64("hidden");
-      model.mlp = std::make_unique<examples::Mlp>(mc);
-    } else {
-      const examples::TransformerConfig tc = examples::transformer_config_from_flags(
-          flags, examples::TransformerConfig::paper(4096, 4), true);
-      model.lm = std::make_unique<examples::TransformerLm>(tc);
-    }
+    Model model = make_model(flags.str("model"), flags);
     if (auto_flag == "true") {
       AutoLayoutOptions opt;
       opt.topology = config.sim.topology;
       opt.fixed = LayoutRules(flags.str("fixed_layout"));
       opt.memory_limit = flags.f64("memory_limit_gib") * double(1 << 30);
       opt.time_budget = flags.f64("time_budget");
-      std::printf("%s\n%s\n", opt.topology.to_string().c_str(), model.describe().c_str());
+      std::printf("%s\n%s\n", opt.topology.to_string().c_str(), model.description.c_str());
       const int64_t num_cores = flags.i64("num_cores");
       const AutoLayoutResult r =
-          num_cores > 0 ? auto_layout_and_mesh_shape(model.graph(), num_cores, {model.loss()},
-                                                     model.train_ops(), opt)
-                        : auto_layout(model.graph(), config.mesh_shape, {model.loss()},
-                                      model.train_ops(), opt);
+          num_cores > 0
+              ? auto_layout_and_mesh_shape(*model.graph, num_cores, {model.loss}, *model.train_ops,
+                                           opt)
+              : auto_layout(*model.graph, config.mesh_shape, {model.loss}, *model.train_ops, opt);
       std::printf("%s", r.table(static_cast<int>(flags.i64("candidates"))).c_str());
       std::printf("--mesh_shape \"%s\" --layout \"%s\"\n", r.mesh.to_string().c_str(),
                   r.rules.to_string().c_str());
       return 0;
     }
-    Session session(model.graph(), config);
+    Session session(*model.graph, config);
     if (json == "false") {
-      std::printf("%s\n%s\n", config.sim.topology.to_string().c_str(), model.describe().c_str());
+      std::printf("%s\n%s\n", config.sim.topology.to_string().c_str(), model.description.c_str());
     }
 
     const auto start = std::chrono::steady_clock::now();
     for (int64_t step = 0; step < steps; ++step) {
       Feeds feeds;
       if (config.sim.mode == SimMode::kFunctional) feeds = model.feeds(static_cast<uint64_t>(step));
-      session.run({model.loss()}, feeds, model.train_ops());
+      session.run({model.loss}, feeds, *model.train_ops);
       progress(step + 1, steps,
                std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
     }

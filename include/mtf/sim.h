@@ -16,6 +16,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "mtf/layout.h"
@@ -117,7 +118,11 @@ struct SimReport {
     int64_t bytes = 0;  // sent per core in this op's collectives
     double time = 0;    // seconds, mean over cores
   };
-  std::vector<OpRow> ops;   // in program order of first appearance
+  std::vector<OpRow> ops;  // in program order of first appearance
+  // Bytes each core sends per step (mean over cores), by the kind of step
+  // that sends them ("allreduce", "allgather", "halo", ...); kinds that
+  // send nothing are left out.
+  std::vector<std::pair<std::string, int64_t>> sent_by_kind;
   int64_t peak_memory = 0;  // bytes per core
   std::string peak_memory_at;
   std::vector<CoreMapping::AxisRing> rings;

@@ -435,8 +435,10 @@ SimReport Engine::run(const Program& program,
   }
   rep.link_bytes_mean = rep.links_total ? static_cast<double>(total_bytes) / rep.links_total : 0.0;
   std::map<std::string, size_t> row_of;
+  std::map<std::string, int64_t> by_kind;
   for (size_t i = 0; i < program.steps.size(); ++i) {
     const Step& s = program.steps[i];
+    if (w.step_bytes[i] > 0) by_kind[step_kind_name(s.kind)] += w.step_bytes[i] / n;
     auto [it, fresh] = row_of.emplace(s.op->name(), rep.ops.size());
     if (fresh) rep.ops.push_back({s.op->name(), 0, 0, 0});
     SimReport::OpRow& row = rep.ops[it->second];
@@ -444,6 +446,7 @@ SimReport Engine::run(const Program& program,
     row.bytes += w.step_bytes[i] / n;
     row.time += w.step_time_sum[i] / n;
   }
+  rep.sent_by_kind.assign(by_kind.begin(), by_kind.end());
   rep.rings = mapping_.rings;
   if (!options_.trace_path.empty()) write_trace(options_.trace_path, w, machine_);
   return rep;

@@ -78,6 +78,14 @@ std::string SimReport::to_table(int max_ops) const {
   o << "  messages        " << messages << "; links: " << links_used << " of " << links_total
     << " used, max " << bytes(static_cast<double>(link_bytes_max)) << ", mean "
     << bytes(link_bytes_mean) << "\n";
+  if (!sent_by_kind.empty()) {
+    o << "  sent per core  ";
+    for (size_t i = 0; i < sent_by_kind.size(); ++i) {
+      o << (i ? ", " : " ") << sent_by_kind[i].first << " "
+        << bytes(static_cast<double>(sent_by_kind[i].second));
+    }
+    o << "\n";
+  }
   for (const auto& r : rings) {
     if (r.size <= 1) continue;
     o << "  ring " << pad(r.axis, 10) << " " << r.size << " cores, hops per step: max "
@@ -117,7 +125,10 @@ std::string SimReport::to_json() const {
       << ",\"size\":" << rings[i].size << ",\"max_hops\":" << rings[i].max_hops
       << ",\"mean_hops\":" << rings[i].mean_hops << "}";
   }
-  o << "],\"ops\":[";
+  o << "],\"sent_by_kind\":{";
+  for (size_t i = 0; i < sent_by_kind.size(); ++i)
+    o << (i ? "," : "") << json_string(sent_by_kind[i].first) << ":" << sent_by_kind[i].second;
+  o << "},\"ops\":[";
   for (size_t i = 0; i < ops.size(); ++i) {
     o << (i ? "," : "") << "{\"op\":" << json_string(ops[i].op) << ",\"flops\":" << ops[i].flops
       << ",\"bytes\":" << ops[i].bytes << ",\"time\":" << ops[i].time << "}";
