@@ -198,9 +198,14 @@ TEST(ConvTest, MatchesLoopReferenceIn1d2d3d) {
       {{5, 5, 5}, {2, 2, 2}, {2, 2, 2}, {1, 1, 1}, false},
   };
   const std::vector<std::string> names{"d0", "d1", "d2"}, fnames{"k0", "k1", "k2"};
-  for (size_t t = 0; t < cases.size(); ++t) {
-    const ConvCase& c = cases[t];
-    SCOPED_TRACE("case " + std::to_string(t));
+  // Channels (in, out): one input channel and few columns take the direct
+  // kernel (narrow or wide register tile), many columns im2col and GEMM.
+  const std::vector<std::pair<int64_t, int64_t>> channels = {{3, 2}, {1, 2}, {1, 20}, {8, 5}};
+  for (size_t t = 0; t < cases.size() * channels.size(); ++t) {
+    const ConvCase& c = cases[t % cases.size()];
+    const auto [ci, co] = channels[t / cases.size()];
+    SCOPED_TRACE("case " + std::to_string(t % cases.size()) + ", channels " + std::to_string(ci) +
+                 " -> " + std::to_string(co));
     const int n = static_cast<int>(c.x.size());
     std::vector<std::string> sp(names.begin(), names.begin() + n);
     std::vector<Axis> ax;
@@ -211,16 +216,16 @@ TEST(ConvTest, MatchesLoopReferenceIn1d2d3d) {
       ysz.push_back(ax.back().y);
       fd.push_back({fnames[i], c.k[i]});
     }
-    fd.push_back({"ci", 3});
-    fd.push_back({"co", 2});
-    const Shape xs = spatial_shape(2, sp, c.x, "ci", 3);
+    fd.push_back({"ci", ci});
+    fd.push_back({"co", co});
+    const Shape xs = spatial_shape(2, sp, c.x, "ci", ci);
     const HostTensor xv = random_tensor(xs, 1 + t), wv = random_tensor(Shape(fd), 50 + t);
     Graph g;
     Mesh mesh(g, "m");
     Tensor y =
         conv(import_host(mesh, xv), import_host(mesh, wv), c.s, c.same ? "SAME" : "VALID", c.d);
-    ASSERT_EQ(y.shape(), spatial_shape(2, sp, ysz, "co", 2));
-    testing::expect_near_vectors(eval(y), ref_conv(xv.to_floats(), wv.to_floats(), 2, ax, 3, 2),
+    ASSERT_EQ(y.shape(), spatial_shape(2, sp, ysz, "co", co));
+    testing::expect_near_vectors(eval(y), ref_conv(xv.to_floats(), wv.to_floats(), 2, ax, ci, co),
                                  1e-5f);
   }
 }

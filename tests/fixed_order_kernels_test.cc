@@ -84,6 +84,33 @@ TEST(GemmFixedOrder, EveryElementIsTheFmaChainInIndexOrder) {
           }
 }
 
+// The register tiles the direct convolution packs for itself: the same
+// chains, narrow (n <= 16) and wide.
+TEST(GemmFixedOrder, RegisterTilesAreTheFmaChainInIndexOrder) {
+  std::mt19937 rng(5);
+  std::uniform_real_distribution<float> u(-1.f, 1.f);
+  for (FixedOrderIsa isa : isas_here()) {
+    for (int64_t n : {1, 16, 17, 40}) {
+      const FixedOrderTile tile = fixed_order_tile(n, isa);
+      for (int64_t k : {1, 25, 144}) {
+        std::vector<float> pa(k * tile.mr), pb(k * tile.nr), out(tile.mr * tile.nr, -7.f);
+        for (float& x : pa) x = u(rng);
+        for (float& x : pb) x = u(rng);
+        tile.fn(k, pa.data(), pb.data(), out.data());
+        for (int r = 0; r < tile.mr; ++r) {
+          for (int c = 0; c < tile.nr; ++c) {
+            float want = 0.f;
+            for (int64_t p = 0; p < k; ++p)
+              want = std::fma(pa[p * tile.mr + r], pb[p * tile.nr + c], want);
+            ASSERT_EQ(out[r * tile.nr + c], want)
+                << "isa " << static_cast<int>(isa) << " n " << n << " k " << k;
+          }
+        }
+      }
+    }
+  }
+}
+
 TEST(GemmFixedOrder, SlicesGiveTheSameBitsAsTheWhole) {
   const int64_t m = 100, n = 1024, k = 784;
   const Operands whole = make(m, n, k, false, false, 99);

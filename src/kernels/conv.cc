@@ -4,6 +4,7 @@
 #include <cblas.h>
 
 #include <algorithm>
+#include <cstring>
 #include <limits>
 
 #include "core/check.h"
@@ -16,8 +17,9 @@ namespace {
 constexpr int kAxes = 3;       // 1-D and 2-D convolutions get leading unit axes
 constexpr int64_t kPad = -1;   // a tap on the zero padding
 constexpr int64_t kAway = -2;  // a real position outside the slice at hand
-constexpr int64_t kChunkFloats = int64_t{1} << 21;  // im2col buffer: 8 MiB
-constexpr int64_t kFixedChunkRows = 256;            // filter gradient's row chunks
+// The im2col buffer: 256 KiB, so that the GEMM reads it from L2.
+constexpr int64_t kChunkFloats = int64_t{1} << 16;
+constexpr int64_t kFixedChunkRows = 256;  // filter gradient's row chunks
 
 // The shapes of one call, over exactly three spatial axes.
 struct Grid {
@@ -145,20 +147,250 @@ void for_each_tap(const Grid& g, const Tables& tb, const Row& w, const int64_t* 
   }
 }
 
-// Rows [r0, r0 + n) of the im2col matrix of x: [n, taps * xc].
-void im2col(const Grid& g, const Tables& tb, const float* x, int64_t r0, int64_t n, float* cols) {
-  const int64_t c = g.xc, kc = g.taps() * c;
-  for (int64_t i = 0; i < n; ++i) {
-    float* row = cols + i * kc;
-    for_each_tap(g, tb, decode(g, r0 + i), g.xl, [&](int64_t tap, int64_t at) {
-      float* dst = row + tap * c;
-      if (at < 0) {
-        std::fill(dst, dst + c, 0.f);
-      } else {
-        std::copy(x + at * c, x + at * c + c, dst);
-      }
-    });
+// Axis 2's taps of output position o2 read kernel consecutive positions
+// (dilation 1, none on the padding or outside the slice): one copy of
+// kernel * channels floats serves them all.
+std::vector<char> contiguous_runs(const Grid& g, const Tables& tb) {
+  const int64_t k = g.ax[2].kernel;
+  std::vector<char> run(g.yl[2]);
+  for (int64_t o = 0; o < g.yl[2]; ++o) {
+    const int64_t* t = tb.t[2].data() + o * k;
+    bool ok = t[0] >= 0;
+    for (int64_t j = 1; ok && j < k; ++j) ok = t[j] == t[0] + j;
+    run[o] = ok;
   }
+  return run;
+}
+
+// Calls f(row, b, o0, o1, o2_first, o2_last) for each run of rows
+// [row, row + o2_last - o2_first) of [r0, r0 + n) that share batch index b
+// and output positions o0, o1 (a line along axis 2).
+template <typename F>
+void for_each_line(const Grid& g, int64_t r0, int64_t n, F f) {
+  const int64_t len = g.yl[2];
+  for (int64_t r = r0; r < r0 + n;) {
+    const int64_t first = r % len, last = std::min(len, first + (r0 + n - r));
+    const Row w = decode(g, r - first);
+    f(r, w, first, last);
+    r += last - first;
+  }
+}
+
+// dst[0, n) = src[0, n) for the few floats of one output position's taps:
+// two overlapping fixed-size moves instead of a loop of single floats.
+inline void copy_small(float* dst, const float* src, int64_t n) {
+  if (n >= 16) {
+    std::memcpy(dst, src, n * sizeof(float));
+  } else if (n >= 8) {
+    std::memcpy(dst, src, 8 * sizeof(float));
+    std::memcpy(dst + n - 8, src + n - 8, 8 * sizeof(float));
+  } else if (n >= 4) {
+    std::memcpy(dst, src, 4 * sizeof(float));
+    std::memcpy(dst + n - 4, src + n - 4, 4 * sizeof(float));
+  } else {
+    for (int64_t i = 0; i < n; ++i) dst[i] = src[i];
+  }
+}
+
+// Rows [r0, r0 + n) of the im2col matrix of x: [n, taps * xc], columns in
+// tap order (j0, j1, j2) then channel. Line by line: per (j0, j1) one input
+// line, from which each output position copies its axis-2 taps.
+void im2col(const Grid& g, const Tables& tb, const std::vector<char>& run, const float* x,
+            int64_t r0, int64_t n, float* cols) {
+  const int64_t c = g.xc, kc = g.taps() * c;
+  const int64_t k0 = g.ax[0].kernel, k1 = g.ax[1].kernel, k2 = g.ax[2].kernel, k2c = k2 * c;
+  const int64_t* t2 = tb.t[2].data();
+  for_each_line(g, r0, n, [&](int64_t r, const Row& w, int64_t first, int64_t last) {
+    float* line_cols = cols + (r - r0 - first) * kc;  // row of o2 = 0
+    for (int64_t j0 = 0; j0 < k0; ++j0) {
+      const int64_t a = tb.t[0][w.o[0] * k0 + j0];
+      for (int64_t j1 = 0; j1 < k1; ++j1) {
+        const int64_t b = tb.t[1][w.o[1] * k1 + j1];
+        const int64_t col = (j0 * k1 + j1) * k2c;
+        if (a < 0 || b < 0) {  // the padding: im2col's windows always hold x
+          for (int64_t o2 = first; o2 < last; ++o2) {
+            float* dst = line_cols + o2 * kc + col;
+            std::fill(dst, dst + k2c, 0.f);
+          }
+          continue;
+        }
+        const float* src = x + ((w.b * g.xl[0] + a) * g.xl[1] + b) * g.xl[2] * c;
+        for (int64_t o2 = first; o2 < last; ++o2) {
+          float* dst = line_cols + o2 * kc + col;
+          const int64_t* t = t2 + o2 * k2;
+          if (run[o2]) {
+            copy_small(dst, src + t[0] * c, k2c);
+            continue;
+          }
+          for (int64_t j2 = 0; j2 < k2; ++j2, dst += c) {
+            if (t[j2] < 0) {
+              std::fill(dst, dst + c, 0.f);
+            } else {
+              std::copy(src + t[j2] * c, src + t[j2] * c + c, dst);
+            }
+          }
+        }
+      }
+    }
+  });
+}
+
+// dx += the im2col matrix `cols` of rows [r0, r0 + n) folded back onto
+// the input positions they read (rows whose output position lies outside y
+// are a window's zeros and add nothing). Each dx element receives its terms
+// in increasing row order: within a line one (j0, j1) reaches it, and the
+// lines and their positions go in order.
+void col2im(const Grid& g, const Tables& tb, const std::vector<char>& run, const float* cols,
+            int64_t r0, int64_t n, float* dx) {
+  const int64_t c = g.xc, kc = g.taps() * c;
+  const int64_t k0 = g.ax[0].kernel, k1 = g.ax[1].kernel, k2 = g.ax[2].kernel, k2c = k2 * c;
+  const int64_t* t2 = tb.t[2].data();
+  // Positions of axis 2 inside y.
+  const int64_t in_first = std::max<int64_t>(0, -g.yat[2]);
+  const int64_t in_last = std::min(g.yl[2], g.ax[2].y_size - g.yat[2]);
+  for_each_line(g, r0, n, [&](int64_t r, const Row& w, int64_t first, int64_t last) {
+    for (int a = 0; a < 2; ++a) {
+      const int64_t o = g.yat[a] + w.o[a];
+      if (o < 0 || o >= g.ax[a].y_size) return;
+    }
+    const float* line_cols = cols + (r - r0 - first) * kc;
+    first = std::max(first, in_first);
+    last = std::min(last, in_last);
+    for (int64_t j0 = 0; j0 < k0; ++j0) {
+      const int64_t a = tb.t[0][w.o[0] * k0 + j0];
+      if (a < 0) continue;
+      for (int64_t j1 = 0; j1 < k1; ++j1) {
+        const int64_t b = tb.t[1][w.o[1] * k1 + j1];
+        if (b < 0) continue;
+        const int64_t col = (j0 * k1 + j1) * k2c;
+        float* dst = dx + ((w.b * g.xl[0] + a) * g.xl[1] + b) * g.xl[2] * c;
+        for (int64_t o2 = first; o2 < last; ++o2) {
+          const float* src = line_cols + o2 * kc + col;
+          const int64_t* t = t2 + o2 * k2;
+          if (run[o2]) {
+            float* d = dst + t[0] * c;
+            for (int64_t i = 0; i < k2c; ++i) d[i] += src[i];
+            continue;
+          }
+          for (int64_t j2 = 0; j2 < k2; ++j2, src += c) {
+            if (t[j2] < 0) continue;
+            float* d = dst + t[j2] * c;
+            for (int64_t i = 0; i < c; ++i) d[i] += src[i];
+          }
+        }
+      }
+    }
+  });
+}
+
+// A buffer of n floats, uninitialised, kept for the thread's next call (a
+// fresh vector would clear it and, once large, fault its pages in anew).
+float* scratch(size_t n) {
+  thread_local std::vector<float> buffer;
+  if (buffer.size() < n) buffer.resize(n);
+  return buffer.data();
+}
+
+// Convolutions with at most this many im2col columns (taps × input
+// channels) skip the im2col matrix: a GEMM with so short a sum spends more
+// time reading and packing it than multiplying.
+constexpr int64_t kDirectMaxColumns = 64;
+
+// y = conv(x, w) by the fixed-order GEMM's register tile, fed straight from
+// x: each block of tile.mr consecutive output positions of a line is packed
+// as the tile's A operand ([column][row], the im2col columns in order), w as
+// its B panels once. Every y element is the tile's fma chain over the
+// columns in order from +0, so the bits equal im2col + sgemm_fixed_order.
+template <int64_t mr>
+void conv_forward_direct(const Grid& g, const Tables& tb, const FixedOrderTile& tile,
+                         const float* x, const float* w, float* y) {
+  MTF_CHECK(tile.mr == mr);
+  const int64_t nr = tile.nr, c = g.xc, yc = g.yc, kc = g.taps() * c;
+  const int64_t k0 = g.ax[0].kernel, k1 = g.ax[1].kernel, k2 = g.ax[2].kernel;
+  const int64_t panels = (yc + nr - 1) / nr;
+  float* pb = scratch(panels * nr * kc + mr * kc + mr * nr);
+  float* pa = pb + panels * nr * kc;
+  float* out = pa + mr * kc;
+  for (int64_t jp = 0; jp < panels; ++jp) {
+    for (int64_t k = 0; k < kc; ++k) {
+      for (int64_t q = 0; q < nr; ++q) {
+        const int64_t col = jp * nr + q;
+        pb[(jp * kc + k) * nr + q] = col < yc ? w[k * yc + col] : 0.f;
+      }
+    }
+  }
+  const int64_t* t2 = tb.t[2].data();
+  const ConvAxis& ax2 = g.ax[2];
+  // One channel: per line, for each (j0, j1), the input line with its zero
+  // padding written out (`plen` floats from the first position the line
+  // reads), so that tap j2 of a block of positions is a strided (stride 1:
+  // contiguous) slice of it, whatever the borders.
+  std::vector<float> padded;
+  int64_t plen = 0;
+  for_each_line(g, 0, g.y_rows(), [&](int64_t r, const Row& line, int64_t first, int64_t last) {
+    if (c == 1) {
+      const int64_t lo = (g.yat[2] + first) * ax2.stride - ax2.pad_before;
+      plen = (last - first + mr) * ax2.stride + (k2 - 1) * ax2.dilation + 1;
+      padded.assign(k0 * k1 * plen, 0.f);
+      for (int64_t j0 = 0; j0 < k0; ++j0) {
+        const int64_t a = tb.t[0][line.o[0] * k0 + j0];
+        for (int64_t j1 = 0; j1 < k1; ++j1) {
+          const int64_t b = tb.t[1][line.o[1] * k1 + j1];
+          if (a < 0 || b < 0) continue;
+          const float* src = x + ((line.b * g.xl[0] + a) * g.xl[1] + b) * g.xl[2];
+          float* dst = padded.data() + (j0 * k1 + j1) * plen;
+          // Positions inside x (the window holds them all).
+          const int64_t from = std::max<int64_t>(lo, 0);
+          const int64_t to = std::min(lo + plen, ax2.x_size);
+          for (int64_t pos = from; pos < to; ++pos) {
+            const int64_t local = pos - g.xat[2];
+            if (local >= 0 && local < g.xl[2]) dst[pos - lo] = src[local];
+          }
+        }
+      }
+    }
+    for (int64_t o2 = first; o2 < last; o2 += mr) {
+      const int64_t np = std::min(mr, last - o2);
+      for (int64_t j0 = 0; j0 < k0; ++j0) {
+        const int64_t a = tb.t[0][line.o[0] * k0 + j0];
+        for (int64_t j1 = 0; j1 < k1; ++j1) {
+          const int64_t b = tb.t[1][line.o[1] * k1 + j1];
+          float* col = pa + (j0 * k1 + j1) * k2 * c * mr;
+          if (c == 1) {
+            const float* pl = padded.data() + (j0 * k1 + j1) * plen + (o2 - first) * ax2.stride;
+            for (int64_t j2 = 0; j2 < k2; ++j2) {
+              const float* from = pl + j2 * ax2.dilation;
+              if (ax2.stride == 1) {
+                std::memcpy(col + j2 * mr, from, mr * sizeof(float));
+              } else {
+                for (int64_t p = 0; p < mr; ++p) col[j2 * mr + p] = from[p * ax2.stride];
+              }
+            }
+            continue;
+          }
+          if (a < 0 || b < 0) {
+            std::fill(col, col + k2 * c * mr, 0.f);
+            continue;
+          }
+          const float* src = x + ((line.b * g.xl[0] + a) * g.xl[1] + b) * g.xl[2] * c;
+          for (int64_t j2 = 0; j2 < k2; ++j2) {
+            for (int64_t p = 0; p < mr; ++p) {
+              const int64_t at = p < np ? t2[(o2 + p) * k2 + j2] : kPad;
+              for (int64_t ci = 0; ci < c; ++ci)
+                col[(j2 * c + ci) * mr + p] = at < 0 ? 0.f : src[at * c + ci];
+            }
+          }
+        }
+      }
+      float* dst = y + (r - first + o2) * yc;
+      for (int64_t jp = 0; jp < panels; ++jp) {
+        tile.fn(kc, pa, pb + jp * kc * nr, out);
+        const int64_t cols = std::min(nr, yc - jp * nr);
+        for (int64_t p = 0; p < np; ++p)
+          std::memcpy(dst + p * yc + jp * nr, out + p * nr, cols * sizeof(float));
+      }
+    }
+  });
 }
 
 void gemm(bool fixed_order, bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float* a,
@@ -192,12 +424,27 @@ void conv_forward(const std::vector<ConvAxis>& axes, const HostTensor& x, const 
   const Tables tb = tables(g, g.xat, g.xl, true);
   const int64_t kc = g.taps() * g.xc, rows = g.y_rows();
   MTF_CHECK(w.num_elements() == kc * g.yc);
+  if (kc <= kDirectMaxColumns) {
+    const FixedOrderTile tile = fixed_order_tile(g.yc);
+    const float *xp = x.data<float>(), *wp = w.data<float>();
+    float* yp = y.data<float>();
+    switch (tile.mr) {
+      case 16:
+        return conv_forward_direct<16>(g, tb, tile, xp, wp, yp);
+      case 8:
+        return conv_forward_direct<8>(g, tb, tile, xp, wp, yp);
+      case 6:
+        return conv_forward_direct<6>(g, tb, tile, xp, wp, yp);
+    }
+    MTF_CHECK(false);
+  }
+  const std::vector<char> run = contiguous_runs(g, tb);
   const int64_t chunk = chunk_rows(kc, rows);
-  std::vector<float> cols(chunk * kc);
+  float* cols = scratch(chunk * kc);
   for (int64_t r0 = 0; r0 < rows; r0 += chunk) {
     const int64_t n = std::min(chunk, rows - r0);
-    im2col(g, tb, x.data<float>(), r0, n, cols.data());
-    gemm(fixed_order, false, false, n, g.yc, kc, cols.data(), kc, w.data<float>(), g.yc, 0.f,
+    im2col(g, tb, run, x.data<float>(), r0, n, cols);
+    gemm(fixed_order, false, false, n, g.yc, kc, cols, kc, w.data<float>(), g.yc, 0.f,
          y.data<float>() + r0 * g.yc, g.yc);
   }
 }
@@ -212,23 +459,14 @@ void conv_input_grad(const std::vector<ConvAxis>& axes, const HostTensor& dy,
   MTF_CHECK(w.num_elements() == kc * g.yc);
   float* out = dx.data<float>();
   std::fill(out, out + dx.num_elements(), 0.f);
+  const std::vector<char> run = contiguous_runs(g, tb);
   const int64_t chunk = chunk_rows(kc, rows);
-  std::vector<float> cols(chunk * kc);
+  float* cols = scratch(chunk * kc);
   for (int64_t r0 = 0; r0 < rows; r0 += chunk) {
     const int64_t n = std::min(chunk, rows - r0);
     gemm(fixed_order, false, true, n, kc, g.yc, dy.data<float>() + r0 * g.yc, g.yc, w.data<float>(),
-         g.yc, 0.f, cols.data(), kc);
-    for (int64_t i = 0; i < n; ++i) {
-      const float* row = cols.data() + i * kc;
-      const Row w = decode(g, r0 + i);
-      if (!row_inside(g, w)) continue;
-      for_each_tap(g, tb, w, g.xl, [&](int64_t tap, int64_t at) {
-        if (at < 0) return;
-        float* dst = out + at * c;
-        const float* src = row + tap * c;
-        for (int64_t k = 0; k < c; ++k) dst[k] += src[k];
-      });
-    }
+         g.yc, 0.f, cols, kc);
+    col2im(g, tb, run, cols, r0, n, out);
   }
 }
 
@@ -246,18 +484,19 @@ void conv_filter_grad(const std::vector<ConvAxis>& axes, const HostTensor& x,
     return;
   }
   const int64_t chunk = fixed_order ? kFixedChunkRows : chunk_rows(kc, rows);
-  std::vector<float> cols(std::min(chunk, rows) * kc);
+  float* cols = scratch(std::min(chunk, rows) * kc);
   std::vector<float> part(fixed_order ? dw.num_elements() : 0);
+  const std::vector<char> run = contiguous_runs(g, tb);
   for (int64_t r0 = 0; r0 < rows; r0 += chunk) {
     const int64_t n = std::min(chunk, rows - r0);
-    im2col(g, tb, x.data<float>(), r0, n, cols.data());
+    im2col(g, tb, run, x.data<float>(), r0, n, cols);
     const float* d = dy.data<float>() + r0 * g.yc;
     if (!fixed_order) {
-      gemm(false, true, false, kc, g.yc, n, cols.data(), kc, d, g.yc, r0 ? 1.f : 0.f, out, g.yc);
+      gemm(false, true, false, kc, g.yc, n, cols, kc, d, g.yc, r0 ? 1.f : 0.f, out, g.yc);
       continue;
     }
     float* target = r0 ? part.data() : out;
-    gemm(true, true, false, kc, g.yc, n, cols.data(), kc, d, g.yc, 0.f, target, g.yc);
+    gemm(true, true, false, kc, g.yc, n, cols, kc, d, g.yc, 0.f, target, g.yc);
     if (r0) {
       for (size_t i = 0; i < part.size(); ++i) out[i] += part[i];
     }

@@ -156,6 +156,23 @@ __attribute__((target("avx512f"))) void micro_avx512(int64_t k, const float* pa,
   }
 }
 
+// Sixteen rows of one 16-float vector, for outputs of at most 16 columns
+// (a narrow convolution's channels), where the 8x32 tile would multiply
+// zeros half the time.
+__attribute__((target("avx512f"))) void micro_avx512_narrow(int64_t k, const float* pa,
+                                                            const float* pb, float* tile) {
+  constexpr int kMr = 16, kNr = 16;
+  __m512 c[kMr];
+  for (int r = 0; r < kMr; ++r) c[r] = _mm512_setzero_ps();
+  for (int64_t p = 0; p < k; ++p) {
+    const __m512 b = _mm512_loadu_ps(pb + p * kNr);
+    const float* ap = pa + p * kMr;
+#pragma GCC unroll 16
+    for (int r = 0; r < kMr; ++r) c[r] = _mm512_fmadd_ps(_mm512_set1_ps(ap[r]), b, c[r]);
+  }
+  for (int r = 0; r < kMr; ++r) _mm512_storeu_ps(tile + r * kNr, c[r]);
+}
+
 using Micro = void (*)(int64_t, const float*, const float*, float*);
 
 template <int kMr, int kNr>
@@ -216,6 +233,19 @@ void sgemm_fixed_order_on(FixedOrderIsa isa, bool ta, bool tb, int64_t m, int64_
     case FixedOrderIsa::kScalar:
       return gemm<6, 16>(micro_scalar<6, 16>, ta, tb, m, n, k, a, lda, b, ldb, c, ldc);
   }
+}
+
+FixedOrderTile fixed_order_tile(int64_t n, FixedOrderIsa isa) {
+  switch (isa) {
+    case FixedOrderIsa::kAvx512:
+      if (n <= 16) return {16, 16, micro_avx512_narrow};
+      return {8, 32, micro_avx512};
+    case FixedOrderIsa::kAvx2:
+      return {6, 16, micro_avx2};
+    case FixedOrderIsa::kScalar:
+      break;
+  }
+  return {6, 16, micro_scalar<6, 16>};
 }
 
 void sgemm_fixed_order(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float* a,

@@ -29,6 +29,17 @@ void sgemm_fixed_order_on(FixedOrderIsa isa, bool ta, bool tb, int64_t m, int64_
                           const float* a, int64_t lda, const float* b, int64_t ldb, float* c,
                           int64_t ldc);
 
+// The register tile behind sgemm_fixed_order, for callers that pack their
+// own operands (the direct convolution): fn(k, pa, pb, tile) sets
+// tile[r * nr + c] = the fma chain over p in [0, k), from +0, of
+// pa[p * mr + r] · pb[p * nr + c] — the same bits as sgemm_fixed_order.
+// n: the output's columns (a narrower tile serves n <= 16).
+struct FixedOrderTile {
+  int mr, nr;
+  void (*fn)(int64_t k, const float* pa, const float* pb, float* tile);
+};
+FixedOrderTile fixed_order_tile(int64_t n, FixedOrderIsa isa = best_fixed_order_isa());
+
 // The same, without the vector path (for tests: both must agree).
 void sgemm_fixed_order_scalar(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float* a,
                               int64_t lda, const float* b, int64_t ldb, float* c, int64_t ldc);
