@@ -242,9 +242,14 @@ TEST(ConvTest, TransposeMatchesScatterReference) {
       {{2, 3, 2}, {2, 3, 2}, {2, 1, 2}, {1, 1, 1}, false},
   };
   const std::vector<std::string> names{"d0", "d1", "d2"}, fnames{"k0", "k1", "k2"};
-  for (size_t t = 0; t < cases.size(); ++t) {
-    const ConvCase& c = cases[t];
-    SCOPED_TRACE("case " + std::to_string(t));
+  // Channels (in, out); one output channel (the convolution's input) takes
+  // fast mode's tap-by-tap fold.
+  const std::vector<std::pair<int64_t, int64_t>> channels = {{3, 2}, {4, 1}};
+  for (size_t t = 0; t < cases.size() * channels.size(); ++t) {
+    const ConvCase& c = cases[t % cases.size()];
+    const auto [ci, co] = channels[t / cases.size()];
+    SCOPED_TRACE("case " + std::to_string(t % cases.size()) + ", channels " + std::to_string(ci) +
+                 " -> " + std::to_string(co));
     const int n = static_cast<int>(c.x.size());
     std::vector<std::string> sp(names.begin(), names.begin() + n);
     std::vector<Axis> ax;
@@ -259,17 +264,17 @@ TEST(ConvTest, TransposeMatchesScatterReference) {
       out_sizes.push_back(out);
       fd.push_back({fnames[i], c.k[i]});
     }
-    fd.push_back({"co", 2});
-    fd.push_back({"ci", 3});
-    const Shape xs = spatial_shape(2, sp, c.x, "ci", 3);
+    fd.push_back({"co", co});
+    fd.push_back({"ci", ci});
+    const Shape xs = spatial_shape(2, sp, c.x, "ci", ci);
     const HostTensor xv = random_tensor(xs, 7 + t), fv = random_tensor(Shape(fd), 70 + t);
     Graph g;
     Mesh mesh(g, "m");
     Tensor y = conv_transpose(import_host(mesh, xv), import_host(mesh, fv), c.s,
                               c.same ? "SAME" : "VALID", c.d);
-    ASSERT_EQ(y.shape(), spatial_shape(2, sp, out_sizes, "co", 2));
+    ASSERT_EQ(y.shape(), spatial_shape(2, sp, out_sizes, "co", co));
     testing::expect_near_vectors(
-        eval(y), ref_conv_transpose(xv.to_floats(), fv.to_floats(), 2, ax, 3, 2), 1e-5f);
+        eval(y), ref_conv_transpose(xv.to_floats(), fv.to_floats(), 2, ax, ci, co), 1e-5f);
   }
 }
 

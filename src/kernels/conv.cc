@@ -192,12 +192,13 @@ inline void copy_small(float* dst, const float* src, int64_t n) {
   }
 }
 
-// Rows [r0, r0 + n) of the im2col matrix of x: [n, taps * xc], columns in
+// Rows [r0, r0 + n) of the im2col matrix of x: [n, taps * xc] with rows
+// ld >= taps * xc apart (the columns past taps * xc untouched), columns in
 // tap order (j0, j1, j2) then channel. Line by line: per (j0, j1) one input
 // line, from which each output position copies its axis-2 taps.
 void im2col(const Grid& g, const Tables& tb, const std::vector<char>& run, const float* x,
-            int64_t r0, int64_t n, float* cols) {
-  const int64_t c = g.xc, kc = g.taps() * c;
+            int64_t r0, int64_t n, float* cols, int64_t ld) {
+  const int64_t c = g.xc, kc = ld;
   const int64_t k0 = g.ax[0].kernel, k1 = g.ax[1].kernel, k2 = g.ax[2].kernel, k2c = k2 * c;
   const int64_t* t2 = tb.t[2].data();
   for_each_line(g, r0, n, [&](int64_t r, const Row& w, int64_t first, int64_t last) {
@@ -291,6 +292,115 @@ float* scratch(size_t n) {
   return buffer.data();
 }
 
+// One channel: for a line of output positions [first, last) and each tap
+// row (j0, j1), the input line with its zero padding written out, from the
+// first position the line reads. Tap j2 of positions o2... is then the
+// strided (stride 1: contiguous) slice of(j0, j1) + (o2 - first) * stride +
+// j2 * dilation, whatever the borders. `slack` more positions read zeros.
+struct PaddedLines {
+  std::vector<float> data;
+  int64_t len = 0, k1 = 1;
+  void fill(const Grid& g, const Tables& tb, const float* x, const Row& line, int64_t first,
+            int64_t last, int64_t slack) {
+    const ConvAxis& ax2 = g.ax[2];
+    const int64_t k0 = g.ax[0].kernel;
+    k1 = g.ax[1].kernel;
+    const int64_t lo = (g.yat[2] + first) * ax2.stride - ax2.pad_before;
+    len = (last - first + slack) * ax2.stride + (ax2.kernel - 1) * ax2.dilation + 1;
+    data.assign(k0 * k1 * len, 0.f);
+    // Positions inside x (the window holds them all).
+    const int64_t from = std::max<int64_t>(lo, 0), to = std::min(lo + len, ax2.x_size);
+    for (int64_t j0 = 0; j0 < k0; ++j0) {
+      const int64_t a = tb.t[0][line.o[0] * k0 + j0];
+      for (int64_t j1 = 0; j1 < k1; ++j1) {
+        const int64_t b = tb.t[1][line.o[1] * k1 + j1];
+        if (a < 0 || b < 0) continue;
+        const float* src = x + ((line.b * g.xl[0] + a) * g.xl[1] + b) * g.xl[2];
+        float* dst = data.data() + (j0 * k1 + j1) * len;
+        for (int64_t pos = from; pos < to; ++pos) {
+          const int64_t local = pos - g.xat[2];
+          if (local >= 0 && local < g.xl[2]) dst[pos - lo] = src[local];
+        }
+      }
+    }
+  }
+  const float* of(int64_t j0, int64_t j1) const { return data.data() + (j0 * k1 + j1) * len; }
+};
+
+// One channel: rows [r0, r0 + n) of the im2col matrix transposed, colsT
+// [taps, n] — per line and tap, one contiguous (stride 1) run of the padded
+// line.
+void im2col_transposed_one_channel(const Grid& g, const Tables& tb, const float* x, int64_t r0,
+                                   int64_t n, float* cols_t, PaddedLines& padded) {
+  const ConvAxis& ax2 = g.ax[2];
+  const int64_t k0 = g.ax[0].kernel, k1 = g.ax[1].kernel, k2 = ax2.kernel;
+  for_each_line(g, r0, n, [&](int64_t r, const Row& line, int64_t first, int64_t last) {
+    padded.fill(g, tb, x, line, first, last, 0);
+    const int64_t count = last - first;
+    for (int64_t j0 = 0; j0 < k0; ++j0) {
+      for (int64_t j1 = 0; j1 < k1; ++j1) {
+        for (int64_t j2 = 0; j2 < k2; ++j2) {
+          const float* src = padded.of(j0, j1) + j2 * ax2.dilation;
+          float* dst = cols_t + ((j0 * k1 + j1) * k2 + j2) * n + (r - r0);
+          if (ax2.stride == 1) {
+            std::memcpy(dst, src, count * sizeof(float));
+          } else {
+            for (int64_t p = 0; p < count; ++p) dst[p] = src[p * ax2.stride];
+          }
+        }
+      }
+    }
+  });
+}
+
+// The smallest integer >= a / s, for s > 0 and a of either sign.
+inline int64_t ceil_div(int64_t a, int64_t s) { return a >= 0 ? (a + s - 1) / s : -((-a) / s); }
+
+// One channel, fast mode: dx += the transposed im2col matrix cols_t
+// [taps, n] of rows [r0, r0 + n) folded back, tap by tap over each line's
+// positions (a contiguous run for stride 1). Terms reach a dx element tap
+// by tap, not row by row: reproducible mode keeps col2im.
+void col2im_transposed_one_channel(const Grid& g, const Tables& tb, const float* cols_t, int64_t r0,
+                                   int64_t n, float* dx) {
+  const ConvAxis& ax2 = g.ax[2];
+  const int64_t k0 = g.ax[0].kernel, k1 = g.ax[1].kernel, k2 = ax2.kernel, s = ax2.stride;
+  const int64_t in_first = std::max<int64_t>(0, -g.yat[2]);
+  const int64_t in_last = std::min(g.yl[2], ax2.y_size - g.yat[2]);
+  for_each_line(g, r0, n, [&](int64_t r, const Row& line, int64_t first, int64_t last) {
+    for (int a = 0; a < 2; ++a) {
+      const int64_t o = g.yat[a] + line.o[a];
+      if (o < 0 || o >= g.ax[a].y_size) return;
+    }
+    const int64_t lo = std::max(first, in_first), hi = std::min(last, in_last);
+    for (int64_t j0 = 0; j0 < k0; ++j0) {
+      const int64_t a = tb.t[0][line.o[0] * k0 + j0];
+      if (a < 0) continue;
+      for (int64_t j1 = 0; j1 < k1; ++j1) {
+        const int64_t b = tb.t[1][line.o[1] * k1 + j1];
+        if (b < 0) continue;
+        float* dst = dx + ((line.b * g.xl[0] + a) * g.xl[1] + b) * g.xl[2];
+        for (int64_t j2 = 0; j2 < k2; ++j2) {
+          // Position o2 reads input pos = (yat + o2) * s + off, local
+          // index pos - xat: keep the o2 whose pos is inside x and the slice.
+          const int64_t off = j2 * ax2.dilation - ax2.pad_before;
+          const int64_t min_local = std::max<int64_t>(0, -g.xat[2]);
+          const int64_t max_local = std::min(g.xl[2], ax2.x_size - g.xat[2]);  // exclusive
+          const int64_t base = g.yat[2] * s + off - g.xat[2];  // local index of o2 = 0
+          const int64_t from = std::max(lo, ceil_div(min_local - base, s));
+          const int64_t to = std::min(hi, ceil_div(max_local - base, s));
+          const float* src = cols_t + ((j0 * k1 + j1) * k2 + j2) * n + (r - r0 - first);
+          float* d = dst + base;
+          if (s == 1) {
+            for (int64_t o2 = from; o2 < to; ++o2) d[o2] += src[o2];
+          } else {
+            for (int64_t o2 = from; o2 < to; ++o2) d[o2 * s] += src[o2];
+          }
+        }
+      }
+    }
+  });
+}
+
 // Convolutions with at most this many im2col columns (taps × input
 // channels) skip the im2col matrix: a GEMM with so short a sum spends more
 // time reading and packing it than multiplying.
@@ -321,34 +431,9 @@ void conv_forward_direct(const Grid& g, const Tables& tb, const FixedOrderTile& 
   }
   const int64_t* t2 = tb.t[2].data();
   const ConvAxis& ax2 = g.ax[2];
-  // One channel: per line, for each (j0, j1), the input line with its zero
-  // padding written out (`plen` floats from the first position the line
-  // reads), so that tap j2 of a block of positions is a strided (stride 1:
-  // contiguous) slice of it, whatever the borders.
-  std::vector<float> padded;
-  int64_t plen = 0;
+  PaddedLines padded;
   for_each_line(g, 0, g.y_rows(), [&](int64_t r, const Row& line, int64_t first, int64_t last) {
-    if (c == 1) {
-      const int64_t lo = (g.yat[2] + first) * ax2.stride - ax2.pad_before;
-      plen = (last - first + mr) * ax2.stride + (k2 - 1) * ax2.dilation + 1;
-      padded.assign(k0 * k1 * plen, 0.f);
-      for (int64_t j0 = 0; j0 < k0; ++j0) {
-        const int64_t a = tb.t[0][line.o[0] * k0 + j0];
-        for (int64_t j1 = 0; j1 < k1; ++j1) {
-          const int64_t b = tb.t[1][line.o[1] * k1 + j1];
-          if (a < 0 || b < 0) continue;
-          const float* src = x + ((line.b * g.xl[0] + a) * g.xl[1] + b) * g.xl[2];
-          float* dst = padded.data() + (j0 * k1 + j1) * plen;
-          // Positions inside x (the window holds them all).
-          const int64_t from = std::max<int64_t>(lo, 0);
-          const int64_t to = std::min(lo + plen, ax2.x_size);
-          for (int64_t pos = from; pos < to; ++pos) {
-            const int64_t local = pos - g.xat[2];
-            if (local >= 0 && local < g.xl[2]) dst[pos - lo] = src[local];
-          }
-        }
-      }
-    }
+    if (c == 1) padded.fill(g, tb, x, line, first, last, mr);
     for (int64_t o2 = first; o2 < last; o2 += mr) {
       const int64_t np = std::min(mr, last - o2);
       for (int64_t j0 = 0; j0 < k0; ++j0) {
@@ -357,7 +442,7 @@ void conv_forward_direct(const Grid& g, const Tables& tb, const FixedOrderTile& 
           const int64_t b = tb.t[1][line.o[1] * k1 + j1];
           float* col = pa + (j0 * k1 + j1) * k2 * c * mr;
           if (c == 1) {
-            const float* pl = padded.data() + (j0 * k1 + j1) * plen + (o2 - first) * ax2.stride;
+            const float* pl = padded.of(j0, j1) + (o2 - first) * ax2.stride;
             for (int64_t j2 = 0; j2 < k2; ++j2) {
               const float* from = pl + j2 * ax2.dilation;
               if (ax2.stride == 1) {
@@ -391,6 +476,40 @@ void conv_forward_direct(const Grid& g, const Tables& tb, const FixedOrderTile& 
       }
     }
   });
+}
+
+// dw = xᵀ-patches · dy for few columns (taps × channels <= the register
+// tile's width): per chunk of kFixedChunkRows rows the im2col rows, laid
+// out at the tile's width, are its B operand as they stand, and dy's
+// channels (tile.mr at a time) its A; the chunks' sums add up in order. Each
+// dw element is thus the chunked fma chain of the fixed-order path.
+void conv_filter_grad_direct(const Grid& g, const Tables& tb, const std::vector<char>& run,
+                             const FixedOrderTile& tile, const float* x, const float* dy,
+                             float* dw) {
+  const int64_t mr = tile.mr, nr = tile.nr, kc = g.taps() * g.xc, yc = g.yc, rows = g.y_rows();
+  const int64_t chunk = std::min(kFixedChunkRows, rows);
+  float* cols = scratch(chunk * nr + chunk * mr + mr * nr);
+  float* pa = cols + chunk * nr;
+  float* part = pa + chunk * mr;
+  for (int64_t p = 0; p < chunk; ++p) std::fill(cols + p * nr + kc, cols + (p + 1) * nr, 0.f);
+  for (int64_t r0 = 0; r0 < rows; r0 += chunk) {
+    const int64_t n = std::min(chunk, rows - r0);
+    im2col(g, tb, run, x, r0, n, cols, nr);
+    for (int64_t c0 = 0; c0 < yc; c0 += mr) {
+      const int64_t m = std::min(mr, yc - c0);
+      for (int64_t p = 0; p < n; ++p) {
+        const float* d = dy + (r0 + p) * yc + c0;
+        for (int64_t r = 0; r < mr; ++r) pa[p * mr + r] = r < m ? d[r] : 0.f;
+      }
+      tile.fn(n, pa, cols, part);
+      for (int64_t r = 0; r < m; ++r) {
+        for (int64_t k = 0; k < kc; ++k) {
+          float& o = dw[k * yc + c0 + r];
+          o = r0 ? o + part[r * nr + k] : part[r * nr + k];
+        }
+      }
+    }
+  }
 }
 
 void gemm(bool fixed_order, bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float* a,
@@ -443,7 +562,7 @@ void conv_forward(const std::vector<ConvAxis>& axes, const HostTensor& x, const 
   float* cols = scratch(chunk * kc);
   for (int64_t r0 = 0; r0 < rows; r0 += chunk) {
     const int64_t n = std::min(chunk, rows - r0);
-    im2col(g, tb, run, x.data<float>(), r0, n, cols);
+    im2col(g, tb, run, x.data<float>(), r0, n, cols, kc);
     gemm(fixed_order, false, false, n, g.yc, kc, cols, kc, w.data<float>(), g.yc, 0.f,
          y.data<float>() + r0 * g.yc, g.yc);
   }
@@ -459,9 +578,18 @@ void conv_input_grad(const std::vector<ConvAxis>& axes, const HostTensor& dy,
   MTF_CHECK(w.num_elements() == kc * g.yc);
   float* out = dx.data<float>();
   std::fill(out, out + dx.num_elements(), 0.f);
-  const std::vector<char> run = contiguous_runs(g, tb);
   const int64_t chunk = chunk_rows(kc, rows);
   float* cols = scratch(chunk * kc);
+  if (c == 1 && !fixed_order) {
+    for (int64_t r0 = 0; r0 < rows; r0 += chunk) {
+      const int64_t n = std::min(chunk, rows - r0);
+      gemm(false, false, true, kc, n, g.yc, w.data<float>(), g.yc, dy.data<float>() + r0 * g.yc,
+           g.yc, 0.f, cols, n);
+      col2im_transposed_one_channel(g, tb, cols, r0, n, out);
+    }
+    return;
+  }
+  const std::vector<char> run = contiguous_runs(g, tb);
   for (int64_t r0 = 0; r0 < rows; r0 += chunk) {
     const int64_t n = std::min(chunk, rows - r0);
     gemm(fixed_order, false, true, n, kc, g.yc, dy.data<float>() + r0 * g.yc, g.yc, w.data<float>(),
@@ -483,13 +611,34 @@ void conv_filter_grad(const std::vector<ConvAxis>& axes, const HostTensor& x,
     std::fill(out, out + dw.num_elements(), 0.f);
     return;
   }
+  const std::vector<char> run = contiguous_runs(g, tb);
+  const FixedOrderTile tile = fixed_order_tile(kc);
+  if (g.xc == 1 && !fixed_order) {
+    // One channel: the transposed im2col matrix costs a copy per line and
+    // tap, where its rows would cost one per position and tap row. (In
+    // reproducible mode the register tile below is faster than the
+    // fixed-order GEMM over these chunks.)
+    const int64_t chunk = chunk_rows(kc, rows);
+    float* cols_t = scratch(chunk * kc);
+    PaddedLines padded;
+    for (int64_t r0 = 0; r0 < rows; r0 += chunk) {
+      const int64_t n = std::min(chunk, rows - r0);
+      im2col_transposed_one_channel(g, tb, x.data<float>(), r0, n, cols_t, padded);
+      gemm(false, false, false, kc, g.yc, n, cols_t, n, dy.data<float>() + r0 * g.yc, g.yc,
+           r0 ? 1.f : 0.f, out, g.yc);
+    }
+    return;
+  }
+  if (kc <= tile.nr) {
+    conv_filter_grad_direct(g, tb, run, tile, x.data<float>(), dy.data<float>(), out);
+    return;
+  }
   const int64_t chunk = fixed_order ? kFixedChunkRows : chunk_rows(kc, rows);
   float* cols = scratch(std::min(chunk, rows) * kc);
   std::vector<float> part(fixed_order ? dw.num_elements() : 0);
-  const std::vector<char> run = contiguous_runs(g, tb);
   for (int64_t r0 = 0; r0 < rows; r0 += chunk) {
     const int64_t n = std::min(chunk, rows - r0);
-    im2col(g, tb, run, x.data<float>(), r0, n, cols);
+    im2col(g, tb, run, x.data<float>(), r0, n, cols, kc);
     const float* d = dy.data<float>() + r0 * g.yc;
     if (!fixed_order) {
       gemm(false, true, false, kc, g.yc, n, cols, kc, d, g.yc, r0 ? 1.f : 0.f, out, g.yc);
