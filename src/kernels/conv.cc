@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <cstring>
 #include <limits>
+#include <tuple>
+#include <utility>
 
 #include "core/check.h"
 #include "kernels/gemm_fixed_order.h"
@@ -112,41 +114,6 @@ Row decode(const Grid& g, int64_t r) {
   return w;
 }
 
-// True when row w's output position lies inside y (a window of dy may
-// reach past its ends: those rows are zeros and read nothing).
-bool row_inside(const Grid& g, const Row& w) {
-  for (int a = 0; a < kAxes; ++a) {
-    const int64_t o = g.yat[a] + w.o[a];
-    if (o < 0 || o >= g.ax[a].y_size) return false;
-  }
-  return true;
-}
-
-// Calls f(tap, local input index or kPad / kAway) for every tap of a row,
-// taps in row-major order of (j0, j1, j2).
-template <typename F>
-void for_each_tap(const Grid& g, const Tables& tb, const Row& w, const int64_t* len, F f) {
-  const int64_t k0 = g.ax[0].kernel, k1 = g.ax[1].kernel, k2 = g.ax[2].kernel;
-  const int64_t* t0 = tb.t[0].data() + w.o[0] * k0;
-  const int64_t* t1 = tb.t[1].data() + w.o[1] * k1;
-  const int64_t* t2 = tb.t[2].data() + w.o[2] * k2;
-  int64_t tap = 0;
-  for (int64_t j0 = 0; j0 < k0; ++j0) {
-    for (int64_t j1 = 0; j1 < k1; ++j1) {
-      for (int64_t j2 = 0; j2 < k2; ++j2, ++tap) {
-        const int64_t a = t0[j0], b = t1[j1], c = t2[j2];
-        if (a == kPad || b == kPad || c == kPad) {
-          f(tap, kPad);
-        } else if (a == kAway || b == kAway || c == kAway) {
-          f(tap, kAway);
-        } else {
-          f(tap, w.b * len[0] * len[1] * len[2] + (a * len[1] + b) * len[2] + c);
-        }
-      }
-    }
-  }
-}
-
 // Axis 2's taps of output position o2 read kernel consecutive positions
 // (dilation 1, none on the padding or outside the slice): one copy of
 // kernel * channels floats serves them all.
@@ -190,6 +157,18 @@ inline void copy_small(float* dst, const float* src, int64_t n) {
   } else {
     for (int64_t i = 0; i < n; ++i) dst[i] = src[i];
   }
+}
+
+// The rows [lo, hi) of a line whose output positions lie inside y (a
+// window of dy may reach past its ends: those rows are zeros); empty when
+// the line itself lies outside.
+std::pair<int64_t, int64_t> inside_part(const Grid& g, const Row& line, int64_t first,
+                                        int64_t last) {
+  for (int a = 0; a < 2; ++a) {
+    const int64_t o = g.yat[a] + line.o[a];
+    if (o < 0 || o >= g.ax[a].y_size) return {0, 0};
+  }
+  return {std::max(first, -g.yat[2]), std::min(last, g.ax[2].y_size - g.yat[2])};
 }
 
 // Rows [r0, r0 + n) of the im2col matrix of x: [n, taps * xc] with rows
@@ -246,17 +225,9 @@ void col2im(const Grid& g, const Tables& tb, const std::vector<char>& run, const
   const int64_t c = g.xc, kc = g.taps() * c;
   const int64_t k0 = g.ax[0].kernel, k1 = g.ax[1].kernel, k2 = g.ax[2].kernel, k2c = k2 * c;
   const int64_t* t2 = tb.t[2].data();
-  // Positions of axis 2 inside y.
-  const int64_t in_first = std::max<int64_t>(0, -g.yat[2]);
-  const int64_t in_last = std::min(g.yl[2], g.ax[2].y_size - g.yat[2]);
   for_each_line(g, r0, n, [&](int64_t r, const Row& w, int64_t first, int64_t last) {
-    for (int a = 0; a < 2; ++a) {
-      const int64_t o = g.yat[a] + w.o[a];
-      if (o < 0 || o >= g.ax[a].y_size) return;
-    }
     const float* line_cols = cols + (r - r0 - first) * kc;
-    first = std::max(first, in_first);
-    last = std::min(last, in_last);
+    std::tie(first, last) = inside_part(g, w, first, last);
     for (int64_t j0 = 0; j0 < k0; ++j0) {
       const int64_t a = tb.t[0][w.o[0] * k0 + j0];
       if (a < 0) continue;
@@ -364,14 +335,8 @@ void col2im_transposed_one_channel(const Grid& g, const Tables& tb, const float*
                                    int64_t n, float* dx) {
   const ConvAxis& ax2 = g.ax[2];
   const int64_t k0 = g.ax[0].kernel, k1 = g.ax[1].kernel, k2 = ax2.kernel, s = ax2.stride;
-  const int64_t in_first = std::max<int64_t>(0, -g.yat[2]);
-  const int64_t in_last = std::min(g.yl[2], ax2.y_size - g.yat[2]);
   for_each_line(g, r0, n, [&](int64_t r, const Row& line, int64_t first, int64_t last) {
-    for (int a = 0; a < 2; ++a) {
-      const int64_t o = g.yat[a] + line.o[a];
-      if (o < 0 || o >= g.ax[a].y_size) return;
-    }
-    const int64_t lo = std::max(first, in_first), hi = std::min(last, in_last);
+    const auto [lo, hi] = inside_part(g, line, first, last);
     for (int64_t j0 = 0; j0 < k0; ++j0) {
       const int64_t a = tb.t[0][line.o[0] * k0 + j0];
       if (a < 0) continue;
@@ -658,29 +623,59 @@ void pool_forward(PoolFn fn, const std::vector<ConvAxis>& axes, const HostTensor
   const Grid g = make_grid(axes, x.shape(), x_at, y.shape(), y_at);
   MTF_CHECK(g.xc == g.yc);
   const Tables tb = tables(g, g.xat, g.xl, true);
-  const int64_t c = g.xc, rows = g.y_rows();
+  const int64_t c = g.xc, k0 = g.ax[0].kernel, k1 = g.ax[1].kernel, k2 = g.ax[2].kernel;
   const float* in = x.data<float>();
   float* out = y.data<float>();
-  for (int64_t r = 0; r < rows; ++r) {
-    float* dst = out + r * c;
-    std::fill(dst, dst + c, fn == PoolFn::kMax ? -std::numeric_limits<float>::infinity() : 0.f);
-    int64_t count = 0;
-    for_each_tap(g, tb, decode(g, r), g.xl, [&](int64_t, int64_t at) {
-      if (at < 0) return;
-      ++count;
-      const float* src = in + at * c;
-      if (fn == PoolFn::kMax) {
-        for (int64_t k = 0; k < c; ++k) dst[k] = src[k] > dst[k] ? src[k] : dst[k];
-      } else {
-        for (int64_t k = 0; k < c; ++k) dst[k] += src[k];
+  const int64_t* t2 = tb.t[2].data();
+  std::vector<int64_t> count(g.yl[2]);
+  // Line by line; each output element meets its taps in (j0, j1, j2) order.
+  for_each_line(g, 0, g.y_rows(), [&](int64_t r, const Row& line, int64_t first, int64_t last) {
+    float* y_line = out + (r - first) * c;
+    std::fill(y_line + first * c, y_line + last * c,
+              fn == PoolFn::kMax ? -std::numeric_limits<float>::infinity() : 0.f);
+    std::fill(count.begin(), count.end(), 0);
+    for (int64_t j0 = 0; j0 < k0; ++j0) {
+      const int64_t a = tb.t[0][line.o[0] * k0 + j0];
+      if (a < 0) continue;
+      for (int64_t j1 = 0; j1 < k1; ++j1) {
+        const int64_t b = tb.t[1][line.o[1] * k1 + j1];
+        if (b < 0) continue;
+        const float* src = in + ((line.b * g.xl[0] + a) * g.xl[1] + b) * g.xl[2] * c;
+        for (int64_t o2 = first; o2 < last; ++o2) {
+          float* dst = y_line + o2 * c;
+          for (int64_t j2 = 0; j2 < k2; ++j2) {
+            const int64_t at = t2[o2 * k2 + j2];
+            if (at < 0) continue;
+            ++count[o2];
+            const float* v = src + at * c;
+            if (fn == PoolFn::kMax) {
+              for (int64_t k = 0; k < c; ++k) dst[k] = v[k] > dst[k] ? v[k] : dst[k];
+            } else {
+              for (int64_t k = 0; k < c; ++k) dst[k] += v[k];
+            }
+          }
+        }
       }
-    });
-    if (fn == PoolFn::kAvg && count > 0) {
-      const float inv = static_cast<float>(count);
-      for (int64_t k = 0; k < c; ++k) dst[k] /= inv;
     }
-  }
+    if (fn != PoolFn::kAvg) return;
+    for (int64_t o2 = first; o2 < last; ++o2) {
+      if (count[o2] == 0) continue;
+      const float inv = static_cast<float>(count[o2]);
+      for (int64_t k = 0; k < c; ++k) y_line[o2 * c + k] /= inv;
+    }
+  });
 }
+
+namespace {
+
+// Taps of a table row that are real positions (inside x or not).
+int64_t real_taps(const std::vector<int64_t>& t, int64_t o, int64_t k) {
+  int64_t n = 0;
+  for (int64_t j = 0; j < k; ++j) n += t[o * k + j] != kPad;
+  return n;
+}
+
+}  // namespace
 
 void pool_grad(PoolFn fn, const std::vector<ConvAxis>& axes, const HostTensor* x,
                const SpatialBegin& x_at, const HostTensor& dy, const SpatialBegin& dy_at,
@@ -688,57 +683,98 @@ void pool_grad(PoolFn fn, const std::vector<ConvAxis>& axes, const HostTensor* x
   require_float32(dy, "pool_grad");
   const Grid g = make_grid(axes, dx.shape(), dx_at, dy.shape(), dy_at);
   MTF_CHECK(g.xc == g.yc);
-  const int64_t c = g.xc, rows = g.y_rows();
+  const int64_t c = g.xc, k0 = g.ax[0].kernel, k1 = g.ax[1].kernel, k2 = g.ax[2].kernel;
   const Tables to_dx = tables(g, g.xat, g.xl, false);
   float* out = dx.data<float>();
   std::fill(out, out + dx.num_elements(), 0.f);
   const float* d = dy.data<float>();
+  // The dx line of tap row (j0, j1) for `line`, or null when it is not in dx.
+  auto dx_line = [&](const Row& line, int64_t j0, int64_t j1) -> float* {
+    const int64_t a = to_dx.t[0][line.o[0] * k0 + j0], b = to_dx.t[1][line.o[1] * k1 + j1];
+    if (a < 0 || b < 0) return nullptr;
+    return out + ((line.b * g.xl[0] + a) * g.xl[1] + b) * g.xl[2] * c;
+  };
+  const int64_t* t2 = to_dx.t[2].data();
   if (fn == PoolFn::kAvg) {
-    for (int64_t r = 0; r < rows; ++r) {
-      const Row w = decode(g, r);
-      if (!row_inside(g, w)) continue;
-      int64_t count = 0;
-      for_each_tap(g, to_dx, w, g.xl, [&](int64_t, int64_t at) { count += at != kPad; });
-      if (count == 0) continue;
-      const float inv = static_cast<float>(count);
-      for_each_tap(g, to_dx, w, g.xl, [&](int64_t, int64_t at) {
-        if (at < 0) return;
-        for (int64_t k = 0; k < c; ++k) out[at * c + k] += d[r * c + k] / inv;
-      });
-    }
-    return;
-  }
-  // Max: the window of x (its own begin and lengths) finds each argmax.
-  MTF_CHECK(x != nullptr);
-  require_float32(*x, "pool_grad");
-  Grid gx = make_grid(axes, x->shape(), x_at, dy.shape(), dy_at);
-  const Tables in_x = tables(gx, gx.xat, gx.xl, true);
-  const float* xv = x->data<float>();
-  std::vector<float> best(c);
-  std::vector<int64_t> best_tap(c);
-  std::vector<int64_t> dx_of_tap(g.taps());
-  for (int64_t r = 0; r < rows; ++r) {
-    const Row w = decode(g, r);
-    if (!row_inside(g, w)) continue;
-    std::fill(best.begin(), best.end(), -std::numeric_limits<float>::infinity());
-    std::fill(best_tap.begin(), best_tap.end(), int64_t{-1});
-    for_each_tap(gx, in_x, w, gx.xl, [&](int64_t tap, int64_t at) {
-      if (at < 0) return;
-      const float* src = xv + at * c;
-      for (int64_t k = 0; k < c; ++k) {
-        if (best_tap[k] < 0 || src[k] > best[k]) {
-          best[k] = src[k];
-          best_tap[k] = tap;
+    // Each dx element gets its terms in row order: within a line one (j0,
+    // j1) reaches it, and positions go in order.
+    for_each_line(g, 0, g.y_rows(), [&](int64_t r, const Row& line, int64_t first, int64_t last) {
+      const auto [lo, hi] = inside_part(g, line, first, last);
+      const int64_t n01 =
+          real_taps(to_dx.t[0], line.o[0], k0) * real_taps(to_dx.t[1], line.o[1], k1);
+      const float* d_line = d + (r - first) * c;
+      for (int64_t j0 = 0; j0 < k0; ++j0) {
+        for (int64_t j1 = 0; j1 < k1; ++j1) {
+          float* dst = dx_line(line, j0, j1);
+          if (!dst) continue;
+          for (int64_t o2 = lo; o2 < hi; ++o2) {
+            const int64_t count = n01 * real_taps(to_dx.t[2], o2, k2);
+            if (count == 0) continue;
+            const float inv = static_cast<float>(count);
+            const float* dv = d_line + o2 * c;
+            for (int64_t j2 = 0; j2 < k2; ++j2) {
+              const int64_t at = t2[o2 * k2 + j2];
+              if (at < 0) continue;
+              for (int64_t k = 0; k < c; ++k) dst[at * c + k] += dv[k] / inv;
+            }
+          }
         }
       }
     });
-    for_each_tap(g, to_dx, w, g.xl, [&](int64_t tap, int64_t at) { dx_of_tap[tap] = at; });
-    for (int64_t k = 0; k < c; ++k) {
-      if (best_tap[k] < 0) continue;
-      const int64_t at = dx_of_tap[best_tap[k]];
-      if (at >= 0) out[at * c + k] += d[r * c + k];
-    }
+    return;
   }
+  // Max: the window of x (its own begin and lengths) finds each argmax, the
+  // first largest in tap order; dy then goes to that tap's dx element.
+  MTF_CHECK(x != nullptr);
+  require_float32(*x, "pool_grad");
+  const Grid gx = make_grid(axes, x->shape(), x_at, dy.shape(), dy_at);
+  const Tables in_x = tables(gx, gx.xat, gx.xl, true);
+  const float* xv = x->data<float>();
+  const int64_t* tx2 = in_x.t[2].data();
+  const int64_t len = g.yl[2];
+  // Per position and channel: the largest x so far and where its gradient
+  // goes: an index into dx, kOutside when that position is not in dx's
+  // slice, kNone before any tap.
+  constexpr int64_t kNone = -2, kOutside = -1;
+  std::vector<float> best(len * c);
+  std::vector<int64_t> target(len * c);
+  for_each_line(g, 0, g.y_rows(), [&](int64_t r, const Row& line, int64_t first, int64_t last) {
+    const auto [lo, hi] = inside_part(g, line, first, last);
+    if (lo >= hi) return;
+    std::fill(best.begin() + lo * c, best.begin() + hi * c,
+              -std::numeric_limits<float>::infinity());
+    std::fill(target.begin() + lo * c, target.begin() + hi * c, kNone);
+    for (int64_t j0 = 0; j0 < k0; ++j0) {
+      const int64_t a = in_x.t[0][line.o[0] * k0 + j0];
+      if (a < 0) continue;
+      for (int64_t j1 = 0; j1 < k1; ++j1) {
+        const int64_t b = in_x.t[1][line.o[1] * k1 + j1];
+        if (b < 0) continue;
+        const float* src = xv + ((line.b * gx.xl[0] + a) * gx.xl[1] + b) * gx.xl[2] * c;
+        const float* dst = dx_line(line, j0, j1);
+        for (int64_t o2 = lo; o2 < hi; ++o2) {
+          float* bv = best.data() + o2 * c;
+          int64_t* bt = target.data() + o2 * c;
+          for (int64_t j2 = 0; j2 < k2; ++j2) {
+            const int64_t at = tx2[o2 * k2 + j2];
+            if (at < 0) continue;
+            const float* v = src + at * c;
+            const int64_t to = t2[o2 * k2 + j2];
+            const int64_t base = dst && to >= 0 ? (dst - out) + to * c : kOutside;
+            for (int64_t k = 0; k < c; ++k) {
+              const bool take = bt[k] == kNone || v[k] > bv[k];
+              bv[k] = take ? v[k] : bv[k];
+              bt[k] = take ? (base == kOutside ? kOutside : base + k) : bt[k];
+            }
+          }
+        }
+      }
+    }
+    const float* d_line = d + (r - first) * c;
+    for (int64_t i = lo * c; i < hi * c; ++i) {
+      if (target[i] >= 0) out[target[i]] += d_line[i];
+    }
+  });
 }
 
 }  // namespace mtf::kernels
