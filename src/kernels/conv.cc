@@ -327,41 +327,89 @@ void im2col_transposed_one_channel(const Grid& g, const Tables& tb, const float*
 // The smallest integer >= a / s, for s > 0 and a of either sign.
 inline int64_t ceil_div(int64_t a, int64_t s) { return a >= 0 ? (a + s - 1) / s : -((-a) / s); }
 
-// One channel, fast mode: dx += the transposed im2col matrix cols_t
-// [taps, n] of rows [r0, r0 + n) folded back, tap by tap over each line's
-// positions (a contiguous run for stride 1). Terms reach a dx element tap
-// by tap, not row by row: reproducible mode keeps col2im.
-void col2im_transposed_one_channel(const Grid& g, const Tables& tb, const float* cols_t, int64_t r0,
-                                   int64_t n, float* dx) {
+// One channel, fast mode: dx += the terms vals[k * stride + (o2 - from)]
+// of taps k at positions o2 in [from, to) of `line` (inside y), tap by tap
+// (a contiguous run of dx for stride 1). Terms reach a dx element tap by
+// tap, not position by position: reproducible mode keeps col2im.
+// Per tap j2 of axis 2: the local dx index of position 0 and the positions
+// [first, last) whose input lies inside x and the slice.
+struct TapSpans {
+  std::vector<int64_t> base, first, last;
+  explicit TapSpans(const Grid& g) {
+    const ConvAxis& ax2 = g.ax[2];
+    const int64_t s = ax2.stride;
+    const int64_t min_local = std::max<int64_t>(0, -g.xat[2]);
+    const int64_t max_local = std::min(g.xl[2], ax2.x_size - g.xat[2]);  // exclusive
+    for (int64_t j2 = 0; j2 < ax2.kernel; ++j2) {
+      const int64_t b = g.yat[2] * s + j2 * ax2.dilation - ax2.pad_before - g.xat[2];
+      base.push_back(b);
+      first.push_back(ceil_div(min_local - b, s));
+      last.push_back(ceil_div(max_local - b, s));
+    }
+  }
+};
+
+void fold_one_channel(const Grid& g, const Tables& tb, const TapSpans& spans, const Row& line,
+                      int64_t from, int64_t to, const float* vals, int64_t stride, float* dx) {
   const ConvAxis& ax2 = g.ax[2];
   const int64_t k0 = g.ax[0].kernel, k1 = g.ax[1].kernel, k2 = ax2.kernel, s = ax2.stride;
-  for_each_line(g, r0, n, [&](int64_t r, const Row& line, int64_t first, int64_t last) {
-    const auto [lo, hi] = inside_part(g, line, first, last);
-    for (int64_t j0 = 0; j0 < k0; ++j0) {
-      const int64_t a = tb.t[0][line.o[0] * k0 + j0];
-      if (a < 0) continue;
-      for (int64_t j1 = 0; j1 < k1; ++j1) {
-        const int64_t b = tb.t[1][line.o[1] * k1 + j1];
-        if (b < 0) continue;
-        float* dst = dx + ((line.b * g.xl[0] + a) * g.xl[1] + b) * g.xl[2];
-        for (int64_t j2 = 0; j2 < k2; ++j2) {
-          // Position o2 reads input pos = (yat + o2) * s + off, local
-          // index pos - xat: keep the o2 whose pos is inside x and the slice.
-          const int64_t off = j2 * ax2.dilation - ax2.pad_before;
-          const int64_t min_local = std::max<int64_t>(0, -g.xat[2]);
-          const int64_t max_local = std::min(g.xl[2], ax2.x_size - g.xat[2]);  // exclusive
-          const int64_t base = g.yat[2] * s + off - g.xat[2];  // local index of o2 = 0
-          const int64_t from = std::max(lo, ceil_div(min_local - base, s));
-          const int64_t to = std::min(hi, ceil_div(max_local - base, s));
-          const float* src = cols_t + ((j0 * k1 + j1) * k2 + j2) * n + (r - r0 - first);
-          float* d = dst + base;
-          if (s == 1) {
-            for (int64_t o2 = from; o2 < to; ++o2) d[o2] += src[o2];
-          } else {
-            for (int64_t o2 = from; o2 < to; ++o2) d[o2 * s] += src[o2];
-          }
+  for (int64_t j0 = 0; j0 < k0; ++j0) {
+    const int64_t a = tb.t[0][line.o[0] * k0 + j0];
+    if (a < 0) continue;
+    for (int64_t j1 = 0; j1 < k1; ++j1) {
+      const int64_t b = tb.t[1][line.o[1] * k1 + j1];
+      if (b < 0) continue;
+      float* dst = dx + ((line.b * g.xl[0] + a) * g.xl[1] + b) * g.xl[2];
+      for (int64_t j2 = 0; j2 < k2; ++j2) {
+        // Position o2 reads local index base + o2 * s.
+        const int64_t base = spans.base[j2];
+        const int64_t lo = std::max(from, spans.first[j2]), hi = std::min(to, spans.last[j2]);
+        const float* src = vals + ((j0 * k1 + j1) * k2 + j2) * stride - from;
+        float* d = dst + base;
+        if (s == 1) {
+          for (int64_t o2 = lo; o2 < hi; ++o2) d[o2] += src[o2];
+        } else {
+          for (int64_t o2 = lo; o2 < hi; ++o2) d[o2 * s] += src[o2];
         }
       }
+    }
+  }
+}
+
+// One channel, fast mode: dx for dy by the register tile, taps as its rows
+// (w packed once) and tile.nr positions of a line as its columns (dy's
+// block transposed), summed over dy's channels; each block's tap-by-
+// position terms are folded back at once.
+void conv_input_grad_one_channel(const Grid& g, const Tables& tb, const float* w, const float* dy,
+                                 float* dx) {
+  const FixedOrderTile tile = fixed_order_tile(16);
+  const int64_t mr = tile.mr, nr = tile.nr, kc = g.taps(), yc = g.yc;
+  const int64_t kblocks = (kc + mr - 1) / mr;
+  float* pa = scratch(kblocks * yc * mr + yc * nr + kblocks * mr * nr);
+  float* pb = pa + kblocks * yc * mr;
+  float* vals = pb + yc * nr;
+  for (int64_t kb = 0; kb < kblocks; ++kb) {
+    for (int64_t co = 0; co < yc; ++co) {
+      for (int64_t r = 0; r < mr; ++r) {
+        const int64_t k = kb * mr + r;
+        pa[(kb * yc + co) * mr + r] = k < kc ? w[k * yc + co] : 0.f;
+      }
+    }
+  }
+  const TapSpans spans(g);
+  for_each_line(g, 0, g.y_rows(), [&](int64_t r, const Row& line, int64_t first, int64_t last) {
+    const auto [lo, hi] = inside_part(g, line, first, last);
+    for (int64_t o2 = lo; o2 < hi; o2 += nr) {
+      const int64_t np = std::min(nr, hi - o2);
+      const float* d = dy + (r - first + o2) * yc;
+      if (np < nr) std::fill(pb, pb + yc * nr, 0.f);
+      for (int64_t c = 0; c < np; ++c) {
+        const float* row = d + c * yc;
+        for (int64_t co = 0; co < yc; ++co) pb[co * nr + c] = row[co];
+      }
+      for (int64_t kb = 0; kb < kblocks; ++kb)
+        tile.fn(yc, pa + kb * yc * mr, pb, vals + kb * mr * nr);
+      fold_one_channel(g, tb, spans, line, o2, o2 + np, vals, nr, dx);
     }
   });
 }
@@ -543,17 +591,12 @@ void conv_input_grad(const std::vector<ConvAxis>& axes, const HostTensor& dy,
   MTF_CHECK(w.num_elements() == kc * g.yc);
   float* out = dx.data<float>();
   std::fill(out, out + dx.num_elements(), 0.f);
-  const int64_t chunk = chunk_rows(kc, rows);
-  float* cols = scratch(chunk * kc);
   if (c == 1 && !fixed_order) {
-    for (int64_t r0 = 0; r0 < rows; r0 += chunk) {
-      const int64_t n = std::min(chunk, rows - r0);
-      gemm(false, false, true, kc, n, g.yc, w.data<float>(), g.yc, dy.data<float>() + r0 * g.yc,
-           g.yc, 0.f, cols, n);
-      col2im_transposed_one_channel(g, tb, cols, r0, n, out);
-    }
+    conv_input_grad_one_channel(g, tb, w.data<float>(), dy.data<float>(), out);
     return;
   }
+  const int64_t chunk = chunk_rows(kc, rows);
+  float* cols = scratch(chunk * kc);
   const std::vector<char> run = contiguous_runs(g, tb);
   for (int64_t r0 = 0; r0 < rows; r0 += chunk) {
     const int64_t n = std::min(chunk, rows - r0);
