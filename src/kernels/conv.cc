@@ -324,6 +324,24 @@ void im2col_transposed_one_channel(const Grid& g, const Tables& tb, const float*
   });
 }
 
+// Packs the row-major rows x cols matrix m (with transpose: its transpose,
+// cols x rows) into panels of `width` columns, zero past the last: panel p
+// holds every row's `width` columns in turn — a register tile's operand.
+void pack_panels(const float* m, int64_t rows, int64_t cols, bool transpose, int64_t width,
+                 float* out) {
+  const int64_t r_n = transpose ? cols : rows, c_n = transpose ? rows : cols;
+  for (int64_t p = 0; p * width < c_n; ++p) {
+    for (int64_t i = 0; i < r_n; ++i) {
+      for (int64_t q = 0; q < width; ++q) {
+        const int64_t j = p * width + q;
+        out[(p * r_n + i) * width + q] = j >= c_n    ? 0.f
+                                         : transpose ? m[j * cols + i]
+                                                     : m[i * cols + j];
+      }
+    }
+  }
+}
+
 // The smallest integer >= a / s, for s > 0 and a of either sign.
 inline int64_t ceil_div(int64_t a, int64_t s) { return a >= 0 ? (a + s - 1) / s : -((-a) / s); }
 
@@ -388,14 +406,7 @@ void conv_input_grad_one_channel(const Grid& g, const Tables& tb, const float* w
   float* pa = scratch(kblocks * yc * mr + yc * nr + kblocks * mr * nr);
   float* pb = pa + kblocks * yc * mr;
   float* vals = pb + yc * nr;
-  for (int64_t kb = 0; kb < kblocks; ++kb) {
-    for (int64_t co = 0; co < yc; ++co) {
-      for (int64_t r = 0; r < mr; ++r) {
-        const int64_t k = kb * mr + r;
-        pa[(kb * yc + co) * mr + r] = k < kc ? w[k * yc + co] : 0.f;
-      }
-    }
-  }
+  pack_panels(w, kc, yc, true, mr, pa);
   const TapSpans spans(g);
   for_each_line(g, 0, g.y_rows(), [&](int64_t r, const Row& line, int64_t first, int64_t last) {
     const auto [lo, hi] = inside_part(g, line, first, last);
@@ -434,14 +445,7 @@ void conv_forward_direct(const Grid& g, const Tables& tb, const FixedOrderTile& 
   float* pb = scratch(panels * nr * kc + mr * kc + mr * nr);
   float* pa = pb + panels * nr * kc;
   float* out = pa + mr * kc;
-  for (int64_t jp = 0; jp < panels; ++jp) {
-    for (int64_t k = 0; k < kc; ++k) {
-      for (int64_t q = 0; q < nr; ++q) {
-        const int64_t col = jp * nr + q;
-        pb[(jp * kc + k) * nr + q] = col < yc ? w[k * yc + col] : 0.f;
-      }
-    }
-  }
+  pack_panels(w, kc, yc, false, nr, pb);
   const int64_t* t2 = tb.t[2].data();
   const ConvAxis& ax2 = g.ax[2];
   PaddedLines padded;
