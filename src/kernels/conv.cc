@@ -171,6 +171,23 @@ std::pair<int64_t, int64_t> inside_part(const Grid& g, const Row& line, int64_t 
   return {std::max(first, -g.yat[2]), std::min(last, g.ax[2].y_size - g.yat[2])};
 }
 
+// Where input row (a, b) of tap row (j0, j1) of `line` starts in a slice
+// of lengths `len` (in positions: multiply by the channels), or -1 on the
+// padding or outside the slice.
+int64_t tap_row(const Grid& g, const Tables& tb, const Row& line, const int64_t* len, int64_t j0,
+                int64_t j1) {
+  const int64_t a = tb.t[0][line.o[0] * g.ax[0].kernel + j0];
+  const int64_t b = tb.t[1][line.o[1] * g.ax[1].kernel + j1];
+  return a < 0 || b < 0 ? -1 : ((line.b * len[0] + a) * len[1] + b) * len[2];
+}
+
+// Calls f(j0, j1, tap_row(...)) for the tap rows of `line` in order.
+template <typename F>
+void for_each_tap_row(const Grid& g, const Tables& tb, const Row& line, const int64_t* len, F f) {
+  for (int64_t j0 = 0; j0 < g.ax[0].kernel; ++j0)
+    for (int64_t j1 = 0; j1 < g.ax[1].kernel; ++j1) f(j0, j1, tap_row(g, tb, line, len, j0, j1));
+}
+
 // Rows [r0, r0 + n) of the im2col matrix of x: [n, taps * xc] with rows
 // ld >= taps * xc apart (the columns past taps * xc untouched), columns in
 // tap order (j0, j1, j2) then channel. Line by line: per (j0, j1) one input
@@ -178,40 +195,36 @@ std::pair<int64_t, int64_t> inside_part(const Grid& g, const Row& line, int64_t 
 void im2col(const Grid& g, const Tables& tb, const std::vector<char>& run, const float* x,
             int64_t r0, int64_t n, float* cols, int64_t ld) {
   const int64_t c = g.xc, kc = ld;
-  const int64_t k0 = g.ax[0].kernel, k1 = g.ax[1].kernel, k2 = g.ax[2].kernel, k2c = k2 * c;
+  const int64_t k1 = g.ax[1].kernel, k2 = g.ax[2].kernel, k2c = k2 * c;
   const int64_t* t2 = tb.t[2].data();
   for_each_line(g, r0, n, [&](int64_t r, const Row& w, int64_t first, int64_t last) {
     float* line_cols = cols + (r - r0 - first) * kc;  // row of o2 = 0
-    for (int64_t j0 = 0; j0 < k0; ++j0) {
-      const int64_t a = tb.t[0][w.o[0] * k0 + j0];
-      for (int64_t j1 = 0; j1 < k1; ++j1) {
-        const int64_t b = tb.t[1][w.o[1] * k1 + j1];
-        const int64_t col = (j0 * k1 + j1) * k2c;
-        if (a < 0 || b < 0) {  // the padding: im2col's windows always hold x
-          for (int64_t o2 = first; o2 < last; ++o2) {
-            float* dst = line_cols + o2 * kc + col;
-            std::fill(dst, dst + k2c, 0.f);
-          }
-          continue;
-        }
-        const float* src = x + ((w.b * g.xl[0] + a) * g.xl[1] + b) * g.xl[2] * c;
+    for_each_tap_row(g, tb, w, g.xl, [&](int64_t j0, int64_t j1, int64_t row) {
+      const int64_t col = (j0 * k1 + j1) * k2c;
+      if (row < 0) {  // the padding: im2col's windows always hold x
         for (int64_t o2 = first; o2 < last; ++o2) {
           float* dst = line_cols + o2 * kc + col;
-          const int64_t* t = t2 + o2 * k2;
-          if (run[o2]) {
-            copy_small(dst, src + t[0] * c, k2c);
-            continue;
-          }
-          for (int64_t j2 = 0; j2 < k2; ++j2, dst += c) {
-            if (t[j2] < 0) {
-              std::fill(dst, dst + c, 0.f);
-            } else {
-              std::copy(src + t[j2] * c, src + t[j2] * c + c, dst);
-            }
+          std::fill(dst, dst + k2c, 0.f);
+        }
+        return;
+      }
+      const float* src = x + row * c;
+      for (int64_t o2 = first; o2 < last; ++o2) {
+        float* dst = line_cols + o2 * kc + col;
+        const int64_t* t = t2 + o2 * k2;
+        if (run[o2]) {
+          copy_small(dst, src + t[0] * c, k2c);
+          continue;
+        }
+        for (int64_t j2 = 0; j2 < k2; ++j2, dst += c) {
+          if (t[j2] < 0) {
+            std::fill(dst, dst + c, 0.f);
+          } else {
+            std::copy(src + t[j2] * c, src + t[j2] * c + c, dst);
           }
         }
       }
-    }
+    });
   });
 }
 
@@ -223,35 +236,30 @@ void im2col(const Grid& g, const Tables& tb, const std::vector<char>& run, const
 void col2im(const Grid& g, const Tables& tb, const std::vector<char>& run, const float* cols,
             int64_t r0, int64_t n, float* dx) {
   const int64_t c = g.xc, kc = g.taps() * c;
-  const int64_t k0 = g.ax[0].kernel, k1 = g.ax[1].kernel, k2 = g.ax[2].kernel, k2c = k2 * c;
+  const int64_t k1 = g.ax[1].kernel, k2 = g.ax[2].kernel, k2c = k2 * c;
   const int64_t* t2 = tb.t[2].data();
   for_each_line(g, r0, n, [&](int64_t r, const Row& w, int64_t first, int64_t last) {
     const float* line_cols = cols + (r - r0 - first) * kc;
     std::tie(first, last) = inside_part(g, w, first, last);
-    for (int64_t j0 = 0; j0 < k0; ++j0) {
-      const int64_t a = tb.t[0][w.o[0] * k0 + j0];
-      if (a < 0) continue;
-      for (int64_t j1 = 0; j1 < k1; ++j1) {
-        const int64_t b = tb.t[1][w.o[1] * k1 + j1];
-        if (b < 0) continue;
-        const int64_t col = (j0 * k1 + j1) * k2c;
-        float* dst = dx + ((w.b * g.xl[0] + a) * g.xl[1] + b) * g.xl[2] * c;
-        for (int64_t o2 = first; o2 < last; ++o2) {
-          const float* src = line_cols + o2 * kc + col;
-          const int64_t* t = t2 + o2 * k2;
-          if (run[o2]) {
-            float* d = dst + t[0] * c;
-            for (int64_t i = 0; i < k2c; ++i) d[i] += src[i];
-            continue;
-          }
-          for (int64_t j2 = 0; j2 < k2; ++j2, src += c) {
-            if (t[j2] < 0) continue;
-            float* d = dst + t[j2] * c;
-            for (int64_t i = 0; i < c; ++i) d[i] += src[i];
-          }
+    for_each_tap_row(g, tb, w, g.xl, [&](int64_t j0, int64_t j1, int64_t row) {
+      if (row < 0) return;
+      const int64_t col = (j0 * k1 + j1) * k2c;
+      float* dst = dx + row * c;
+      for (int64_t o2 = first; o2 < last; ++o2) {
+        const float* src = line_cols + o2 * kc + col;
+        const int64_t* t = t2 + o2 * k2;
+        if (run[o2]) {
+          float* d = dst + t[0] * c;
+          for (int64_t i = 0; i < k2c; ++i) d[i] += src[i];
+          continue;
+        }
+        for (int64_t j2 = 0; j2 < k2; ++j2, src += c) {
+          if (t[j2] < 0) continue;
+          float* d = dst + t[j2] * c;
+          for (int64_t i = 0; i < c; ++i) d[i] += src[i];
         }
       }
-    }
+    });
   });
 }
 
@@ -281,19 +289,15 @@ struct PaddedLines {
     data.assign(k0 * k1 * len, 0.f);
     // Positions inside x (the window holds them all).
     const int64_t from = std::max<int64_t>(lo, 0), to = std::min(lo + len, ax2.x_size);
-    for (int64_t j0 = 0; j0 < k0; ++j0) {
-      const int64_t a = tb.t[0][line.o[0] * k0 + j0];
-      for (int64_t j1 = 0; j1 < k1; ++j1) {
-        const int64_t b = tb.t[1][line.o[1] * k1 + j1];
-        if (a < 0 || b < 0) continue;
-        const float* src = x + ((line.b * g.xl[0] + a) * g.xl[1] + b) * g.xl[2];
-        float* dst = data.data() + (j0 * k1 + j1) * len;
-        for (int64_t pos = from; pos < to; ++pos) {
-          const int64_t local = pos - g.xat[2];
-          if (local >= 0 && local < g.xl[2]) dst[pos - lo] = src[local];
-        }
+    for_each_tap_row(g, tb, line, g.xl, [&](int64_t j0, int64_t j1, int64_t row) {
+      if (row < 0) return;
+      const float* src = x + row;
+      float* dst = data.data() + (j0 * k1 + j1) * len;
+      for (int64_t pos = from; pos < to; ++pos) {
+        const int64_t local = pos - g.xat[2];
+        if (local >= 0 && local < g.xl[2]) dst[pos - lo] = src[local];
       }
-    }
+    });
   }
   const float* of(int64_t j0, int64_t j1) const { return data.data() + (j0 * k1 + j1) * len; }
 };
@@ -370,28 +374,21 @@ struct TapSpans {
 void fold_one_channel(const Grid& g, const Tables& tb, const TapSpans& spans, const Row& line,
                       int64_t from, int64_t to, const float* vals, int64_t stride, float* dx) {
   const ConvAxis& ax2 = g.ax[2];
-  const int64_t k0 = g.ax[0].kernel, k1 = g.ax[1].kernel, k2 = ax2.kernel, s = ax2.stride;
-  for (int64_t j0 = 0; j0 < k0; ++j0) {
-    const int64_t a = tb.t[0][line.o[0] * k0 + j0];
-    if (a < 0) continue;
-    for (int64_t j1 = 0; j1 < k1; ++j1) {
-      const int64_t b = tb.t[1][line.o[1] * k1 + j1];
-      if (b < 0) continue;
-      float* dst = dx + ((line.b * g.xl[0] + a) * g.xl[1] + b) * g.xl[2];
-      for (int64_t j2 = 0; j2 < k2; ++j2) {
-        // Position o2 reads local index base + o2 * s.
-        const int64_t base = spans.base[j2];
-        const int64_t lo = std::max(from, spans.first[j2]), hi = std::min(to, spans.last[j2]);
-        const float* src = vals + ((j0 * k1 + j1) * k2 + j2) * stride - from;
-        float* d = dst + base;
-        if (s == 1) {
-          for (int64_t o2 = lo; o2 < hi; ++o2) d[o2] += src[o2];
-        } else {
-          for (int64_t o2 = lo; o2 < hi; ++o2) d[o2 * s] += src[o2];
-        }
+  const int64_t k1 = g.ax[1].kernel, k2 = ax2.kernel, s = ax2.stride;
+  for_each_tap_row(g, tb, line, g.xl, [&](int64_t j0, int64_t j1, int64_t row) {
+    if (row < 0) return;
+    for (int64_t j2 = 0; j2 < k2; ++j2) {
+      // Position o2 reads local index base + o2 * s.
+      const int64_t lo = std::max(from, spans.first[j2]), hi = std::min(to, spans.last[j2]);
+      const float* src = vals + ((j0 * k1 + j1) * k2 + j2) * stride - from;
+      float* d = dx + row + spans.base[j2];
+      if (s == 1) {
+        for (int64_t o2 = lo; o2 < hi; ++o2) d[o2] += src[o2];
+      } else {
+        for (int64_t o2 = lo; o2 < hi; ++o2) d[o2 * s] += src[o2];
       }
     }
-  }
+  });
 }
 
 // One channel, fast mode: dx for dy by the register tile, taps as its rows
@@ -440,7 +437,7 @@ void conv_forward_direct(const Grid& g, const Tables& tb, const FixedOrderTile& 
                          const float* x, const float* w, float* y) {
   MTF_CHECK(tile.mr == mr);
   const int64_t nr = tile.nr, c = g.xc, yc = g.yc, kc = g.taps() * c;
-  const int64_t k0 = g.ax[0].kernel, k1 = g.ax[1].kernel, k2 = g.ax[2].kernel;
+  const int64_t k1 = g.ax[1].kernel, k2 = g.ax[2].kernel;
   const int64_t panels = (yc + nr - 1) / nr;
   float* pb = scratch(panels * nr * kc + mr * kc + mr * nr);
   float* pa = pb + panels * nr * kc;
@@ -453,37 +450,33 @@ void conv_forward_direct(const Grid& g, const Tables& tb, const FixedOrderTile& 
     if (c == 1) padded.fill(g, tb, x, line, first, last, mr);
     for (int64_t o2 = first; o2 < last; o2 += mr) {
       const int64_t np = std::min(mr, last - o2);
-      for (int64_t j0 = 0; j0 < k0; ++j0) {
-        const int64_t a = tb.t[0][line.o[0] * k0 + j0];
-        for (int64_t j1 = 0; j1 < k1; ++j1) {
-          const int64_t b = tb.t[1][line.o[1] * k1 + j1];
-          float* col = pa + (j0 * k1 + j1) * k2 * c * mr;
-          if (c == 1) {
-            const float* pl = padded.of(j0, j1) + (o2 - first) * ax2.stride;
-            for (int64_t j2 = 0; j2 < k2; ++j2) {
-              const float* from = pl + j2 * ax2.dilation;
-              if (ax2.stride == 1) {
-                std::memcpy(col + j2 * mr, from, mr * sizeof(float));
-              } else {
-                for (int64_t p = 0; p < mr; ++p) col[j2 * mr + p] = from[p * ax2.stride];
-              }
-            }
-            continue;
-          }
-          if (a < 0 || b < 0) {
-            std::fill(col, col + k2 * c * mr, 0.f);
-            continue;
-          }
-          const float* src = x + ((line.b * g.xl[0] + a) * g.xl[1] + b) * g.xl[2] * c;
+      for_each_tap_row(g, tb, line, g.xl, [&](int64_t j0, int64_t j1, int64_t row) {
+        float* col = pa + (j0 * k1 + j1) * k2 * c * mr;
+        if (c == 1) {
+          const float* pl = padded.of(j0, j1) + (o2 - first) * ax2.stride;
           for (int64_t j2 = 0; j2 < k2; ++j2) {
-            for (int64_t p = 0; p < mr; ++p) {
-              const int64_t at = p < np ? t2[(o2 + p) * k2 + j2] : kPad;
-              for (int64_t ci = 0; ci < c; ++ci)
-                col[(j2 * c + ci) * mr + p] = at < 0 ? 0.f : src[at * c + ci];
+            const float* from = pl + j2 * ax2.dilation;
+            if (ax2.stride == 1) {
+              std::memcpy(col + j2 * mr, from, mr * sizeof(float));
+            } else {
+              for (int64_t p = 0; p < mr; ++p) col[j2 * mr + p] = from[p * ax2.stride];
             }
+          }
+          return;
+        }
+        if (row < 0) {
+          std::fill(col, col + k2 * c * mr, 0.f);
+          return;
+        }
+        const float* src = x + row * c;
+        for (int64_t j2 = 0; j2 < k2; ++j2) {
+          for (int64_t p = 0; p < mr; ++p) {
+            const int64_t at = p < np ? t2[(o2 + p) * k2 + j2] : kPad;
+            for (int64_t ci = 0; ci < c; ++ci)
+              col[(j2 * c + ci) * mr + p] = at < 0 ? 0.f : src[at * c + ci];
           }
         }
-      }
+      });
       float* dst = y + (r - first + o2) * yc;
       for (int64_t jp = 0; jp < panels; ++jp) {
         tile.fn(kc, pa, pb + jp * kc * nr, out);
@@ -670,7 +663,7 @@ void pool_forward(PoolFn fn, const std::vector<ConvAxis>& axes, const HostTensor
   const Grid g = make_grid(axes, x.shape(), x_at, y.shape(), y_at);
   MTF_CHECK(g.xc == g.yc);
   const Tables tb = tables(g, g.xat, g.xl, true);
-  const int64_t c = g.xc, k0 = g.ax[0].kernel, k1 = g.ax[1].kernel, k2 = g.ax[2].kernel;
+  const int64_t c = g.xc, k2 = g.ax[2].kernel;
   const float* in = x.data<float>();
   float* out = y.data<float>();
   const int64_t* t2 = tb.t[2].data();
@@ -681,29 +674,24 @@ void pool_forward(PoolFn fn, const std::vector<ConvAxis>& axes, const HostTensor
     std::fill(y_line + first * c, y_line + last * c,
               fn == PoolFn::kMax ? -std::numeric_limits<float>::infinity() : 0.f);
     std::fill(count.begin(), count.end(), 0);
-    for (int64_t j0 = 0; j0 < k0; ++j0) {
-      const int64_t a = tb.t[0][line.o[0] * k0 + j0];
-      if (a < 0) continue;
-      for (int64_t j1 = 0; j1 < k1; ++j1) {
-        const int64_t b = tb.t[1][line.o[1] * k1 + j1];
-        if (b < 0) continue;
-        const float* src = in + ((line.b * g.xl[0] + a) * g.xl[1] + b) * g.xl[2] * c;
-        for (int64_t o2 = first; o2 < last; ++o2) {
-          float* dst = y_line + o2 * c;
-          for (int64_t j2 = 0; j2 < k2; ++j2) {
-            const int64_t at = t2[o2 * k2 + j2];
-            if (at < 0) continue;
-            ++count[o2];
-            const float* v = src + at * c;
-            if (fn == PoolFn::kMax) {
-              for (int64_t k = 0; k < c; ++k) dst[k] = v[k] > dst[k] ? v[k] : dst[k];
-            } else {
-              for (int64_t k = 0; k < c; ++k) dst[k] += v[k];
-            }
+    for_each_tap_row(g, tb, line, g.xl, [&](int64_t, int64_t, int64_t row) {
+      if (row < 0) return;
+      const float* src = in + row * c;
+      for (int64_t o2 = first; o2 < last; ++o2) {
+        float* dst = y_line + o2 * c;
+        for (int64_t j2 = 0; j2 < k2; ++j2) {
+          const int64_t at = t2[o2 * k2 + j2];
+          if (at < 0) continue;
+          ++count[o2];
+          const float* v = src + at * c;
+          if (fn == PoolFn::kMax) {
+            for (int64_t k = 0; k < c; ++k) dst[k] = v[k] > dst[k] ? v[k] : dst[k];
+          } else {
+            for (int64_t k = 0; k < c; ++k) dst[k] += v[k];
           }
         }
       }
-    }
+    });
     if (fn != PoolFn::kAvg) return;
     for (int64_t o2 = first; o2 < last; ++o2) {
       if (count[o2] == 0) continue;
@@ -735,12 +723,6 @@ void pool_grad(PoolFn fn, const std::vector<ConvAxis>& axes, const HostTensor* x
   float* out = dx.data<float>();
   std::fill(out, out + dx.num_elements(), 0.f);
   const float* d = dy.data<float>();
-  // The dx line of tap row (j0, j1) for `line`, or null when it is not in dx.
-  auto dx_line = [&](const Row& line, int64_t j0, int64_t j1) -> float* {
-    const int64_t a = to_dx.t[0][line.o[0] * k0 + j0], b = to_dx.t[1][line.o[1] * k1 + j1];
-    if (a < 0 || b < 0) return nullptr;
-    return out + ((line.b * g.xl[0] + a) * g.xl[1] + b) * g.xl[2] * c;
-  };
   const int64_t* t2 = to_dx.t[2].data();
   if (fn == PoolFn::kAvg) {
     // Each dx element gets its terms in row order: within a line one (j0,
@@ -750,23 +732,21 @@ void pool_grad(PoolFn fn, const std::vector<ConvAxis>& axes, const HostTensor* x
       const int64_t n01 =
           real_taps(to_dx.t[0], line.o[0], k0) * real_taps(to_dx.t[1], line.o[1], k1);
       const float* d_line = d + (r - first) * c;
-      for (int64_t j0 = 0; j0 < k0; ++j0) {
-        for (int64_t j1 = 0; j1 < k1; ++j1) {
-          float* dst = dx_line(line, j0, j1);
-          if (!dst) continue;
-          for (int64_t o2 = lo; o2 < hi; ++o2) {
-            const int64_t count = n01 * real_taps(to_dx.t[2], o2, k2);
-            if (count == 0) continue;
-            const float inv = static_cast<float>(count);
-            const float* dv = d_line + o2 * c;
-            for (int64_t j2 = 0; j2 < k2; ++j2) {
-              const int64_t at = t2[o2 * k2 + j2];
-              if (at < 0) continue;
-              for (int64_t k = 0; k < c; ++k) dst[at * c + k] += dv[k] / inv;
-            }
+      for_each_tap_row(g, to_dx, line, g.xl, [&](int64_t, int64_t, int64_t row) {
+        if (row < 0) return;
+        float* dst = out + row * c;
+        for (int64_t o2 = lo; o2 < hi; ++o2) {
+          const int64_t count = n01 * real_taps(to_dx.t[2], o2, k2);
+          if (count == 0) continue;
+          const float inv = static_cast<float>(count);
+          const float* dv = d_line + o2 * c;
+          for (int64_t j2 = 0; j2 < k2; ++j2) {
+            const int64_t at = t2[o2 * k2 + j2];
+            if (at < 0) continue;
+            for (int64_t k = 0; k < c; ++k) dst[at * c + k] += dv[k] / inv;
           }
         }
-      }
+      });
     });
     return;
   }
@@ -791,32 +771,27 @@ void pool_grad(PoolFn fn, const std::vector<ConvAxis>& axes, const HostTensor* x
     std::fill(best.begin() + lo * c, best.begin() + hi * c,
               -std::numeric_limits<float>::infinity());
     std::fill(target.begin() + lo * c, target.begin() + hi * c, kNone);
-    for (int64_t j0 = 0; j0 < k0; ++j0) {
-      const int64_t a = in_x.t[0][line.o[0] * k0 + j0];
-      if (a < 0) continue;
-      for (int64_t j1 = 0; j1 < k1; ++j1) {
-        const int64_t b = in_x.t[1][line.o[1] * k1 + j1];
-        if (b < 0) continue;
-        const float* src = xv + ((line.b * gx.xl[0] + a) * gx.xl[1] + b) * gx.xl[2] * c;
-        const float* dst = dx_line(line, j0, j1);
-        for (int64_t o2 = lo; o2 < hi; ++o2) {
-          float* bv = best.data() + o2 * c;
-          int64_t* bt = target.data() + o2 * c;
-          for (int64_t j2 = 0; j2 < k2; ++j2) {
-            const int64_t at = tx2[o2 * k2 + j2];
-            if (at < 0) continue;
-            const float* v = src + at * c;
-            const int64_t to = t2[o2 * k2 + j2];
-            const int64_t base = dst && to >= 0 ? (dst - out) + to * c : kOutside;
-            for (int64_t k = 0; k < c; ++k) {
-              const bool take = bt[k] == kNone || v[k] > bv[k];
-              bv[k] = take ? v[k] : bv[k];
-              bt[k] = take ? (base == kOutside ? kOutside : base + k) : bt[k];
-            }
+    for_each_tap_row(gx, in_x, line, gx.xl, [&](int64_t j0, int64_t j1, int64_t x_row) {
+      if (x_row < 0) return;
+      const float* src = xv + x_row * c;
+      const int64_t dx_row = tap_row(g, to_dx, line, g.xl, j0, j1);
+      for (int64_t o2 = lo; o2 < hi; ++o2) {
+        float* bv = best.data() + o2 * c;
+        int64_t* bt = target.data() + o2 * c;
+        for (int64_t j2 = 0; j2 < k2; ++j2) {
+          const int64_t at = tx2[o2 * k2 + j2];
+          if (at < 0) continue;
+          const float* v = src + at * c;
+          const int64_t to = t2[o2 * k2 + j2];
+          const int64_t base = dx_row >= 0 && to >= 0 ? (dx_row + to) * c : kOutside;
+          for (int64_t k = 0; k < c; ++k) {
+            const bool take = bt[k] == kNone || v[k] > bv[k];
+            bv[k] = take ? v[k] : bv[k];
+            bt[k] = take ? (base == kOutside ? kOutside : base + k) : bt[k];
           }
         }
       }
-    }
+    });
     const float* d_line = d + (r - first) * c;
     for (int64_t i = lo * c; i < hi * c; ++i) {
       if (target[i] >= 0) out[target[i]] += d_line[i];
