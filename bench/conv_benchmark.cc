@@ -9,12 +9,12 @@
 // the fixed-order path of reproducible mode (no target).
 #include <cblas.h>
 
-#include <random>
 #include <string>
 #include <vector>
 
 #include "kernels/conv.h"
 #include "paired.h"
+#include "random_data.h"
 
 namespace {
 
@@ -27,13 +27,8 @@ struct Case {
 
 enum class Direction { kForward, kInputGrad, kFilterGrad };
 
-HostTensor random_host(const Shape& s, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> d(-1.f, 1.f);
-  HostTensor t(s, float32);
-  for (int64_t i = 0; i < t.num_elements(); ++i) t.data<float>()[i] = d(rng);
-  return t;
-}
+using mtf::bench::random_floats;
+using mtf::bench::random_host;
 
 void BM_ConvVsSgemm(benchmark::State& state, Case c, Direction dir, bool fixed_order) {
   // SAME padding, stride 1, over h and w.
@@ -50,14 +45,10 @@ void BM_ConvVsSgemm(benchmark::State& state, Case c, Direction dir, bool fixed_o
   HostTensor filter = random_host(Shape({k0, k1, ci, co}), 3);
   const int m = static_cast<int>(c.batch * c.side * c.side);
   const int kc = static_cast<int>(c.kernel * c.kernel * c.in), n = static_cast<int>(c.out);
-  std::vector<float> pa(static_cast<size_t>(m) * kc), pb(static_cast<size_t>(kc) * n),
-      pc(static_cast<size_t>(m) * std::max(kc, n));
-  std::mt19937 rng(4);
-  std::uniform_real_distribution<float> d(-1.f, 1.f);
-  for (auto& v : pa) v = d(rng);
-  for (auto& v : pb) v = d(rng);
-  std::vector<float> dy(static_cast<size_t>(m) * n);
-  for (auto& v : dy) v = d(rng);
+  const std::vector<float> pa = random_floats(static_cast<size_t>(m) * kc, 4),
+                           pb = random_floats(static_cast<size_t>(kc) * n, 5),
+                           dy = random_floats(static_cast<size_t>(m) * n, 6);
+  std::vector<float> pc(static_cast<size_t>(m) * std::max(kc, n));
   auto sgemm = [&] {
     switch (dir) {
       case Direction::kForward:

@@ -7,10 +7,10 @@
 #include <cblas.h>
 
 #include <cstdio>
-#include <random>
 
 #include "mtf/mtf.h"
 #include "paired.h"
+#include "random_data.h"
 
 namespace {
 
@@ -132,13 +132,8 @@ std::vector<Case> cases() {
   };
 }
 
-HostTensor random_host(const Shape& s, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> d(-1.f, 1.f);
-  HostTensor t(s, float32);
-  for (int64_t i = 0; i < t.num_elements(); ++i) t.data<float>()[i] = d(rng);
-  return t;
-}
+using mtf::bench::random_floats;
+using mtf::bench::random_host;
 
 // einsum through the public API (a Session run) against cblas_sgemm on the
 // same shape, paired. reproducible: the Session's fixed-order kernel
@@ -160,11 +155,9 @@ void BM_EinsumVsSgemm(benchmark::State& state, Case c, bool reproducible) {
 
   const size_t sa = static_cast<size_t>(c.m) * c.k, sb = static_cast<size_t>(c.k) * c.n,
                sc = static_cast<size_t>(c.m) * c.n;
-  std::vector<float> a(sa * c.batch), b(sb * c.batch), ref_out(sc * c.batch);
-  std::mt19937 rng(1);
-  std::uniform_real_distribution<float> d(-1.f, 1.f);
-  for (auto& x : a) x = d(rng);
-  for (auto& x : b) x = d(rng);
+  const std::vector<float> a = random_floats(sa * c.batch, 100),
+                           b = random_floats(sb * c.batch, 101);
+  std::vector<float> ref_out(sc * c.batch);
   const int lda = c.ta ? c.m : c.k, ldb = c.tb ? c.k : c.n;
   auto sgemm = [&] {
     for (int i = 0; i < c.batch; ++i)

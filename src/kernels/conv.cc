@@ -1,4 +1,5 @@
-// Convolutions by im2col and GEMM; pooling by direct loops. See conv.h.
+// Convolutions: im2col and GEMM, or the fixed-order GEMM's register tile fed
+// directly for few columns. See conv.h; pooling is in pool.cc.
 #include "kernels/conv.h"
 
 #include <cblas.h>
@@ -10,109 +11,18 @@
 #include <utility>
 
 #include "core/check.h"
+#include "kernels/conv_grid.h"
 #include "kernels/gemm_fixed_order.h"
 #include "mtf/errors.h"
 
 namespace mtf::kernels {
 namespace {
 
-constexpr int kAxes = 3;       // 1-D and 2-D convolutions get leading unit axes
-constexpr int64_t kPad = -1;   // a tap on the zero padding
-constexpr int64_t kAway = -2;  // a real position outside the slice at hand
+using namespace conv_grid;
+
 // The im2col buffer: 256 KiB, so that the GEMM reads it from L2.
 constexpr int64_t kChunkFloats = int64_t{1} << 16;
 constexpr int64_t kFixedChunkRows = 256;  // filter gradient's row chunks
-
-// The shapes of one call, over exactly three spatial axes.
-struct Grid {
-  ConvAxis ax[kAxes];
-  int64_t batch = 1, xc = 1, yc = 1;
-  int64_t xl[kAxes] = {1, 1, 1}, yl[kAxes] = {1, 1, 1};
-  int64_t xat[kAxes] = {0, 0, 0}, yat[kAxes] = {0, 0, 0};
-  int64_t taps() const { return ax[0].kernel * ax[1].kernel * ax[2].kernel; }
-  int64_t y_rows() const { return batch * yl[0] * yl[1] * yl[2]; }
-  int64_t x_rows_per_batch() const { return xl[0] * xl[1] * xl[2]; }
-};
-
-// Batch size, spatial lengths and channels of a [batch..., S..., C] slice.
-void split_shape(const Shape& s, int n, int64_t* batch, int64_t* len, int64_t* channels) {
-  MTF_CHECK(s.ndims() >= n + 1);
-  *batch = 1;
-  for (int i = 0; i < s.ndims() - n - 1; ++i) *batch *= s[i].size;
-  for (int i = 0; i < n; ++i) len[kAxes - n + i] = s[s.ndims() - n - 1 + i].size;
-  *channels = s[s.ndims() - 1].size;
-}
-
-Grid make_grid(const std::vector<ConvAxis>& axes, const Shape& x, const SpatialBegin& x_at,
-               const Shape& y, const SpatialBegin& y_at) {
-  const int n = static_cast<int>(axes.size());
-  MTF_CHECK(n >= 1 && n <= kAxes && static_cast<int>(x_at.size()) == n &&
-            static_cast<int>(y_at.size()) == n);
-  Grid g;
-  int64_t yb = 0;
-  split_shape(x, n, &g.batch, g.xl, &g.xc);
-  split_shape(y, n, &yb, g.yl, &g.yc);
-  MTF_CHECK(yb == g.batch);
-  for (int i = 0; i < n; ++i) {
-    g.ax[kAxes - n + i] = axes[i];
-    g.xat[kAxes - n + i] = x_at[i];
-    g.yat[kAxes - n + i] = y_at[i];
-  }
-  return g;
-}
-
-// Per axis, for local output position o and tap j (entry o * kernel + j):
-// the local index of the input position read within a slice of `len` rows
-// starting at `at`, kPad on the padding, kAway outside the slice. With
-// must_hold, a real position outside the slice is a bug in the windows.
-std::vector<int64_t> tap_table(const ConvAxis& a, int64_t y_at, int64_t y_len, int64_t at,
-                               int64_t len, bool must_hold) {
-  std::vector<int64_t> t(y_len * a.kernel);
-  for (int64_t o = 0; o < y_len; ++o) {
-    for (int64_t j = 0; j < a.kernel; ++j) {
-      const int64_t pos = (y_at + o) * a.stride + j * a.dilation - a.pad_before;
-      int64_t v = kPad;
-      if (pos >= 0 && pos < a.x_size) {
-        v = pos - at;
-        if (v < 0 || v >= len) {
-          if (must_hold) {
-            throw InternalError(detail::str_cat("convolution window misses input position ", pos,
-                                                " (slice of ", len, " rows at ", at, ")"));
-          }
-          v = kAway;
-        }
-      }
-      t[o * a.kernel + j] = v;
-    }
-  }
-  return t;
-}
-
-struct Tables {
-  std::vector<int64_t> t[kAxes];
-};
-
-Tables tables(const Grid& g, const int64_t* at, const int64_t* len, bool must_hold) {
-  Tables r;
-  for (int a = 0; a < kAxes; ++a)
-    r.t[a] = tap_table(g.ax[a], g.yat[a], g.yl[a], at[a], len[a], must_hold);
-  return r;
-}
-
-// Output row r's batch index and local spatial position.
-struct Row {
-  int64_t b, o[kAxes];
-};
-Row decode(const Grid& g, int64_t r) {
-  Row w;
-  w.o[2] = r % g.yl[2];
-  r /= g.yl[2];
-  w.o[1] = r % g.yl[1];
-  r /= g.yl[1];
-  w.o[0] = r % g.yl[0];
-  w.b = r / g.yl[0];
-  return w;
-}
 
 // Axis 2's taps of output position o2 read kernel consecutive positions
 // (dilation 1, none on the padding or outside the slice): one copy of
@@ -129,20 +39,6 @@ std::vector<char> contiguous_runs(const Grid& g, const Tables& tb) {
   return run;
 }
 
-// Calls f(row, b, o0, o1, o2_first, o2_last) for each run of rows
-// [row, row + o2_last - o2_first) of [r0, r0 + n) that share batch index b
-// and output positions o0, o1 (a line along axis 2).
-template <typename F>
-void for_each_line(const Grid& g, int64_t r0, int64_t n, F f) {
-  const int64_t len = g.yl[2];
-  for (int64_t r = r0; r < r0 + n;) {
-    const int64_t first = r % len, last = std::min(len, first + (r0 + n - r));
-    const Row w = decode(g, r - first);
-    f(r, w, first, last);
-    r += last - first;
-  }
-}
-
 // dst[0, n) = src[0, n) for the few floats of one output position's taps:
 // two overlapping fixed-size moves instead of a loop of single floats.
 inline void copy_small(float* dst, const float* src, int64_t n) {
@@ -157,35 +53,6 @@ inline void copy_small(float* dst, const float* src, int64_t n) {
   } else {
     for (int64_t i = 0; i < n; ++i) dst[i] = src[i];
   }
-}
-
-// The rows [lo, hi) of a line whose output positions lie inside y (a
-// window of dy may reach past its ends: those rows are zeros); empty when
-// the line itself lies outside.
-std::pair<int64_t, int64_t> inside_part(const Grid& g, const Row& line, int64_t first,
-                                        int64_t last) {
-  for (int a = 0; a < 2; ++a) {
-    const int64_t o = g.yat[a] + line.o[a];
-    if (o < 0 || o >= g.ax[a].y_size) return {0, 0};
-  }
-  return {std::max(first, -g.yat[2]), std::min(last, g.ax[2].y_size - g.yat[2])};
-}
-
-// Where input row (a, b) of tap row (j0, j1) of `line` starts in a slice
-// of lengths `len` (in positions: multiply by the channels), or -1 on the
-// padding or outside the slice.
-int64_t tap_row(const Grid& g, const Tables& tb, const Row& line, const int64_t* len, int64_t j0,
-                int64_t j1) {
-  const int64_t a = tb.t[0][line.o[0] * g.ax[0].kernel + j0];
-  const int64_t b = tb.t[1][line.o[1] * g.ax[1].kernel + j1];
-  return a < 0 || b < 0 ? -1 : ((line.b * len[0] + a) * len[1] + b) * len[2];
-}
-
-// Calls f(j0, j1, tap_row(...)) for the tap rows of `line` in order.
-template <typename F>
-void for_each_tap_row(const Grid& g, const Tables& tb, const Row& line, const int64_t* len, F f) {
-  for (int64_t j0 = 0; j0 < g.ax[0].kernel; ++j0)
-    for (int64_t j1 = 0; j1 < g.ax[1].kernel; ++j1) f(j0, j1, tap_row(g, tb, line, len, j0, j1));
 }
 
 // Rows [r0, r0 + n) of the im2col matrix of x: [n, taps * xc] with rows
@@ -538,12 +405,6 @@ int64_t chunk_rows(int64_t kc, int64_t rows) {
   return std::max<int64_t>(1, std::min(rows, kChunkFloats / std::max<int64_t>(1, kc)));
 }
 
-void require_float32(const HostTensor& t, const char* kernel) {
-  if (t.dtype() != float32) {
-    throw DTypeError(detail::str_cat(kernel, ": needs float32, got ", dtype_name(t.dtype())));
-  }
-}
-
 }  // namespace
 
 void conv_forward(const std::vector<ConvAxis>& axes, const HostTensor& x, const SpatialBegin& x_at,
@@ -655,148 +516,6 @@ void conv_filter_grad(const std::vector<ConvAxis>& axes, const HostTensor& x,
       for (size_t i = 0; i < part.size(); ++i) out[i] += part[i];
     }
   }
-}
-
-void pool_forward(PoolFn fn, const std::vector<ConvAxis>& axes, const HostTensor& x,
-                  const SpatialBegin& x_at, HostTensor& y, const SpatialBegin& y_at) {
-  require_float32(x, "pool");
-  const Grid g = make_grid(axes, x.shape(), x_at, y.shape(), y_at);
-  MTF_CHECK(g.xc == g.yc);
-  const Tables tb = tables(g, g.xat, g.xl, true);
-  const int64_t c = g.xc, k2 = g.ax[2].kernel;
-  const float* in = x.data<float>();
-  float* out = y.data<float>();
-  const int64_t* t2 = tb.t[2].data();
-  std::vector<int64_t> count(g.yl[2]);
-  // Line by line; each output element meets its taps in (j0, j1, j2) order.
-  for_each_line(g, 0, g.y_rows(), [&](int64_t r, const Row& line, int64_t first, int64_t last) {
-    float* y_line = out + (r - first) * c;
-    std::fill(y_line + first * c, y_line + last * c,
-              fn == PoolFn::kMax ? -std::numeric_limits<float>::infinity() : 0.f);
-    std::fill(count.begin(), count.end(), 0);
-    for_each_tap_row(g, tb, line, g.xl, [&](int64_t, int64_t, int64_t row) {
-      if (row < 0) return;
-      const float* src = in + row * c;
-      for (int64_t o2 = first; o2 < last; ++o2) {
-        float* dst = y_line + o2 * c;
-        for (int64_t j2 = 0; j2 < k2; ++j2) {
-          const int64_t at = t2[o2 * k2 + j2];
-          if (at < 0) continue;
-          ++count[o2];
-          const float* v = src + at * c;
-          if (fn == PoolFn::kMax) {
-            for (int64_t k = 0; k < c; ++k) dst[k] = v[k] > dst[k] ? v[k] : dst[k];
-          } else {
-            for (int64_t k = 0; k < c; ++k) dst[k] += v[k];
-          }
-        }
-      }
-    });
-    if (fn != PoolFn::kAvg) return;
-    for (int64_t o2 = first; o2 < last; ++o2) {
-      if (count[o2] == 0) continue;
-      const float inv = static_cast<float>(count[o2]);
-      for (int64_t k = 0; k < c; ++k) y_line[o2 * c + k] /= inv;
-    }
-  });
-}
-
-namespace {
-
-// Taps of a table row that are real positions (inside x or not).
-int64_t real_taps(const std::vector<int64_t>& t, int64_t o, int64_t k) {
-  int64_t n = 0;
-  for (int64_t j = 0; j < k; ++j) n += t[o * k + j] != kPad;
-  return n;
-}
-
-}  // namespace
-
-void pool_grad(PoolFn fn, const std::vector<ConvAxis>& axes, const HostTensor* x,
-               const SpatialBegin& x_at, const HostTensor& dy, const SpatialBegin& dy_at,
-               HostTensor& dx, const SpatialBegin& dx_at) {
-  require_float32(dy, "pool_grad");
-  const Grid g = make_grid(axes, dx.shape(), dx_at, dy.shape(), dy_at);
-  MTF_CHECK(g.xc == g.yc);
-  const int64_t c = g.xc, k0 = g.ax[0].kernel, k1 = g.ax[1].kernel, k2 = g.ax[2].kernel;
-  const Tables to_dx = tables(g, g.xat, g.xl, false);
-  float* out = dx.data<float>();
-  std::fill(out, out + dx.num_elements(), 0.f);
-  const float* d = dy.data<float>();
-  const int64_t* t2 = to_dx.t[2].data();
-  if (fn == PoolFn::kAvg) {
-    // Each dx element gets its terms in row order: within a line one (j0,
-    // j1) reaches it, and positions go in order.
-    for_each_line(g, 0, g.y_rows(), [&](int64_t r, const Row& line, int64_t first, int64_t last) {
-      const auto [lo, hi] = inside_part(g, line, first, last);
-      const int64_t n01 =
-          real_taps(to_dx.t[0], line.o[0], k0) * real_taps(to_dx.t[1], line.o[1], k1);
-      const float* d_line = d + (r - first) * c;
-      for_each_tap_row(g, to_dx, line, g.xl, [&](int64_t, int64_t, int64_t row) {
-        if (row < 0) return;
-        float* dst = out + row * c;
-        for (int64_t o2 = lo; o2 < hi; ++o2) {
-          const int64_t count = n01 * real_taps(to_dx.t[2], o2, k2);
-          if (count == 0) continue;
-          const float inv = static_cast<float>(count);
-          const float* dv = d_line + o2 * c;
-          for (int64_t j2 = 0; j2 < k2; ++j2) {
-            const int64_t at = t2[o2 * k2 + j2];
-            if (at < 0) continue;
-            for (int64_t k = 0; k < c; ++k) dst[at * c + k] += dv[k] / inv;
-          }
-        }
-      });
-    });
-    return;
-  }
-  // Max: the window of x (its own begin and lengths) finds each argmax, the
-  // first largest in tap order; dy then goes to that tap's dx element.
-  MTF_CHECK(x != nullptr);
-  require_float32(*x, "pool_grad");
-  const Grid gx = make_grid(axes, x->shape(), x_at, dy.shape(), dy_at);
-  const Tables in_x = tables(gx, gx.xat, gx.xl, true);
-  const float* xv = x->data<float>();
-  const int64_t* tx2 = in_x.t[2].data();
-  const int64_t len = g.yl[2];
-  // Per position and channel: the largest x so far and where its gradient
-  // goes: an index into dx, kOutside when that position is not in dx's
-  // slice, kNone before any tap.
-  constexpr int64_t kNone = -2, kOutside = -1;
-  std::vector<float> best(len * c);
-  std::vector<int64_t> target(len * c);
-  for_each_line(g, 0, g.y_rows(), [&](int64_t r, const Row& line, int64_t first, int64_t last) {
-    const auto [lo, hi] = inside_part(g, line, first, last);
-    if (lo >= hi) return;
-    std::fill(best.begin() + lo * c, best.begin() + hi * c,
-              -std::numeric_limits<float>::infinity());
-    std::fill(target.begin() + lo * c, target.begin() + hi * c, kNone);
-    for_each_tap_row(gx, in_x, line, gx.xl, [&](int64_t j0, int64_t j1, int64_t x_row) {
-      if (x_row < 0) return;
-      const float* src = xv + x_row * c;
-      const int64_t dx_row = tap_row(g, to_dx, line, g.xl, j0, j1);
-      for (int64_t o2 = lo; o2 < hi; ++o2) {
-        float* bv = best.data() + o2 * c;
-        int64_t* bt = target.data() + o2 * c;
-        for (int64_t j2 = 0; j2 < k2; ++j2) {
-          const int64_t at = tx2[o2 * k2 + j2];
-          if (at < 0) continue;
-          const float* v = src + at * c;
-          const int64_t to = t2[o2 * k2 + j2];
-          const int64_t base = dx_row >= 0 && to >= 0 ? (dx_row + to) * c : kOutside;
-          for (int64_t k = 0; k < c; ++k) {
-            const bool take = bt[k] == kNone || v[k] > bv[k];
-            bv[k] = take ? v[k] : bv[k];
-            bt[k] = take ? (base == kOutside ? kOutside : base + k) : bt[k];
-          }
-        }
-      }
-    });
-    const float* d_line = d + (r - first) * c;
-    for (int64_t i = lo * c; i < hi * c; ++i) {
-      if (target[i] >= 0) out[target[i]] += d_line[i];
-    }
-  });
 }
 
 }  // namespace mtf::kernels
