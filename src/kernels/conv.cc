@@ -477,8 +477,6 @@ void conv_filter_grad(const std::vector<ConvAxis>& axes, const HostTensor& x,
     std::fill(out, out + dw.num_elements(), 0.f);
     return;
   }
-  const std::vector<char> run = contiguous_runs(g, tb);
-  const FixedOrderTile tile = fixed_order_tile(kc);
   if (g.xc == 1 && !fixed_order) {
     // One channel: the transposed im2col matrix costs a copy per line and
     // tap, where its rows would cost one per position and tap row. (In
@@ -495,6 +493,8 @@ void conv_filter_grad(const std::vector<ConvAxis>& axes, const HostTensor& x,
     }
     return;
   }
+  const std::vector<char> run = contiguous_runs(g, tb);
+  const FixedOrderTile tile = fixed_order_tile(kc);
   if (kc <= tile.nr) {
     conv_filter_grad_direct(g, tb, run, tile, x.data<float>(), dy.data<float>(), out);
     return;
