@@ -4,8 +4,7 @@
 
 #include "mtf/auto_layout.h"
 #include "mtf/errors.h"
-#include "mtf/mpi_transport.h"
-#include "mtf/tcp_transport.h"
+#include "mtf/process_transport.h"
 
 namespace mtf::data {
 
@@ -51,15 +50,10 @@ MeshConfig mesh_config_from_flags(const Flags& flags, std::string* transport_nam
   if (flags.str("layout") != "auto") mesh.layout = LayoutRules(flags.str("layout"));
   // Started by mtf-launch (or any launcher setting MTF_RANK etc.) or by
   // mpirun: this process is one rank of a multi-process job.
-  const std::string transport = flags.str("transport");
-  if (transport == "tcp" || (transport == "auto" && TcpOptions::in_environment())) {
-    mesh.process_transport = connect_tcp(TcpOptions::from_environment());
-    *transport_name = "TCP";
-  } else if (transport == "mpi" || (transport == "auto" && in_mpi_environment())) {
-    mesh.process_transport = connect_mpi();
-    *transport_name = "MPI";
-  } else if (transport != "auto" && transport != "none") {
-    throw ValueError("--transport must be auto, tcp, mpi or none, not \"" + transport + "\"");
+  try {
+    mesh.process_transport = connect_process_transport(flags.str("transport"), transport_name);
+  } catch (const ValueError& e) {
+    throw ValueError(std::string("--transport: ") + e.what());
   }
   return mesh;
 }

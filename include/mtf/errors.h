@@ -69,6 +69,14 @@ class OutOfMemoryError : public Error {
   using Error::Error;
 };
 
+// The call stopped because request_interrupt() (mtf/interrupt.h) asked it
+// to: Ctrl-C in the Python module. Nothing the call would have changed has
+// changed.
+class InterruptedError : public Error {
+ public:
+  using Error::Error;
+};
+
 // An invariant of mtf itself was broken: a bug in mtf, please report it.
 class InternalError : public Error {
  public:

@@ -1,5 +1,7 @@
 #include "exec/step_dispatch.h"
 
+#include "mtf/interrupt.h"
+
 namespace mtf::exec {
 
 int64_t group_size(const MeshShape& mesh, const std::vector<int>& axes) {
@@ -9,6 +11,9 @@ int64_t group_size(const MeshShape& mesh, const std::vector<int>& axes) {
 }
 
 void dispatch_step(const MeshShape& mesh, const Step& s, StepBackend& backend) {
+  // Every executor and the cost model pass here before each step, so a
+  // request_interrupt() stops all of them between steps.
+  check_interrupt("the run");
   switch (s.kind) {
     case Step::Kind::kCompute:
       backend.compute(s);

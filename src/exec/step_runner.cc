@@ -11,6 +11,8 @@ namespace mtf::exec {
 // Rethrows an error raised while running `op` as the same type, with the op
 // named first, so a failure deep in a kernel says where in the graph it was.
 [[noreturn]] void rethrow_in_op(const Operation& op, const Error& e) {
+  // Not the op's doing: the message stays as it was.
+  if (dynamic_cast<const InterruptedError*>(&e)) throw InterruptedError(e.what());
   const std::string msg = "while running " + op.attribution() + ": " + e.what();
   if (dynamic_cast<const ShapeError*>(&e)) throw ShapeError(msg);
   if (dynamic_cast<const DTypeError*>(&e)) throw DTypeError(msg);

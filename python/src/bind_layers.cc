@@ -1,0 +1,182 @@
+// bind_layers.cc — mtf.layers: every layer of mtf/layers.h, with Mesh
+// TensorFlow's argument names (dense(x, new_dims, reduced_dims=None,
+// use_bias=True, activation=None, name=...)).
+#include <pybind11/functional.h>
+
+#include "handles.h"
+
+namespace mtf::python {
+namespace {
+
+using Activation = std::function<Tensor(const Tensor&)>;
+
+// One dimension or a list of them.
+std::vector<Dimension> dims_of(const py::object& o) {
+  if (o.is_none()) return {};
+  if (py::isinstance<Dimension>(o)) return {o.cast<Dimension>()};
+  if (py::isinstance<Shape>(o)) return o.cast<Shape>().dims();
+  return o.cast<std::vector<Dimension>>();
+}
+
+layers::ConvOptions conv_options(const std::vector<int64_t>& strides, const std::string& padding,
+                         const std::vector<int64_t>& dilations, bool use_bias,
+                         const std::optional<Activation>& activation,
+                         const std::optional<Initializer>& initializer) {
+  layers::ConvOptions o;
+  o.strides = strides;
+  o.padding = padding;
+  o.dilations = dilations;
+  o.use_bias = use_bias;
+  if (activation) o.activation = *activation;
+  if (initializer) {
+    o.has_initializer = true;
+    o.filter_initializer = *initializer;
+  }
+  return o;
+}
+
+// conv layers of a fixed signature (name, filter size as a list).
+using ConvLayer = Tensor (*)(const Tensor&, const Dimension&, const std::vector<int64_t>&,
+                             const std::string&, const layers::ConvOptions&);
+void conv_layer(py::module_& l, const char* name, ConvLayer f) {
+  l.def(
+      name,
+      [f](const Tensor& x, const Dimension& output_dim, const std::vector<int64_t>& filter_size,
+          const std::vector<int64_t>& strides, const std::string& padding,
+          const std::vector<int64_t>& dilations, bool use_bias,
+          const std::optional<Activation>& activation,
+          const std::optional<Initializer>& filter_initializer, const std::string& layer_name) {
+        return f(x, output_dim, filter_size, layer_name,
+                 conv_options(strides, padding, dilations, use_bias, activation,
+                              filter_initializer));
+      },
+      py::arg("x"), py::arg("output_dim"), py::arg("filter_size"),
+      py::arg("strides") = std::vector<int64_t>{}, py::arg("padding") = "SAME",
+      py::arg("dilations") = std::vector<int64_t>{}, py::arg("use_bias") = true,
+      py::arg("activation") = py::none(), py::arg("filter_initializer") = py::none(),
+      py::arg("name") = name);
+}
+
+}  // namespace
+
+void bind_layers(py::module_& m) {
+  py::module_ l = m.def_submodule("layers", "Layers (Mesh TensorFlow's layers.py).");
+  l.def("get_or_create_variable", &layers::get_or_create_variable, py::arg("mesh"),
+        py::arg("name"), py::arg("shape"), py::arg("initializer"), py::arg("dtype") = float32,
+        py::arg("trainable") = true);
+  l.def("variance_scaling_initializer", &layers::variance_scaling, py::arg("reduced_dims"),
+        py::arg("scale") = 1.0f);
+  l.def(
+      "dense",
+      [](const Tensor& x, const py::object& new_dims, const py::object& reduced_dims,
+         bool use_bias, const std::optional<Activation>& activation,
+         const std::optional<Initializer>& kernel_initializer, const std::string& name) {
+        layers::DenseOptions o;
+        o.use_bias = use_bias;
+        if (activation) o.activation = *activation;
+        if (kernel_initializer) {
+          o.has_initializer = true;
+          o.kernel_initializer = *kernel_initializer;
+        }
+        return layers::dense(x, dims_of(new_dims), dims_of(reduced_dims), name, o);
+      },
+      py::arg("x"), py::arg("new_dims"), py::arg("reduced_dims") = py::none(),
+      py::arg("use_bias") = true, py::arg("activation") = py::none(),
+      py::arg("kernel_initializer") = py::none(), py::arg("name") = "dense",
+      "einsum(x, kernel[reduced_dims + new_dims]) + bias; reduced_dims default: x's last.");
+  conv_layer(l, "conv", &layers::conv);
+  conv_layer(l, "conv2d", &layers::conv2d);
+  conv_layer(l, "conv3d", &layers::conv3d);
+  conv_layer(l, "conv_transpose", &layers::conv_transpose);
+  conv_layer(l, "conv2d_transpose", &layers::conv2d_transpose);
+  conv_layer(l, "conv3d_transpose", &layers::conv3d_transpose);
+  l.def(
+      "conv1d",
+      [](const Tensor& x, const Dimension& output_dim, int64_t filter_size, int64_t stride,
+         const std::string& padding, int64_t dilation, bool use_bias,
+         const std::optional<Activation>& activation,
+         const std::optional<Initializer>& filter_initializer, const std::string& name) {
+        return layers::conv1d(x, output_dim, filter_size, name,
+                              conv_options({stride}, padding, {dilation}, use_bias, activation,
+                                           filter_initializer));
+      },
+      py::arg("x"), py::arg("output_dim"), py::arg("filter_size") = 3, py::arg("stride") = 1,
+      py::arg("padding") = "SAME", py::arg("dilation") = 1, py::arg("use_bias") = true,
+      py::arg("activation") = py::none(), py::arg("filter_initializer") = py::none(),
+      py::arg("name") = "conv1d");
+  l.def("max_pool2d", &layers::max_pool2d, py::arg("x"),
+        py::arg("ksize") = std::vector<int64_t>{2, 2});
+  l.def("max_pool3d", &layers::max_pool3d, py::arg("x"),
+        py::arg("ksize") = std::vector<int64_t>{2, 2, 2});
+  l.def("avg_pool2d", &layers::avg_pool2d, py::arg("x"),
+        py::arg("ksize") = std::vector<int64_t>{2, 2});
+  l.def("avg_pool3d", &layers::avg_pool3d, py::arg("x"),
+        py::arg("ksize") = std::vector<int64_t>{2, 2, 2});
+  l.def("layer_norm", &layers::layer_norm, py::arg("x"), py::arg("dim"),
+        py::arg("name") = "layer_norm", py::arg("epsilon") = 1e-6f);
+  l.def(
+      "batch_norm",
+      [](const Tensor& x, bool is_training, const py::object& reduced_dims, float momentum,
+         float epsilon, bool init_zero, const std::string& name) {
+        layers::BatchNorm bn = layers::batch_norm(x, is_training, dims_of(reduced_dims), name,
+                                                  momentum, epsilon, init_zero);
+        return py::make_tuple(wrap(bn.output), wrap(bn.updates));
+      },
+      py::arg("x"), py::arg("is_training"), py::arg("reduced_dims"), py::arg("momentum") = 0.99f,
+      py::arg("epsilon") = 1e-3f, py::arg("init_zero") = false, py::arg("name") = "batch_norm",
+      "(output, update ops): run the updates with the training step.");
+  l.def("embedding", &layers::embedding, py::arg("indices"), py::arg("vocab_dim"),
+        py::arg("output_dim"), py::arg("name") = "embedding", py::arg("init_stddev") = 1.0f);
+  l.def(
+      "dropout",
+      [](const Tensor& x, float keep_prob, const std::optional<Shape>& noise_shape) {
+        return layers::dropout_if(x, keep_prob, noise_shape ? &*noise_shape : nullptr);
+      },
+      py::arg("x"), py::arg("keep_prob") = 1.0f, py::arg("noise_shape") = py::none(),
+      "Dropout that is the identity when keep_prob is 1.");
+  l.def("attention_mask_autoregressive", &layers::attention_mask_autoregressive, py::arg("mesh"),
+        py::arg("query_dim"), py::arg("memory_dim"));
+  l.def(
+      "dot_product_attention",
+      [](const Tensor& q, const Tensor& k, const Tensor& v, const std::optional<Tensor>& mask,
+         const Dimension& kv_dim, const Dimension& memory_dim, float keep_prob) {
+        return layers::dot_product_attention(q, k, v, mask.value_or(Tensor()), kv_dim,
+                                             memory_dim, keep_prob);
+      },
+      py::arg("q"), py::arg("k"), py::arg("v"), py::arg("mask"), py::arg("kv_dim"),
+      py::arg("memory_length_dim"), py::arg("keep_prob") = 1.0f);
+  l.def(
+      "multihead_attention",
+      [](const Tensor& query_antecedent, const Tensor& memory_antecedent,
+         const std::optional<Tensor>& mask, const Dimension& kv_dim, const Dimension& heads_dim,
+         const Dimension& memory_length_dim, float keep_prob, const std::string& name) {
+        return layers::multihead_attention(query_antecedent, memory_antecedent,
+                                           mask.value_or(Tensor()),
+                                           {heads_dim, kv_dim, memory_length_dim}, name,
+                                           keep_prob);
+      },
+      py::arg("query_antecedent"), py::arg("memory_antecedent"), py::arg("mask"),
+      py::arg("kv_channels"), py::arg("heads"), py::arg("memory_length_dim"),
+      py::arg("dropout_keep_prob") = 1.0f, py::arg("name") = "multihead_attention");
+  l.def("dense_relu_dense", &layers::dense_relu_dense, py::arg("x"), py::arg("hidden_channels"),
+        py::arg("name") = "dense_relu_dense", py::arg("dropout_keep_prob") = 1.0f);
+  l.def(
+      "moe",
+      [](const Tensor& x, const DimRef& group, const Dimension& experts, const Dimension& hidden,
+         float capacity_factor, float loss_coef, const std::string& name) {
+        layers::MoeOptions o{experts, hidden, capacity_factor, loss_coef};
+        layers::MoeOutput out = layers::moe(x, group, name, o);
+        return std::make_pair(out.y, out.loss);
+      },
+      py::arg("x"), py::arg("group_dim"), py::arg("experts_dim") = Dimension{"experts", 4},
+      py::arg("hidden_dim") = Dimension{"expert_hidden", 256}, py::arg("capacity_factor") = 2.0f,
+      py::arg("loss_coef") = 1e-2f, py::arg("name") = "moe",
+      "Top-2 mixture of experts: (output, load-balancing loss to add to the training loss).");
+  l.def("softmax_cross_entropy_with_logits", &softmax_cross_entropy_with_logits,
+        py::arg("logits"), py::arg("targets"), py::arg("vocab_dim"), py::arg("z_loss") = 0.0f);
+  l.def("softmax_cross_entropy_mean", &layers::softmax_cross_entropy_mean, py::arg("logits"),
+        py::arg("targets"), py::arg("vocab_dim"), py::arg("z_loss") = 0.0f,
+        "Mean cross-entropy of logits against int32 targets.");
+}
+
+}  // namespace mtf::python

@@ -1,0 +1,261 @@
+// bind_ops.cc — every op of mtf/ops.h, with Mesh TensorFlow's argument
+// names (reduce_sum(x, output_shape=..., reduced_dim=...), pad(x, [before,
+// after], dim_name), split(x, dim, num_or_size_splits), ...).
+#include <pybind11/functional.h>
+
+#include "array_convert.h"
+#include "handles.h"
+
+namespace mtf::python {
+namespace {
+
+using OptShape = std::optional<Shape>;
+
+const Shape* ptr(const OptShape& s) { return s ? &*s : nullptr; }
+
+// Mesh TensorFlow's reduction arguments: output_shape or reduced_dim (or
+// neither: to a scalar).
+ReduceSpec reduce_spec(const char* op, const OptShape& output_shape,
+                       const std::optional<DimRef>& reduced_dim) {
+  if (output_shape && reduced_dim) {
+    throw ValueError(std::string(op) + ": give output_shape or reduced_dim, not both");
+  }
+  if (output_shape) return ReduceSpec(*output_shape);
+  if (reduced_dim) return ReduceSpec(*reduced_dim);
+  return ReduceSpec(Shape());
+}
+
+template <Tensor (*F)(const Tensor&, const std::string&)>
+void unary(py::module_& m, const char* name, const char* doc) {
+  m.def(name, F, py::arg("x"), py::arg("name") = "", doc);
+}
+
+template <Tensor (*F)(const Tensor&, const Tensor&, const Shape*)>
+void broadcasting(py::module_& m, const char* name) {
+  m.def(
+      name,
+      [](const Tensor& a, const py::object& b, const OptShape& output_shape) {
+        const Tensor bt = py::isinstance<PyTensor>(b)
+                              ? b.cast<PyTensor>().tensor
+                              : constant(a.mesh(), b.cast<float>(), Shape(), a.dtype());
+        return F(a, bt, ptr(output_shape));
+      },
+      py::arg("x1"), py::arg("x2"), py::arg("output_shape") = py::none());
+}
+
+template <Tensor (*F)(const Tensor&, const Tensor&)>
+void comparison(py::module_& m, const char* name) {
+  m.def(name, F, py::arg("x1"), py::arg("x2"), "1 where true, 0 where false (int32).");
+}
+
+}  // namespace
+
+void bind_ops(py::module_& m) {
+  // ---- creation
+  m.def(
+      "constant",
+      [](const Mesh& mesh, const py::object& value, const OptShape& shape, DType dtype,
+         const std::string& name) {
+        if (py::isinstance<py::float_>(value) || py::isinstance<py::int_>(value) ||
+            py::isinstance<py::bool_>(value)) {
+          return constant(mesh, value.cast<float>(), shape.value_or(Shape()), dtype, name);
+        }
+        // An array: its values, as a constant of `shape` (its own shape's
+        // sizes must match).
+        if (!shape) {
+          throw ValueError("constant: an array value needs shape=, naming its dimensions");
+        }
+        return import_host(mesh, array_to_host(value, *shape, dtype, "constant " + name), name);
+      },
+      py::arg("mesh"), py::arg("value"), py::arg("shape") = py::none(),
+      py::arg("dtype") = float32, py::arg("name") = "",
+      "A tensor of `shape` filled with a scalar, or holding a NumPy array's values.");
+  m.def("zeros", &zeros, py::arg("mesh"), py::arg("shape"), py::arg("dtype") = float32);
+  m.def("ones", &ones, py::arg("mesh"), py::arg("shape"), py::arg("dtype") = float32);
+  m.def(
+      "import_fully_replicated",
+      [](const Mesh& mesh, const py::object& array, const Shape& shape, const std::string& name) {
+        const DType dtype = array_dtype(array);
+        return import_host(mesh, array_to_host(array, shape, dtype, "import " + name), name);
+      },
+      py::arg("mesh"), py::arg("array"), py::arg("shape"), py::arg("name") = "",
+      "A constant holding a copy of a NumPy array (float32 or int32 kinds).");
+  m.def("placeholder", &placeholder, py::arg("mesh"), py::arg("shape"),
+        py::arg("dtype") = float32, py::arg("name") = "placeholder",
+        "A value fed at each Session.run (feed_dict).");
+
+  // ---- elementwise unary
+  unary<&mtf::relu>(m, "relu", "max(x, 0)");
+  unary<&mtf::gelu>(m, "gelu", "tanh approximation, as Mesh TensorFlow's gelu");
+  unary<&mtf::exp>(m, "exp", "");
+  unary<&mtf::log>(m, "log", "");
+  unary<&mtf::tanh>(m, "tanh", "");
+  unary<&mtf::sigmoid>(m, "sigmoid", "");
+  unary<&mtf::sqrt>(m, "sqrt", "");
+  unary<&mtf::rsqrt>(m, "rsqrt", "");
+  unary<&mtf::square>(m, "square", "");
+  unary<&mtf::abs>(m, "abs", "");
+  unary<&mtf::negative>(m, "negative", "");
+  unary<&mtf::reciprocal>(m, "reciprocal", "");
+  unary<&mtf::sin>(m, "sin", "");
+  unary<&mtf::cos>(m, "cos", "");
+  unary<&mtf::softplus>(m, "softplus", "");
+  unary<&mtf::sign>(m, "sign", "");
+  unary<&mtf::identity>(m, "identity", "");
+  unary<&mtf::stop_gradient>(m, "stop_gradient", "identity; no gradient flows through it");
+  m.def("cast", &cast, py::arg("x"), py::arg("dtype"), py::arg("name") = "");
+  m.def("to_float", [](const Tensor& x) { return cast(x, float32); }, py::arg("x"));
+  m.def("to_int32", [](const Tensor& x) { return cast(x, int32); }, py::arg("x"));
+
+  // ---- elementwise binary
+  broadcasting<&mtf::add>(m, "add");
+  broadcasting<&mtf::subtract>(m, "subtract");
+  broadcasting<&mtf::subtract>(m, "sub");
+  broadcasting<&mtf::multiply>(m, "multiply");
+  broadcasting<&mtf::multiply>(m, "mul");
+  broadcasting<&mtf::divide>(m, "divide");
+  broadcasting<&mtf::divide>(m, "div");
+  broadcasting<&mtf::minimum>(m, "minimum");
+  broadcasting<&mtf::maximum>(m, "maximum");
+  broadcasting<&mtf::pow>(m, "pow");
+  comparison<&mtf::less>(m, "less");
+  comparison<&mtf::less_equal>(m, "less_equal");
+  comparison<&mtf::greater>(m, "greater");
+  comparison<&mtf::greater_equal>(m, "greater_equal");
+  comparison<&mtf::equal>(m, "equal");
+  comparison<&mtf::not_equal>(m, "not_equal");
+  m.def("where", &where, py::arg("condition"), py::arg("x"), py::arg("y"));
+  m.def("add_n", &add_n, py::arg("xs"));
+  m.def("broadcast", static_cast<Tensor (*)(const Tensor&, const Shape&)>(&broadcast), py::arg("x"), py::arg("new_shape"));
+
+  // ---- einsum
+  m.def(
+      "einsum",
+      [](const std::vector<Tensor>& xs, const OptShape& output_shape, const std::string& name) {
+        return output_shape ? einsum(xs, *output_shape, name) : einsum(xs, name);
+      },
+      py::arg("xs"), py::arg("output_shape") = py::none(), py::arg("name") = "",
+      "Contraction by dimension name: dimensions absent from output_shape are summed "
+      "(default output: the dimensions in exactly one input).");
+  m.def(
+      "matmul",
+      [](const Tensor& a, const Tensor& b, const OptShape& output_shape) {
+        return matmul(a, b, ptr(output_shape));
+      },
+      py::arg("a"), py::arg("b"), py::arg("output_shape") = py::none());
+
+  // ---- reductions
+  auto reduction = [&](const char* name, Tensor (*f)(const Tensor&, const ReduceSpec&)) {
+    m.def(
+        name,
+        [name, f](const Tensor& x, const OptShape& output_shape,
+                  const std::optional<DimRef>& reduced_dim) {
+          return f(x, reduce_spec(name, output_shape, reduced_dim));
+        },
+        py::arg("x"), py::kw_only(), py::arg("output_shape") = py::none(),
+        py::arg("reduced_dim") = py::none(),
+        "Reduces to output_shape, or removes reduced_dim; neither: to a scalar.");
+  };
+  reduction("reduce_sum", static_cast<Tensor (*)(const Tensor&, const ReduceSpec&)>(&reduce_sum));
+  reduction("reduce_mean",
+            static_cast<Tensor (*)(const Tensor&, const ReduceSpec&)>(&reduce_mean));
+  reduction("reduce_max", static_cast<Tensor (*)(const Tensor&, const ReduceSpec&)>(&reduce_max));
+  reduction("reduce_min", static_cast<Tensor (*)(const Tensor&, const ReduceSpec&)>(&reduce_min));
+  reduction("reduce_logsumexp", &reduce_logsumexp);
+  m.def("softmax", &softmax, py::arg("x"), py::arg("reduced_dim"));
+  m.def("log_softmax", &log_softmax, py::arg("x"), py::arg("reduced_dim"));
+  m.def("top_k", &top_k, py::arg("x"), py::arg("reduced_dim"), py::arg("k_dim"),
+        "(values, int32 indices) of the k = k_dim.size largest along reduced_dim.");
+  m.def("nth_largest_element", &nth_largest_element, py::arg("x"), py::arg("n"),
+        py::arg("reduced_dim"));
+  m.def("nth_smallest_element", &nth_smallest_element, py::arg("x"), py::arg("n"),
+        py::arg("reduced_dim"));
+  m.def("weights_nonzero", &weights_nonzero, py::arg("targets"), py::arg("dtype") = float32);
+  m.def(
+      "argmax",
+      [](const Tensor& x, const DimRef& reduced_dim) {
+        const Tensor idx = top_k(x, reduced_dim, Dimension{"top_k_argmax", 1}).second;
+        return reshape(idx, x.shape().minus(Shape({reduced_dim.in(x.shape(), "argmax", "x")})));
+      },
+      py::arg("x"), py::arg("reduced_dim"), "Index of the largest value along reduced_dim.");
+
+  // ---- layout of a tensor
+  m.def("reshape", &reshape, py::arg("x"), py::arg("new_shape"), py::arg("name") = "");
+  m.def("rename_dimension", &rename_dimension, py::arg("x"), py::arg("old_name"),
+        py::arg("new_name"));
+  m.def("transpose", &transpose, py::arg("x"), py::arg("new_shape"), py::arg("name") = "");
+  m.def("slice", &slice, py::arg("x"), py::arg("begin"), py::arg("size"),
+        py::arg("slice_dim_name"));
+  m.def(
+      "pad",
+      [](const Tensor& x, const std::vector<int64_t>& paddings, const DimRef& dim) {
+        if (paddings.size() != 2) {
+          throw ValueError("pad: paddings must be [before, after], got " +
+                           std::to_string(paddings.size()) + " numbers");
+        }
+        return pad(x, paddings[0], paddings[1], dim);
+      },
+      py::arg("x"), py::arg("paddings"), py::arg("dim_name"));
+  m.def("concat", &concat, py::arg("xs"), py::arg("concat_dim_name"));
+  m.def(
+      "split",
+      [](const Tensor& x, const DimRef& dim, const py::object& num_or_sizes) {
+        if (py::isinstance<py::int_>(num_or_sizes)) {
+          return split(x, dim, num_or_sizes.cast<int>());
+        }
+        return split(x, dim, num_or_sizes.cast<std::vector<int64_t>>());
+      },
+      py::arg("x"), py::arg("split_dim"), py::arg("num_or_size_splits"));
+  m.def("stack", &stack, py::arg("xs"), py::arg("dim_name"), py::arg("axis") = 0);
+  m.def("unstack", &unstack, py::arg("x"), py::arg("dim"));
+  m.def("shift", static_cast<Tensor (*)(const Tensor&, int64_t, const DimRef&, bool)>(&shift), py::arg("x"), py::arg("offset"), py::arg("dim"), py::arg("wrap"));
+  m.def("cumsum", &cumsum, py::arg("x"), py::arg("dim"), py::arg("exclusive") = false,
+        py::arg("reverse") = false);
+  m.def("cumprod", &cumprod, py::arg("x"), py::arg("dim"), py::arg("exclusive") = false,
+        py::arg("reverse") = false);
+
+  // ---- convolutions and pooling (channels last)
+  m.def("conv", &conv, py::arg("x"), py::arg("conv_filter"),
+        py::arg("strides") = std::vector<int64_t>{}, py::arg("padding") = "SAME",
+        py::arg("dilations") = std::vector<int64_t>{}, py::arg("name") = "",
+        "N-d convolution of [batch..., spatial..., channels] with a filter [spatial..., in, "
+        "out].");
+  m.def("conv_transpose", &conv_transpose, py::arg("x"), py::arg("conv_filter"),
+        py::arg("strides") = std::vector<int64_t>{}, py::arg("padding") = "SAME",
+        py::arg("dilations") = std::vector<int64_t>{}, py::arg("name") = "");
+  m.def("max_pool", &max_pool, py::arg("x"), py::arg("ksize"),
+        py::arg("strides") = std::vector<int64_t>{}, py::arg("padding") = "VALID",
+        py::arg("name") = "");
+  m.def("avg_pool", &avg_pool, py::arg("x"), py::arg("ksize"),
+        py::arg("strides") = std::vector<int64_t>{}, py::arg("padding") = "VALID",
+        py::arg("name") = "");
+
+  // ---- indices
+  m.def("one_hot", &one_hot, py::arg("indices"), py::arg("output_dim"), py::arg("on_value") = 1.0f,
+        py::arg("off_value") = 0.0f, py::arg("dtype") = float32);
+  m.def("range", &range, py::arg("mesh"), py::arg("dim"), py::arg("dtype") = int32);
+  m.def("gather", &gather, py::arg("weights"), py::arg("indices"), py::arg("dim"));
+
+  // ---- randomness
+  m.def("random_uniform", &random_uniform, py::arg("mesh"), py::arg("shape"),
+        py::arg("minval") = 0.0f, py::arg("maxval") = 1.0f, py::arg("seed") = 0);
+  m.def("random_normal", &random_normal, py::arg("mesh"), py::arg("shape"), py::arg("mean") = 0.0f,
+        py::arg("stddev") = 1.0f, py::arg("seed") = 0);
+  m.def(
+      "dropout",
+      [](const Tensor& x, std::optional<float> keep_prob, std::optional<float> rate,
+         const OptShape& noise_shape, uint64_t seed) {
+        if (keep_prob.has_value() == rate.has_value()) {
+          throw ValueError("dropout: give exactly one of keep_prob and rate");
+        }
+        return dropout(x, keep_prob ? *keep_prob : 1.0f - *rate, seed, ptr(noise_shape));
+      },
+      py::arg("x"), py::arg("keep_prob") = py::none(), py::kw_only(),
+      py::arg("rate") = py::none(), py::arg("noise_shape") = py::none(), py::arg("seed") = 0);
+
+  // ---- losses
+  m.def("softmax_cross_entropy_with_logits", &softmax_cross_entropy_with_logits,
+        py::arg("logits"), py::arg("targets"), py::arg("vocab_dim"), py::arg("z_loss") = 0.0f);
+}
+
+}  // namespace mtf::python

@@ -1,0 +1,171 @@
+// bind_simulation.cc — the torus simulator and automatic layouts from
+// Python: any graph on any topology preset or machine file, reports as
+// dicts (the JSON mtf-sim --json prints), auto_layout's ranking as a list of
+// dicts.
+#include <fstream>
+
+#include "array_convert.h"
+#include "handles.h"
+#include "interruptible.h"
+
+namespace mtf::python {
+namespace {
+
+py::object json_loads(const std::string& s) {
+  return py::module_::import("json").attr("loads")(s);
+}
+
+py::dict candidate_dict(const LayoutCandidate& c) {
+  py::dict d;
+  d["mesh_shape"] = c.mesh.to_string();
+  d["layout"] = c.rules.to_string();
+  d["step_time"] = c.step_time;
+  d["estimated_step_time"] = c.estimated_step_time;
+  d["compute"] = c.compute;
+  d["communication"] = c.communication;
+  d["peak_memory"] = c.peak_memory;
+  d["fits"] = c.fits;
+  d["simulated"] = c.simulated;
+  return d;
+}
+
+std::vector<Operation*> ops_of(const py::object& targets) {
+  std::vector<Operation*> ops;
+  if (targets.is_none()) return ops;
+  for (py::handle h : targets) ops.push_back(h.cast<const PyOperation&>().op);
+  return ops;
+}
+
+}  // namespace
+
+// A preset name or a Topology, then a machine file's `key = value` lines,
+// then overrides ("key=value,...").
+Topology topology_of(const py::handle& topology, const std::string& machine_file,
+                     const std::string& overrides) {
+  Topology t = py::isinstance<Topology>(topology) ? topology.cast<Topology>()
+                                                  : Topology::preset(topology.cast<std::string>());
+  if (!machine_file.empty()) t.load_file(machine_file);
+  t.apply_overrides(overrides);
+  t.validate();
+  return t;
+}
+
+void bind_simulation(py::module_& m) {
+  py::class_<Topology>(m, "Topology", "A machine: chips in a torus, cores per chip, speeds.")
+      .def(py::init<>())
+      .def_static("preset", &Topology::preset, py::arg("name"))
+      .def_static("preset_names", &Topology::preset_names)
+      .def("set", &Topology::set, py::arg("key"), py::arg("value"))
+      .def("apply_overrides", &Topology::apply_overrides, py::arg("spec"))
+      .def("load_file", &Topology::load_file, py::arg("path"))
+      .def("validate", &Topology::validate)
+      .def_readwrite("name", &Topology::name)
+      .def_readwrite("chips", &Topology::chips)
+      .def_readwrite("wraparound", &Topology::wraparound)
+      .def_readwrite("cores_per_chip", &Topology::cores_per_chip)
+      .def_readwrite("core_flops", &Topology::core_flops)
+      .def_readwrite("core_memory", &Topology::core_memory)
+      .def_readwrite("chip_memory_bandwidth", &Topology::chip_memory_bandwidth)
+      .def_readwrite("link_bandwidth", &Topology::link_bandwidth)
+      .def_readwrite("link_latency", &Topology::link_latency)
+      .def_readwrite("core_link_bandwidth", &Topology::core_link_bandwidth)
+      .def_readwrite("core_link_latency", &Topology::core_link_latency)
+      .def_readonly("sources", &Topology::sources)
+      .def_property_readonly("num_cores", &Topology::num_cores)
+      .def_property_readonly("num_chips", &Topology::num_chips)
+      .def("__repr__", &Topology::to_string);
+
+  m.def(
+      "simulate",
+      [](const std::shared_ptr<Graph>& graph, const std::vector<Tensor>& fetches,
+         const py::object& targets, const std::string& mesh_shape, const std::string& layout,
+         const py::object& topology, const std::string& machine_file,
+         const std::string& topology_overrides, const std::string& mode,
+         const std::string& trace_path, const std::vector<int>& physical_order,
+         const py::object& feed_dict) {
+        MeshConfig c;
+        c.mesh_shape = MeshShape(mesh_shape);
+        c.layout = LayoutRules(layout);
+        c.impl = MeshImpl::kSimulated;
+        c.sim.topology = topology_of(topology, machine_file, topology_overrides);
+        if (mode != "functional" && mode != "cost") {
+          throw ValueError("simulate: mode must be cost or functional, not \"" + mode + "\"");
+        }
+        c.sim.mode = mode == "cost" ? SimMode::kCostOnly : SimMode::kFunctional;
+        c.sim.trace_path = trace_path;
+        c.sim.physical_order = physical_order;
+        Feeds feeds;
+        if (!feed_dict.is_none()) {
+          for (auto [key, value] : feed_dict.cast<py::dict>()) {
+            const Tensor t = key.cast<Tensor>();
+            feeds.emplace_back(t, array_to_host(value, t.shape(), t.dtype(),
+                                                "the feed of " + t.describe()));
+          }
+        }
+        const std::vector<Operation*> ops = ops_of(targets);
+        std::string json = interruptible([&] {
+          Session session(*graph, c);
+          session.run(fetches, feeds, ops);
+          return session.simulation_report().to_json();
+        });
+        py::dict report = json_loads(json);
+        if (!trace_path.empty()) report["trace_path"] = trace_path;
+        return report;
+      },
+      py::arg("graph"), py::arg("fetches"), py::arg("targets") = py::none(), py::kw_only(),
+      py::arg("mesh_shape"), py::arg("layout") = "", py::arg("topology") = "tpu-v2-512",
+      py::arg("machine_file") = "", py::arg("topology_overrides") = "", py::arg("mode") = "cost",
+      py::arg("trace_path") = "", py::arg("physical_order") = std::vector<int>{},
+      py::arg("feed_dict") = py::none(),
+      "One step of the program computing fetches and running targets, simulated on the "
+      "machine (mode cost: sizes and clocks only; functional: real values, placeholders fed "
+      "from feed_dict); returns the report as a dict (step_time in seconds, per-core compute, "
+      "communication and memory, the op table). trace_path: also write a Chrome trace.");
+
+  m.def(
+      "auto_layout",
+      [](const std::shared_ptr<Graph>& graph, const std::vector<Tensor>& fetches,
+         const py::object& targets, const py::object& mesh_shape, const py::object& topology,
+         const std::string& machine_file, const std::string& topology_overrides,
+         double memory_limit, double time_budget, const std::string& fixed, int beam_width,
+         int simulate_top, int max_dims) {
+        AutoLayoutOptions o;
+        o.topology = topology_of(topology, machine_file, topology_overrides);
+        o.memory_limit = memory_limit;
+        o.time_budget = time_budget;
+        o.fixed = LayoutRules(fixed);
+        o.beam_width = beam_width;
+        o.simulate_top = simulate_top;
+        o.max_dims = max_dims;
+        const std::vector<Operation*> ops = ops_of(targets);
+        AutoLayoutResult r = interruptible([&] {
+          if (mesh_shape.is_none()) {
+            return auto_layout_and_mesh_shape(*graph, o.topology.num_cores(), fetches, ops, o);
+          }
+          return auto_layout(*graph, MeshShape(mesh_shape.cast<std::string>()), fetches, ops, o);
+        });
+        py::dict d;
+        d["mesh_shape"] = r.mesh.to_string();
+        d["layout"] = r.rules.to_string();
+        py::list ranked;
+        for (const LayoutCandidate& c : r.ranked) ranked.append(candidate_dict(c));
+        d["ranked"] = ranked;
+        d["evaluations"] = r.evaluations;
+        d["space"] = r.space;
+        d["exhaustive"] = r.exhaustive;
+        d["cut_short"] = r.cut_short;
+        d["seconds"] = r.seconds;
+        d["table"] = r.table(10);
+        return d;
+      },
+      py::arg("graph"), py::arg("fetches"), py::arg("targets") = py::none(), py::kw_only(),
+      py::arg("mesh_shape") = py::none(), py::arg("topology") = "tpu-v2-512",
+      py::arg("machine_file") = "", py::arg("topology_overrides") = "",
+      py::arg("memory_limit") = 0.0, py::arg("time_budget") = 30.0, py::arg("fixed") = "",
+      py::arg("beam_width") = 8, py::arg("simulate_top") = 3, py::arg("max_dims") = 3,
+      "The layout rules (and, without mesh_shape, the mesh shape over the topology's cores) "
+      "with the least predicted step time that fit each core's memory: a dict with "
+      "mesh_shape, layout, ranked (a list of dicts, best first) and the search's figures.");
+}
+
+}  // namespace mtf::python

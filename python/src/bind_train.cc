@@ -1,0 +1,122 @@
+// bind_train.cc — variables and their initializers, assignments,
+// gradients, recompute_grad and the optimizers (mtf/variables.h,
+// mtf/gradients.h, mtf/optimizers.h).
+#include <pybind11/functional.h>
+
+#include "handles.h"
+
+namespace mtf::python {
+
+void bind_train(py::module_& m) {
+  py::class_<Initializer>(m, "Initializer", "How a variable's first value is drawn.")
+      .def_static("zeros", &Initializer::zeros)
+      .def_static("ones", &Initializer::ones)
+      .def_static("constant", &Initializer::constant, py::arg("value"))
+      .def_static("normal", &Initializer::normal, py::arg("mean") = 0.0f, py::arg("stddev") = 1.0f)
+      .def_static("truncated_normal", &Initializer::truncated_normal, py::arg("stddev") = 1.0f)
+      .def_static("uniform", &Initializer::uniform, py::arg("minval") = 0.0f,
+                  py::arg("maxval") = 1.0f)
+      .def_static("glorot_uniform", &Initializer::glorot_uniform)
+      .def("__repr__", [](const Initializer& i) {
+        static const char* kinds[] = {"zeros",           "ones",    "constant",      "normal",
+                                      "truncated_normal", "uniform", "glorot_uniform"};
+        return std::string("<mtf.Initializer ") + kinds[static_cast<int>(i.kind)] + ">";
+      });
+  // TensorFlow's spellings.
+  m.def("zeros_initializer", &Initializer::zeros);
+  m.def("ones_initializer", &Initializer::ones);
+  m.def("constant_initializer", &Initializer::constant, py::arg("value"));
+  m.def("random_normal_initializer", &Initializer::normal, py::arg("mean") = 0.0f,
+        py::arg("stddev") = 1.0f);
+  m.def("truncated_normal_initializer", &Initializer::truncated_normal, py::arg("stddev") = 1.0f);
+  m.def("random_uniform_initializer", &Initializer::uniform, py::arg("minval") = 0.0f,
+        py::arg("maxval") = 1.0f);
+  m.def("glorot_uniform_initializer", &Initializer::glorot_uniform);
+
+  m.def(
+      "get_variable",
+      [](const Mesh& mesh, const std::string& name, const Shape& shape,
+         std::optional<Initializer> initializer, DType dtype, bool trainable) {
+        return get_variable(mesh, name, shape, initializer.value_or(Initializer::glorot_uniform()),
+                            dtype, trainable);
+      },
+      py::arg("mesh"), py::arg("name"), py::arg("shape"), py::arg("initializer") = py::none(),
+      py::arg("dtype") = float32, py::arg("trainable") = true,
+      "A new variable (names are unique: checkpoints key on them); returns its value.");
+  m.def("is_variable", &is_variable, py::arg("tensor"));
+  m.def("assign", [](const Tensor& var, const Tensor& value) { return wrap(assign(var, value)); },
+        py::arg("var"), py::arg("new_val"));
+  m.def("assign_add",
+        [](const Tensor& var, const Tensor& value) { return wrap(assign_add(var, value)); },
+        py::arg("var"), py::arg("new_val"));
+  m.def("assign_sub",
+        [](const Tensor& var, const Tensor& value) { return wrap(assign_sub(var, value)); },
+        py::arg("var"), py::arg("new_val"));
+
+  m.def(
+      "gradients",
+      [](const std::vector<Tensor>& ys, const std::vector<Tensor>& xs,
+         const std::optional<std::vector<Tensor>>& grad_ys) {
+        return gradients(ys, xs, grad_ys.value_or(std::vector<Tensor>{}));
+      },
+      py::arg("ys"), py::arg("xs"), py::arg("grad_ys") = py::none(),
+      "d(sum of ys)/d(xs) as new graph ops.");
+  m.def(
+      "recompute_grad",
+      [](const py::function& fn, const std::vector<Tensor>& inputs) {
+        RecomputeFn f = [fn](const std::vector<Tensor>& xs) {
+          py::object out = fn(xs);
+          if (py::isinstance<PyTensor>(out)) return std::vector<Tensor>{out.cast<PyTensor>().tensor};
+          return out.cast<std::vector<Tensor>>();
+        };
+        return recompute_grad(f, inputs);
+      },
+      py::arg("fn"), py::arg("inputs"),
+      "fn(inputs) whose activations are recomputed in the backward pass instead of kept.");
+
+  py::module_ opt = m.def_submodule("optimize", "Optimizers (Mesh TensorFlow's optimize.py).");
+  py::class_<Optimizer>(opt, "Optimizer")
+      .def(
+          "apply_grads",
+          [](Optimizer& o, const std::vector<Tensor>& grads, const std::vector<Tensor>& variables) {
+            return wrap(o.apply_grads(grads, variables));
+          },
+          py::arg("grads"), py::arg("variables"),
+          "Update ops (run them as targets) for each (gradient, variable) pair.")
+      .def(
+          "minimize", [](Optimizer& o, const Tensor& loss) { return wrap(o.minimize(loss)); },
+          py::arg("loss"), "gradients of loss with respect to every trainable variable, applied.");
+  py::class_<SgdOptimizer, Optimizer>(opt, "SgdOptimizer")
+      .def(py::init<float>(), py::arg("lr"));
+  py::class_<MomentumOptimizer, Optimizer>(opt, "MomentumOptimizer")
+      .def(py::init<float, float>(), py::arg("learning_rate"), py::arg("momentum"));
+  py::class_<AdamOptimizer, Optimizer>(opt, "AdamOptimizer")
+      .def(py::init<float, float, float, float, std::string>(), py::arg("learning_rate"),
+           py::arg("beta_1") = 0.9f, py::arg("beta_2") = 0.999f, py::arg("epsilon") = 1e-8f,
+           py::arg("name") = "adam");
+  py::class_<AdafactorOptimizer, Optimizer>(opt, "AdafactorOptimizer")
+      .def(py::init([](bool multiply_by_parameter_scale, float learning_rate,
+                       float decay_exponent, float beta1, float clipping_threshold, bool factored,
+                       float epsilon1, float epsilon2, int64_t min_dim_size_to_factor,
+                       std::string name) {
+             AdafactorOptions o;
+             o.multiply_by_parameter_scale = multiply_by_parameter_scale;
+             o.learning_rate = learning_rate;
+             o.decay_exponent = decay_exponent;
+             o.beta1 = beta1;
+             o.clipping_threshold = clipping_threshold;
+             o.factored = factored;
+             o.epsilon1 = epsilon1;
+             o.epsilon2 = epsilon2;
+             o.min_dim_size_to_factor = min_dim_size_to_factor;
+             o.name = std::move(name);
+             return AdafactorOptimizer(o);
+           }),
+           py::kw_only(), py::arg("multiply_by_parameter_scale") = true,
+           py::arg("learning_rate") = 0.0f, py::arg("decay_exponent") = 0.8f,
+           py::arg("beta1") = 0.0f, py::arg("clipping_threshold") = 1.0f,
+           py::arg("factored") = true, py::arg("epsilon1") = 1e-30f, py::arg("epsilon2") = 1e-3f,
+           py::arg("min_dim_size_to_factor") = 32, py::arg("name") = "adafactor");
+}
+
+}  // namespace mtf::python

@@ -1,0 +1,113 @@
+// handles.h — how graph objects cross into Python.
+//
+// A C++ Tensor, Mesh or Operation* points into a Graph and is valid while the
+// Graph lives. In Python each of them is an object that also holds the Graph
+// (std::shared_ptr), so a tensor outlives every other reference to its graph
+// safely. Graphs made by mtf.Graph() are registered by address; wrapping a
+// handle finds its graph's owner there. The type casters below make every
+// C++ function taking or returning Tensor, std::vector<Tensor>, Mesh, DimRef
+// or Shape callable from Python as is (pybind11 converts at the boundary),
+// so the bindings mostly name C++ functions instead of wrapping them.
+#pragma once
+
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <memory>
+#include <string>
+
+#include "mtf/mtf.h"
+
+namespace mtf::python {
+
+namespace py = pybind11;
+
+// The shared owner of a graph made from Python; nullptr for graphs Python
+// did not make (their objects then do not keep them alive).
+std::shared_ptr<Graph> owner_of(const Graph& graph);
+// A new graph, owned by Python objects.
+std::shared_ptr<Graph> make_graph();
+
+struct PyTensor {
+  Tensor tensor;
+  std::shared_ptr<Graph> owner;
+};
+struct PyMesh {
+  Mesh mesh;
+  std::shared_ptr<Graph> owner;
+};
+struct PyOperation {
+  Operation* op = nullptr;
+  std::shared_ptr<Graph> owner;
+};
+
+inline PyTensor wrap(const Tensor& t) { return {t, t.valid() ? owner_of(t.graph()) : nullptr}; }
+inline PyOperation wrap(Operation* op) { return {op, op ? owner_of(op->graph()) : nullptr}; }
+std::vector<PyOperation> wrap(const std::vector<Operation*>& ops);
+std::vector<Operation*> unwrap(const std::vector<PyOperation>& ops);
+
+// The module's pieces, one per file, called by module.cc in this order.
+void bind_errors(py::module_& m);
+void bind_graph(py::module_& m);
+void bind_ops(py::module_& m);
+void bind_train(py::module_& m);
+void bind_layers(py::module_& m);
+void bind_session(py::module_& m);
+void bind_simulation(py::module_& m);
+void bind_checkpoint(py::module_& m);
+void bind_data(py::module_& m);
+
+}  // namespace mtf::python
+
+namespace pybind11::detail {
+
+// mtf::Tensor <-> mtf.Tensor (a PyTensor).
+template <>
+struct type_caster<mtf::Tensor> {
+  PYBIND11_TYPE_CASTER(mtf::Tensor, const_name("Tensor"));
+  bool load(handle src, bool) {
+    if (!isinstance<mtf::python::PyTensor>(src)) return false;
+    value = src.cast<const mtf::python::PyTensor&>().tensor;
+    return true;
+  }
+  static handle cast(const mtf::Tensor& t, return_value_policy, handle) {
+    return pybind11::cast(mtf::python::wrap(t)).release();
+  }
+};
+
+// mtf::Mesh <-> mtf.Mesh (a PyMesh).
+template <>
+struct type_caster<mtf::Mesh> {
+  PYBIND11_TYPE_CASTER(mtf::Mesh, const_name("Mesh"));
+  bool load(handle src, bool) {
+    if (!isinstance<mtf::python::PyMesh>(src)) return false;
+    value = src.cast<const mtf::python::PyMesh&>().mesh;
+    return true;
+  }
+  static handle cast(const mtf::Mesh& m, return_value_policy, handle) {
+    return pybind11::cast(mtf::python::PyMesh{m, mtf::python::owner_of(m.graph())}).release();
+  }
+};
+
+// An existing dimension: its name (str) or an mtf.Dimension.
+template <>
+struct type_caster<mtf::DimRef> {
+  PYBIND11_TYPE_CASTER(mtf::DimRef, const_name("Union[str, Dimension]"));
+  type_caster() : value("") {}
+  bool load(handle src, bool) {
+    if (isinstance<str>(src)) {
+      value = mtf::DimRef(src.cast<std::string>());
+      return true;
+    }
+    if (isinstance<mtf::Dimension>(src)) {
+      value = mtf::DimRef(src.cast<const mtf::Dimension&>());
+      return true;
+    }
+    return false;
+  }
+  static handle cast(const mtf::DimRef& d, return_value_policy, handle) {
+    return str(d.name()).release();
+  }
+};
+
+}  // namespace pybind11::detail

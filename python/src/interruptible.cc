@@ -1,0 +1,51 @@
+#include "interruptible.h"
+
+#include <thread>
+
+namespace mtf::python {
+namespace {
+
+void on_sigint(int) { request_interrupt(); }
+
+bool on_main_thread() {
+  return PyThread_get_thread_ident() == PyLong_AsUnsignedLong(
+                                            py::module_::import("threading")
+                                                .attr("main_thread")()
+                                                .attr("ident")
+                                                .ptr());
+}
+
+}  // namespace
+
+InterruptibleCall::InterruptibleCall() {
+  clear_interrupt();
+  // Only the main thread receives Python's SIGINT; other threads' calls
+  // leave the handler alone.
+  if (on_main_thread()) {
+    struct sigaction sa {};
+    sa.sa_handler = on_sigint;
+    sigemptyset(&sa.sa_mask);
+    installed_ = sigaction(SIGINT, &sa, &previous_) == 0;
+  }
+  saved_ = PyEval_SaveThread();
+}
+
+void InterruptibleCall::restore() {
+  if (saved_) {
+    PyEval_RestoreThread(saved_);
+    saved_ = nullptr;
+  }
+  if (installed_) {
+    sigaction(SIGINT, &previous_, nullptr);
+    installed_ = false;
+  }
+}
+
+InterruptibleCall::~InterruptibleCall() { restore(); }
+
+void InterruptibleCall::finish() {
+  restore();
+  check_interrupt("the call");
+}
+
+}  // namespace mtf::python

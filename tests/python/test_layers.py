@@ -1,0 +1,83 @@
+"""Every layer of mtf.layers, run on one processor and on a mesh."""
+
+import numpy as np
+import pytest
+
+import mtf
+
+BATCH, LEN, MODEL = mtf.Dimension("batch", 4), mtf.Dimension("length", 6), mtf.Dimension("d_model", 8)
+
+
+def run_both(fetches, feeds=None, layout="batch:r"):
+    g = fetches[0].graph
+    one = mtf.Session(g).run(fetches, feeds)
+    two = mtf.Session(g, mesh_shape="r:2", layout=layout).run(fetches, feeds)
+    for a, b in zip(one, two):
+        np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-5)
+    return one
+
+
+def test_dense_norms_embedding_dropout():
+    g = mtf.Graph()
+    m = mtf.Mesh(g, "m")
+    x = mtf.random_normal(m, [BATCH, LEN, MODEL], seed=1)
+    d = mtf.layers.dense(x, [mtf.Dimension("h", 5)], reduced_dims=[MODEL], use_bias=False,
+                         activation=mtf.relu, kernel_initializer=mtf.ones_initializer(), name="d")
+    ln = mtf.layers.layer_norm(x, MODEL)
+    bn, updates = mtf.layers.batch_norm(x, True, [BATCH, LEN], name="bn")
+    ids = mtf.cast(mtf.range(m, LEN), mtf.int32)
+    emb = mtf.layers.embedding(ids, mtf.Dimension("vocab", 10), MODEL, name="emb")
+    drop = mtf.layers.dropout(x, keep_prob=1.0)
+    rd = mtf.layers.dense_relu_dense(x, mtf.Dimension("d_ff", 16), name="ffn")
+    reused = mtf.layers.get_or_create_variable(m, "d/kernel", "d_model:8;h:5", mtf.zeros_initializer())
+    dv, lnv, bnv, embv, dropv, rdv, xv, kv = run_both([d, ln, bn, emb, drop, rd, x, reused])
+    np.testing.assert_allclose(dv, np.maximum(xv.sum(-1, keepdims=True), 0) * np.ones(5), rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(lnv.mean(-1), 0, atol=1e-5)
+    np.testing.assert_allclose(bnv.mean((0, 1)), 0, atol=1e-5)
+    assert embv.shape == (6, 8) and rdv.shape == xv.shape and (kv == 1).all()
+    np.testing.assert_array_equal(dropv, xv)
+    assert len(updates) == 2 and all(isinstance(u, mtf.Operation) for u in updates)
+    with pytest.raises(mtf.ShapeError, match="d/kernel"):
+        mtf.layers.get_or_create_variable(m, "d/kernel", "d_model:3", mtf.zeros_initializer())
+
+
+def test_attention_and_mixture_of_experts():
+    g = mtf.Graph()
+    m = mtf.Mesh(g, "m")
+    x = mtf.random_normal(m, [BATCH, LEN, MODEL], seed=2)
+    mem_dim = mtf.Dimension("memory_length", 6)
+    mask = mtf.layers.attention_mask_autoregressive(m, LEN, mem_dim)
+    mem = mtf.rename_dimension(x, "length", "memory_length")
+    heads, kv = mtf.Dimension("heads", 2), mtf.Dimension("d_kv", 4)
+    att = mtf.layers.multihead_attention(x, mem, mask, kv, heads, mem_dim, name="att")
+    dpa = mtf.layers.dot_product_attention(x, mem, mem, None, MODEL, mem_dim)
+    y, loss = mtf.layers.moe(x, "length", experts_dim=mtf.Dimension("experts", 2),
+                             hidden_dim=mtf.Dimension("expert_hidden", 8), name="moe")
+    maskv, attv, dpav, yv, lossv = run_both([mask, att, dpa, y, loss], layout="heads:r")
+    assert maskv[0, 1] < -1e8 and maskv[1, 0] == 0 and attv.shape == (4, 6, 8)
+    assert dpav.shape == (4, 6, 8) and yv.shape == (4, 6, 8) and lossv > 0
+
+
+def test_convolution_and_pooling_layers():
+    g = mtf.Graph()
+    m = mtf.Mesh(g, "m")
+    img = mtf.random_normal(m, "batch:2;h:8;w:8;ch:3", seed=3)
+    vol = mtf.random_normal(m, "batch:2;d:4;h:4;w:4;ch:2", seed=4)
+    seq = mtf.random_normal(m, "batch:2;t:8;ch:3", seed=5)
+    out = mtf.Dimension("out", 4)
+    outs = [
+        mtf.layers.conv(img, out, [3, 3], name="c"),
+        mtf.layers.conv1d(seq, out, 3, name="c1"),
+        mtf.layers.conv2d(img, out, [3, 3], strides=[2, 2], activation=mtf.relu, name="c2"),
+        mtf.layers.conv3d(vol, out, [3, 3, 3], padding="VALID", name="c3"),
+        mtf.layers.conv_transpose(img, out, [2, 2], strides=[2, 2], name="ct"),
+        mtf.layers.conv2d_transpose(img, out, [2, 2], strides=[2, 2], use_bias=False, name="ct2"),
+        mtf.layers.conv3d_transpose(vol, out, [2, 2, 2], strides=[2, 2, 2], name="ct3",
+                                    filter_initializer=mtf.ones_initializer()),
+        mtf.layers.max_pool2d(img), mtf.layers.avg_pool2d(img, [4, 4]),
+        mtf.layers.max_pool3d(vol), mtf.layers.avg_pool3d(vol),
+    ]
+    shapes = [v.shape for v in run_both(outs, layout="batch:r")]
+    assert shapes == [(2, 8, 8, 4), (2, 8, 4), (2, 4, 4, 4), (2, 2, 2, 2, 4), (2, 16, 16, 4),
+                      (2, 16, 16, 4), (2, 8, 8, 8, 4), (2, 4, 4, 3), (2, 2, 2, 3), (2, 2, 2, 2, 2),
+                      (2, 2, 2, 2, 2)]

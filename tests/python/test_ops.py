@@ -1,0 +1,186 @@
+"""Every op of the module, against NumPy on one processor and on a 2x2 mesh."""
+
+import numpy as np
+import pytest
+
+import mtf
+
+RNG = np.random.default_rng(0)
+A = mtf.Dimension("a", 4)
+B = mtf.Dimension("b", 6)
+C = mtf.Dimension("c", 2)
+
+
+def evaluate(fetches, feeds=None, **kwargs):
+    """Values on one processor, and checked equal (to float rounding) on a 2x2 mesh."""
+    graph = (fetches[0] if isinstance(fetches, list) else fetches).graph
+    one = mtf.Session(graph).run(fetches, feeds)
+    mesh = mtf.Session(graph, mesh_shape="r:2;k:2", layout=kwargs.get("layout", "a:r;b:k")).run(
+        fetches, feeds)
+    for x, y in zip(one if isinstance(one, list) else [one], mesh if isinstance(mesh, list) else [mesh]):
+        np.testing.assert_allclose(x, y, rtol=1e-5, atol=1e-6)
+    return one
+
+
+@pytest.fixture
+def mesh():
+    return mtf.Mesh(mtf.Graph(), "mesh")
+
+
+@pytest.fixture
+def xv():
+    return RNG.standard_normal((4, 6)).astype(np.float32)
+
+
+def test_unary_ops(mesh, xv):
+    x = mtf.placeholder(mesh, [A, B])
+    pos = np.abs(xv) + 0.5
+    p = mtf.placeholder(mesh, [A, B], name="positive")
+    cases = {
+        mtf.relu(x): np.maximum(xv, 0), mtf.exp(x): np.exp(xv), mtf.log(p): np.log(pos),
+        mtf.tanh(x): np.tanh(xv), mtf.sigmoid(x): 1 / (1 + np.exp(-xv)),
+        mtf.sqrt(p): np.sqrt(pos), mtf.rsqrt(p): 1 / np.sqrt(pos), mtf.square(x): xv ** 2,
+        mtf.abs(x): np.abs(xv), mtf.negative(x): -xv, mtf.reciprocal(p): 1 / pos,
+        mtf.sin(x): np.sin(xv), mtf.cos(x): np.cos(xv), mtf.softplus(x): np.log1p(np.exp(xv)),
+        mtf.sign(x): np.sign(xv), mtf.identity(x): xv, mtf.stop_gradient(x): xv,
+        mtf.to_float(mtf.to_int32(p)): np.trunc(pos), mtf.cast(x, mtf.float32): xv,
+        mtf.gelu(x): 0.5 * xv * (1 + np.tanh(np.sqrt(2 / np.pi) * (xv + 0.044715 * xv ** 3))),
+    }
+    got = evaluate(list(cases), {x: xv, p: pos})
+    for g, want in zip(got, cases.values()):
+        np.testing.assert_allclose(g, want, rtol=2e-5, atol=1e-5)
+
+
+def test_binary_ops_broadcast_by_name(mesh, xv):
+    x = mtf.placeholder(mesh, [A, B])
+    yv = RNG.standard_normal(6).astype(np.float32)
+    y = mtf.placeholder(mesh, [B], name="y")
+    cases = {
+        mtf.add(x, y): xv + yv, mtf.subtract(x, y): xv - yv, mtf.sub(x, 1.0): xv - 1,
+        mtf.multiply(x, y): xv * yv, mtf.mul(x, 2.0): xv * 2, mtf.divide(x, 2.0): xv / 2,
+        mtf.div(x, y): xv / yv, mtf.minimum(x, y): np.minimum(xv, yv),
+        mtf.maximum(x, y): np.maximum(xv, yv), mtf.pow(mtf.abs(x), 2.0): xv ** 2,
+        mtf.less(x, y): xv < yv, mtf.less_equal(x, y): xv <= yv, mtf.greater(x, y): xv > yv,
+        mtf.greater_equal(x, y): xv >= yv, mtf.equal(x, x): np.ones_like(xv),
+        mtf.not_equal(x, y): xv != yv, mtf.where(mtf.greater(x, y), x, y): np.maximum(xv, yv),
+        mtf.add_n([x, x, y]): 2 * xv + yv, mtf.broadcast(y, [A, B]): np.broadcast_to(yv, (4, 6)),
+        mtf.add(y, x, output_shape=[B, A]): (xv + yv).T,
+    }
+    got = evaluate(list(cases), {x: xv, y: yv})
+    for g, want in zip(got, cases.values()):
+        np.testing.assert_allclose(g, want, rtol=1e-5, atol=1e-6)
+
+
+def test_einsum_and_reductions(mesh, xv):
+    x = mtf.placeholder(mesh, [A, B])
+    wv = RNG.standard_normal((6, 2)).astype(np.float32)
+    w = mtf.placeholder(mesh, [B, C], name="w")
+    cases = {
+        mtf.einsum([x, w], [A, C]): xv @ wv, mtf.einsum([x, w]): xv @ wv,
+        mtf.matmul(x, w): xv @ wv, mtf.matmul(x, w, output_shape=[C, A]): (xv @ wv).T,
+        mtf.reduce_sum(x): xv.sum(), mtf.reduce_sum(x, reduced_dim=B): xv.sum(1),
+        mtf.reduce_sum(x, output_shape=[B]): xv.sum(0), mtf.reduce_mean(x, reduced_dim="a"): xv.mean(0),
+        mtf.reduce_max(x, reduced_dim=B): xv.max(1), mtf.reduce_min(x): xv.min(),
+        mtf.reduce_logsumexp(x, reduced_dim=B): np.log(np.exp(xv).sum(1)),
+        mtf.softmax(x, B): np.exp(xv) / np.exp(xv).sum(1, keepdims=True),
+        mtf.log_softmax(x, "b"): xv - np.log(np.exp(xv).sum(1, keepdims=True)),
+        mtf.nth_largest_element(x, 1, B): np.sort(xv, 1)[:, -2],
+        mtf.nth_smallest_element(x, 0, B): xv.min(1),
+        mtf.argmax(x, B): xv.argmax(1),
+        mtf.weights_nonzero(mtf.relu(x)): (xv > 0).astype(np.float32),
+    }
+    got = evaluate(list(cases), {x: xv, w: wv})
+    for g, want in zip(got, cases.values()):
+        np.testing.assert_allclose(g, want, rtol=1e-5, atol=1e-5)
+    values, indices = mtf.top_k(x, B, mtf.Dimension("k", 2))
+    v, i = evaluate([values, indices], {x: xv})
+    np.testing.assert_allclose(v, -np.sort(-xv, 1)[:, :2], rtol=1e-6)
+    np.testing.assert_array_equal(i, np.argsort(-xv, 1, kind="stable")[:, :2])
+    with pytest.raises(mtf.ValueError, match="not both"):
+        mtf.reduce_sum(x, output_shape=[A], reduced_dim=B)
+
+
+def test_layout_ops(mesh, xv):
+    x = mtf.placeholder(mesh, [A, B])
+    parts = mtf.split(x, B, 2)
+    sized = mtf.split(x, "b", [2, 4])
+    unstacked = mtf.unstack(x, A)
+    cases = {
+        mtf.reshape(x, "a:4;b2:3;b3:2"): xv.reshape(4, 3, 2),
+        mtf.rename_dimension(x, "b", "bb"): xv, mtf.transpose(x, [B, A]): xv.T,
+        mtf.slice(x, 1, 3, "b"): xv[:, 1:4], mtf.pad(x, [1, 2], "b"): np.pad(xv, ((0, 0), (1, 2))),
+        mtf.concat([x, x], "b"): np.concatenate([xv, xv], 1), parts[1]: xv[:, 3:],
+        sized[1]: xv[:, 2:], mtf.stack(unstacked, "a", 0): xv, unstacked[2]: xv[2],
+        mtf.shift(x, 1, "b", wrap=True): np.roll(xv, 1, 1),
+        mtf.shift(x, 2, B, wrap=False): np.pad(xv, ((0, 0), (2, 0)))[:, :6],
+        mtf.cumsum(x, B): np.cumsum(xv, 1), mtf.cumprod(x, A, exclusive=True, reverse=False):
+            np.concatenate([np.ones((1, 6)), np.cumprod(xv, 0)[:-1]]),
+    }
+    got = evaluate(list(cases), {x: xv}, layout="a:r")
+    for g, want in zip(got, cases.values()):
+        np.testing.assert_allclose(g, want, rtol=1e-5, atol=1e-6)
+
+
+def test_creation_indices_and_randomness(mesh):
+    ids = mtf.placeholder(mesh, [A], mtf.int32, name="ids")
+    table = np.arange(12, dtype=np.float32).reshape(6, 2)
+    weights = mtf.constant(mesh, table, [B, C])
+    idv = np.array([0, 5, 2, 7], np.int32)
+    cases = {
+        mtf.constant(mesh, 2.5, [A]): np.full(4, 2.5), mtf.zeros(mesh, [A]): np.zeros(4),
+        mtf.ones(mesh, [A], mtf.int32): np.ones(4),
+        mtf.import_fully_replicated(mesh, table, [B, C]): table,
+        mtf.range(mesh, A): np.arange(4), mtf.one_hot(ids, B): np.eye(6)[[0, 5, 2]].tolist() + [[0] * 6],
+        mtf.gather(weights, ids, B): np.concatenate([table[[0, 5, 2]], np.zeros((1, 2))]),
+    }
+    got = evaluate(list(cases), {ids: idv})
+    for g, want in zip(got, cases.values()):
+        np.testing.assert_allclose(g, np.array(want, dtype=np.float64), atol=1e-6)
+    u = mtf.random_uniform(mesh, [A, B], minval=2, maxval=3, seed=5)
+    n = mtf.random_normal(mesh, [A, B], mean=1, stddev=0.1)
+    x = mtf.ones(mesh, [A, B])
+    d = mtf.dropout(x, 0.5, seed=3)
+    d2 = mtf.dropout(x, rate=0.5, noise_shape=[B])
+    uv, nv, dv, d2v = evaluate([u, n, d, d2])  # the same numbers under every layout
+    assert ((uv >= 2) & (uv < 3)).all() and abs(nv.mean() - 1) < 0.1
+    assert set(np.unique(dv)) <= {0.0, 2.0} and (d2v == d2v[0:1]).all()
+    with pytest.raises(mtf.ValueError, match="exactly one"):
+        mtf.dropout(x)
+    with pytest.raises(mtf.ValueError, match="shape="):
+        mtf.constant(mesh, table)
+
+
+def test_convolutions_and_pooling(mesh):
+    xv = RNG.standard_normal((2, 8, 8, 3)).astype(np.float32)
+    fv = RNG.standard_normal((3, 3, 3, 4)).astype(np.float32)
+    x = mtf.placeholder(mesh, "a:2;h:8;w:8;ch:3")
+    f = mtf.constant(mesh, fv, "fh:3;fw:3;ch:3;out:4")
+    y = mtf.conv(x, f, padding="VALID")
+    t = mtf.conv_transpose(y, mtf.constant(mesh, fv, "fh:3;fw:3;ch:3;out:4"), padding="VALID")
+    mp = mtf.max_pool(x, [2, 2])
+    ap = mtf.avg_pool(x, [2, 2], strides=[2, 2])
+    yv, tv, mpv, apv = evaluate([y, t, mp, ap], {x: xv}, layout="a:r")
+    want = np.zeros((2, 6, 6, 4), np.float32)
+    for i in range(6):
+        for j in range(6):
+            want[:, i, j] = np.einsum("bhwc,hwco->bo", xv[:, i:i + 3, j:j + 3], fv)
+    np.testing.assert_allclose(yv, want, rtol=1e-4, atol=1e-4)
+    assert tv.shape == (2, 8, 8, 3)
+    np.testing.assert_allclose(mpv, xv.reshape(2, 4, 2, 4, 2, 3).max((2, 4)), rtol=1e-6)
+    np.testing.assert_allclose(apv, xv.reshape(2, 4, 2, 4, 2, 3).mean((2, 4)), rtol=1e-5)
+
+
+def test_cross_entropy(mesh):
+    logits_v = RNG.standard_normal((4, 6)).astype(np.float32)
+    labels = np.array([1, 0, 5, 3], np.int32)
+    logits = mtf.placeholder(mesh, [A, B])
+    ids = mtf.placeholder(mesh, [A], mtf.int32, name="labels")
+    xent = mtf.softmax_cross_entropy_with_logits(logits, mtf.one_hot(ids, B), B)
+    mean = mtf.layers.softmax_cross_entropy_mean(logits, ids, B)
+    lxent = mtf.layers.softmax_cross_entropy_with_logits(logits, mtf.one_hot(ids, B), B, z_loss=0)
+    got, m, lx = evaluate([xent, mean, lxent], {logits: logits_v, ids: labels})
+    lse = np.log(np.exp(logits_v).sum(1))
+    want = lse - logits_v[np.arange(4), labels]
+    np.testing.assert_allclose(got, want, rtol=1e-5)
+    np.testing.assert_allclose(m, want.mean(), rtol=1e-5)
+    np.testing.assert_allclose(lx, want, rtol=1e-5)
