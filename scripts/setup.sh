@@ -5,6 +5,7 @@
 #                                then simulate its step on a 512-core TPU v2 pod
 #                                on a 2x2 mesh (batch over rows, hidden over cols)
 #   bash scripts/setup.sh test   install missing packages, build, run the whole test suite
+#                                (the Python module's pytest suite, then CTest)
 #   bash scripts/setup.sh build  install missing packages and build only
 #
 # Run as root (or with sudo available). Only Debian packages are installed,
@@ -26,10 +27,14 @@ packages=(
   libhdf5-dev zlib1g-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   dataset-fashion-mnist fortunes
+  pybind11-dev python3-dev python3-numpy
 )
 # The checkpoint tests read files back with h5py; the multi-process tests
 # also run under OpenMPI (the MPI transport is built when MPI is found).
-if [ "$mode" = test ]; then packages+=(python3-h5py libopenmpi-dev openmpi-bin procps bc); fi
+# The Python module's suite runs under pytest.
+if [ "$mode" = test ]; then
+  packages+=(python3-h5py libopenmpi-dev openmpi-bin procps bc python3-pytest)
+fi
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -57,6 +62,14 @@ case "$mode" in
     "$build/tools/mtf-sim" --topology tpu-v2-512 --mesh_shape "batch:16;model:32" \
       --layout "batch:batch;hidden:model" --mode cost
     ;;
-  test) cd "$build" && ctest --output-on-failure -j"$jobs" ;;
+  test)
+    # Debian's interpreter: the one whose numpy and pybind11 the module is
+    # built for. pytest first, so that the run ends with CTest's summary.
+    status=0
+    PYTHONPATH="$build/python" MTF_BUILD_DIR="$(cd "$build" && pwd)" \
+      /usr/bin/python3 -m pytest -q -p no:cacheprovider tests/python || status=$?
+    (cd "$build" && ctest --output-on-failure -j"$jobs") || status=$?
+    exit "$status"
+    ;;
   build) ;;
 esac

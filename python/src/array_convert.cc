@@ -48,14 +48,11 @@ HostTensor array_to_host(const py::handle& obj, const Shape& shape, DType dtype,
   bool same = a.ndim() == static_cast<py::ssize_t>(sizes.size());
   for (size_t i = 0; same && i < sizes.size(); ++i) same = a.shape(i) == sizes[i];
   if (!same) {
-    throw ValueError(what + " is " + shape.to_string() + ", so it needs an array of shape " +
-                     [&] {
-                       std::string s = "(";
-                       for (size_t i = 0; i < sizes.size(); ++i)
-                         s += (i ? ", " : "") + std::to_string(sizes[i]);
-                       return s + (sizes.size() == 1 ? ",)" : ")");
-                     }() +
-                     ", not " + shape_of(a));
+    throw ValueError(what + " is " + shape.to_string() + ", so it needs an array of shape " + [&] {
+      std::string s = "(";
+      for (size_t i = 0; i < sizes.size(); ++i) s += (i ? ", " : "") + std::to_string(sizes[i]);
+      return s + (sizes.size() == 1 ? ",)" : ")");
+    }() + ", not " + shape_of(a));
   }
   const py::dtype want = numpy_dtype(dtype, what);
   HostTensor t(shape, dtype);
@@ -66,8 +63,9 @@ HostTensor array_to_host(const py::handle& obj, const Shape& shape, DType dtype,
     }
   }
   const char kind = a.dtype().kind();
-  const bool castable = dtype == float32 ? (kind == 'f' || kind == 'i' || kind == 'u' || kind == 'b')
-                                         : (kind == 'i' || kind == 'u' || kind == 'b');
+  const bool castable = dtype == float32
+                            ? (kind == 'f' || kind == 'i' || kind == 'u' || kind == 'b')
+                            : (kind == 'i' || kind == 'u' || kind == 'b');
   if (!castable) {
     throw DTypeError(what + " is " + dtype_name(dtype) + ", and an array of dtype " +
                      py::str(a.dtype()).cast<std::string>() +

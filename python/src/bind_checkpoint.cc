@@ -66,7 +66,8 @@ void bind_checkpoint(py::module_& m) {
       py::arg("restore_run_counter") = true,
       "Restores variables into the session, whatever its mesh and layout; returns the header.");
   m.def(
-      "read_checkpoint_info", [](const std::string& path) { return info_dict(read_checkpoint_info(path)); },
+      "read_checkpoint_info",
+      [](const std::string& path) { return info_dict(read_checkpoint_info(path)); },
       py::arg("path"));
   m.def(
       "read_checkpoint_variable",

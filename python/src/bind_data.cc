@@ -29,8 +29,8 @@ void bind_data(py::module_& m) {
   py::class_<examples::BatchSampler>(
       d, "BatchSampler",
       "Epoch-wise shuffled batches of example indices, the same for a seed on every platform.")
-      .def(py::init<int64_t, int64_t, uint64_t>(), py::arg("num_examples"),
-           py::arg("batch_size"), py::arg("seed"))
+      .def(py::init<int64_t, int64_t, uint64_t>(), py::arg("num_examples"), py::arg("batch_size"),
+           py::arg("seed"))
       .def(
           "next",
           [](examples::BatchSampler& s) {

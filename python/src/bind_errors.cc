@@ -38,8 +38,8 @@ void bind_errors(py::module_& m) {
   auto with = [&](PyObject* builtin) { return py::make_tuple(error, py::handle(builtin)); };
   g_shape = make_error(m, "ShapeError", with(PyExc_ValueError),
                        "A malformed shape, or dimensions that do not fit together.");
-  g_dtype = make_error(m, "DTypeError", with(PyExc_TypeError),
-                       "A tensor or array of the wrong dtype.");
+  g_dtype =
+      make_error(m, "DTypeError", with(PyExc_TypeError), "A tensor or array of the wrong dtype.");
   g_layout = make_error(m, "LayoutError", with(PyExc_ValueError),
                         "Layout rules that cannot work on the mesh.");
   g_value = make_error(m, "ValueError", with(PyExc_ValueError), "A bad argument value.");

@@ -45,16 +45,16 @@ template <typename F>
 py::object binary(const PyTensor& a, const py::object& b, F f) {
   if (py::isinstance<PyTensor>(b)) return py::cast(wrap(f(a.tensor, b.cast<PyTensor>().tensor)));
   if (py::isinstance<py::float_>(b) || py::isinstance<py::int_>(b)) {
-    return py::cast(wrap(f(a.tensor, constant(a.tensor.mesh(), b.cast<float>(), Shape(),
-                                              a.tensor.dtype()))));
+    return py::cast(
+        wrap(f(a.tensor, constant(a.tensor.mesh(), b.cast<float>(), Shape(), a.tensor.dtype()))));
   }
   return py::reinterpret_borrow<py::object>(py::handle(Py_NotImplemented));
 }
 template <typename F>
 py::object reflected(const PyTensor& a, const py::object& b, F f) {
   if (py::isinstance<py::float_>(b) || py::isinstance<py::int_>(b)) {
-    return py::cast(wrap(f(constant(a.tensor.mesh(), b.cast<float>(), Shape(), a.tensor.dtype()),
-                           a.tensor)));
+    return py::cast(
+        wrap(f(constant(a.tensor.mesh(), b.cast<float>(), Shape(), a.tensor.dtype()), a.tensor)));
   }
   return py::reinterpret_borrow<py::object>(py::handle(Py_NotImplemented));
 }
@@ -114,8 +114,7 @@ void bind_graph(py::module_& m) {
       .def("__repr__", &dimension_repr)
       .def("__str__", &Dimension::to_string)
       .def("__eq__", [](const Dimension& a, const Dimension& b) { return a == b; })
-      .def("__hash__",
-           [](const Dimension& d) { return py::hash(py::make_tuple(d.name, d.size)); })
+      .def("__hash__", [](const Dimension& d) { return py::hash(py::make_tuple(d.name, d.size)); })
       .def("__iter__", [](const Dimension& d) { return py::iter(py::make_tuple(d.name, d.size)); })
       .def("__getitem__", [](const Dimension& d, int i) -> py::object {
         if (i == 0 || i == -2) return py::str(d.name);
@@ -133,15 +132,15 @@ void bind_graph(py::module_& m) {
       .def("get_dim_by_name", &Shape::get, py::arg("name"))
       .def("rename_dimension", &Shape::rename, py::arg("old_name"), py::arg("new_name"))
       .def("resize_dimension", &Shape::resize, py::arg("name"), py::arg("new_size"))
-      .def("__sub__",
-           [](const Shape& a, const py::object& b) { return a.minus(to_shape(b)); })
+      .def("__sub__", [](const Shape& a, const py::object& b) { return a.minus(to_shape(b)); })
       .def("__add__",
            [](const Shape& a, const py::object& b) {
              std::vector<Dimension> dims = a.dims();
              for (const Dimension& d : to_shape(b)) dims.push_back(d);
              return Shape(std::move(dims));
            })
-      .def("is_subset_of", [](const Shape& a, const py::object& b) { return a.is_subset_of(to_shape(b)); })
+      .def("is_subset_of",
+           [](const Shape& a, const py::object& b) { return a.is_subset_of(to_shape(b)); })
       .def("__len__", &Shape::ndims)
       .def("__getitem__",
            [](const Shape& s, int i) {
@@ -149,8 +148,9 @@ void bind_graph(py::module_& m) {
              if (i < 0 || i >= s.ndims()) throw py::index_error("shape index out of range");
              return s[i];
            })
-      .def("__iter__", [](const Shape& s) { return py::make_iterator(s.begin(), s.end()); },
-           py::keep_alive<0, 1>())
+      .def(
+          "__iter__", [](const Shape& s) { return py::make_iterator(s.begin(), s.end()); },
+          py::keep_alive<0, 1>())
       .def("__contains__",
            [](const Shape& s, const py::object& d) {
              return py::isinstance<Dimension>(d) ? s.contains(d.cast<Dimension>())
@@ -165,17 +165,19 @@ void bind_graph(py::module_& m) {
              }
            })
       .def("__hash__", [](const Shape& s) { return py::hash(py::str(s.to_string())); })
-      .def("to_string", [](const Shape& s) {
-        std::string out;
-        for (const Dimension& d : s) out += (out.empty() ? "" : ";") + d.to_string();
-        return out;
-      })
+      .def("to_string",
+           [](const Shape& s) {
+             std::string out;
+             for (const Dimension& d : s) out += (out.empty() ? "" : ";") + d.to_string();
+             return out;
+           })
       .def("__repr__", [](const Shape& s) { return "Shape(" + s.to_string() + ")"; });
   py::implicitly_convertible<py::str, Shape>();
   py::implicitly_convertible<py::list, Shape>();
   py::implicitly_convertible<py::tuple, Shape>();
-  m.def("convert_to_shape", [](const py::object& x) { return to_shape(x); }, py::arg("x"),
-        "A Shape from a Shape, a string \"a:2;b:3\" or a list of Dimensions.");
+  m.def(
+      "convert_to_shape", [](const py::object& x) { return to_shape(x); }, py::arg("x"),
+      "A Shape from a Shape, a string \"a:2;b:3\" or a list of Dimensions.");
   m.def(
       "convert_to_dimension",
       [](const py::object& x) {
@@ -188,13 +190,12 @@ void bind_graph(py::module_& m) {
   py::class_<Graph, std::shared_ptr<Graph>>(m, "Graph", "A graph of operations on named tensors.")
       .def(py::init(&make_graph))
       .def_property("seed", &Graph::seed, &Graph::set_seed)
-      .def_property_readonly(
-          "operations",
-          [](Graph& g) {
-            std::vector<PyOperation> ops;
-            for (const auto& op : g.operations()) ops.push_back(wrap(op.get()));
-            return ops;
-          })
+      .def_property_readonly("operations",
+                             [](Graph& g) {
+                               std::vector<PyOperation> ops;
+                               for (const auto& op : g.operations()) ops.push_back(wrap(op.get()));
+                               return ops;
+                             })
       .def_property_readonly("all_variables", &Graph::all_variables)
       .def_property_readonly("trainable_variables", &Graph::trainable_variables)
       .def(
@@ -227,7 +228,8 @@ void bind_graph(py::module_& m) {
       .def_property_readonly("mesh", [](const PyOperation& o) { return o.op->mesh(); })
       .def("__eq__", [](const PyOperation& a, const PyOperation& b) { return a.op == b.op; })
       .def("__hash__", [](const PyOperation& o) { return std::hash<const void*>()(o.op); })
-      .def("__repr__", [](const PyOperation& o) { return "<mtf.Operation " + o.op->to_string() + ">"; });
+      .def("__repr__",
+           [](const PyOperation& o) { return "<mtf.Operation " + o.op->to_string() + ">"; });
 
   py::class_<PyTensor>(m, "Tensor", "One output of an operation: a handle, holding no data.")
       .def_property_readonly("shape", [](const PyTensor& t) { return t.tensor.shape(); })
@@ -236,42 +238,53 @@ void bind_graph(py::module_& m) {
       .def_property_readonly("mesh", [](const PyTensor& t) { return t.tensor.mesh(); })
       .def_property_readonly("graph", [](const PyTensor& t) { return t.owner; })
       .def_property_readonly("operation", [](const PyTensor& t) { return wrap(&t.tensor.op()); })
-      .def_property_readonly("size", [](const PyTensor& t) { return t.tensor.shape().num_elements(); })
-      .def("__repr__",
-           [](const PyTensor& t) { return "<mtf.Tensor " + t.tensor.describe() + ">"; })
-      .def("__eq__", [](const PyTensor& a, const py::object& b) {
-        return py::isinstance<PyTensor>(b) && a.tensor == b.cast<const PyTensor&>().tensor;
-      })
-      .def("__hash__", [](const PyTensor& t) {
-        return std::hash<const void*>()(&t.tensor.op()) ^ static_cast<size_t>(t.tensor.id());
-      })
-      .def("__add__", [](const PyTensor& a, const py::object& b) {
-        return binary(a, b, [](const Tensor& x, const Tensor& y) { return x + y; });
-      })
-      .def("__radd__", [](const PyTensor& a, const py::object& b) {
-        return reflected(a, b, [](const Tensor& x, const Tensor& y) { return x + y; });
-      })
-      .def("__sub__", [](const PyTensor& a, const py::object& b) {
-        return binary(a, b, [](const Tensor& x, const Tensor& y) { return x - y; });
-      })
-      .def("__rsub__", [](const PyTensor& a, const py::object& b) {
-        return reflected(a, b, [](const Tensor& x, const Tensor& y) { return x - y; });
-      })
-      .def("__mul__", [](const PyTensor& a, const py::object& b) {
-        return binary(a, b, [](const Tensor& x, const Tensor& y) { return x * y; });
-      })
-      .def("__rmul__", [](const PyTensor& a, const py::object& b) {
-        return reflected(a, b, [](const Tensor& x, const Tensor& y) { return x * y; });
-      })
-      .def("__truediv__", [](const PyTensor& a, const py::object& b) {
-        return binary(a, b, [](const Tensor& x, const Tensor& y) { return x / y; });
-      })
-      .def("__rtruediv__", [](const PyTensor& a, const py::object& b) {
-        return reflected(a, b, [](const Tensor& x, const Tensor& y) { return x / y; });
-      })
-      .def("__pow__", [](const PyTensor& a, const py::object& b) {
-        return binary(a, b, [](const Tensor& x, const Tensor& y) { return pow(x, y); });
-      })
+      .def_property_readonly("size",
+                             [](const PyTensor& t) { return t.tensor.shape().num_elements(); })
+      .def("__repr__", [](const PyTensor& t) { return "<mtf.Tensor " + t.tensor.describe() + ">"; })
+      .def("__eq__",
+           [](const PyTensor& a, const py::object& b) {
+             return py::isinstance<PyTensor>(b) && a.tensor == b.cast<const PyTensor&>().tensor;
+           })
+      .def("__hash__",
+           [](const PyTensor& t) {
+             return std::hash<const void*>()(&t.tensor.op()) ^ static_cast<size_t>(t.tensor.id());
+           })
+      .def("__add__",
+           [](const PyTensor& a, const py::object& b) {
+             return binary(a, b, [](const Tensor& x, const Tensor& y) { return x + y; });
+           })
+      .def("__radd__",
+           [](const PyTensor& a, const py::object& b) {
+             return reflected(a, b, [](const Tensor& x, const Tensor& y) { return x + y; });
+           })
+      .def("__sub__",
+           [](const PyTensor& a, const py::object& b) {
+             return binary(a, b, [](const Tensor& x, const Tensor& y) { return x - y; });
+           })
+      .def("__rsub__",
+           [](const PyTensor& a, const py::object& b) {
+             return reflected(a, b, [](const Tensor& x, const Tensor& y) { return x - y; });
+           })
+      .def("__mul__",
+           [](const PyTensor& a, const py::object& b) {
+             return binary(a, b, [](const Tensor& x, const Tensor& y) { return x * y; });
+           })
+      .def("__rmul__",
+           [](const PyTensor& a, const py::object& b) {
+             return reflected(a, b, [](const Tensor& x, const Tensor& y) { return x * y; });
+           })
+      .def("__truediv__",
+           [](const PyTensor& a, const py::object& b) {
+             return binary(a, b, [](const Tensor& x, const Tensor& y) { return x / y; });
+           })
+      .def("__rtruediv__",
+           [](const PyTensor& a, const py::object& b) {
+             return reflected(a, b, [](const Tensor& x, const Tensor& y) { return x / y; });
+           })
+      .def("__pow__",
+           [](const PyTensor& a, const py::object& b) {
+             return binary(a, b, [](const Tensor& x, const Tensor& y) { return pow(x, y); });
+           })
       .def("__neg__", [](const PyTensor& a) { return -a.tensor; });
 }
 

@@ -19,9 +19,9 @@ std::vector<Dimension> dims_of(const py::object& o) {
 }
 
 layers::ConvOptions conv_options(const std::vector<int64_t>& strides, const std::string& padding,
-                         const std::vector<int64_t>& dilations, bool use_bias,
-                         const std::optional<Activation>& activation,
-                         const std::optional<Initializer>& initializer) {
+                                 const std::vector<int64_t>& dilations, bool use_bias,
+                                 const std::optional<Activation>& activation,
+                                 const std::optional<Initializer>& initializer) {
   layers::ConvOptions o;
   o.strides = strides;
   o.padding = padding;
@@ -46,9 +46,9 @@ void conv_layer(py::module_& l, const char* name, ConvLayer f) {
           const std::vector<int64_t>& dilations, bool use_bias,
           const std::optional<Activation>& activation,
           const std::optional<Initializer>& filter_initializer, const std::string& layer_name) {
-        return f(x, output_dim, filter_size, layer_name,
-                 conv_options(strides, padding, dilations, use_bias, activation,
-                              filter_initializer));
+        return f(
+            x, output_dim, filter_size, layer_name,
+            conv_options(strides, padding, dilations, use_bias, activation, filter_initializer));
       },
       py::arg("x"), py::arg("output_dim"), py::arg("filter_size"),
       py::arg("strides") = std::vector<int64_t>{}, py::arg("padding") = "SAME",
@@ -61,15 +61,15 @@ void conv_layer(py::module_& l, const char* name, ConvLayer f) {
 
 void bind_layers(py::module_& m) {
   py::module_ l = m.def_submodule("layers", "Layers (Mesh TensorFlow's layers.py).");
-  l.def("get_or_create_variable", &layers::get_or_create_variable, py::arg("mesh"),
-        py::arg("name"), py::arg("shape"), py::arg("initializer"), py::arg("dtype") = float32,
+  l.def("get_or_create_variable", &layers::get_or_create_variable, py::arg("mesh"), py::arg("name"),
+        py::arg("shape"), py::arg("initializer"), py::arg("dtype") = float32,
         py::arg("trainable") = true);
   l.def("variance_scaling_initializer", &layers::variance_scaling, py::arg("reduced_dims"),
         py::arg("scale") = 1.0f);
   l.def(
       "dense",
-      [](const Tensor& x, const py::object& new_dims, const py::object& reduced_dims,
-         bool use_bias, const std::optional<Activation>& activation,
+      [](const Tensor& x, const py::object& new_dims, const py::object& reduced_dims, bool use_bias,
+         const std::optional<Activation>& activation,
          const std::optional<Initializer>& kernel_initializer, const std::string& name) {
         layers::DenseOptions o;
         o.use_bias = use_bias;
@@ -96,9 +96,9 @@ void bind_layers(py::module_& m) {
          const std::string& padding, int64_t dilation, bool use_bias,
          const std::optional<Activation>& activation,
          const std::optional<Initializer>& filter_initializer, const std::string& name) {
-        return layers::conv1d(x, output_dim, filter_size, name,
-                              conv_options({stride}, padding, {dilation}, use_bias, activation,
-                                           filter_initializer));
+        return layers::conv1d(
+            x, output_dim, filter_size, name,
+            conv_options({stride}, padding, {dilation}, use_bias, activation, filter_initializer));
       },
       py::arg("x"), py::arg("output_dim"), py::arg("filter_size") = 3, py::arg("stride") = 1,
       py::arg("padding") = "SAME", py::arg("dilation") = 1, py::arg("use_bias") = true,
@@ -140,8 +140,8 @@ void bind_layers(py::module_& m) {
       "dot_product_attention",
       [](const Tensor& q, const Tensor& k, const Tensor& v, const std::optional<Tensor>& mask,
          const Dimension& kv_dim, const Dimension& memory_dim, float keep_prob) {
-        return layers::dot_product_attention(q, k, v, mask.value_or(Tensor()), kv_dim,
-                                             memory_dim, keep_prob);
+        return layers::dot_product_attention(q, k, v, mask.value_or(Tensor()), kv_dim, memory_dim,
+                                             keep_prob);
       },
       py::arg("q"), py::arg("k"), py::arg("v"), py::arg("mask"), py::arg("kv_dim"),
       py::arg("memory_length_dim"), py::arg("keep_prob") = 1.0f);
@@ -152,8 +152,7 @@ void bind_layers(py::module_& m) {
          const Dimension& memory_length_dim, float keep_prob, const std::string& name) {
         return layers::multihead_attention(query_antecedent, memory_antecedent,
                                            mask.value_or(Tensor()),
-                                           {heads_dim, kv_dim, memory_length_dim}, name,
-                                           keep_prob);
+                                           {heads_dim, kv_dim, memory_length_dim}, name, keep_prob);
       },
       py::arg("query_antecedent"), py::arg("memory_antecedent"), py::arg("mask"),
       py::arg("kv_channels"), py::arg("heads"), py::arg("memory_length_dim"),
@@ -172,8 +171,8 @@ void bind_layers(py::module_& m) {
       py::arg("hidden_dim") = Dimension{"expert_hidden", 256}, py::arg("capacity_factor") = 2.0f,
       py::arg("loss_coef") = 1e-2f, py::arg("name") = "moe",
       "Top-2 mixture of experts: (output, load-balancing loss to add to the training loss).");
-  l.def("softmax_cross_entropy_with_logits", &softmax_cross_entropy_with_logits,
-        py::arg("logits"), py::arg("targets"), py::arg("vocab_dim"), py::arg("z_loss") = 0.0f);
+  l.def("softmax_cross_entropy_with_logits", &softmax_cross_entropy_with_logits, py::arg("logits"),
+        py::arg("targets"), py::arg("vocab_dim"), py::arg("z_loss") = 0.0f);
   l.def("softmax_cross_entropy_mean", &layers::softmax_cross_entropy_mean, py::arg("logits"),
         py::arg("targets"), py::arg("vocab_dim"), py::arg("z_loss") = 0.0f,
         "Mean cross-entropy of logits against int32 targets.");

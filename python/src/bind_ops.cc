@@ -67,8 +67,8 @@ void bind_ops(py::module_& m) {
         }
         return import_host(mesh, array_to_host(value, *shape, dtype, "constant " + name), name);
       },
-      py::arg("mesh"), py::arg("value"), py::arg("shape") = py::none(),
-      py::arg("dtype") = float32, py::arg("name") = "",
+      py::arg("mesh"), py::arg("value"), py::arg("shape") = py::none(), py::arg("dtype") = float32,
+      py::arg("name") = "",
       "A tensor of `shape` filled with a scalar, or holding a NumPy array's values.");
   m.def("zeros", &zeros, py::arg("mesh"), py::arg("shape"), py::arg("dtype") = float32);
   m.def("ones", &ones, py::arg("mesh"), py::arg("shape"), py::arg("dtype") = float32);
@@ -80,9 +80,8 @@ void bind_ops(py::module_& m) {
       },
       py::arg("mesh"), py::arg("array"), py::arg("shape"), py::arg("name") = "",
       "A constant holding a copy of a NumPy array (float32 or int32 kinds).");
-  m.def("placeholder", &placeholder, py::arg("mesh"), py::arg("shape"),
-        py::arg("dtype") = float32, py::arg("name") = "placeholder",
-        "A value fed at each Session.run (feed_dict).");
+  m.def("placeholder", &placeholder, py::arg("mesh"), py::arg("shape"), py::arg("dtype") = float32,
+        py::arg("name") = "placeholder", "A value fed at each Session.run (feed_dict).");
 
   // ---- elementwise unary
   unary<&mtf::relu>(m, "relu", "max(x, 0)");
@@ -104,8 +103,10 @@ void bind_ops(py::module_& m) {
   unary<&mtf::identity>(m, "identity", "");
   unary<&mtf::stop_gradient>(m, "stop_gradient", "identity; no gradient flows through it");
   m.def("cast", &cast, py::arg("x"), py::arg("dtype"), py::arg("name") = "");
-  m.def("to_float", [](const Tensor& x) { return cast(x, float32); }, py::arg("x"));
-  m.def("to_int32", [](const Tensor& x) { return cast(x, int32); }, py::arg("x"));
+  m.def(
+      "to_float", [](const Tensor& x) { return cast(x, float32); }, py::arg("x"));
+  m.def(
+      "to_int32", [](const Tensor& x) { return cast(x, int32); }, py::arg("x"));
 
   // ---- elementwise binary
   broadcasting<&mtf::add>(m, "add");
@@ -126,7 +127,8 @@ void bind_ops(py::module_& m) {
   comparison<&mtf::not_equal>(m, "not_equal");
   m.def("where", &where, py::arg("condition"), py::arg("x"), py::arg("y"));
   m.def("add_n", &add_n, py::arg("xs"));
-  m.def("broadcast", static_cast<Tensor (*)(const Tensor&, const Shape&)>(&broadcast), py::arg("x"), py::arg("new_shape"));
+  m.def("broadcast", static_cast<Tensor (*)(const Tensor&, const Shape&)>(&broadcast), py::arg("x"),
+        py::arg("new_shape"));
 
   // ---- einsum
   m.def(
@@ -157,8 +159,7 @@ void bind_ops(py::module_& m) {
         "Reduces to output_shape, or removes reduced_dim; neither: to a scalar.");
   };
   reduction("reduce_sum", static_cast<Tensor (*)(const Tensor&, const ReduceSpec&)>(&reduce_sum));
-  reduction("reduce_mean",
-            static_cast<Tensor (*)(const Tensor&, const ReduceSpec&)>(&reduce_mean));
+  reduction("reduce_mean", static_cast<Tensor (*)(const Tensor&, const ReduceSpec&)>(&reduce_mean));
   reduction("reduce_max", static_cast<Tensor (*)(const Tensor&, const ReduceSpec&)>(&reduce_max));
   reduction("reduce_min", static_cast<Tensor (*)(const Tensor&, const ReduceSpec&)>(&reduce_min));
   reduction("reduce_logsumexp", &reduce_logsumexp);
@@ -208,7 +209,8 @@ void bind_ops(py::module_& m) {
       py::arg("x"), py::arg("split_dim"), py::arg("num_or_size_splits"));
   m.def("stack", &stack, py::arg("xs"), py::arg("dim_name"), py::arg("axis") = 0);
   m.def("unstack", &unstack, py::arg("x"), py::arg("dim"));
-  m.def("shift", static_cast<Tensor (*)(const Tensor&, int64_t, const DimRef&, bool)>(&shift), py::arg("x"), py::arg("offset"), py::arg("dim"), py::arg("wrap"));
+  m.def("shift", static_cast<Tensor (*)(const Tensor&, int64_t, const DimRef&, bool)>(&shift),
+        py::arg("x"), py::arg("offset"), py::arg("dim"), py::arg("wrap"));
   m.def("cumsum", &cumsum, py::arg("x"), py::arg("dim"), py::arg("exclusive") = false,
         py::arg("reverse") = false);
   m.def("cumprod", &cumprod, py::arg("x"), py::arg("dim"), py::arg("exclusive") = false,
@@ -250,12 +252,12 @@ void bind_ops(py::module_& m) {
         }
         return dropout(x, keep_prob ? *keep_prob : 1.0f - *rate, seed, ptr(noise_shape));
       },
-      py::arg("x"), py::arg("keep_prob") = py::none(), py::kw_only(),
-      py::arg("rate") = py::none(), py::arg("noise_shape") = py::none(), py::arg("seed") = 0);
+      py::arg("x"), py::arg("keep_prob") = py::none(), py::kw_only(), py::arg("rate") = py::none(),
+      py::arg("noise_shape") = py::none(), py::arg("seed") = 0);
 
   // ---- losses
-  m.def("softmax_cross_entropy_with_logits", &softmax_cross_entropy_with_logits,
-        py::arg("logits"), py::arg("targets"), py::arg("vocab_dim"), py::arg("z_loss") = 0.0f);
+  m.def("softmax_cross_entropy_with_logits", &softmax_cross_entropy_with_logits, py::arg("logits"),
+        py::arg("targets"), py::arg("vocab_dim"), py::arg("z_loss") = 0.0f);
 }
 
 }  // namespace mtf::python

@@ -66,9 +66,10 @@ class PySession {
         slot.push_back(-1);
         ops.push_back(h.cast<const PyOperation&>().op);
       } else {
-        throw ValueError("Session.run: fetches must be mtf.Tensor or mtf.Operation (or a list "
-                         "of them), not " +
-                         py::repr(h).cast<std::string>());
+        throw ValueError(
+            "Session.run: fetches must be mtf.Tensor or mtf.Operation (or a list "
+            "of them), not " +
+            py::repr(h).cast<std::string>());
       }
     };
     const bool single = !py::isinstance<py::list>(fetches) && !py::isinstance<py::tuple>(fetches);
@@ -94,8 +95,8 @@ class PySession {
                            py::repr(key).cast<std::string>());
         }
         const Tensor t = key.cast<const PyTensor&>().tensor;
-        feeds.emplace_back(t, array_to_host(value, t.shape(), t.dtype(),
-                                            "the feed of " + t.describe()));
+        feeds.emplace_back(
+            t, array_to_host(value, t.shape(), t.dtype(), "the feed of " + t.describe()));
       }
     }
     std::vector<HostTensor> values =
@@ -196,9 +197,9 @@ void bind_session(py::module_& m) {
           "set_variable_value",
           [](PySession& s, const std::string& name, const py::object& value) {
             const HostTensor current = s.session().variable_value(name);
-            s.session().set_variable_value(
-                name, array_to_host(value, current.shape(), current.dtype(),
-                                    "the value of variable " + name));
+            s.session().set_variable_value(name,
+                                           array_to_host(value, current.shape(), current.dtype(),
+                                                         "the value of variable " + name));
           },
           py::arg("name"), py::arg("value"))
       .def_property_readonly("variable_names",
@@ -231,7 +232,8 @@ void bind_session(py::module_& m) {
           },
           py::arg("max_ops") = 12)
       .def(
-          "profile", [](PySession& s, int max_ops) { return s.session().profile().to_string(max_ops); },
+          "profile",
+          [](PySession& s, int max_ops) { return s.session().profile().to_string(max_ops); },
           py::arg("max_ops") = 15, "Where the runs' time went (Session(profile=True)), as a table.")
       .def("reset_profile", [](PySession& s) { s.session().reset_profile(); })
       .def_property_readonly("process_rank",

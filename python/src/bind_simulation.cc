@@ -11,9 +11,7 @@
 namespace mtf::python {
 namespace {
 
-py::object json_loads(const std::string& s) {
-  return py::module_::import("json").attr("loads")(s);
-}
+py::object json_loads(const std::string& s) { return py::module_::import("json").attr("loads")(s); }
 
 py::dict candidate_dict(const LayoutCandidate& c) {
   py::dict d;
@@ -98,8 +96,8 @@ void bind_simulation(py::module_& m) {
         if (!feed_dict.is_none()) {
           for (auto [key, value] : feed_dict.cast<py::dict>()) {
             const Tensor t = key.cast<Tensor>();
-            feeds.emplace_back(t, array_to_host(value, t.shape(), t.dtype(),
-                                                "the feed of " + t.describe()));
+            feeds.emplace_back(
+                t, array_to_host(value, t.shape(), t.dtype(), "the feed of " + t.describe()));
           }
         }
         const std::vector<Operation*> ops = ops_of(targets);

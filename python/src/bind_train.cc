@@ -18,8 +18,8 @@ void bind_train(py::module_& m) {
                   py::arg("maxval") = 1.0f)
       .def_static("glorot_uniform", &Initializer::glorot_uniform)
       .def("__repr__", [](const Initializer& i) {
-        static const char* kinds[] = {"zeros",           "ones",    "constant",      "normal",
-                                      "truncated_normal", "uniform", "glorot_uniform"};
+        static const char* kinds[] = {
+            "zeros", "ones", "constant", "normal", "truncated_normal", "uniform", "glorot_uniform"};
         return std::string("<mtf.Initializer ") + kinds[static_cast<int>(i.kind)] + ">";
       });
   // TensorFlow's spellings.
@@ -44,14 +44,17 @@ void bind_train(py::module_& m) {
       py::arg("dtype") = float32, py::arg("trainable") = true,
       "A new variable (names are unique: checkpoints key on them); returns its value.");
   m.def("is_variable", &is_variable, py::arg("tensor"));
-  m.def("assign", [](const Tensor& var, const Tensor& value) { return wrap(assign(var, value)); },
-        py::arg("var"), py::arg("new_val"));
-  m.def("assign_add",
-        [](const Tensor& var, const Tensor& value) { return wrap(assign_add(var, value)); },
-        py::arg("var"), py::arg("new_val"));
-  m.def("assign_sub",
-        [](const Tensor& var, const Tensor& value) { return wrap(assign_sub(var, value)); },
-        py::arg("var"), py::arg("new_val"));
+  m.def(
+      "assign", [](const Tensor& var, const Tensor& value) { return wrap(assign(var, value)); },
+      py::arg("var"), py::arg("new_val"));
+  m.def(
+      "assign_add",
+      [](const Tensor& var, const Tensor& value) { return wrap(assign_add(var, value)); },
+      py::arg("var"), py::arg("new_val"));
+  m.def(
+      "assign_sub",
+      [](const Tensor& var, const Tensor& value) { return wrap(assign_sub(var, value)); },
+      py::arg("var"), py::arg("new_val"));
 
   m.def(
       "gradients",
@@ -66,7 +69,8 @@ void bind_train(py::module_& m) {
       [](const py::function& fn, const std::vector<Tensor>& inputs) {
         RecomputeFn f = [fn](const std::vector<Tensor>& xs) {
           py::object out = fn(xs);
-          if (py::isinstance<PyTensor>(out)) return std::vector<Tensor>{out.cast<PyTensor>().tensor};
+          if (py::isinstance<PyTensor>(out))
+            return std::vector<Tensor>{out.cast<PyTensor>().tensor};
           return out.cast<std::vector<Tensor>>();
         };
         return recompute_grad(f, inputs);
@@ -86,8 +90,7 @@ void bind_train(py::module_& m) {
       .def(
           "minimize", [](Optimizer& o, const Tensor& loss) { return wrap(o.minimize(loss)); },
           py::arg("loss"), "gradients of loss with respect to every trainable variable, applied.");
-  py::class_<SgdOptimizer, Optimizer>(opt, "SgdOptimizer")
-      .def(py::init<float>(), py::arg("lr"));
+  py::class_<SgdOptimizer, Optimizer>(opt, "SgdOptimizer").def(py::init<float>(), py::arg("lr"));
   py::class_<MomentumOptimizer, Optimizer>(opt, "MomentumOptimizer")
       .def(py::init<float, float>(), py::arg("learning_rate"), py::arg("momentum"));
   py::class_<AdamOptimizer, Optimizer>(opt, "AdamOptimizer")
@@ -95,10 +98,9 @@ void bind_train(py::module_& m) {
            py::arg("beta_1") = 0.9f, py::arg("beta_2") = 0.999f, py::arg("epsilon") = 1e-8f,
            py::arg("name") = "adam");
   py::class_<AdafactorOptimizer, Optimizer>(opt, "AdafactorOptimizer")
-      .def(py::init([](bool multiply_by_parameter_scale, float learning_rate,
-                       float decay_exponent, float beta1, float clipping_threshold, bool factored,
-                       float epsilon1, float epsilon2, int64_t min_dim_size_to_factor,
-                       std::string name) {
+      .def(py::init([](bool multiply_by_parameter_scale, float learning_rate, float decay_exponent,
+                       float beta1, float clipping_threshold, bool factored, float epsilon1,
+                       float epsilon2, int64_t min_dim_size_to_factor, std::string name) {
              AdafactorOptions o;
              o.multiply_by_parameter_scale = multiply_by_parameter_scale;
              o.learning_rate = learning_rate;

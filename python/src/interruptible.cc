@@ -8,11 +8,9 @@ namespace {
 void on_sigint(int) { request_interrupt(); }
 
 bool on_main_thread() {
-  return PyThread_get_thread_ident() == PyLong_AsUnsignedLong(
-                                            py::module_::import("threading")
-                                                .attr("main_thread")()
-                                                .attr("ident")
-                                                .ptr());
+  return PyThread_get_thread_ident() ==
+         PyLong_AsUnsignedLong(
+             py::module_::import("threading").attr("main_thread")().attr("ident").ptr());
 }
 
 }  // namespace

@@ -6,8 +6,7 @@
 
 namespace mtf {
 
-std::shared_ptr<Transport> connect_process_transport(const std::string& which,
-                                                     std::string* name) {
+std::shared_ptr<Transport> connect_process_transport(const std::string& which, std::string* name) {
   if (name) name->clear();
   if (which == "tcp" || (which == "auto" && TcpOptions::in_environment())) {
     if (name) *name = "TCP";

@@ -1,0 +1,72 @@
+"""HDF5 checkpoints from Python: any mesh in, any mesh out; the manager."""
+
+import os
+
+import numpy as np
+import pytest
+
+import mtf
+
+
+def model():
+    g = mtf.Graph()
+    m = mtf.Mesh(g, "m")
+    w = mtf.get_variable(m, "w", "a:4;b:6")
+    loss = mtf.reduce_sum(mtf.square(w))
+    return g, loss, mtf.optimize.MomentumOptimizer(0.1, 0.9).minimize(loss)
+
+
+def test_save_and_restore_into_another_layout(tmp_path):
+    g, loss, ops = model()
+    s = mtf.Session(g, mesh_shape="r:2;c:2", layout="a:r;b:c")
+    s.run(ops)
+    path = str(tmp_path / "ckpt.h5")
+    mtf.save_checkpoint(s, path, step=7, metadata={"note": "hello"})
+    info = mtf.read_checkpoint_info(path)
+    assert info["step"] == 7 and info["metadata"] == {"note": "hello"}
+    assert info["variables"] == ["w", "w/momentum"] and info["layout"] == "a:r;b:c"
+    np.testing.assert_array_equal(mtf.read_checkpoint_variable(path, "w"), s.variable_value("w"))
+    g2, _, _ = model()
+    other = mtf.Session(g2, mesh_shape="r:3", layout="b:r")
+    restored = mtf.restore_checkpoint(other, path)
+    assert restored["step"] == 7 and other.run_counter == s.run_counter
+    for name in ["w", "w/momentum"]:
+        np.testing.assert_array_equal(other.variable_value(name), s.variable_value(name))
+    g3, _, _ = model()
+    partial = mtf.Session(g3)
+    before = partial.variable_value("w/momentum")
+    mtf.restore_checkpoint(partial, path, only=["w"], restore_run_counter=False)
+    np.testing.assert_array_equal(partial.variable_value("w/momentum"), before)
+    assert partial.run_counter == 0
+
+
+def test_checkpoint_errors_lose_nothing(tmp_path):
+    g, loss, ops = model()
+    s = mtf.Session(g)
+    before = s.variable_value("w")
+    with pytest.raises(mtf.IoError, match="nonexistent"):
+        mtf.restore_checkpoint(s, str(tmp_path / "nonexistent.h5"))
+    bad = tmp_path / "bad.h5"
+    bad.write_bytes(b"not a checkpoint")
+    with pytest.raises(OSError):  # an IoError is an OSError
+        mtf.read_checkpoint_info(str(bad))
+    np.testing.assert_array_equal(s.variable_value("w"), before)
+    with pytest.raises(mtf.ValueError, match="Session"):
+        mtf.save_checkpoint("session", str(tmp_path / "x.h5"), 1)
+
+
+def test_manager_keeps_the_newest(tmp_path):
+    g, loss, ops = model()
+    s = mtf.Session(g)
+    manager = mtf.CheckpointManager(str(tmp_path), keep=2)
+    assert manager.latest_path() is None and manager.restore_latest(s) is None
+    for step in (1, 2, 3):
+        s.run(ops)
+        manager.save(s, step, {"step": str(step)})
+    assert manager.steps() == [2, 3] and manager.directory == str(tmp_path)
+    assert os.path.basename(manager.latest_path()) == "ckpt-3.h5"
+    g2, _, _ = model()
+    fresh = mtf.Session(g2, mesh_shape="r:2", layout="a:r")
+    info = manager.restore_latest(fresh)
+    assert info["step"] == 3 and info["metadata"]["step"] == "3"
+    np.testing.assert_array_equal(fresh.variable_value("w"), s.variable_value("w"))

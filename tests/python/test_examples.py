@@ -1,0 +1,145 @@
+"""The Python examples, against the C++ ones; multi-process jobs from Python;
+Ctrl-C; and the check that the suite called every binding."""
+
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from conftest import BINDINGS, BUILD, CALLED, DATA_DIR, ROOT, env, run
+
+PYTHON = sys.executable
+MNIST_PY = os.path.join(ROOT, "examples", "python", "mnist.py")
+FLAGS = ["--steps", "30", "--eval_every", "5", "--batch_size", "40", "--hidden", "64",
+         "--loss_digits", "17"]
+LINE = re.compile(r"^(?:\[\d+\] )?((?:step \d+ loss \S+)|(?:test accuracy: \S+ over \d+ images))$",
+                  re.M)
+
+needs_data = pytest.mark.skipif(not os.path.isdir(DATA_DIR), reason="dataset-fashion-mnist missing")
+
+
+def lines(output, rank=None):
+    if rank is not None:
+        output = "\n".join(l[len(f"[{rank}] "):] for l in output.splitlines()
+                           if l.startswith(f"[{rank}] "))
+    return LINE.findall(output)
+
+
+@needs_data
+@pytest.mark.parametrize("mesh,layout", [("rows:2;cols:2", "batch:rows;hidden:cols"), ("", "")])
+def test_mnist_losses_are_the_cpp_examples_to_the_bit(mesh, layout):
+    args = FLAGS + ["--mesh_shape", mesh, "--layout", layout]
+    want = lines(run([os.path.join(BUILD, "examples", "mnist")] + args))
+    got = lines(run([PYTHON, MNIST_PY, "--transport", "none"] + args))
+    assert len(want) == 8 and got == want
+
+
+@needs_data
+def test_two_processes_from_python_are_bit_identical_to_in_process():
+    args = FLAGS + ["--mesh_shape", "rows:2", "--layout", "batch:rows"]
+    want = lines(run([PYTHON, MNIST_PY, "--transport", "none"] + args))
+    out = run([os.path.join(BUILD, "tools", "mtf-launch"), "-n", "2", "--", PYTHON, MNIST_PY] + args)
+    assert "rank 1 of 2 processes" in out
+    for rank in (0, 1):
+        assert lines(out, rank) == want, out
+
+
+@needs_data
+@pytest.mark.skipif(shutil.which("mpirun") is None, reason="OpenMPI not installed")
+def test_two_processes_under_mpirun_from_python():
+    args = FLAGS + ["--mesh_shape", "rows:2", "--layout", "batch:rows"]
+    want = lines(run([PYTHON, MNIST_PY, "--transport", "none"] + args))
+    os.environ["OMPI_MCA_btl_vader_single_copy_mechanism"] = "none"
+    out = run(["mpirun", "--allow-run-as-root", "--oversubscribe", "--bind-to", "none", "-np", "2",
+               "--tag-output", "-x", "PYTHONPATH", PYTHON, MNIST_PY] + args)
+    assert "rank 1 of 2 processes" in out
+    # mpirun tags each piece of output it forwards, which may end mid-line:
+    # each rank's stream is its pieces joined.
+    pieces = re.split(r"\[1,(\d+)\]<stdout>:", out)
+    for rank in (0, 1):
+        mine = "".join(pieces[i + 1] for i in range(1, len(pieces), 2) if pieces[i] == str(rank))
+        assert lines(mine) == want, out
+
+
+@needs_data
+def test_data_helpers_read_the_files_and_draw_the_cpp_order():
+    import mtf
+    images, labels = mtf.data.load_mnist(DATA_DIR, "t10k")
+    assert images.shape == (10000, 28, 28) and images.dtype == "uint8"
+    assert labels.shape == (10000,) and labels.dtype == "int32" and labels.max() == 9
+    a, b = mtf.data.BatchSampler(100, 30, 5), mtf.data.BatchSampler(100, 30, 5)
+    first = a.next()
+    assert len(set(first)) == 30 and (first == b.next()).all()
+    state = a.state()
+    after = a.next()
+    b.restore(state)
+    assert (b.next() == after).all()
+    with pytest.raises(mtf.IoError, match="nowhere"):
+        mtf.data.load_mnist("/nowhere", "train")
+    with pytest.raises(mtf.ValueError, match="batch size"):
+        mtf.data.BatchSampler(10, 20, 1)
+
+
+def test_simulate_example_lays_out_a_python_model_on_a_pod():
+    out = run([PYTHON, os.path.join(ROOT, "examples", "python", "simulate.py"), "--batch", "64",
+               "--length", "128", "--d_model", "256", "--heads", "4", "--d_ff", "1024",
+               "--vocab", "1024", "--layers", "1", "--time_budget", "20"])
+    assert "512 cores" in out and "auto_layout:" in out
+    chosen = re.search(r"simulated, mesh \S+, layout \"[^\"]+\":\n  step ([\d.]+) ms", out)
+    assert chosen and float(chosen.group(1)) > 0, out
+    assert "data parallelism (batch:all)" in out
+
+
+CTRL_C_SCRIPT = r"""
+import sys, numpy as np, mtf
+g = mtf.Graph(); m = mtf.Mesh(g, "m")
+b, d, e = mtf.Dimension("batch", 64), mtf.Dimension("d", 512), mtf.Dimension("e", 512)
+w = mtf.get_variable(m, "w", [d, e])
+h = mtf.random_normal(m, [b, d])
+for _ in range(200):
+    h = mtf.rename_dimension(mtf.tanh(mtf.einsum([h, w], [b, e])), "e", "d")
+ops = mtf.optimize.SgdOptimizer(0.1).minimize(mtf.reduce_mean(h))
+s = mtf.Session(g, mesh_shape="r:2", layout="batch:r")
+last, runs = s.variable_value("w"), 0
+print("ready", flush=True)
+try:
+    while True:
+        s.run(ops)
+        last, runs = s.variable_value("w"), runs + 1
+except KeyboardInterrupt:
+    # Stopped inside a run: that run changed nothing.
+    assert s.run_counter == runs, (s.run_counter, runs)
+    assert (s.variable_value("w") == last).all()
+    s.run(ops)  # and the session still runs
+    print("interrupted cleanly after", runs, "runs", flush=True)
+"""
+
+
+def test_ctrl_c_stops_a_run_cleanly():
+    p = subprocess.Popen([PYTHON, "-c", CTRL_C_SCRIPT], env=env(), stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True)
+    assert p.stdout.readline().strip() == "ready"
+    time.sleep(1.5)
+    p.send_signal(signal.SIGINT)
+    out, err = p.communicate(timeout=60)
+    assert p.returncode == 0, err
+    assert "interrupted cleanly" in out
+
+
+def test_the_readme_python_example_runs_as_written():
+    readme = open(os.path.join(ROOT, "README.md")).read()
+    blocks = re.findall(r"```python\n(.*?)```", readme, re.S)
+    assert blocks, "the README has no Python example"
+    for block in blocks:
+        out = run([PYTHON, "-c", block])
+        assert float(out.strip()) > 0
+
+
+def test_every_binding_is_called():
+    missing = sorted(set(BINDINGS) - CALLED)
+    assert not missing, f"bindings no test calls: {missing}"

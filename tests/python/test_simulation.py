@@ -1,0 +1,93 @@
+"""The simulator and automatic layouts from Python."""
+
+import json
+import os
+
+import numpy as np
+import pytest
+
+import mtf
+
+
+def model(batch=64, d_model=256, d_ff=1024):
+    g = mtf.Graph()
+    m = mtf.Mesh(g, "m")
+    b, d, f = mtf.Dimension("batch", batch), mtf.Dimension("d_model", d_model), mtf.Dimension("d_ff", d_ff)
+    x = mtf.placeholder(m, [b, d], name="x")
+    loss = mtf.reduce_mean(mtf.square(mtf.layers.dense_relu_dense(x, f, name="ffn")))
+    return g, x, loss, mtf.optimize.SgdOptimizer(0.1).minimize(loss)
+
+
+def test_simulate_returns_the_report_and_writes_a_trace(tmp_path):
+    g, x, loss, ops = model()
+    trace = str(tmp_path / "trace.json")
+    r = mtf.simulate(g, [loss], ops, mesh_shape="b:4;m:8", layout="batch:b;d_ff:m",
+                     topology="tpu-v2-32", trace_path=trace)
+    assert r["cores"] == 32 and r["mode"] == "cost-only" and r["step_time"] > 0
+    assert r["layout"] == "batch:b;d_ff:m" and "allreduce" in r["sent_by_kind"]
+    assert any(row["op"].startswith("ffn") for row in r["ops"])
+    assert r["trace_path"] == trace and "traceEvents" in json.load(open(trace))
+
+
+def test_functional_simulation_computes_the_real_values():
+    g, x, loss, ops = model(batch=8, d_model=16, d_ff=32)
+    xv = np.random.default_rng(3).standard_normal((8, 16)).astype(np.float32)
+    want = mtf.Session(g).run(loss, {x: xv})
+    r = mtf.simulate(g, [loss], mesh_shape="b:8", layout="batch:b", topology="tpu-v2-8",
+                     mode="functional", feed_dict={x: xv})
+    assert r["mode"] == "functional"
+    s = mtf.Session(g, mesh_shape="b:8", layout="batch:b", mesh_impl="simulated",
+                    topology="tpu-v2-8")
+    np.testing.assert_allclose(s.run(loss, {x: xv}), want, rtol=1e-5)
+    assert s.simulation_report()["cores"] == 8 and "step" in s.simulation_table()
+    cost = mtf.Session(g, mesh_shape="b:8", layout="batch:b", mesh_impl="simulated",
+                       topology="tpu-v2-8", sim_mode="cost")
+    assert cost.run(loss) is None and cost.simulation_report()["mode"] == "cost-only"
+
+
+def test_topologies_presets_files_and_overrides(tmp_path):
+    assert "tpu-v3-512" in mtf.Topology.preset_names()
+    t = mtf.Topology.preset("tpu-v3-512")
+    assert t.num_cores == 512 and t.num_chips == 256 and "tpu" in repr(t) and t.sources
+    machine = tmp_path / "machine.txt"
+    machine.write_text("# a slower network\nlink_bandwidth = 1e9\nchips = 4x4\n")
+    custom = mtf.Topology()
+    custom.load_file(str(machine))
+    custom.set("cores_per_chip", "2")
+    custom.apply_overrides("link_latency=2e-6")
+    custom.validate()
+    assert custom.chips == [4, 4] and custom.link_bandwidth == 1e9 and custom.num_cores == 32
+    custom.name = "mine"
+    assert custom.name == "mine" and custom.wraparound and custom.core_flops > 0
+    g, x, loss, ops = model()
+    slow = mtf.simulate(g, [loss], ops, mesh_shape="b:32", layout="batch:b", topology="tpu-v2-32",
+                        machine_file=str(machine), topology_overrides="cores_per_chip=2")
+    fast = mtf.simulate(g, [loss], ops, mesh_shape="b:32", layout="batch:b", topology="tpu-v2-32")
+    assert slow["communication"] > fast["communication"]
+    with pytest.raises(mtf.ValueError, match="tpu-v2-512"):
+        mtf.Topology.preset("tpu-v9")
+    with pytest.raises(mtf.IoError, match="cannot be opened"):
+        mtf.simulate(g, [loss], mesh_shape="b:32", topology="tpu-v2-32", machine_file="/nonexistent")
+    with pytest.raises(mtf.ValueError, match="mode"):
+        mtf.simulate(g, [loss], mesh_shape="b:32", topology="tpu-v2-32", mode="fast")
+
+
+def test_a_model_too_big_for_the_cores_is_an_out_of_memory_error():
+    g, x, loss, ops = model(batch=64, d_model=8192, d_ff=65536)
+    with pytest.raises(mtf.OutOfMemoryError, match="GiB|MiB"):
+        mtf.simulate(g, [loss], ops, mesh_shape="b:8", layout="batch:b", topology="tpu-v2-8",
+                     topology_overrides="core_memory=1e9")
+
+
+def test_auto_layout_ranks_layouts_as_dicts():
+    g, x, loss, ops = model()
+    r = mtf.auto_layout(g, [loss], ops, mesh_shape="b:4;m:8", topology="tpu-v2-32",
+                        time_budget=20)
+    assert r["mesh_shape"] == "b:4;m:8" and r["ranked"][0]["layout"] == r["layout"]
+    assert r["ranked"][0]["fits"] and r["evaluations"] > 1 and "layout" in r["table"]
+    times = [c["step_time"] for c in r["ranked"] if c["fits"]]
+    assert times == sorted(times)
+    searched = mtf.auto_layout(g, [loss], ops, topology="tpu-v2-32", max_dims=2, time_budget=20)
+    assert searched["mesh_shape"].count(":") <= 2
+    with pytest.raises(mtf.LayoutError, match="32|cores"):
+        mtf.auto_layout(g, [loss], ops, mesh_shape="b:4", topology="tpu-v2-32")
