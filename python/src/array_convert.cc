@@ -80,6 +80,21 @@ HostTensor array_to_host(const py::handle& obj, const Shape& shape, DType dtype,
   return t;
 }
 
+Feeds feeds_of(const py::object& feed_dict) {
+  Feeds feeds;
+  if (feed_dict.is_none()) return feeds;
+  for (auto [key, value] : feed_dict.cast<py::dict>()) {
+    if (!py::isinstance<PyTensor>(key)) {
+      throw ValueError("feed_dict keys must be placeholders (mtf.Tensor), not " +
+                       py::repr(key).cast<std::string>());
+    }
+    const Tensor t = key.cast<const PyTensor&>().tensor;
+    feeds.emplace_back(t,
+                       array_to_host(value, t.shape(), t.dtype(), "the feed of " + t.describe()));
+  }
+  return feeds;
+}
+
 py::array host_to_array(HostTensor t) {
   const py::dtype dt = numpy_dtype(t.dtype(), "a fetch");
   const std::vector<int64_t> sizes = t.shape().sizes();

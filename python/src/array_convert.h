@@ -21,6 +21,9 @@ namespace mtf::python {
 HostTensor array_to_host(const py::handle& array, const Shape& shape, DType dtype,
                          const std::string& what);
 py::array host_to_array(HostTensor t);
+// A feed_dict ({placeholder: array}, or None) as feeds, each array copied
+// once (ValueError when a key is not a tensor).
+Feeds feeds_of(const py::object& feed_dict);
 // float32 for NumPy floats, int32 for integers and booleans (DTypeError
 // naming the array's dtype otherwise).
 DType array_dtype(const py::handle& array);

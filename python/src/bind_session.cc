@@ -87,18 +87,7 @@ class PySession {
         ops.push_back(h.cast<const PyOperation&>().op);
       }
     }
-    Feeds feeds;
-    if (!feed_dict.is_none()) {
-      for (auto [key, value] : feed_dict.cast<py::dict>()) {
-        if (!py::isinstance<PyTensor>(key)) {
-          throw ValueError("Session.run: feed_dict keys must be placeholders (mtf.Tensor), not " +
-                           py::repr(key).cast<std::string>());
-        }
-        const Tensor t = key.cast<const PyTensor&>().tensor;
-        feeds.emplace_back(
-            t, array_to_host(value, t.shape(), t.dtype(), "the feed of " + t.describe()));
-      }
-    }
+    const Feeds feeds = feeds_of(feed_dict);
     std::vector<HostTensor> values =
         interruptible([&] { return session_->run(tensors, feeds, ops); });
     auto result = [&](int i) -> py::object {
@@ -129,9 +118,6 @@ Session& session_of(const py::handle& session) {
   return session.cast<PySession&>().session();
 }
 
-Topology topology_of(const py::handle& topology, const std::string& machine_file,
-                     const std::string& overrides);
-
 void bind_session(py::module_& m) {
   py::class_<PySession>(m, "Session",
                         "Runs a graph on a mesh and holds its variables' values.\n\n"
@@ -155,13 +141,8 @@ void bind_session(py::module_& m) {
              if (!(timeout > 0)) throw ValueError("Session: timeout must be positive seconds");
              c.timeout = std::chrono::milliseconds(static_cast<int64_t>(timeout * 1000));
              if (c.impl == MeshImpl::kSimulated) {
-               c.sim.topology = topology_of(topology, machine_file, topology_overrides);
-               if (sim_mode != "functional" && sim_mode != "cost") {
-                 throw ValueError("sim_mode must be functional or cost, not \"" + sim_mode + "\"");
-               }
-               c.sim.mode = sim_mode == "cost" ? SimMode::kCostOnly : SimMode::kFunctional;
-               c.sim.trace_path = trace_path;
-               c.sim.physical_order = physical_order;
+               c.sim = sim_options_of(topology, machine_file, topology_overrides, sim_mode,
+                                      trace_path, physical_order);
              } else if (c.impl == MeshImpl::kSimd) {
                py::gil_scoped_release release;  // waiting for the other ranks
                c.process_transport = process_transport(transport);

@@ -48,6 +48,20 @@ Topology topology_of(const py::handle& topology, const std::string& machine_file
   return t;
 }
 
+SimOptions sim_options_of(const py::handle& topology, const std::string& machine_file,
+                          const std::string& overrides, const std::string& mode,
+                          const std::string& trace_path, const std::vector<int>& physical_order) {
+  SimOptions o;
+  o.topology = topology_of(topology, machine_file, overrides);
+  if (mode != "functional" && mode != "cost") {
+    throw ValueError("the simulation mode must be cost or functional, not \"" + mode + "\"");
+  }
+  o.mode = mode == "cost" ? SimMode::kCostOnly : SimMode::kFunctional;
+  o.trace_path = trace_path;
+  o.physical_order = physical_order;
+  return o;
+}
+
 void bind_simulation(py::module_& m) {
   py::class_<Topology>(m, "Topology", "A machine: chips in a torus, cores per chip, speeds.")
       .def(py::init<>())
@@ -85,21 +99,9 @@ void bind_simulation(py::module_& m) {
         c.mesh_shape = MeshShape(mesh_shape);
         c.layout = LayoutRules(layout);
         c.impl = MeshImpl::kSimulated;
-        c.sim.topology = topology_of(topology, machine_file, topology_overrides);
-        if (mode != "functional" && mode != "cost") {
-          throw ValueError("simulate: mode must be cost or functional, not \"" + mode + "\"");
-        }
-        c.sim.mode = mode == "cost" ? SimMode::kCostOnly : SimMode::kFunctional;
-        c.sim.trace_path = trace_path;
-        c.sim.physical_order = physical_order;
-        Feeds feeds;
-        if (!feed_dict.is_none()) {
-          for (auto [key, value] : feed_dict.cast<py::dict>()) {
-            const Tensor t = key.cast<Tensor>();
-            feeds.emplace_back(
-                t, array_to_host(value, t.shape(), t.dtype(), "the feed of " + t.describe()));
-          }
-        }
+        c.sim = sim_options_of(topology, machine_file, topology_overrides, mode, trace_path,
+                               physical_order);
+        const Feeds feeds = feeds_of(feed_dict);
         const std::vector<Operation*> ops = ops_of(targets);
         std::string json = interruptible([&] {
           Session session(*graph, c);

@@ -46,6 +46,13 @@ inline PyOperation wrap(Operation* op) { return {op, op ? owner_of(op->graph()) 
 std::vector<PyOperation> wrap(const std::vector<Operation*>& ops);
 std::vector<Operation*> unwrap(const std::vector<PyOperation>& ops);
 
+// A simulation's options from the Python arguments: the topology (a
+// preset name or an mtf.Topology), then a machine file's `key = value`
+// lines, then overrides; mode "cost" or "functional" (bind_simulation.cc).
+SimOptions sim_options_of(const py::handle& topology, const std::string& machine_file,
+                          const std::string& overrides, const std::string& mode,
+                          const std::string& trace_path, const std::vector<int>& physical_order);
+
 // The module's pieces, one per file, called by module.cc in this order.
 void bind_errors(py::module_& m);
 void bind_graph(py::module_& m);
