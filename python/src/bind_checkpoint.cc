@@ -34,9 +34,6 @@ RestoreOptions restore_options(const std::map<std::string, std::string>& rename,
 
 }  // namespace
 
-// The C++ Session inside an mtf.Session (bind_session.cc).
-Session& session_of(const py::handle& session);
-
 void bind_checkpoint(py::module_& m) {
   using Metadata = std::map<std::string, std::string>;
   m.def(

@@ -67,17 +67,17 @@ std::shared_ptr<Graph> owner_of(const Graph& graph) {
   return it == g_graphs.end() ? nullptr : it->second.lock();
 }
 
-std::shared_ptr<Graph> make_graph() {
-  auto g = std::shared_ptr<Graph>(new Graph(), [](Graph* p) {
-    {
-      std::lock_guard<std::mutex> lock(g_graphs_mu);
-      g_graphs.erase(p);
-    }
-    delete p;
-  });
+void register_graph(const Graph* graph, const std::weak_ptr<Graph>& owner) {
   std::lock_guard<std::mutex> lock(g_graphs_mu);
-  g_graphs[g.get()] = g;
-  return g;
+  if (owner.expired()) {
+    g_graphs.erase(graph);
+  } else {
+    g_graphs[graph] = owner;
+  }
+}
+
+std::shared_ptr<Graph> make_graph() {
+  return make_graph_owner<Graph>([](Graph& g) -> Graph& { return g; });
 }
 
 std::vector<PyOperation> wrap(const std::vector<Operation*>& ops) {

@@ -42,10 +42,6 @@ MeshImpl parse_impl(const std::string& s) {
   throw ValueError("mesh_impl must be simd, placement or simulated, not \"" + s + "\"");
 }
 
-py::object report_dict(const SimReport& r) {
-  return py::module_::import("json").attr("loads")(r.to_json());
-}
-
 class PySession {
  public:
   PySession(std::shared_ptr<Graph> graph, MeshConfig config)

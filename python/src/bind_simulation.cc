@@ -9,9 +9,12 @@
 #include "interruptible.h"
 
 namespace mtf::python {
-namespace {
 
-py::object json_loads(const std::string& s) { return py::module_::import("json").attr("loads")(s); }
+py::dict report_dict(const SimReport& report) {
+  return py::module_::import("json").attr("loads")(report.to_json());
+}
+
+namespace {
 
 py::dict candidate_dict(const LayoutCandidate& c) {
   py::dict d;
@@ -103,12 +106,12 @@ void bind_simulation(py::module_& m) {
                                physical_order);
         const Feeds feeds = feeds_of(feed_dict);
         const std::vector<Operation*> ops = ops_of(targets);
-        std::string json = interruptible([&] {
+        const SimReport sim = interruptible([&] {
           Session session(*graph, c);
           session.run(fetches, feeds, ops);
-          return session.simulation_report().to_json();
+          return session.simulation_report();
         });
-        py::dict report = json_loads(json);
+        py::dict report = report_dict(sim);
         if (!trace_path.empty()) report["trace_path"] = trace_path;
         return report;
       },

@@ -25,6 +25,19 @@ namespace py = pybind11;
 // The shared owner of a graph made from Python; nullptr for graphs Python
 // did not make (their objects then do not keep them alive).
 std::shared_ptr<Graph> owner_of(const Graph& graph);
+// Records (or, for an expired owner, forgets) the shared owner of a graph.
+void register_graph(const Graph* graph, const std::weak_ptr<Graph>& owner);
+// A new T(args...) that holds a graph (graph_of(t)), kept alive by every
+// Python handle into that graph as an mtf.Graph() is; forgotten when it dies.
+template <typename T, typename GraphOf, typename... Args>
+std::shared_ptr<T> make_graph_owner(GraphOf graph_of, Args&&... args) {
+  std::shared_ptr<T> t(new T(std::forward<Args>(args)...), [graph_of](T* p) {
+    register_graph(&graph_of(*p), std::weak_ptr<Graph>());
+    delete p;
+  });
+  register_graph(&graph_of(*t), std::shared_ptr<Graph>(t, &graph_of(*t)));
+  return t;
+}
 // A new graph, owned by Python objects.
 std::shared_ptr<Graph> make_graph();
 
@@ -53,6 +66,13 @@ SimOptions sim_options_of(const py::handle& topology, const std::string& machine
                           const std::string& overrides, const std::string& mode,
                           const std::string& trace_path, const std::vector<int>& physical_order);
 
+// The C++ Session inside an mtf.Session (ValueError for anything else;
+// bind_session.cc).
+Session& session_of(const py::handle& session);
+
+// A simulation's report as a dict: the JSON mtf-sim --json prints, parsed.
+py::dict report_dict(const SimReport& report);
+
 // The module's pieces, one per file, called by module.cc in this order.
 void bind_errors(py::module_& m);
 void bind_graph(py::module_& m);
@@ -63,6 +83,7 @@ void bind_session(py::module_& m);
 void bind_simulation(py::module_& m);
 void bind_checkpoint(py::module_& m);
 void bind_data(py::module_& m);
+void bind_models(py::module_& m);
 
 }  // namespace mtf::python
 

@@ -14,4 +14,5 @@ PYBIND11_MODULE(_mtf, m) {
   mp::bind_simulation(m);
   mp::bind_checkpoint(m);
   mp::bind_data(m);
+  mp::bind_models(m);
 }

@@ -1,0 +1,180 @@
+// bind_models.cc — mtf.models: the project's Transformer language model and
+// its incremental decoder, so Python can train, checkpoint and decode the
+// same model as the C++ examples (the decode graph shares the LM's graph and
+// variables, and runs in any Session of that graph, on any mesh).
+#include <cstring>
+
+#include "array_convert.h"
+#include "handles.h"
+#include "interruptible.h"
+#include "models/transformer.h"
+#include "models/transformer_decoder.h"
+
+namespace mtf::python {
+namespace {
+
+using examples::SamplingOptions;
+using examples::TransformerConfig;
+using examples::TransformerDecoder;
+using examples::TransformerLm;
+
+// The fields TransformerConfig(**kwargs) accepts (and binds as attributes).
+template <typename Class>
+void config_fields(Class& c) {
+  c.def_readwrite("layers", &TransformerConfig::layers)
+      .def_readwrite("d_model", &TransformerConfig::d_model)
+      .def_readwrite("d_ff", &TransformerConfig::d_ff)
+      .def_readwrite("heads", &TransformerConfig::heads)
+      .def_readwrite("d_kv", &TransformerConfig::d_kv)
+      .def_readwrite("vocab", &TransformerConfig::vocab)
+      .def_readwrite("length", &TransformerConfig::length)
+      .def_readwrite("batch", &TransformerConfig::batch)
+      .def_readwrite("dropout", &TransformerConfig::dropout)
+      .def_readwrite("z_loss", &TransformerConfig::z_loss)
+      .def_readwrite("learning_rate", &TransformerConfig::learning_rate)
+      .def_readwrite("recompute", &TransformerConfig::recompute)
+      .def_readwrite("moe_experts", &TransformerConfig::moe_experts)
+      .def_readwrite("seed", &TransformerConfig::seed);
+}
+const char* const kConfigFields[] = {
+    "layers", "d_model", "d_ff",   "heads",         "d_kv",      "vocab",       "length",
+    "batch",  "dropout", "z_loss", "learning_rate", "recompute", "moe_experts", "seed"};
+
+SamplingOptions sampling_options(double temperature, int64_t top_k, double top_p, int32_t stop,
+                                 uint64_t seed) {
+  SamplingOptions o;
+  o.temperature = temperature;
+  o.top_k = top_k;
+  o.top_p = top_p;
+  o.stop = stop;
+  o.seed = seed;
+  return o;
+}
+
+}  // namespace
+
+void bind_models(py::module_& m) {
+  py::module_ models = m.def_submodule(
+      "models", "The project's models: the Transformer LM of the paper and its decoder.");
+
+  py::class_<TransformerConfig> config(
+      models, "TransformerConfig",
+      "Sizes and training settings of the Transformer LM; TransformerConfig(d_model=256, ...) "
+      "sets any field by name.");
+  config.def(py::init([](const py::kwargs& kwargs) {
+    TransformerConfig c;
+    py::object self = py::cast(&c, py::return_value_policy::reference);
+    for (const auto& [key, value] : kwargs) {
+      const std::string name = key.cast<std::string>();
+      bool known = false;
+      for (const char* f : kConfigFields) known = known || name == f;
+      if (!known) {
+        std::string fields;
+        for (const char* f : kConfigFields) fields += std::string(fields.empty() ? "" : ", ") + f;
+        throw ValueError("TransformerConfig has no field \"" + name + "\" (fields: " + fields +
+                         ")");
+      }
+      self.attr(key) = value;
+    }
+    return c;
+  }));
+  config_fields(config);
+  config.def("validate", &TransformerConfig::validate)
+      .def_static("paper", &TransformerConfig::paper, py::arg("d_ff"), py::arg("heads"),
+                  "The paper's language model at one of its d_ff/heads sizes.")
+      .def_property_readonly("num_parameters", &TransformerConfig::num_parameters)
+      .def("__repr__", [](const TransformerConfig& c) {
+        std::string s = "TransformerConfig(";
+        py::object self = py::cast(c);
+        for (const char* f : kConfigFields) {
+          s += std::string(f) + "=" + py::repr(self.attr(f)).cast<std::string>() +
+               (f == kConfigFields[std::size(kConfigFields) - 1] ? ")" : ", ");
+        }
+        return s;
+      });
+
+  py::class_<TransformerLm, std::shared_ptr<TransformerLm>>(
+      models, "TransformerLm",
+      "The decoder-only Transformer LM: a training graph (dropout, Adafactor updates in "
+      "train_ops) and an evaluation graph sharing its variables. inputs and targets are int32 "
+      "[batch, length] placeholders (targets: the inputs shifted by one).")
+      .def(py::init([](const TransformerConfig& c) {
+             return make_graph_owner<TransformerLm>(
+                 [](TransformerLm& lm) -> Graph& { return lm.graph(); }, c);
+           }),
+           py::arg("config"))
+      .def_property_readonly("graph", [](TransformerLm& lm) { return owner_of(lm.graph()); })
+      .def_property_readonly("config", &TransformerLm::config)
+      .def_readonly("batch", &TransformerLm::batch)
+      .def_readonly("length", &TransformerLm::length)
+      .def_readonly("memory_length", &TransformerLm::memory_length)
+      .def_readonly("d_model", &TransformerLm::d_model)
+      .def_readonly("d_ff", &TransformerLm::d_ff)
+      .def_readonly("heads", &TransformerLm::heads)
+      .def_readonly("d_kv", &TransformerLm::d_kv)
+      .def_readonly("vocab", &TransformerLm::vocab)
+      .def_readonly("inputs", &TransformerLm::inputs)
+      .def_readonly("targets", &TransformerLm::targets)
+      .def_readonly("loss", &TransformerLm::loss)
+      .def_readonly("eval_loss", &TransformerLm::eval_loss)
+      .def_readonly("eval_logits", &TransformerLm::eval_logits)
+      .def_readonly("moe_loss", &TransformerLm::moe_loss)
+      .def_property_readonly("train_ops", [](TransformerLm& lm) { return wrap(lm.train_ops); });
+
+  py::class_<TransformerDecoder>(
+      models, "TransformerDecoder",
+      "Incremental decoding of a TransformerLm: a graph added to the LM's that takes one token "
+      "per sequence at a fed position and keeps each layer's keys and values in cache "
+      "variables (laid out like any tensor). Run it in a Session of lm.graph; restore the "
+      "LM's variables from a checkpoint first to decode a trained model.")
+      .def(py::init<TransformerLm&, int64_t>(), py::arg("lm"), py::arg("batch"),
+           py::keep_alive<1, 2>())
+      .def_readonly("batch", &TransformerDecoder::batch)
+      .def_readonly("token", &TransformerDecoder::token)
+      .def_readonly("position", &TransformerDecoder::position)
+      .def_readonly("logits", &TransformerDecoder::logits)
+      .def_property_readonly("write_caches",
+                             [](const TransformerDecoder& d) { return wrap(d.write_caches); })
+      .def(
+          "step",
+          [](const TransformerDecoder& d, const py::object& session,
+             const std::vector<int32_t>& tokens, int64_t position) {
+            Session& s = session_of(session);
+            const std::vector<float> logits =
+                interruptible([&] { return d.step(s, tokens, position); });
+            const py::ssize_t vocab = static_cast<py::ssize_t>(logits.size()) / d.batch.size;
+            py::array_t<float> out({static_cast<py::ssize_t>(d.batch.size), vocab});
+            std::memcpy(out.mutable_data(), logits.data(), logits.size() * sizeof(float));
+            return out;
+          },
+          py::arg("session"), py::arg("tokens"), py::arg("position"),
+          "Feeds each sequence's token at `position` (writing that row of the caches) and "
+          "returns the next token's logits, float32 [batch, vocab].")
+      .def(
+          "greedy",
+          [](const TransformerDecoder& d, const py::object& session,
+             const std::vector<std::vector<int32_t>>& prompts, int64_t steps) {
+            Session& s = session_of(session);
+            return interruptible([&] { return d.greedy(s, prompts, steps); });
+          },
+          py::arg("session"), py::arg("prompts"), py::arg("steps"),
+          "Feeds the prompts (one per sequence, all of one length >= 1) and appends `steps` "
+          "tokens of highest logit, up to the model's length; returns each sequence.")
+      .def(
+          "generate",
+          [](const TransformerDecoder& d, const py::object& session,
+             const std::vector<std::vector<int32_t>>& prompts, int64_t steps, double temperature,
+             int64_t top_k, double top_p, int32_t stop, uint64_t seed) {
+            Session& s = session_of(session);
+            const SamplingOptions o = sampling_options(temperature, top_k, top_p, stop, seed);
+            return interruptible([&] { return d.generate(s, prompts, steps, o); });
+          },
+          py::arg("session"), py::arg("prompts"), py::arg("steps"), py::kw_only(),
+          py::arg("temperature") = 0.0, py::arg("top_k") = 0, py::arg("top_p") = 1.0,
+          py::arg("stop") = -1, py::arg("seed") = 1,
+          "As greedy, with tokens drawn from softmax(logits / temperature) cut to the top_k "
+          "highest (0: all) and the nucleus of probability top_p (temperature 0: greedy). A "
+          "sequence that emits `stop` ends there.");
+}
+
+}  // namespace mtf::python
