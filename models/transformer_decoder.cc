@@ -49,6 +49,16 @@ int32_t choose_next(const float* row, int64_t vocab, const SamplingOptions& o,
   return ids[keep - 1];
 }
 
+namespace {
+
+Shape join(const Shape& a, std::initializer_list<Dimension> more) {
+  std::vector<Dimension> dims = a.dims();
+  dims.insert(dims.end(), more);
+  return Shape(dims);
+}
+
+}  // namespace
+
 TransformerDecoder::TransformerDecoder(TransformerLm& lm, int64_t batch_size)
     : batch{"batch", batch_size}, length_(lm.length.size), vocab_(lm.vocab.size) {
   const TransformerConfig& c = lm.config();
@@ -58,24 +68,57 @@ TransformerDecoder::TransformerDecoder(TransformerLm& lm, int64_t batch_size)
         "whole windows (expert capacity is per sequence); decode a dense LM");
   }
   if (batch_size < 1) throw ValueError("TransformerDecoder: batch must be at least 1");
-  Graph& graph = lm.graph();
-  const Mesh mesh(graph, lm.inputs.mesh().name());
-  const std::string prefix = "decode_b" + std::to_string(batch_size) + "/";
-  token = placeholder(mesh, Shape({batch}), int32, prefix + "token");
-  position = placeholder(mesh, Shape(), int32, prefix + "position");
+  const Mesh mesh(lm.graph(), lm.inputs.mesh().name());
+  prefix_ = "decode_b" + std::to_string(batch_size) + "/";
+  const Shape cache_shape({batch, lm.heads, lm.memory_length, lm.d_kv});
+  for (int64_t l = 0; l < c.layers; ++l) {
+    for (const char* kv : {"k", "v"}) {
+      caches_.push_back(layers::get_or_create_variable(
+          mesh, prefix_ + "layer_" + std::to_string(l) + "/" + kv + "_cache", cache_shape,
+          Initializer::zeros(), float32, /*trainable=*/false));
+    }
+  }
+  const Tensor position_embeddings = layers::get_or_create_variable(
+      mesh, "positions", Shape({lm.length, lm.d_model}), Initializer::normal(0.0f, 1.0f));
+
+  // One step: one token per sequence at `position`.
+  token = placeholder(mesh, Shape({batch}), int32, prefix_ + "token");
+  position = placeholder(mesh, Shape(), int32, prefix_ + "position");
+  logits =
+      vocab_logits(lm, layers_over(lm, token, position,
+                                   gather(position_embeddings, position, lm.length), write_caches));
+
+  // The prefill: every position of the window, the logits of one.
+  prompt = placeholder(mesh, Shape({batch, lm.length}), int32, prefix_ + "prompt");
+  prompt_end = placeholder(mesh, Shape(), int32, prefix_ + "prompt_end");
+  const Tensor x =
+      layers_over(lm, prompt, range(mesh, lm.length), position_embeddings, prefill_caches);
+  prompt_logits = vocab_logits(lm, gather(x, prompt_end, lm.length));
+
+  // Beam search's reordering, along a renamed batch dimension.
+  parents = placeholder(mesh, Shape({batch}), int32, prefix_ + "parents");
+  for (const Tensor& cache : caches_) {
+    const Tensor from = rename_dimension(cache, batch.name, "parent");
+    reorder_caches.push_back(assign(cache, gather(from, parents, "parent")));
+  }
+}
+
+Tensor TransformerDecoder::layers_over(TransformerLm& lm, const Tensor& ids, const Tensor& pos,
+                                       const Tensor& pos_emb, std::vector<Operation*>& writes) {
+  const Mesh mesh = ids.mesh();
   const Dimension& d_model = lm.d_model;
   const Dimension& memory = lm.memory_length;
-  Tensor x = layers::embedding(token, lm.vocab, d_model, "embedding") +
-             gather(layers::get_or_create_variable(mesh, "positions", Shape({lm.length, d_model}),
-                                                   Initializer::normal(0.0f, 1.0f)),
-                    position, lm.length);
-  // Memory positions after this one are masked, as the window's causal mask
-  // masks them (their cache rows are stale or zero).
-  const Tensor mask = cast(greater(range(mesh, memory), position), float32) * -1e9f;
-  const Tensor here = one_hot(position, memory);  // [memory]
+  const Shape rows = ids.shape();  // [batch] or [batch, length]
   const Shape cache_shape({batch, lm.heads, memory, lm.d_kv});
-  const Shape head_shape({batch, lm.heads, lm.d_kv});
-  for (int64_t l = 0; l < c.layers; ++l) {
+  const Shape head_shape = join(rows, {lm.heads, lm.d_kv});
+  Tensor x = layers::embedding(ids, lm.vocab, d_model, "embedding") + pos_emb;
+  // Memory rows after a query's position are masked, as the window's causal
+  // mask masks them (their cache rows are stale, padding or zero).
+  const Tensor mask = cast(greater(range(mesh, memory), pos), float32) * -1e9f;
+  const Tensor here = one_hot(pos, memory);  // pos's shape + [memory]
+  const Tensor written_rows =
+      pos.shape().empty() ? here : reduce_sum(here, ReduceSpec(Shape({memory})));
+  for (int64_t l = 0; l < lm.config().layers; ++l) {
     const std::string name = "layer_" + std::to_string(l);
     Tensor h = layers::layer_norm(x, d_model, name + "/attention_norm");
     const Shape proj({d_model, lm.heads, lm.d_kv});
@@ -85,26 +128,28 @@ TransformerDecoder::TransformerDecoder(TransformerLm& lm, int64_t batch_size)
                                             Initializer::zeros());
     };
     const Tensor q = einsum({h, weight("q", proj)}, head_shape);
-    std::vector<Tensor> caches;
-    for (const char* kv : {"k", "v"}) {
-      const Tensor cache = layers::get_or_create_variable(
-          mesh, prefix + name + "/" + kv + "_cache", cache_shape, Initializer::zeros(), float32,
-          /*trainable=*/false);
-      const Tensor value = einsum({h, weight(kv, proj)}, head_shape);
-      const Tensor written = cache * (1.0f - here) + einsum({value, here}, cache_shape);
-      write_caches.push_back(assign(cache, written));
-      caches.push_back(written);
+    std::vector<Tensor> kv;
+    for (int i = 0; i < 2; ++i) {
+      const Tensor& cache = caches_[2 * l + i];
+      const Tensor value = einsum({h, weight(i == 0 ? "k" : "v", proj)}, head_shape);
+      const Tensor written = cache * (1.0f - written_rows) + einsum({value, here}, cache_shape);
+      writes.push_back(assign(cache, written));
+      kv.push_back(written);
     }
-    const Tensor scores = einsum({q, caches[0]}, Shape({batch, lm.heads, memory})) + mask;
-    const Tensor o = einsum({softmax(scores, memory), caches[1]}, head_shape);
-    x = x + einsum({o, weight("o", Shape({lm.heads, lm.d_kv, d_model}))}, Shape({batch, d_model}));
+    const Tensor scores = einsum({q, kv[0]}, join(rows, {lm.heads, memory})) + mask;
+    const Tensor o = einsum({softmax(scores, memory), kv[1]}, head_shape);
+    x = x + einsum({o, weight("o", Shape({lm.heads, lm.d_kv, d_model}))}, join(rows, {d_model}));
     h = layers::layer_norm(x, d_model, name + "/ffn_norm");
     x = x + layers::dense_relu_dense(h, lm.d_ff, name + "/ffn");
   }
-  x = layers::layer_norm(x, d_model, "final_norm");
+  return x;
+}
+
+Tensor TransformerDecoder::vocab_logits(TransformerLm& lm, const Tensor& x) {
   layers::DenseOptions no_bias;
   no_bias.use_bias = false;
-  logits = layers::dense(x, {lm.vocab}, {d_model}, "logits", no_bias);
+  return layers::dense(layers::layer_norm(x, lm.d_model, "final_norm"), {lm.vocab}, {lm.d_model},
+                       "logits", no_bias);
 }
 
 std::vector<float> TransformerDecoder::step(Session& session, const std::vector<int32_t>& tokens,
@@ -128,6 +173,56 @@ std::vector<float> TransformerDecoder::step(Session& session, const std::vector<
   return session.run({logits}, feeds, write_caches)[0].to_floats();
 }
 
+void TransformerDecoder::check_prompts(const std::vector<std::vector<int32_t>>& prompts,
+                                       const char* who) const {
+  const std::string where = std::string("TransformerDecoder::") + who + ": ";
+  if (static_cast<int64_t>(prompts.size()) != batch.size) {
+    throw ValueError(where + std::to_string(prompts.size()) + " prompts for a batch of " +
+                     std::to_string(batch.size) + " (one prompt per sequence)");
+  }
+  const size_t n = prompts[0].size();
+  for (const auto& p : prompts) {
+    if (p.empty() || p.size() != n) throw ValueError(where + "prompts must share one length >= 1");
+    for (int32_t t : p) {
+      if (t < 0 || t >= vocab_) {
+        throw ValueError(where + "prompt token " + std::to_string(t) +
+                         " is outside the vocabulary of " + std::to_string(vocab_));
+      }
+    }
+  }
+  if (static_cast<int64_t>(n) > length_) {
+    throw ValueError(where + "a prompt of " + std::to_string(n) +
+                     " tokens exceeds the model's length " + std::to_string(length_));
+  }
+}
+
+std::vector<float> TransformerDecoder::prefill(
+    Session& session, const std::vector<std::vector<int32_t>>& prompts) const {
+  check_prompts(prompts, "prefill");
+  std::vector<int32_t> window(batch.size * length_, 0);
+  for (int64_t b = 0; b < batch.size; ++b)
+    std::copy(prompts[b].begin(), prompts[b].end(), window.begin() + b * length_);
+  const int32_t end = static_cast<int32_t>(prompts[0].size()) - 1;
+  const Feeds feeds = {{prompt, HostTensor::from_ints(prompt.shape(), window)},
+                       {prompt_end, HostTensor::from_ints(Shape(), {end})}};
+  return session.run({prompt_logits}, feeds, prefill_caches)[0].to_floats();
+}
+
+void TransformerDecoder::reorder(Session& session, const std::vector<int32_t>& from) const {
+  if (static_cast<int64_t>(from.size()) != batch.size) {
+    throw ValueError("TransformerDecoder::reorder: " + std::to_string(from.size()) +
+                     " parents for a batch of " + std::to_string(batch.size));
+  }
+  for (int32_t f : from) {
+    if (f < 0 || f >= batch.size) {
+      throw ValueError("TransformerDecoder::reorder: parent " + std::to_string(f) +
+                       " is outside the batch of " + std::to_string(batch.size));
+    }
+  }
+  session.run(std::vector<Tensor>{}, {{parents, HostTensor::from_ints(parents.shape(), from)}},
+              reorder_caches);
+}
+
 std::vector<std::vector<int32_t>> TransformerDecoder::greedy(
     Session& session, const std::vector<std::vector<int32_t>>& prompts, int64_t steps) const {
   return generate(session, prompts, steps, SamplingOptions());
@@ -137,33 +232,24 @@ std::vector<std::vector<int32_t>> TransformerDecoder::generate(
     Session& session, const std::vector<std::vector<int32_t>>& prompts, int64_t steps,
     const SamplingOptions& options) const {
   options.validate(vocab_);
-  if (static_cast<int64_t>(prompts.size()) != batch.size)
-    throw ValueError("TransformerDecoder::generate: one prompt per sequence of the batch");
-  const size_t n = prompts[0].size();
-  for (const auto& p : prompts) {
-    if (p.empty() || p.size() != n)
-      throw ValueError("TransformerDecoder::generate: prompts must share one length >= 1");
-  }
-  if (static_cast<int64_t>(n) > length_) {
-    throw ValueError("TransformerDecoder::generate: a prompt of " + std::to_string(n) +
-                     " tokens exceeds the model's length " + std::to_string(length_));
-  }
+  check_prompts(prompts, "generate");
+  const int64_t n = static_cast<int64_t>(prompts[0].size());
   std::mt19937_64 rng(options.seed);
   std::vector<std::vector<int32_t>> out = prompts;
   std::vector<bool> done(batch.size, false);
-  const int64_t total =
-      std::min<int64_t>(static_cast<int64_t>(n) + std::max<int64_t>(steps, 0), length_);
-  // Feed position p; the token at p + 1 is the prompt's or a new choice (an
-  // ended sequence is fed its stop token again, and keeps its length).
-  for (int64_t p = 0; p + 1 < total; ++p) {
-    if (p + 1 >= static_cast<int64_t>(n) &&
-        std::all_of(done.begin(), done.end(), [](bool d) { return d; }))
-      break;
-    std::vector<int32_t> tokens;
-    for (const auto& s : out)
-      tokens.push_back(p < static_cast<int64_t>(s.size()) ? s[p] : s.back());
-    const std::vector<float> next = step(session, tokens, p);
-    if (p + 1 < static_cast<int64_t>(n)) continue;
+  const int64_t total = std::min<int64_t>(n + std::max<int64_t>(steps, 0), length_);
+  // The prompts in one pass, then a step per new token (an ended sequence
+  // is fed its stop token again, and keeps its length).
+  std::vector<float> next;
+  for (int64_t p = n - 1; p + 1 < total; ++p) {
+    if (std::all_of(done.begin(), done.end(), [](bool d) { return d; })) break;
+    if (p == n - 1) {
+      next = prefill(session, prompts);
+    } else {
+      std::vector<int32_t> tokens;
+      for (const auto& s : out) tokens.push_back(s.back());
+      next = step(session, tokens, p);
+    }
     for (int64_t b = 0; b < batch.size; ++b) {
       if (done[b]) continue;
       const int32_t t = choose_next(next.data() + b * vocab_, vocab_, options, rng);

@@ -1,5 +1,6 @@
-// Incremental decoding with key/value caches: every step's logits equal the
-// whole window's at that position (1e-5), greedy decoding picks the tokens
+// Incremental decoding with key/value caches: every step's logits, and the
+// prefill's, equal the whole window's at that position (1e-5), a reorder
+// hands each sequence its parent's caches, greedy decoding picks the tokens
 // full recomputation picks, a mesh layout gives one core's bits in
 // reproducible mode, and bad input is a clear error.
 #include <algorithm>
@@ -13,24 +14,8 @@
 namespace mtf {
 namespace {
 
-// Four Adafactor steps so that the weights are not the initial ones.
-void train_a_little(examples::TransformerLm& lm, Session& s) {
-  HostTensor in(lm.inputs.shape(), int32), tg(lm.targets.shape(), int32);
-  for (int step = 0; step < 4; ++step) {
-    for (int64_t i = 0; i < in.num_elements(); ++i) {
-      in.data<int32_t>()[i] = static_cast<int32_t>((i * 7 + step * 3) % 64);
-      tg.data<int32_t>()[i] = static_cast<int32_t>((i * 7 + step * 3 + 1) % 64);
-    }
-    s.run({lm.loss}, {{lm.inputs, in}, {lm.targets, tg}}, lm.train_ops);
-  }
-}
-
-// The whole window's logits [batch, length, vocab] for `windows`.
-std::vector<float> window_logits(examples::TransformerLm& lm, Session& s,
-                                 const std::vector<int32_t>& windows) {
-  const HostTensor in = HostTensor::from_ints(lm.inputs.shape(), windows);
-  return s.run(lm.eval_logits, {{lm.inputs, in}, {lm.targets, in}}).to_floats();
-}
+using testing::train_a_little;
+using testing::window_logits;
 
 TEST(TransformerDecodeTest, EachStepMatchesTheWholeWindow) {
   const examples::TransformerConfig c = testing::tiny_transformer_config();
@@ -89,6 +74,77 @@ TEST(TransformerDecodeTest, GreedyPicksTheTokensOfFullRecomputation) {
   }
 }
 
+// `batch` windows of the tiny model's length, different for each `seed`.
+std::vector<int32_t> some_windows(const examples::TransformerConfig& c, int seed) {
+  std::vector<int32_t> w(c.batch * c.length);
+  for (size_t i = 0; i < w.size(); ++i) w[i] = static_cast<int32_t>((i * 11 + seed * 5 + 3) % 64);
+  return w;
+}
+
+// Rows [b, p, :] of window logits [batch, length, vocab], one after another.
+std::vector<float> rows_at(const std::vector<float>& logits, const examples::TransformerConfig& c,
+                           int64_t p) {
+  std::vector<float> out;
+  for (int64_t b = 0; b < c.batch; ++b) {
+    const float* row = logits.data() + (b * c.length + p) * c.vocab;
+    out.insert(out.end(), row, row + c.vocab);
+  }
+  return out;
+}
+
+TEST(TransformerDecodeTest, PrefillMatchesTheWholeWindowAndStepsGoOnFromIt) {
+  const examples::TransformerConfig c = testing::tiny_transformer_config();
+  examples::TransformerLm lm(c);
+  examples::TransformerDecoder dec(lm, c.batch);
+  Session s(lm.graph());
+  train_a_little(lm, s);
+  int seed = 0;
+  for (int64_t n : {int64_t{1}, int64_t{3}, c.length}) {
+    // The caches hold another set of sequences first: rows past the prompt
+    // are stale and must not matter.
+    dec.greedy(s, std::vector<std::vector<int32_t>>(c.batch, std::vector<int32_t>{7}), c.length);
+    const std::vector<int32_t> windows = some_windows(c, ++seed);
+    const std::vector<float> want = window_logits(lm, s, windows);
+    std::vector<std::vector<int32_t>> prompts(c.batch);
+    for (int64_t b = 0; b < c.batch; ++b)
+      prompts[b].assign(windows.begin() + b * c.length, windows.begin() + b * c.length + n);
+    SCOPED_TRACE("prompt length " + std::to_string(n));
+    testing::expect_near_vectors(dec.prefill(s, prompts), rows_at(want, c, n - 1), 1e-5f);
+    for (int64_t p = n; p < c.length; ++p) {
+      std::vector<int32_t> tokens;
+      for (int64_t b = 0; b < c.batch; ++b) tokens.push_back(windows[b * c.length + p]);
+      SCOPED_TRACE("position " + std::to_string(p));
+      testing::expect_near_vectors(dec.step(s, tokens, p), rows_at(want, c, p), 1e-5f);
+    }
+  }
+}
+
+TEST(TransformerDecodeTest, ReorderHandsEachSequenceItsParentsCaches) {
+  const examples::TransformerConfig c = testing::tiny_transformer_config();
+  examples::TransformerLm lm(c);
+  examples::TransformerDecoder dec(lm, c.batch);
+  Session s(lm.graph());
+  train_a_little(lm, s);
+  const std::vector<int32_t> windows = some_windows(c, 4);
+  std::vector<std::vector<int32_t>> prompts(c.batch);
+  for (int64_t b = 0; b < c.batch; ++b)
+    prompts[b].assign(windows.begin() + b * c.length, windows.begin() + b * c.length + 3);
+  dec.prefill(s, prompts);
+  const std::vector<int32_t> parents = {2, 0, 0, 3};
+  dec.reorder(s, parents);
+  // Now sequence b is parents[b]'s window: the next step follows it.
+  std::vector<int32_t> moved, tokens;
+  for (int32_t from : parents) {
+    moved.insert(moved.end(), windows.begin() + from * c.length,
+                 windows.begin() + (from + 1) * c.length);
+    tokens.push_back(windows[from * c.length + 3]);
+  }
+  testing::expect_near_vectors(dec.step(s, tokens, 3), rows_at(window_logits(lm, s, moved), c, 3),
+                               1e-5f);
+  EXPECT_THROW(dec.reorder(s, {0, 1, 2}), ValueError);
+  EXPECT_THROW(dec.reorder(s, {0, 1, 2, 4}), ValueError);
+}
+
 TEST(TransformerDecodeTest, AMeshGivesOneCoresBits) {
   const examples::TransformerConfig c = testing::tiny_transformer_config();
   auto decode = [&](const MeshConfig& mesh) {
@@ -102,6 +158,12 @@ TEST(TransformerDecodeTest, AMeshGivesOneCoresBits) {
           dec.step(s, {static_cast<int32_t>(p * 3 % 64), static_cast<int32_t>(p * 7 % 64)}, p);
       all.insert(all.end(), l.begin(), l.end());
     }
+    // The prefill, a reorder and a step after them.
+    std::vector<float> l = dec.prefill(s, {{1, 2, 3}, {4, 5, 6}});
+    all.insert(all.end(), l.begin(), l.end());
+    dec.reorder(s, {1, 1});
+    l = dec.step(s, {9, 10}, 3);
+    all.insert(all.end(), l.begin(), l.end());
     return all;
   };
   MeshConfig one;
@@ -186,6 +248,9 @@ TEST(TransformerDecodeTest, BadInputIsAClearError) {
                  1),
       ValueError);
   EXPECT_THROW(dec.greedy(s, {{1}, {1, 2}}, 1), ValueError);
+  EXPECT_THROW(dec.greedy(s, {{1}}, 1), ValueError);
+  EXPECT_THROW(dec.prefill(s, {{1}, {int32_t(c.vocab)}}), ValueError);
+  EXPECT_THROW(dec.prefill(s, {{}, {}}), ValueError);
   for (const auto& set : std::vector<std::function<void(examples::SamplingOptions&)>>{
            [](examples::SamplingOptions& o) { o.temperature = -1; },
            [](examples::SamplingOptions& o) { o.top_k = -1; },
