@@ -59,8 +59,9 @@ Shape join(const Shape& a, std::initializer_list<Dimension> more) {
 
 }  // namespace
 
-TransformerDecoder::TransformerDecoder(TransformerLm& lm, int64_t batch_size)
-    : batch{"batch", batch_size}, length_(lm.length.size), vocab_(lm.vocab.size) {
+TransformerDecoder::TransformerDecoder(TransformerLm& lm, int64_t batch_size,
+                                       const std::string& batch_name)
+    : batch{batch_name, batch_size}, length_(lm.length.size), vocab_(lm.vocab.size) {
   const TransformerConfig& c = lm.config();
   if (c.moe_experts > 0) {
     throw ValueError(
@@ -69,7 +70,8 @@ TransformerDecoder::TransformerDecoder(TransformerLm& lm, int64_t batch_size)
   }
   if (batch_size < 1) throw ValueError("TransformerDecoder: batch must be at least 1");
   const Mesh mesh(lm.graph(), lm.inputs.mesh().name());
-  prefix_ = "decode_b" + std::to_string(batch_size) + "/";
+  prefix_ = "decode_" + (batch_name == "batch" ? std::string("b") : batch_name + "_") +
+            std::to_string(batch_size) + "/";
   const Shape cache_shape({batch, lm.heads, lm.memory_length, lm.d_kv});
   for (int64_t l = 0; l < c.layers; ++l) {
     for (const char* kv : {"k", "v"}) {

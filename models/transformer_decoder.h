@@ -41,8 +41,11 @@ class TransformerDecoder {
  public:
   // A decoder of `batch` sequences for lm (ValueError for a mixture-of-
   // experts LM: its capacity per sequence makes one-token steps route
-  // differently from the whole window).
-  TransformerDecoder(TransformerLm& lm, int64_t batch);
+  // differently from the whole window). The sequences' dimension is named
+  // `batch_name`: "batch" lays them out as the training batch; another name
+  // keeps them whole where the mesh cannot split them evenly (one sequence
+  // on a batch-split mesh).
+  TransformerDecoder(TransformerLm& lm, int64_t batch, const std::string& batch_name = "batch");
 
   Dimension batch;
 
@@ -90,6 +93,9 @@ class TransformerDecoder {
                                              const std::vector<std::vector<int32_t>>& prompts,
                                              int64_t steps, const SamplingOptions& options) const;
 
+  // The cache variables (k and v of each layer): state, not weights, so
+  // checkpoints of the model need not hold them.
+  const std::vector<Tensor>& caches() const { return caches_; }
   int64_t length() const { return length_; }
   int64_t vocab() const { return vocab_; }
   // ValueError unless there is one prompt per sequence, all of one length

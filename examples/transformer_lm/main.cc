@@ -1,17 +1,25 @@
 // examples/transformer_lm: trains the paper's decoder-only Transformer LM,
 // byte-level, on the text the `fortunes` package ships, on any mesh and
 // layout; prints training and held-out loss, bits per byte against a
-// byte-frequency baseline, and samples text from the trained model.
+// byte-frequency baseline, and samples text from the trained model with the
+// cached decoder. With --checkpoint_dir it saves checkpoints and resumes from
+// the latest; --generate true loads the latest and only generates, on any
+// mesh and layout (sampling, or beam search with --beams).
 #include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <map>
+#include <memory>
 #include <random>
+#include <string>
+#include <vector>
 
 #include "cli/example_main.h"
 #include "cli/flags.h"
 #include "cli/mesh_flags.h"
 #include "models/corpus.h"
+#include "models/text_generation.h"
 #include "models/transformer.h"
 
 namespace {
@@ -30,14 +38,15 @@ double heldout_loss(Session& session, examples::TransformerLm& lm, const std::st
   return sum / static_cast<double>(batches);
 }
 
-// Extends `prompt` by `n` bytes sampled at `temperature` (0: most likely),
-// one forward pass per byte over the last `length` bytes.
-std::string sample(Session& session, examples::TransformerLm& lm, std::string text, int64_t n,
-                   double temperature, uint64_t seed) {
+// A mixture-of-experts LM has no cached decoder (expert capacity is per
+// sequence): it extends `text` by `n` bytes with one forward pass of the
+// evaluation graph per byte over the last `length` bytes.
+std::string sample_by_recomputation(Session& session, examples::TransformerLm& lm, std::string text,
+                                    int64_t n, const examples::SamplingOptions& options) {
   const int64_t length = lm.length.size, batch = lm.batch.size, vocab = lm.vocab.size;
   HostTensor in(lm.inputs.shape(), int32), tg(lm.targets.shape(), int32);
   std::fill(tg.data<int32_t>(), tg.data<int32_t>() + tg.num_elements(), 0);
-  std::mt19937_64 rng(seed);
+  std::mt19937_64 rng(options.seed);
   for (int64_t k = 0; k < n; ++k) {
     const int64_t used = std::min<int64_t>(length, static_cast<int64_t>(text.size()));
     const std::string ctx = text.substr(text.size() - used);
@@ -46,22 +55,98 @@ std::string sample(Session& session, examples::TransformerLm& lm, std::string te
         in.data<int32_t>()[b * length + i] =
             i < used ? static_cast<unsigned char>(ctx[i]) : static_cast<int32_t>(' ');
     const HostTensor logits = session.run(lm.eval_logits, {{lm.inputs, in}, {lm.targets, tg}});
-    const float* row = logits.data<float>() + (used - 1) * vocab;  // batch row 0
-    int best = 0;
-    for (int v = 1; v < vocab; ++v)
-      if (row[v] > row[best]) best = v;
-    int next = best;
-    if (temperature > 0) {
-      std::vector<double> p(vocab);
-      double z = 0;
-      for (int v = 0; v < vocab; ++v) z += (p[v] = std::exp((row[v] - row[best]) / temperature));
-      double u = std::uniform_real_distribution<double>(0, z)(rng);
-      for (next = 0; next < vocab - 1 && (u -= p[next]) > 0; ++next) {
-      }
-    }
+    const int32_t next =
+        examples::choose_next(logits.data<float>() + (used - 1) * vocab, vocab, options, rng);
     text.push_back(static_cast<char>(next));
+    if (next == options.stop) break;
   }
   return text;
+}
+
+// The model's sizes, kept in its checkpoints so that --generate rebuilds it.
+std::map<std::string, std::string> config_metadata(const examples::TransformerConfig& c) {
+  return {{"layers", std::to_string(c.layers)},
+          {"d_model", std::to_string(c.d_model)},
+          {"d_ff", std::to_string(c.d_ff)},
+          {"heads", std::to_string(c.heads)},
+          {"d_kv", std::to_string(c.d_kv)},
+          {"vocab", std::to_string(c.vocab)},
+          {"length", std::to_string(c.length)},
+          {"batch", std::to_string(c.batch)},
+          {"moe_experts", std::to_string(c.moe_experts)}};
+}
+
+examples::TransformerConfig config_of(const CheckpointInfo& info, examples::TransformerConfig c) {
+  auto get = [&](const char* key) {
+    auto it = info.metadata.find(key);
+    if (it == info.metadata.end()) {
+      throw ValueError("checkpoint " + info.path + " has no \"" + key +
+                       "\" entry: it was not written by transformer_lm; point "
+                       "--checkpoint_dir at a directory this example trained into");
+    }
+    return std::stoll(it->second);
+  };
+  c.layers = get("layers");
+  c.d_model = get("d_model");
+  c.d_ff = get("d_ff");
+  c.heads = get("heads");
+  c.d_kv = get("d_kv");
+  c.vocab = get("vocab");
+  c.length = get("length");
+  c.batch = get("batch");
+  c.moe_experts = get("moe_experts");
+  return c;
+}
+
+// The cached decoder for the sample, made before the Session (which
+// creates the variables, the decoder's caches among them); none for a
+// mixture-of-experts LM or when nothing is generated.
+// Its sequences (one, or one per beam) are split like the training batch
+// where the mesh splits that evenly, and kept whole otherwise.
+std::unique_ptr<examples::TransformerDecoder> make_decoder(
+    examples::TransformerLm& lm, const MeshConfig& mesh, int64_t sample_bytes,
+    const examples::GenerationOptions& options) {
+  if (lm.config().moe_experts > 0) {
+    if (options.beams >= 2) throw ValueError("--beams needs a dense LM (no --moe_experts)");
+    return nullptr;
+  }
+  if (sample_bytes == 0) return nullptr;
+  const int64_t sequences = std::max<int64_t>(1, options.beams);
+  const auto axis = mesh.layout.mesh_axis_for("batch", mesh.mesh_shape);
+  const bool even = !axis || sequences % mesh.mesh_shape.dims()[*axis].size == 0;
+  return std::make_unique<examples::TransformerDecoder>(lm, sequences,
+                                                        even ? "batch" : "sequences");
+}
+
+// Every variable of the session but the decoder's caches: what a
+// checkpoint of the model must hold.
+std::vector<std::string> model_variables(const Session& session,
+                                         const examples::TransformerDecoder* decoder) {
+  std::vector<std::string> names;
+  for (const std::string& name : session.variable_names()) {
+    bool cache = false;
+    if (decoder)
+      for (const Tensor& c : decoder->caches()) cache = cache || c.op().name() == name;
+    if (!cache) names.push_back(name);
+  }
+  return names;
+}
+
+// The sample after `prompt`: the cached decoder (a dense LM), or one forward
+// pass per byte (mixture of experts); prints it and its time per byte.
+void print_sample(Session& session, examples::TransformerLm& lm,
+                  const examples::TransformerDecoder* decoder, const std::string& prompt,
+                  int64_t bytes, const examples::GenerationOptions& options) {
+  const auto start = std::chrono::steady_clock::now();
+  const std::string text =
+      decoder ? examples::continue_text(*decoder, session, prompt, bytes, options)
+              : sample_by_recomputation(session, lm, prompt, bytes, options.sampling);
+  const double secs =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const size_t added = text.size() - prompt.size();
+  std::printf("sample:\n%s\n", text.c_str());
+  std::printf("generated %zu bytes in %.3f s (%.2f ms per byte)\n", added, secs,
+              added ? 1000.0 * secs / static_cast<double>(added) : 0.0);
 }
 
 }  // namespace
@@ -79,10 +164,24 @@ int main(int argc, char** argv) {
     flags.define("steps", "300", "training steps");
     flags.define("eval_every", "100", "print losses every this many steps");
     flags.define("eval_batches", "8", "held-out batches per evaluation");
-    flags.define("seed", "1", "seed for initialisation and data order");
-    flags.define("sample_bytes", "160", "bytes of text to sample after training (0: none)");
-    flags.define("prompt", "The ", "text the sample starts from");
+    flags.define("seed", "1", "seed for initialisation, data order and sampling");
+    flags.define("checkpoint_dir", "",
+                 "save checkpoints here and resume from the latest one found (any mesh/layout)");
+    flags.define("save_every", "100",
+                 "with --checkpoint_dir: save every this many steps (and at "
+                 "the last)");
+    flags.define("keep", "3", "with --checkpoint_dir: checkpoints to keep");
+    flags.define("generate", "false",
+                 "only generate: load the latest checkpoint of --checkpoint_dir (the model's "
+                 "sizes come from it) on this mesh and layout, and continue --prompt");
+    flags.define("sample_bytes", "160", "bytes of text to generate after training (0: none)");
+    flags.define("prompt", "The ", "text the sample starts from (1 .. --length bytes)");
     flags.define("temperature", "0.7", "sampling temperature (0: most likely byte)");
+    flags.define("top_k", "0", "sample from the k most likely bytes only (0: all)");
+    flags.define("top_p", "1", "sample from the most likely bytes holding this probability");
+    flags.define("beams", "1", ">= 2: beam search with this many beams instead of sampling");
+    flags.define("alpha", "0.6", "beam search's length penalty exponent");
+    flags.define("stop_byte", "-1", "a byte (0-255) that ends the sample (-1: none)");
     flags.define("loss_digits", "6", "significant digits of printed losses (17: exact)");
     data::define_mesh_flags(flags);
     if (!flags.parse(argc, argv)) return 0;
@@ -96,12 +195,72 @@ int main(int argc, char** argv) {
     const int64_t steps = flags.i64("steps");
     const int64_t eval_every = std::max<int64_t>(1, flags.i64("eval_every"));
     const int64_t sample_bytes = flags.i64("sample_bytes");
-    const double temperature = flags.f64("temperature");
     const int digits = static_cast<int>(std::clamp<int64_t>(flags.i64("loss_digits"), 1, 17));
+    const bool generate_only = flags.boolean("generate");
+    const std::string checkpoint_dir = flags.str("checkpoint_dir");
+    const int64_t save_every = flags.i64("save_every");
     if (steps < 0) throw ValueError("--steps must be >= 0");
     if (sample_bytes < 0) throw ValueError("--sample_bytes must be >= 0");
-    if (temperature < 0) throw ValueError("--temperature must be >= 0");
+    if (save_every < 1) throw ValueError("--save_every must be >= 1");
+    if (flags.i64("beams") < 1) throw ValueError("--beams must be >= 1");
+    examples::GenerationOptions gen;
+    gen.sampling.temperature = flags.f64("temperature");
+    gen.sampling.top_k = flags.i64("top_k");
+    gen.sampling.top_p = flags.f64("top_p");
+    gen.sampling.stop = static_cast<int32_t>(flags.i64("stop_byte"));
+    gen.sampling.seed = cfg.seed;
+    gen.beams = flags.i64("beams");
+    gen.alpha = flags.f64("alpha");
+    gen.sampling.validate(256);  // the flags' errors before any work
+    examples::BeamOptions{gen.beams, gen.alpha, gen.sampling.stop}.validate(256);
+    const std::string prompt = flags.str("prompt");
+    if (prompt.empty()) throw ValueError("--prompt must hold at least one byte");
 
+    std::string transport_name;
+    MeshConfig mesh = data::mesh_config_from_flags(flags, &transport_name);
+    auto describe = [&](const examples::TransformerConfig& c) {
+      std::printf(
+          "model: %lld layers, d_model %lld, d_ff %lld, %lld heads of %lld, %lld parameters\n",
+          static_cast<long long>(c.layers), static_cast<long long>(c.d_model),
+          static_cast<long long>(c.d_ff), static_cast<long long>(c.heads),
+          static_cast<long long>(c.d_kv), static_cast<long long>(c.num_parameters()));
+      std::printf("%s\n", data::describe_mesh(mesh, transport_name).c_str());
+    };
+    auto check_prompt = [&](const examples::TransformerConfig& c) {
+      if (static_cast<int64_t>(prompt.size()) > c.length) {
+        throw ValueError("--prompt holds " + std::to_string(prompt.size()) +
+                         " bytes, more than the model's length " + std::to_string(c.length) +
+                         ": shorten it");
+      }
+    };
+
+    if (generate_only) {
+      if (checkpoint_dir.empty()) throw ValueError("--generate needs --checkpoint_dir");
+      const auto path = CheckpointManager(checkpoint_dir).latest_path();
+      if (!path) {
+        throw ValueError("--checkpoint_dir \"" + checkpoint_dir +
+                         "\" holds no checkpoint: train into it first");
+      }
+      const CheckpointInfo info = read_checkpoint_info(*path);
+      examples::TransformerConfig c = config_of(info, cfg);
+      check_prompt(c);
+      examples::TransformerLm lm(c);
+      data::resolve_auto_layout(flags, mesh, lm.graph(), {lm.loss}, lm.train_ops);
+      const auto decoder = make_decoder(lm, mesh, sample_bytes, gen);
+      Session session(lm.graph(), mesh);
+      describe(c);
+      // The model's weights only (not its optimizer's state, nor caches).
+      RestoreOptions only_weights;
+      for (const Tensor& v : lm.graph().trainable_variables())
+        only_weights.only.push_back(v.op().name());
+      restore_checkpoint(session, *path, only_weights);
+      std::printf("restored %s (step %lld, saved on mesh \"%s\", layout \"%s\")\n", path->c_str(),
+                  static_cast<long long>(info.step), info.mesh_shape.c_str(), info.layout.c_str());
+      print_sample(session, lm, decoder.get(), prompt, sample_bytes, gen);
+      return 0;
+    }
+
+    check_prompt(cfg);
     const examples::Corpus corpus = examples::load_text_corpus(flags.str("data_dir"));
     const int64_t eval_batches = std::min(
         flags.i64("eval_batches"), examples::window_batches(corpus.heldout, cfg.batch, cfg.length));
@@ -114,27 +273,56 @@ int main(int argc, char** argv) {
                 corpus.files.size(), flags.str("data_dir").c_str(), corpus.train.size(),
                 corpus.heldout.size());
 
-    std::string transport_name;
-    MeshConfig mesh = data::mesh_config_from_flags(flags, &transport_name);
     examples::TransformerLm lm(cfg);
     data::resolve_auto_layout(flags, mesh, lm.graph(), {lm.loss}, lm.train_ops);
+    const auto decoder = make_decoder(lm, mesh, sample_bytes, gen);
     Session session(lm.graph(), mesh);
-    std::printf(
-        "model: %lld layers, d_model %lld, d_ff %lld, %lld heads of %lld, %lld parameters\n",
-        static_cast<long long>(cfg.layers), static_cast<long long>(cfg.d_model),
-        static_cast<long long>(cfg.d_ff), static_cast<long long>(cfg.heads),
-        static_cast<long long>(cfg.d_kv), static_cast<long long>(cfg.num_parameters()));
-    std::printf("%s\n", data::describe_mesh(mesh, transport_name).c_str());
+    describe(cfg);
     // Lowering the training step checks every tensor's layout before training.
     session.counters_text({lm.loss}, lm.train_ops);
     std::printf("byte-frequency baseline: %.4f bits per byte on the held-out text\n", baseline);
 
     examples::WindowSampler sampler(corpus.train, cfg.batch, cfg.length, cfg.seed);
-    HostTensor in(lm.inputs.shape(), int32), tg(lm.targets.shape(), int32);
     double interval = 0;
     int64_t interval_steps = 0;
+    int64_t first_step = 1;
+    std::unique_ptr<CheckpointManager> checkpoints;
+    if (!checkpoint_dir.empty()) {
+      checkpoints = std::make_unique<CheckpointManager>(checkpoint_dir, flags.i64("keep"));
+      if (const auto path = checkpoints->latest_path()) {
+        // Weights, optimizer state, run counter, data position and the loss
+        // accumulated since the last print: training goes on as if never
+        // stopped. The model's sizes must be the checkpoint's.
+        const CheckpointInfo info = read_checkpoint_info(*path);
+        if (config_metadata(config_of(info, cfg)) != config_metadata(cfg)) {
+          throw ValueError("checkpoint " + *path +
+                           " holds a model of other sizes than these flags': pass its sizes, "
+                           "or use another --checkpoint_dir");
+        }
+        RestoreOptions model_only;
+        model_only.only = model_variables(session, decoder.get());
+        restore_checkpoint(session, *path, model_only);
+        sampler.restore(info.metadata.at("sampler"));
+        interval = std::stod(info.metadata.at("interval_loss"));
+        interval_steps = std::stoll(info.metadata.at("interval_steps"));
+        first_step = info.step + 1;
+        std::printf("resumed from %s at step %lld (saved on mesh \"%s\", layout \"%s\")\n",
+                    path->c_str(), static_cast<long long>(info.step), info.mesh_shape.c_str(),
+                    info.layout.c_str());
+      }
+    }
+    auto save = [&](int64_t step) {
+      std::map<std::string, std::string> meta = config_metadata(cfg);
+      char loss[64];
+      std::snprintf(loss, sizeof(loss), "%.17g", interval);
+      meta["sampler"] = sampler.state();
+      meta["interval_loss"] = loss;
+      meta["interval_steps"] = std::to_string(interval_steps);
+      checkpoints->save(session, step, meta);
+    };
+    HostTensor in(lm.inputs.shape(), int32), tg(lm.targets.shape(), int32);
     const auto start = std::chrono::steady_clock::now();
-    for (int64_t step = 1; step <= steps; ++step) {
+    for (int64_t step = first_step; step <= steps; ++step) {
       sampler.next(in, tg);
       const auto out = session.run({lm.loss}, {{lm.inputs, in}, {lm.targets, tg}}, lm.train_ops);
       interval += out[0].data<float>()[0];
@@ -149,18 +337,16 @@ int main(int argc, char** argv) {
         interval = 0;
         interval_steps = 0;
       }
-      if (step == 1) session.reset_profile();  // the first step warms caches up
+      if (checkpoints && (step % save_every == 0 || step == steps)) save(step);
+      if (step == first_step) session.reset_profile();  // the first step warms caches up
     }
     const double secs =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    std::printf("trained %lld steps in %.1f s (%.1f ms/step)\n", static_cast<long long>(steps),
-                secs, steps ? 1000.0 * secs / static_cast<double>(steps) : 0.0);
+    const int64_t trained = std::max<int64_t>(0, steps - first_step + 1);
+    std::printf("trained %lld steps in %.1f s (%.1f ms/step)\n", static_cast<long long>(trained),
+                secs, trained ? 1000.0 * secs / static_cast<double>(trained) : 0.0);
     if (mesh.profile) std::printf("%s", session.profile().to_string().c_str());
-    if (sample_bytes > 0) {
-      const std::string text =
-          sample(session, lm, flags.str("prompt"), sample_bytes, temperature, cfg.seed);
-      std::printf("sample:\n%s\n", text.c_str());
-    }
+    if (sample_bytes > 0) print_sample(session, lm, decoder.get(), prompt, sample_bytes, gen);
     return 0;
   });
 }

@@ -7,6 +7,7 @@
 #include "array_convert.h"
 #include "handles.h"
 #include "interruptible.h"
+#include "models/beam_search.h"
 #include "models/transformer.h"
 #include "models/transformer_decoder.h"
 
@@ -39,6 +40,14 @@ void config_fields(Class& c) {
 const char* const kConfigFields[] = {
     "layers", "d_model", "d_ff",   "heads",         "d_kv",      "vocab",       "length",
     "batch",  "dropout", "z_loss", "learning_rate", "recompute", "moe_experts", "seed"};
+
+// Logits row by row (batch x vocab) as a float32 [batch, vocab] array.
+py::array_t<float> logits_array(const TransformerDecoder& d, const std::vector<float>& logits) {
+  py::array_t<float> out(
+      {static_cast<py::ssize_t>(d.batch.size), static_cast<py::ssize_t>(d.vocab())});
+  std::memcpy(out.mutable_data(), logits.data(), logits.size() * sizeof(float));
+  return out;
+}
 
 SamplingOptions sampling_options(double temperature, int64_t top_k, double top_p, int32_t stop,
                                  uint64_t seed) {
@@ -127,29 +136,56 @@ void bind_models(py::module_& m) {
       "per sequence at a fed position and keeps each layer's keys and values in cache "
       "variables (laid out like any tensor). Run it in a Session of lm.graph; restore the "
       "LM's variables from a checkpoint first to decode a trained model.")
-      .def(py::init<TransformerLm&, int64_t>(), py::arg("lm"), py::arg("batch"),
-           py::keep_alive<1, 2>())
+      .def(py::init<TransformerLm&, int64_t, const std::string&>(), py::arg("lm"), py::arg("batch"),
+           py::arg("batch_name") = "batch", py::keep_alive<1, 2>())
       .def_readonly("batch", &TransformerDecoder::batch)
       .def_readonly("token", &TransformerDecoder::token)
       .def_readonly("position", &TransformerDecoder::position)
       .def_readonly("logits", &TransformerDecoder::logits)
       .def_property_readonly("write_caches",
                              [](const TransformerDecoder& d) { return wrap(d.write_caches); })
+      .def_readonly("prompt", &TransformerDecoder::prompt)
+      .def_readonly("prompt_end", &TransformerDecoder::prompt_end)
+      .def_readonly("prompt_logits", &TransformerDecoder::prompt_logits)
+      .def_property_readonly("prefill_caches",
+                             [](const TransformerDecoder& d) { return wrap(d.prefill_caches); })
+      .def_readonly("parents", &TransformerDecoder::parents)
+      .def_property_readonly("reorder_caches",
+                             [](const TransformerDecoder& d) { return wrap(d.reorder_caches); })
+      .def_property_readonly("caches", &TransformerDecoder::caches)
       .def(
           "step",
           [](const TransformerDecoder& d, const py::object& session,
              const std::vector<int32_t>& tokens, int64_t position) {
             Session& s = session_of(session);
-            const std::vector<float> logits =
-                interruptible([&] { return d.step(s, tokens, position); });
-            const py::ssize_t vocab = static_cast<py::ssize_t>(logits.size()) / d.batch.size;
-            py::array_t<float> out({static_cast<py::ssize_t>(d.batch.size), vocab});
-            std::memcpy(out.mutable_data(), logits.data(), logits.size() * sizeof(float));
-            return out;
+            return logits_array(d, interruptible([&] { return d.step(s, tokens, position); }));
           },
           py::arg("session"), py::arg("tokens"), py::arg("position"),
           "Feeds each sequence's token at `position` (writing that row of the caches) and "
           "returns the next token's logits, float32 [batch, vocab].")
+      .def(
+          "prefill",
+          [](const TransformerDecoder& d, const py::object& session,
+             const std::vector<std::vector<int32_t>>& prompts) {
+            Session& s = session_of(session);
+            return logits_array(d, interruptible([&] { return d.prefill(s, prompts); }));
+          },
+          py::arg("session"), py::arg("prompts"),
+          "Reads the prompts (one per sequence, all of one length n) in one pass, filling the "
+          "caches; returns the logits after position n - 1 ([batch, vocab]). The next step is "
+          "at position n.")
+      .def(
+          "reorder",
+          [](const TransformerDecoder& d, const py::object& session,
+             const std::vector<int32_t>& parents) {
+            Session& s = session_of(session);
+            interruptible([&] {
+              d.reorder(s, parents);
+              return 0;
+            });
+          },
+          py::arg("session"), py::arg("parents"),
+          "Sequence b takes over the caches of sequence parents[b].")
       .def(
           "greedy",
           [](const TransformerDecoder& d, const py::object& session,
@@ -174,7 +210,28 @@ void bind_models(py::module_& m) {
           py::arg("stop") = -1, py::arg("seed") = 1,
           "As greedy, with tokens drawn from softmax(logits / temperature) cut to the top_k "
           "highest (0: all) and the nucleus of probability top_p (temperature 0: greedy). A "
-          "sequence that emits `stop` ends there.");
+          "sequence that emits `stop` ends there.")
+      .def(
+          "beam_search",
+          [](const TransformerDecoder& d, const py::object& session,
+             const std::vector<std::vector<int32_t>>& prompts, int64_t steps, int64_t beams,
+             double alpha, int32_t stop) {
+            Session& s = session_of(session);
+            const examples::BeamOptions o{beams, alpha, stop};
+            const examples::BeamResult r =
+                interruptible([&] { return examples::beam_search(d, s, prompts, steps, o); });
+            py::dict out;
+            out["sequences"] = r.sequences;
+            out["log_probs"] = r.log_probs;
+            out["scores"] = r.scores;
+            return out;
+          },
+          py::arg("session"), py::arg("prompts"), py::arg("steps"), py::kw_only(),
+          py::arg("beams") = 4, py::arg("alpha") = 0.6, py::arg("stop") = -1,
+          "Beam search: per prompt the best of `beams` hypotheses by log-probability / "
+          "((5 + n) / 6)^alpha over their n new tokens; `stop` finishes a hypothesis. The "
+          "decoder's batch must be len(prompts) x beams. Returns a dict of sequences (prompt "
+          "included), log_probs and scores.");
 }
 
 }  // namespace mtf::python

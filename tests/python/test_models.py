@@ -66,6 +66,31 @@ def test_decoder_steps_equal_the_whole_window():
     np.testing.assert_allclose(logits, whole[:, 0], atol=1e-5, rtol=0)
 
 
+def test_prefill_reorder_and_beam_search():
+    config, lm, session = trained_lm()
+    decoder = mtf.models.TransformerDecoder(lm, batch=config.batch)
+    rng = np.random.default_rng(2)
+    inputs, _ = windows(rng, config)
+    whole = session.run(lm.eval_logits, {lm.inputs: inputs})
+    np.testing.assert_allclose(decoder.prefill(session, inputs[:, :3].tolist()), whole[:, 2],
+                               atol=1e-5, rtol=0)
+    # After a reorder, sequence 0 continues sequence 1's window.
+    decoder.reorder(session, [1, 1])
+    logits = decoder.step(session, [int(inputs[1, 3])] * 2, 3)
+    np.testing.assert_allclose(logits[0], whole[1, 3], atol=1e-5, rtol=0)
+    assert len(decoder.prefill_caches) == len(decoder.reorder_caches) == len(decoder.caches)
+    assert decoder.prompt.shape[1].size == config.length and decoder.parents.shape[0].size == 2
+    # Beam search: one prompt, two beams; one beam is greedy.
+    out = decoder.beam_search(session, [[1, 4]], 5, beams=2, alpha=0.0)
+    assert set(out) == {"sequences", "log_probs", "scores"} and len(out["sequences"][0]) == 7
+    one = mtf.models.TransformerDecoder(lm, batch=1, batch_name="sequences")
+    assert one.batch.name == "sequences"
+    assert one.beam_search(session, [[1, 4]], 5, beams=1, alpha=0.0)["sequences"] == \
+        one.greedy(session, [[1, 4]], 5)
+    with pytest.raises(ValueError, match="make it with batch 2"):
+        one.beam_search(session, [[1, 4]], 5, beams=2)
+
+
 def greedy_by_recomputation(session, lm, config, prompt, steps):
     """Greedy decoding by running the whole window for every new token."""
     seq = list(prompt)
