@@ -13,6 +13,7 @@
 #include "cli/flags.h"
 #include "models/mlp.h"
 #include "models/transformer.h"
+#include "models/transformer_decoder.h"
 #include "models/unet3d.h"
 #include "mtf/mtf.h"
 
@@ -74,13 +75,13 @@ std::string describe_lm(const examples::TransformerConfig& c) {
   return s;
 }
 
-// A built-in model: its graph, the training step, data for a step and a
-// one-line description.
+// A built-in model: its graph, the step simulated (a training step, or a
+// decoding step), data for a step and a one-line description.
 struct Model {
   std::shared_ptr<void> owner;
   Graph* graph = nullptr;
-  Tensor loss;
-  const std::vector<Operation*>* train_ops = nullptr;
+  Tensor loss;                                         // the step's fetch
+  const std::vector<Operation*>* train_ops = nullptr;  // and its targets
   std::function<Feeds(uint64_t)> feeds;
   std::string description;
 
@@ -97,9 +98,39 @@ struct Model {
   }
 };
 
+// The LM and its decoder, for --decode: a step is one token per sequence.
+struct DecodingLm {
+  explicit DecodingLm(const examples::TransformerConfig& c, int64_t batch)
+      : lm(c), decoder(lm, batch) {}
+  examples::TransformerLm lm;
+  examples::TransformerDecoder decoder;
+};
+
+Model decoding_model(const examples::TransformerConfig& tc, int64_t batch) {
+  auto d = std::make_shared<DecodingLm>(tc, batch);
+  Model r;
+  r.graph = &d->lm.graph();
+  r.loss = d->decoder.logits;
+  r.train_ops = &d->decoder.write_caches;
+  r.feeds = [d = d.get()](uint64_t step) {
+    std::mt19937_64 rng(4000 + step);
+    std::vector<int32_t> tokens(d->decoder.batch.size);
+    for (int32_t& t : tokens) t = static_cast<int32_t>(rng() % d->decoder.vocab());
+    const int32_t p = static_cast<int32_t>(step % d->decoder.length());
+    return Feeds{{d->decoder.token, HostTensor::from_ints(d->decoder.token.shape(), tokens)},
+                 {d->decoder.position, HostTensor::from_ints(Shape(), {p})}};
+  };
+  r.description = describe_lm(tc) + "; decoding one token per step for " + std::to_string(batch) +
+                  " sequence(s) with key/value caches";
+  r.owner = std::move(d);
+  return r;
+}
+
 Model make_model(const std::string& name, const data::Flags& flags) {
   const int64_t batch = flags.i64("batch_size");
   if (batch < 0) throw ValueError("--batch_size must be positive (or 0 for the model's default)");
+  if (flags.boolean("decode") && name != "transformer")
+    throw ValueError("--decode needs --model transformer");
   if (name == "mlp") {
     examples::MlpConfig mc;
     mc.batch_size = batch ? batch : 512;
@@ -110,6 +141,11 @@ Model make_model(const std::string& name, const data::Flags& flags) {
   if (name == "transformer") {
     const examples::TransformerConfig tc = examples::transformer_config_from_flags(
         flags, examples::TransformerConfig::paper(4096, 4), true);
+    if (flags.boolean("decode")) {
+      const int64_t b = flags.i64("decode_batch");
+      if (b < 1) throw ValueError("--decode_batch must be at least 1");
+      return decoding_model(tc, b);
+    }
     auto m = std::make_shared<examples::TransformerLm>(tc);
     return Model::of(m, lm_feeds, describe_lm(tc));
   }
@@ -169,6 +205,11 @@ int main(int argc, char** argv) {
     flags.define("hidden", "1024", "mlp: size of the hidden dimension");
     // The transformer's sizes default to the paper's smallest language model.
     examples::define_transformer_flags(flags, examples::TransformerConfig::paper(4096, 4), true);
+    flags.define("decode", "false",
+                 "transformer: simulate one step of incremental decoding (a token per sequence, "
+                 "key/value caches) instead of a training step: its time is the latency per "
+                 "token");
+    flags.define("decode_batch", "1", "with --decode: sequences decoded together");
     flags.define("mesh_shape", "all:512", "logical mesh, e.g. \"batch:16;model:32\"");
     flags.define("layout", "batch:all", "layout rules, e.g. \"batch:batch;hidden:model\"");
     flags.define("topology", "tpu-v2-512",
@@ -202,6 +243,9 @@ int main(int argc, char** argv) {
                  "with --auto_layout: memory per core (0: the topology's)");
     flags.define("time_budget", "30", "with --auto_layout: seconds for the search");
     flags.define("candidates", "10", "with --auto_layout: rows of the ranked table");
+    flags.define("simulate_top", "3",
+                 "with --auto_layout: simulate up to this many of the best estimates to verify "
+                 "the leader (more: slower, surer where the estimates are close)");
     if (!flags.parse(argc, argv)) return 0;
 
     const std::string mode = flags.str("mode");
@@ -232,6 +276,8 @@ int main(int argc, char** argv) {
       opt.memory_limit = flags.f64("memory_limit_gib") * double(1 << 30);
       opt.time_budget = flags.f64("time_budget");
       opt.max_dims = static_cast<int>(flags.i64("max_dims"));
+      opt.simulate_top = static_cast<int>(flags.i64("simulate_top"));
+      if (opt.simulate_top < 1) throw ValueError("--simulate_top must be at least 1");
       std::printf("%s\n%s\n", opt.topology.to_string().c_str(), model.description.c_str());
       const int64_t num_cores = flags.i64("num_cores");
       const AutoLayoutResult r =

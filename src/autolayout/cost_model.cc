@@ -12,37 +12,59 @@
 
 namespace mtf::sim {
 
+namespace {
+
+// Every group of `axis` exchanging at once, member i with partner(i): the
+// slowest pair's route latency and seconds per byte, a link shared by
+// several routes giving each its share.
+template <typename Partner>
+void measure_exchange(const Machine& machine, const CoreMapping& mapping, const MeshShape& mesh,
+                      int axis, Partner partner, double* latency, double* seconds_per_byte) {
+  std::vector<std::vector<int>> routes;
+  std::map<int, int> use;
+  std::vector<bool> seen(mesh.size(), false);
+  for (int64_t p = 0; p < mesh.size(); ++p) {
+    if (seen[p]) continue;
+    const Group g = Group::along_axes(mesh, p, {axis});
+    for (int r : g.ranks) seen[r] = true;
+    if (g.size() < 2) continue;
+    for (int i = 0; i < g.size(); ++i) {
+      const int j = partner(i, g.size());
+      if (j < 0 || j >= g.size() || j == i) continue;
+      std::vector<int> links;
+      machine.route(mapping.physical[g.ranks[i]], mapping.physical[g.ranks[j]], &links);
+      for (int l : links) ++use[l];
+      routes.push_back(std::move(links));
+    }
+  }
+  *latency = *seconds_per_byte = 0;
+  for (const std::vector<int>& links : routes) {
+    double route_latency = 0, spb = 0;
+    for (int l : links) {
+      route_latency += machine.latency(l);
+      spb = std::max(spb, use[l] / machine.bandwidth(l));
+    }
+    *latency = std::max(*latency, route_latency);
+    *seconds_per_byte = std::max(*seconds_per_byte, spb);
+  }
+}
+
+}  // namespace
+
 CostModel::CostModel(const Topology& topo, const MeshShape& mesh) : topo_(topo), mesh_(mesh) {
   const Machine machine(topo);
   const CoreMapping mapping = CoreMapping::automatic(mesh, topo);
   for (int axis = 0; axis < mesh.ndims(); ++axis) {
-    // Every group's ring steps at once (a collective runs on all groups of
-    // the axis together): how many cross each directed link.
-    std::vector<std::vector<int>> routes;
-    std::map<int, int> use;
-    std::vector<bool> seen(mesh.size(), false);
-    for (int64_t p = 0; p < mesh.size(); ++p) {
-      if (seen[p]) continue;
-      const Group g = Group::along_axes(mesh, p, {axis});
-      for (int r : g.ranks) seen[r] = true;
-      if (g.size() < 2) continue;
-      for (int i = 0; i < g.size(); ++i) {
-        std::vector<int> links;
-        machine.route(mapping.physical[g.ranks[i]], mapping.physical[g.ranks[(i + 1) % g.size()]],
-                      &links);
-        for (int l : links) ++use[l];
-        routes.push_back(std::move(links));
-      }
-    }
     AxisCost c;
-    for (const std::vector<int>& links : routes) {
-      double latency = 0, spb = 0;
-      for (int l : links) {
-        latency += machine.latency(l);
-        spb = std::max(spb, use[l] / machine.bandwidth(l));
-      }
-      c.latency = std::max(c.latency, latency);
-      c.seconds_per_byte = std::max(c.seconds_per_byte, spb);
+    measure_exchange(
+        machine, mapping, mesh, axis, [](int i, int n) { return (i + 1) % n; }, &c.latency,
+        &c.seconds_per_byte);
+    for (int64_t bit = 1; bit < mesh.dims()[axis].size; bit *= 2) {
+      Exchange e;
+      measure_exchange(
+          machine, mapping, mesh, axis, [bit](int i, int) { return i ^ static_cast<int>(bit); },
+          &e.latency, &e.seconds_per_byte);
+      c.partners.push_back(e);
     }
     axes_.push_back(c);
   }
@@ -58,19 +80,18 @@ double CostModel::allreduce_time(int axis, double bytes) const {
   switch (collectives::choose_allreduce_algorithm(static_cast<int64_t>(bytes), n,
                                                   kSimulatorFlatNetwork)) {
     case AllreduceAlgorithm::kRecursiveDoubling: {
-      // Partners 1, 2, 4, ... ring positions apart, the whole buffer each.
+      // A round per bit of the position, the whole buffer each.
       double t = 0;
-      for (double d = 1; d < p; d *= 2)
-        t += c.latency * std::min(d, p - d) + bytes * c.seconds_per_byte;
+      for (const Exchange& e : c.partners) t += e.latency + bytes * e.seconds_per_byte;
       return t;
     }
     case AllreduceAlgorithm::kHalvingDoubling: {
-      // Halving then doubling: partners p/2, p/4, ... apart, half the
-      // previous round's bytes each round, then the same in reverse.
+      // Halving then doubling: a round per bit, half the previous round's
+      // bytes each round, then the same in reverse.
       double t = 0, part = bytes;
-      for (double d = 1; d < p; d *= 2) {
+      for (const Exchange& e : c.partners) {
         part /= 2;
-        t += 2 * (c.latency * std::min(d, p - d) + part * c.seconds_per_byte);
+        t += 2 * (e.latency + part * e.seconds_per_byte);
       }
       return t;
     }

@@ -3,9 +3,10 @@
 // roofline time (as the engine times it), each collective by the step count
 // of the algorithm the executors run (the allreduce algorithm chosen by
 // collectives::choose_allreduce_algorithm, ring allgather) times the latency and
-// bandwidth of its mesh axis's ring, where a link that several rings of the
-// axis cross at once (e.g. the two cores of a chip in rings along the same
-// torus line) gives each its share. Steps do not overlap, as in the engine.
+// bandwidth of its mesh axis's ring (or, for the doubling algorithms, of each
+// round's partner exchanges routed over the machine), where a link that
+// several exchanges of the axis cross at once (e.g. the two cores of a chip
+// in rings along the same torus line) gives each its share. Steps do not overlap, as in the engine.
 // The engine's simulation is the reference; this is its cheap stand-in.
 // Internal.
 #pragma once
@@ -43,9 +44,16 @@ class CostModel {
   double halo_time(int axis, double bytes_sent) const;
 
  private:
-  struct AxisCost {
-    double latency = 0;  // per ring step
+  struct Exchange {
+    double latency = 0;  // the slowest pair's route
     double seconds_per_byte = 0;
+  };
+  struct AxisCost : Exchange {  // a ring step: each member to its neighbour
+    // partners[k]: every member exchanging with the member whose position
+    // differs in bit k (recursive doubling's and halving-doubling's rounds),
+    // routed over the machine: on a torus, far partners are fewer hops away
+    // than their distance round the ring.
+    std::vector<Exchange> partners;
   };
   Topology topo_;
   MeshShape mesh_;

@@ -1,0 +1,80 @@
+// decode_benchmark — per-token latency of incremental decoding
+// (models/transformer_decoder.h) of a Transformer LM with random weights:
+// `--tokens` steps at positions cycling through the model's length (a step's
+// attention reads every cache row, masked past its position), after
+// `--warmup` untimed ones, at batch `--decode_batch`, on any mesh and layout
+// (the mesh flags of the examples; under mtf-launch or mpirun every rank
+// runs the same steps). For bench/compare_decode.py, which runs the same
+// model decoding with a cache in PyTorch and alternates the two.
+//
+//   decode_benchmark --decode_batch 1 --tokens 128
+//   decode_benchmark --mesh_shape model:2 --layout "heads:model;d_ff:model;vocab:model"
+// Prints the OpenBLAS core and thread count, then "median_ms <x>" (per token)
+// on its last line.
+#include <cblas.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <random>
+
+#include "cli/example_main.h"
+#include "cli/flags.h"
+#include "cli/mesh_flags.h"
+#include "models/transformer_decoder.h"
+
+using namespace mtf;
+
+int main(int argc, char** argv) {
+  return data::run_example("decode_benchmark", [&] {
+    data::Flags flags;
+    examples::TransformerConfig defaults;
+    defaults.layers = 6;
+    defaults.d_model = 1024;
+    defaults.d_ff = 4096;
+    defaults.heads = 16;
+    defaults.d_kv = 64;
+    defaults.length = 128;
+    defaults.batch = 1;
+    examples::define_transformer_flags(flags, defaults, /*with_vocab=*/true);
+    flags.define("decode_batch", "1", "sequences decoded together");
+    flags.define("tokens", "128", "timed steps");
+    flags.define("warmup", "8", "untimed steps first");
+    data::define_mesh_flags(flags);
+    if (!flags.parse(argc, argv)) return 0;
+    const examples::TransformerConfig cfg =
+        examples::transformer_config_from_flags(flags, defaults, true);
+    const int64_t batch = flags.i64("decode_batch");
+    const int64_t tokens = flags.i64("tokens");
+    if (batch < 1 || tokens < 1) throw ValueError("--decode_batch and --tokens must be >= 1");
+    std::string transport;
+    const MeshConfig mesh = data::mesh_config_from_flags(flags, &transport);
+    examples::TransformerLm lm(cfg);
+    examples::TransformerDecoder decoder(lm, batch);
+    Session session(lm.graph(), mesh);
+    std::printf("%s\n", data::describe_mesh(mesh, transport).c_str());
+    std::mt19937 rng(1);
+    std::vector<int32_t> ids(batch);
+    int64_t p = 0;
+    auto step = [&] {
+      for (int32_t& t : ids) t = static_cast<int32_t>(rng() % cfg.vocab);
+      decoder.step(session, ids, p);
+      p = (p + 1) % cfg.length;
+    };
+    for (int64_t i = 0; i < flags.i64("warmup"); ++i) step();
+    session.reset_profile();
+    std::vector<double> ms;
+    for (int64_t i = 0; i < tokens; ++i) {
+      const auto t0 = std::chrono::steady_clock::now();
+      step();
+      ms.push_back(
+          std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+    }
+    if (mesh.profile) std::printf("%s", session.profile().to_string(20).c_str());
+    std::printf("openblas_core %s threads %d\n", openblas_get_corename(),
+                openblas_get_num_threads());
+    std::sort(ms.begin(), ms.end());
+    std::printf("median_ms %.4f\n", ms[ms.size() / 2]);
+    return 0;
+  });
+}
