@@ -11,7 +11,6 @@
 #include <unordered_map>
 
 #include "core/check.h"
-#include "core/fiber_sanitizer.h"
 #include "mtf/errors.h"
 #include "sim/scheduler.h"
 #include "transport/first_error.h"
@@ -387,7 +386,6 @@ SimReport Engine::run(const Program& program,
                             try {
                               core_main(t, hooks);
                             } catch (...) {
-                              detail::forget_unwound_frames();
                               errors.record(std::current_exception());
                               w.fail(detail::str_cat("core ", r, " failed"));
                             }

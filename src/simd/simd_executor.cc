@@ -4,7 +4,6 @@
 
 #include "collectives/tags.h"
 #include "core/check.h"
-#include "core/fiber_sanitizer.h"
 #include "exec/step_dispatch.h"
 #include "exec/step_runner.h"
 #include "kernels/kernels.h"
@@ -143,7 +142,6 @@ void run_core(const Program& program, int64_t pnum, Transport* transport, RunSta
     try {
       exec::dispatch_step(program.mesh, s, backend);
     } catch (const Error& e) {
-      detail::forget_unwound_frames();  // on a fiber's stack
       rethrow_in_op(*s.op, e);
     }
     if (hooks) hooks->after_step(s, i);

@@ -8,7 +8,6 @@
 #include <mutex>
 #include <thread>
 
-#include "core/fiber_sanitizer.h"
 #include "mtf/errors.h"
 #include "mtf/in_process_transport.h"
 #include "transport/first_error.h"
@@ -87,7 +86,6 @@ void run_in_process(int size, const std::function<void(Transport&)>& body, RankE
     try {
       body(*transports[r]);
     } catch (...) {
-      detail::forget_unwound_frames();  // on a fiber's stack unless kThreads
       errors.record(std::current_exception());
       world->kill(r);  // peers waiting on r fail now instead of at their deadline
     }
