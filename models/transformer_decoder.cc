@@ -117,9 +117,11 @@ Tensor TransformerDecoder::layers_over(TransformerLm& lm, const Tensor& ids, con
   // Memory rows after a query's position are masked, as the window's causal
   // mask masks them (their cache rows are stale, padding or zero).
   const Tensor mask = cast(greater(range(mesh, memory), pos), float32) * -1e9f;
-  const Tensor here = one_hot(pos, memory);  // pos's shape + [memory]
-  const Tensor written_rows =
-      pos.shape().empty() ? here : reduce_sum(here, ReduceSpec(Shape({memory})));
+  // A step writes its row in one pass over the cache; the prefill writes
+  // every row, each from its own position.
+  const bool one_position = pos.shape().empty();
+  const Tensor others = not_equal(range(mesh, memory), pos);  // int32 [memory] (a step)
+  const Tensor here = one_hot(pos, memory);                   // [length, memory] (the prefill)
   for (int64_t l = 0; l < lm.config().layers; ++l) {
     const std::string name = "layer_" + std::to_string(l);
     Tensor h = layers::layer_norm(x, d_model, name + "/attention_norm");
@@ -134,7 +136,8 @@ Tensor TransformerDecoder::layers_over(TransformerLm& lm, const Tensor& ids, con
     for (int i = 0; i < 2; ++i) {
       const Tensor& cache = caches_[2 * l + i];
       const Tensor value = einsum({h, weight(i == 0 ? "k" : "v", proj)}, head_shape);
-      const Tensor written = cache * (1.0f - written_rows) + einsum({value, here}, cache_shape);
+      const Tensor written =
+          one_position ? where(others, cache, value) : einsum({value, here}, cache_shape);
       writes.push_back(assign(cache, written));
       kv.push_back(written);
     }

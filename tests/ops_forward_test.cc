@@ -139,6 +139,35 @@ TEST_F(OpsTest, ComparisonsAndWhere) {
             (std::vector<float>{-1, -1, 3, -1}));
 }
 
+TEST_F(OpsTest, WhereBroadcastsEveryOperandAlongAnyAxis) {
+  // out[b, m, k] = cond[m] ? x[b, m, k] : y[k, b] (y transposed), with cond
+  // constant along each row of k, then varying along the row (cond[k]), and
+  // as float32 (nonzero is true); NaN passes through as it is.
+  const Shape xs("b:2;m:3;k:4");
+  HostTensor x = random_tensor(xs, 3);
+  x.data<float>()[5] = std::nanf("");
+  const HostTensor y = random_tensor(Shape("k:4;b:2"), 4);
+  const HostTensor rows = HostTensor::from_ints(Shape("m:3"), {1, 0, 1});
+  const HostTensor cols = HostTensor::from_floats(Shape("k:4"), {0.f, 2.f, 0.f, -1.f});
+  for (const HostTensor& cond : {rows, cols}) {
+    const std::vector<float> got = eval(where(in(cond), in(x), in(y)));
+    ASSERT_EQ(got.size(), 24u);
+    for (int64_t b = 0; b < 2; ++b)
+      for (int64_t m = 0; m < 3; ++m)
+        for (int64_t k = 0; k < 4; ++k) {
+          const bool c = cond.shape()[0].name == "m" ? cond.data<int32_t>()[m] != 0
+                                                      : cond.data<float>()[k] != 0.f;
+          const float want = c ? x.data<float>()[(b * 3 + m) * 4 + k] : y.data<float>()[k * 2 + b];
+          const float g = got[(b * 3 + m) * 4 + k];
+          if (std::isnan(want)) {
+            EXPECT_TRUE(std::isnan(g));
+          } else {
+            EXPECT_EQ(g, want) << "b " << b << " m " << m << " k " << k;
+          }
+        }
+  }
+}
+
 TEST_F(OpsTest, EinsumMatchesBruteForce) {
   struct Case {
     std::vector<const char*> inputs;

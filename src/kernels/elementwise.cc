@@ -280,29 +280,47 @@ void scaled_add(const HostTensor& a, float alpha, const HostTensor& b, HostTenso
 }
 
 void where(const HostTensor& cond, const HostTensor& x, const HostTensor& y, HostTensor& out) {
-  // where = cond * x + (1 - cond) * y would lose NaN/inf semantics; instead
-  // broadcast cond into out's shape and select row by row.
-  HostTensor c(out.shape(), int32);
-  if (cond.dtype() == int32) {
-    broadcast_copy(cond, c);
-  } else {
-    HostTensor ci(cond.shape(), int32);
+  // A select, not cond * x + (1 - cond) * y (which would lose NaN/inf), in
+  // one pass over out reading each operand through its broadcast strides:
+  // rows where cond does not vary copy or fill from one side.
+  MTF_CHECK(x.dtype() == out.dtype() && y.dtype() == out.dtype() && dtype_size(out.dtype()) == 4);
+  HostTensor c = cond;
+  if (cond.dtype() != int32) {
     require_supported(cond, true, "where");
+    c = HostTensor(cond.shape(), int32);
     const float* p = cond.data<float>();
-    int32_t* q = ci.data<int32_t>();
+    int32_t* q = c.data<int32_t>();
     for (int64_t i = 0; i < cond.num_elements(); ++i) q[i] = p[i] != 0.f;
-    broadcast_copy(ci, c);
   }
-  HostTensor xb(out.shape(), out.dtype()), yb(out.shape(), out.dtype());
-  broadcast_copy(x, xb);
-  broadcast_copy(y, yb);
+  const auto names = out.shape().names();
+  auto plan = make_plan<4>(
+      out.shape().sizes(),
+      {out.shape().strides(), strides_along(names, c.shape().names(), c.shape().strides()),
+       strides_along(names, x.shape().names(), x.shape().strides()),
+       strides_along(names, y.shape().names(), y.shape().strides())});
   const int32_t* pc = c.data<int32_t>();
-  const int64_t n = out.num_elements();
-  const size_t es = dtype_size(out.dtype());
-  const char* px = static_cast<const char*>(xb.raw_data());
-  const char* py = static_cast<const char*>(yb.raw_data());
-  char* po = static_cast<char*>(out.raw_data());
-  for (int64_t i = 0; i < n; ++i) std::memcpy(po + i * es, (pc[i] ? px : py) + i * es, es);
+  const uint32_t* px = static_cast<const uint32_t*>(x.raw_data());
+  const uint32_t* py = static_cast<const uint32_t*>(y.raw_data());
+  uint32_t* po = static_cast<uint32_t*>(out.raw_data());
+  for_each_row(plan, [&](const int64_t* off, int64_t n, const int64_t* s) {
+    uint32_t* o = po + off[0];
+    const int32_t* k = pc + off[1];
+    const uint32_t* a = px + off[2];
+    const uint32_t* b = py + off[3];
+    if (s[1] == 0) {  // one choice for the whole row
+      const uint32_t* from = *k ? a : b;
+      const int64_t step = *k ? s[2] : s[3];
+      if (step == 1) {
+        std::memcpy(o, from, n * sizeof(uint32_t));
+      } else if (step == 0) {
+        std::fill(o, o + n, *from);
+      } else {
+        for (int64_t i = 0; i < n; ++i) o[i] = from[i * step];
+      }
+      return;
+    }
+    for (int64_t i = 0; i < n; ++i) o[i] = k[i * s[1]] ? a[i * s[2]] : b[i * s[3]];
+  });
 }
 
 void broadcast_copy(const HostTensor& x, HostTensor& out) {

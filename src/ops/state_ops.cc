@@ -104,6 +104,14 @@ AssignOp::AssignOp(Kind kind, const Tensor& var, const Tensor& value, float scal
 void AssignOp::compute(KernelContext& ctx) const {
   const HostTensor& var = ctx.input(0);
   const HostTensor& value = ctx.input(1);
+  if (kind_ == Kind::kAssign && value.shape() == var.shape() && value.sole_owner()) {
+    // A value this run computed and nothing else holds (not a feed, not a
+    // variable): the variable takes its buffer, no copy. Tensors are never
+    // written once made, and a later step cannot take over a buffer that
+    // the pending value shares.
+    ctx.state().pending_assignments.emplace_back(&variable(), value);
+    return;
+  }
   HostTensor next(var.shape(), var.dtype());
   switch (kind_) {
     case Kind::kAssign:
