@@ -2,10 +2,12 @@
 # a batch-split mesh, sampling greedily at the end), then only generating
 # from that checkpoint (--generate true): greedy decoding gives the training
 # run's sample on one core, on a model-parallel mesh of 4 and on 2 processes
-# (mtf-launch, rank 0's lines), all in reproducible mode;
+# (mtf-launch, rank 0's lines; and mpirun when built with MPI), all in
+# reproducible mode;
 # beam search gives the same text on one core and on 2 processes. Bad
 # generation flags are clear errors.
 # Arguments: -DLM=<transformer_lm> -DLAUNCH=<mtf-launch> -DWORK_DIR=<scratch>
+#            [-DMPIRUN=<mpirun>: also 2 processes over MPI]
 file(REMOVE_RECURSE "${WORK_DIR}")
 set(model --d_model 64 --d_ff 128 --heads 4 --d_kv 16 --length 32 --batch 8)
 function(run out)
@@ -19,11 +21,14 @@ endfunction()
 # The text between "sample:" and the "generated ..." line (of rank 0 when
 # the output has "[r] " prefixes).
 function(sample_of out text)
-  if(text MATCHES "(^|\n)\\[0\\] ")
-    string(REGEX MATCHALL "\\[0\\] [^\n]*" lines "${text}")
-    list(TRANSFORM lines REPLACE "^\\[0\\] " "")
-    list(JOIN lines "\n" text)
-  endif()
+  foreach(mark "\\[0\\] " "\\[1,0\\]<stdout>:")  # mtf-launch's, mpirun --tag-output's
+    if(text MATCHES "(^|\n)${mark}")
+      string(REGEX MATCHALL "${mark}[^\n]*" lines "${text}")
+      list(TRANSFORM lines REPLACE "^${mark}" "")
+      list(JOIN lines "\n" text)
+      break()
+    endif()
+  endforeach()
   if(NOT text MATCHES "sample:\n(.*)\ngenerated ([0-9]+) bytes")
     message(FATAL_ERROR "no sample in:\n${text}")
   endif()
@@ -55,6 +60,16 @@ run(multi ${LAUNCH} -n 2 -- ${generate} --temperature 0 --mesh_shape model:2 --l
 sample_of(got "${multi}")
 if(NOT got STREQUAL want)
   message(FATAL_ERROR "2 processes generated\n${got}\ninstead of one core's\n${want}")
+endif()
+if(MPIRUN)
+  # As root, in containers without ptrace rights for single-copy transfers.
+  set(ENV{OMPI_MCA_btl_vader_single_copy_mechanism} none)
+  run(mpi ${MPIRUN} --allow-run-as-root --oversubscribe --bind-to none -np 2 --tag-output
+      ${generate} --temperature 0 --mesh_shape model:2 --layout "heads:model,vocab:model")
+  sample_of(got "${mpi}")
+  if(NOT got STREQUAL want)
+    message(FATAL_ERROR "2 processes over MPI generated\n${got}\ninstead of one core's\n${want}")
+  endif()
 endif()
 run(beam_one ${generate} --beams 4 --sample_bytes 20)
 sample_of(beam_want "${beam_one}")
