@@ -6,6 +6,7 @@
 #include <iostream>
 #include <memory>
 
+#include "cli/checkpoint_flags.h"
 #include "cli/example_main.h"
 #include "cli/flags.h"
 #include "cli/mesh_flags.h"
@@ -25,12 +26,7 @@ int main(int argc, char** argv) {
     // Reproducible by default: the example shows that layouts do not change
     // the loss trajectory, to the bit (--reproducible false: BLAS speed).
     data::define_mesh_flags(flags, /*reproducible=*/true);
-    flags.define("checkpoint_dir", "",
-                 "save checkpoints here and resume from the latest one found (any mesh/layout)");
-    flags.define("save_every", "500",
-                 "with --checkpoint_dir: save every this many steps (and at "
-                 "the end)");
-    flags.define("keep", "3", "with --checkpoint_dir: checkpoints to keep");
+    data::define_checkpoint_flags(flags, /*save_every=*/500);
     flags.define("loss_digits", "6", "significant digits of printed losses (17: exact)");
     flags.define("print_counters", "false",
                  "print the training step's program counters (flops, bytes per collective)");
@@ -68,12 +64,10 @@ int main(int argc, char** argv) {
     double interval_loss = 0;
     int64_t interval_steps = 0;
     int64_t first_step = 1;
-    const std::string checkpoint_dir = flags.str("checkpoint_dir");
-    const int64_t save_every = flags.i64("save_every");
-    if (save_every < 1) throw ValueError("--save_every must be >= 1");
-    std::unique_ptr<CheckpointManager> checkpoints;
-    if (!checkpoint_dir.empty()) {
-      checkpoints = std::make_unique<CheckpointManager>(checkpoint_dir, flags.i64("keep"));
+    int64_t save_every = 0;
+    const std::unique_ptr<CheckpointManager> checkpoints =
+        data::checkpoints_from_flags(flags, &save_every);
+    if (checkpoints) {
       // Weights, optimizer state, run counter, data position and the loss
       // accumulated since the last print: the run goes on as if never stopped.
       if (const auto info = checkpoints->restore_latest(session)) {

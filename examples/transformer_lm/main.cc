@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "cli/checkpoint_flags.h"
 #include "cli/example_main.h"
 #include "cli/flags.h"
 #include "cli/mesh_flags.h"
@@ -165,12 +166,7 @@ int main(int argc, char** argv) {
     flags.define("eval_every", "100", "print losses every this many steps");
     flags.define("eval_batches", "8", "held-out batches per evaluation");
     flags.define("seed", "1", "seed for initialisation, data order and sampling");
-    flags.define("checkpoint_dir", "",
-                 "save checkpoints here and resume from the latest one found (any mesh/layout)");
-    flags.define("save_every", "100",
-                 "with --checkpoint_dir: save every this many steps (and at "
-                 "the last)");
-    flags.define("keep", "3", "with --checkpoint_dir: checkpoints to keep");
+    data::define_checkpoint_flags(flags, /*save_every=*/100);
     flags.define("generate", "false",
                  "only generate: load the latest checkpoint of --checkpoint_dir (the model's "
                  "sizes come from it) on this mesh and layout, and continue --prompt");
@@ -198,10 +194,11 @@ int main(int argc, char** argv) {
     const int digits = static_cast<int>(std::clamp<int64_t>(flags.i64("loss_digits"), 1, 17));
     const bool generate_only = flags.boolean("generate");
     const std::string checkpoint_dir = flags.str("checkpoint_dir");
-    const int64_t save_every = flags.i64("save_every");
+    int64_t save_every = 0;
+    std::unique_ptr<CheckpointManager> checkpoints =
+        data::checkpoints_from_flags(flags, &save_every);
     if (steps < 0) throw ValueError("--steps must be >= 0");
     if (sample_bytes < 0) throw ValueError("--sample_bytes must be >= 0");
-    if (save_every < 1) throw ValueError("--save_every must be >= 1");
     if (flags.i64("beams") < 1) throw ValueError("--beams must be >= 1");
     examples::GenerationOptions gen;
     gen.sampling.temperature = flags.f64("temperature");
@@ -235,8 +232,8 @@ int main(int argc, char** argv) {
     };
 
     if (generate_only) {
-      if (checkpoint_dir.empty()) throw ValueError("--generate needs --checkpoint_dir");
-      const auto path = CheckpointManager(checkpoint_dir).latest_path();
+      if (!checkpoints) throw ValueError("--generate needs --checkpoint_dir");
+      const auto path = checkpoints->latest_path();
       if (!path) {
         throw ValueError("--checkpoint_dir \"" + checkpoint_dir +
                          "\" holds no checkpoint: train into it first");
@@ -286,9 +283,7 @@ int main(int argc, char** argv) {
     double interval = 0;
     int64_t interval_steps = 0;
     int64_t first_step = 1;
-    std::unique_ptr<CheckpointManager> checkpoints;
-    if (!checkpoint_dir.empty()) {
-      checkpoints = std::make_unique<CheckpointManager>(checkpoint_dir, flags.i64("keep"));
+    if (checkpoints) {
       if (const auto path = checkpoints->latest_path()) {
         // Weights, optimizer state, run counter, data position and the loss
         // accumulated since the last print: training goes on as if never
