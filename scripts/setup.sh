@@ -24,7 +24,7 @@ packages=(
   cmake g++ make pkg-config
   libopenblas-dev
   libboost-dev libboost-fiber-dev libboost-context-dev
-  libhdf5-dev zlib1g-dev
+  libhdf5-dev zlib1g-dev libssl-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   dataset-fashion-mnist fortunes
   pybind11-dev python3-dev python3-numpy

@@ -1,94 +1,35 @@
 #include "transport/hmac.h"
 
-#include <cstring>
+#include <openssl/crypto.h>
+#include <openssl/evp.h>
+#include <openssl/hmac.h>
+#include <openssl/rand.h>
+
+#include "mtf/errors.h"
 
 namespace mtf::transport {
-namespace {
 
-constexpr uint32_t kK[64] = {
-    0x428a2f98, 0x71374491, 0xb5c0fbcf, 0xe9b5dba5, 0x3956c25b, 0x59f111f1, 0x923f82a4, 0xab1c5ed5,
-    0xd807aa98, 0x12835b01, 0x243185be, 0x550c7dc3, 0x72be5d74, 0x80deb1fe, 0x9bdc06a7, 0xc19bf174,
-    0xe49b69c1, 0xefbe4786, 0x0fc19dc6, 0x240ca1cc, 0x2de92c6f, 0x4a7484aa, 0x5cb0a9dc, 0x76f988da,
-    0x983e5152, 0xa831c66d, 0xb00327c8, 0xbf597fc7, 0xc6e00bf3, 0xd5a79147, 0x06ca6351, 0x14292967,
-    0x27b70a85, 0x2e1b2138, 0x4d2c6dfc, 0x53380d13, 0x650a7354, 0x766a0abb, 0x81c2c92e, 0x92722c85,
-    0xa2bfe8a1, 0xa81a664b, 0xc24b8b70, 0xc76c51a3, 0xd192e819, 0xd6990624, 0xf40e3585, 0x106aa070,
-    0x19a4c116, 0x1e376c08, 0x2748774c, 0x34b0bcb5, 0x391c0cb3, 0x4ed8aa4a, 0x5b9cca4f, 0x682e6ff3,
-    0x748f82ee, 0x78a5636f, 0x84c87814, 0x8cc70208, 0x90befffa, 0xa4506ceb, 0xbef9a3f7, 0xc67178f2};
-
-uint32_t rotr(uint32_t x, int n) { return (x >> n) | (x << (32 - n)); }
-
-void block(uint32_t h[8], const uint8_t* p) {
-  uint32_t w[64];
-  for (int i = 0; i < 16; ++i)
-    w[i] = (uint32_t(p[4 * i]) << 24) | (uint32_t(p[4 * i + 1]) << 16) |
-           (uint32_t(p[4 * i + 2]) << 8) | uint32_t(p[4 * i + 3]);
-  for (int i = 16; i < 64; ++i) {
-    const uint32_t s0 = rotr(w[i - 15], 7) ^ rotr(w[i - 15], 18) ^ (w[i - 15] >> 3);
-    const uint32_t s1 = rotr(w[i - 2], 17) ^ rotr(w[i - 2], 19) ^ (w[i - 2] >> 10);
-    w[i] = w[i - 16] + s0 + w[i - 7] + s1;
-  }
-  uint32_t a = h[0], b = h[1], c = h[2], d = h[3], e = h[4], f = h[5], g = h[6], k = h[7];
-  for (int i = 0; i < 64; ++i) {
-    const uint32_t t1 =
-        k + (rotr(e, 6) ^ rotr(e, 11) ^ rotr(e, 25)) + ((e & f) ^ (~e & g)) + kK[i] + w[i];
-    const uint32_t t2 = (rotr(a, 2) ^ rotr(a, 13) ^ rotr(a, 22)) + ((a & b) ^ (a & c) ^ (b & c));
-    k = g;
-    g = f;
-    f = e;
-    e = d + t1;
-    d = c;
-    c = b;
-    b = a;
-    a = t1 + t2;
-  }
-  h[0] += a;
-  h[1] += b;
-  h[2] += c;
-  h[3] += d;
-  h[4] += e;
-  h[5] += f;
-  h[6] += g;
-  h[7] += k;
-}
-
-}  // namespace
-
-Digest sha256(const std::string& data) {
-  uint32_t h[8] = {0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a,
-                   0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19};
-  std::string m = data;
-  const uint64_t bits = static_cast<uint64_t>(data.size()) * 8;
-  m.push_back(static_cast<char>(0x80));
-  while (m.size() % 64 != 56) m.push_back(0);
-  for (int i = 7; i >= 0; --i) m.push_back(static_cast<char>((bits >> (8 * i)) & 0xFF));
-  for (size_t i = 0; i < m.size(); i += 64)
-    block(h, reinterpret_cast<const uint8_t*>(m.data() + i));
-  Digest d;
-  for (int i = 0; i < 8; ++i)
-    for (int j = 0; j < 4; ++j) d[4 * i + j] = static_cast<uint8_t>(h[i] >> (24 - 8 * j));
+Digest hmac_sha256(const std::string& key, const std::string& message) {
+  Digest d{};
+  unsigned int len = 0;
+  const unsigned char* out =
+      HMAC(EVP_sha256(), key.data(), static_cast<int>(key.size()),
+           reinterpret_cast<const unsigned char*>(message.data()), message.size(), d.data(), &len);
+  if (out == nullptr || len != d.size()) throw InternalError("HMAC-SHA-256 failed in libcrypto");
   return d;
 }
 
-Digest hmac_sha256(const std::string& key, const std::string& message) {
-  std::string k = key.size() > 64 ? [&] {
-    const Digest d = sha256(key);
-    return std::string(d.begin(), d.end());
-  }()
-                                  : key;
-  k.resize(64, '\0');
-  std::string inner(64, 0), outer(64, 0);
-  for (int i = 0; i < 64; ++i) {
-    inner[i] = static_cast<char>(k[i] ^ 0x36);
-    outer[i] = static_cast<char>(k[i] ^ 0x5c);
-  }
-  const Digest in = sha256(inner + message);
-  return sha256(outer + std::string(in.begin(), in.end()));
+bool digests_equal(const Digest& a, const Digest& b) {
+  return CRYPTO_memcmp(a.data(), b.data(), a.size()) == 0;
 }
 
-bool digests_equal(const Digest& a, const Digest& b) {
-  uint8_t diff = 0;
-  for (size_t i = 0; i < a.size(); ++i) diff |= a[i] ^ b[i];
-  return diff == 0;
+std::string random_bytes(size_t n) {
+  std::string s(n, '\0');
+  if (n > 0 && RAND_bytes(reinterpret_cast<unsigned char*>(s.data()), static_cast<int>(n)) != 1) {
+    throw InternalError("libcrypto's RAND_bytes could not supply " + std::to_string(n) +
+                        " random bytes");
+  }
+  return s;
 }
 
 }  // namespace mtf::transport

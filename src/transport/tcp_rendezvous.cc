@@ -13,7 +13,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <random>
 #include <thread>
 
 #include "core/bytes.h"
@@ -43,12 +42,7 @@ constexpr size_t kNonce = 16;
 void put_u16(std::string& s, uint16_t v) { detail::append(s, v); }
 void put_u32(std::string& s, uint32_t v) { detail::append(s, v); }
 
-std::string random_nonce() {
-  std::random_device rd;
-  std::string s(kNonce, '\0');
-  for (auto& c : s) c = static_cast<char>(rd() & 0xFF);
-  return s;
-}
+std::string random_nonce() { return transport::random_bytes(kNonce); }
 
 std::string digest_string(const transport::Digest& d) { return std::string(d.begin(), d.end()); }
 
