@@ -156,7 +156,7 @@ TEST_F(OpsTest, WhereBroadcastsEveryOperandAlongAnyAxis) {
       for (int64_t m = 0; m < 3; ++m)
         for (int64_t k = 0; k < 4; ++k) {
           const bool c = cond.shape()[0].name == "m" ? cond.data<int32_t>()[m] != 0
-                                                      : cond.data<float>()[k] != 0.f;
+                                                     : cond.data<float>()[k] != 0.f;
           const float want = c ? x.data<float>()[(b * 3 + m) * 4 + k] : y.data<float>()[k * 2 + b];
           const float g = got[(b * 3 + m) * 4 + k];
           if (std::isnan(want)) {
