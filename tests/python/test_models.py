@@ -20,7 +20,6 @@ def trained_lm(steps=20, **overrides):
     config = mtf.models.TransformerConfig(**{**SMALL, **overrides})
     lm = mtf.models.TransformerLm(config)
     session = mtf.Session(lm.graph)
-    rng = np.random.default_rng(0)
     # A repeating pattern the model can learn, so greedy decoding is not trivial.
     pattern = np.array([(3 * i + 1) % config.vocab for i in range(config.length + 1)], np.int32)
     feeds = {lm.inputs: np.tile(pattern[:-1], (config.batch, 1)),
@@ -29,7 +28,6 @@ def trained_lm(steps=20, **overrides):
     for _ in range(steps):
         session.run(lm.train_ops, feeds)
     assert session.run(lm.loss, feeds) < first
-    del rng
     return config, lm, session
 
 
