@@ -17,6 +17,25 @@ namespace {
 using testing::train_a_little;
 using testing::window_logits;
 
+// `batch` windows of the tiny model's length, different for each `seed`.
+std::vector<int32_t> some_windows(const examples::TransformerConfig& c, int seed) {
+  std::vector<int32_t> w(c.batch * c.length);
+  for (size_t i = 0; i < w.size(); ++i)
+    w[i] = static_cast<int32_t>((i * 11 + seed * 5 + 3) % c.vocab);
+  return w;
+}
+
+// Rows [b, p, :] of window logits [batch, length, vocab], one after another.
+std::vector<float> rows_at(const std::vector<float>& logits, const examples::TransformerConfig& c,
+                           int64_t p) {
+  std::vector<float> out;
+  for (int64_t b = 0; b < c.batch; ++b) {
+    const float* row = logits.data() + (b * c.length + p) * c.vocab;
+    out.insert(out.end(), row, row + c.vocab);
+  }
+  return out;
+}
+
 TEST(TransformerDecodeTest, EachStepMatchesTheWholeWindow) {
   const examples::TransformerConfig c = testing::tiny_transformer_config();
   examples::TransformerLm lm(c);
@@ -26,21 +45,13 @@ TEST(TransformerDecodeTest, EachStepMatchesTheWholeWindow) {
   // Two sets of windows: the second starts again at position 0 over the
   // first one's caches.
   for (int set = 0; set < 2; ++set) {
-    std::vector<int32_t> windows(c.batch * c.length);
-    for (size_t i = 0; i < windows.size(); ++i)
-      windows[i] = static_cast<int32_t>((i * 11 + set * 5 + 3) % c.vocab);
+    const std::vector<int32_t> windows = some_windows(c, set);
     const std::vector<float> want = window_logits(lm, s, windows);
     for (int64_t p = 0; p < c.length; ++p) {
       std::vector<int32_t> tokens;
       for (int64_t b = 0; b < c.batch; ++b) tokens.push_back(windows[b * c.length + p]);
-      const std::vector<float> got = dec.step(s, tokens, p);
-      std::vector<float> row;
-      for (int64_t b = 0; b < c.batch; ++b) {
-        const float* w = want.data() + (b * c.length + p) * c.vocab;
-        row.insert(row.end(), w, w + c.vocab);
-      }
       SCOPED_TRACE("set " + std::to_string(set) + " position " + std::to_string(p));
-      testing::expect_near_vectors(got, row, 1e-5f);
+      testing::expect_near_vectors(dec.step(s, tokens, p), rows_at(want, c, p), 1e-5f);
     }
   }
 }
@@ -72,24 +83,6 @@ TEST(TransformerDecodeTest, GreedyPicksTheTokensOfFullRecomputation) {
     }
     EXPECT_EQ(got, want) << "prompt length " << prompt_length;
   }
-}
-
-// `batch` windows of the tiny model's length, different for each `seed`.
-std::vector<int32_t> some_windows(const examples::TransformerConfig& c, int seed) {
-  std::vector<int32_t> w(c.batch * c.length);
-  for (size_t i = 0; i < w.size(); ++i) w[i] = static_cast<int32_t>((i * 11 + seed * 5 + 3) % 64);
-  return w;
-}
-
-// Rows [b, p, :] of window logits [batch, length, vocab], one after another.
-std::vector<float> rows_at(const std::vector<float>& logits, const examples::TransformerConfig& c,
-                           int64_t p) {
-  std::vector<float> out;
-  for (int64_t b = 0; b < c.batch; ++b) {
-    const float* row = logits.data() + (b * c.length + p) * c.vocab;
-    out.insert(out.end(), row, row + c.vocab);
-  }
-  return out;
 }
 
 TEST(TransformerDecodeTest, PrefillMatchesTheWholeWindowAndStepsGoOnFromIt) {
