@@ -51,6 +51,16 @@ int32_t choose_next(const float* row, int64_t vocab, const SamplingOptions& o,
 
 namespace {
 
+// ValueError naming `what` and the token for a token outside the vocabulary.
+void check_tokens(const std::vector<int32_t>& tokens, int64_t vocab, const std::string& what) {
+  for (int32_t t : tokens) {
+    if (t < 0 || t >= vocab) {
+      throw ValueError(what + std::to_string(t) + " is outside the vocabulary of " +
+                       std::to_string(vocab));
+    }
+  }
+}
+
 Shape join(const Shape& a, std::initializer_list<Dimension> more) {
   std::vector<Dimension> dims = a.dims();
   dims.insert(dims.end(), more);
@@ -167,12 +177,7 @@ std::vector<float> TransformerDecoder::step(Session& session, const std::vector<
     throw ValueError("TransformerDecoder::step: position " + std::to_string(p) +
                      " is outside the model's length " + std::to_string(length_));
   }
-  for (int32_t t : tokens) {
-    if (t < 0 || t >= vocab_) {
-      throw ValueError("TransformerDecoder::step: token " + std::to_string(t) +
-                       " is outside the vocabulary of " + std::to_string(vocab_));
-    }
-  }
+  check_tokens(tokens, vocab_, "TransformerDecoder::step: token ");
   const Feeds feeds = {{token, HostTensor::from_ints(Shape({batch}), tokens)},
                        {position, HostTensor::from_ints(Shape(), {static_cast<int32_t>(p)})}};
   return session.run({logits}, feeds, write_caches)[0].to_floats();
@@ -188,12 +193,7 @@ void TransformerDecoder::check_prompts(const std::vector<std::vector<int32_t>>& 
   const size_t n = prompts[0].size();
   for (const auto& p : prompts) {
     if (p.empty() || p.size() != n) throw ValueError(where + "prompts must share one length >= 1");
-    for (int32_t t : p) {
-      if (t < 0 || t >= vocab_) {
-        throw ValueError(where + "prompt token " + std::to_string(t) +
-                         " is outside the vocabulary of " + std::to_string(vocab_));
-      }
-    }
+    check_tokens(p, vocab_, where + "prompt token ");
   }
   if (static_cast<int64_t>(n) > length_) {
     throw ValueError(where + "a prompt of " + std::to_string(n) +
