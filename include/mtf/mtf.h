@@ -10,6 +10,7 @@
 #include "mtf/graph.h"
 #include "mtf/host_tensor.h"
 #include "mtf/interrupt.h"
+#include "mtf/job_environment.h"
 #include "mtf/layers.h"
 #include "mtf/layout.h"
 #include "mtf/ops.h"

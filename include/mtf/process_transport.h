@@ -11,9 +11,14 @@
 
 namespace mtf {
 
-// `which`: "auto" (TCP when MTF_RANK and MTF_WORLD_SIZE are set, as
-// mtf-launch or Slurm scripts set them; MPI under an MPI launcher; else
-// none), "tcp", "mpi" or "none". Returns the connected transport, or
+// What `which` joins, without connecting: "tcp", "mpi" or "none". For
+// "auto": TCP under mtf-launch (MTF_* variables); MPI under an MPI launcher
+// (mpirun, srun --mpi=pmix) when this build has MPI; TCP under srun without
+// MPI or a torchrun-style launcher (mtf/job_environment.h); else none.
+// ValueError for another `which`, naming the accepted values.
+std::string process_transport_kind(const std::string& which);
+
+// Joins the job process_transport_kind(which) names. Returns the connected transport, or
 // nullptr for none; *name (when given) becomes "TCP", "MPI" or "". Blocks
 // until every rank has joined. ValueError for another `which`, naming the
 // accepted values; the connect functions' errors otherwise.

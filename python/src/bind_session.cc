@@ -224,17 +224,10 @@ void bind_session(py::module_& m) {
       });
   m.def(
       "process_transport_kind",
-      [](const std::string& which) {
-        // Only reports what "auto" would choose, without connecting.
-        if (which == "auto") {
-          if (TcpOptions::in_environment()) return std::string("tcp");
-          if (in_mpi_environment()) return std::string("mpi");
-          return std::string("none");
-        }
-        return which;
-      },
+      [](const std::string& which) { return process_transport_kind(which); },
       py::arg("transport") = "auto",
-      "What Session(transport=...) joins: tcp (under mtf-launch), mpi (under mpirun) or none.");
+      "What Session(transport=...) joins: tcp (under mtf-launch, srun or torchrun), mpi (under "
+      "mpirun or srun --mpi=pmix) or none.");
 }
 
 }  // namespace mtf::python

@@ -1,23 +1,36 @@
 #include "mtf/process_transport.h"
 
 #include "mtf/errors.h"
+#include "mtf/job_environment.h"
 #include "mtf/mpi_transport.h"
 #include "mtf/tcp_transport.h"
 
 namespace mtf {
 
+std::string process_transport_kind(const std::string& which) {
+  if (which == "tcp" || which == "mpi" || which == "none") return which;
+  if (which != "auto") {
+    throw ValueError("transport must be auto, tcp, mpi or none, not \"" + which + "\"");
+  }
+  // mtf-launch's (or hand-set) MTF_* variables name TCP outright. Under an
+  // MPI launcher (mpirun, srun --mpi=pmix) MPI, when this build has it;
+  // Slurm's and torchrun's own variables otherwise mean TCP.
+  const std::string source = job_environment_source();
+  if (source == "MTF_*") return "tcp";
+  if (in_mpi_environment() && (mpi_available() || source.empty())) return "mpi";
+  return source.empty() ? "none" : "tcp";
+}
+
 std::shared_ptr<Transport> connect_process_transport(const std::string& which, std::string* name) {
   if (name) name->clear();
-  if (which == "tcp" || (which == "auto" && TcpOptions::in_environment())) {
+  const std::string kind = process_transport_kind(which);
+  if (kind == "tcp") {
     if (name) *name = "TCP";
     return connect_tcp(TcpOptions::from_environment());
   }
-  if (which == "mpi" || (which == "auto" && in_mpi_environment())) {
+  if (kind == "mpi") {
     if (name) *name = "MPI";
     return connect_mpi();
-  }
-  if (which != "auto" && which != "none") {
-    throw ValueError("transport must be auto, tcp, mpi or none, not \"" + which + "\"");
   }
   return nullptr;
 }
