@@ -120,14 +120,16 @@ TEST(TcpTransport, IntrudersAreRefusedAndTheJobGoesOn) {
   intruder(port, "GET / HTTP/1.1\r\nHost: x\r\n\r\n");
   intruder(port, "MTFH\x01");
   std::string absurd = "MTFH";
-  absurd += std::string("\x01\x00\xff\xff", 4);  // version 1, address length 65535
+  absurd += std::string("\x02\x00\xff\xff", 4);  // version 2, address length 65535
   absurd += std::string(8 + 16, '\0');
   intruder(port, absurd);
-  // A rank with the wrong token, and one of another job size.
+  // A rank with the wrong token, and one of another job size that does not
+  // know the token either.
   TcpOptions wrong = tcp_options(1, 2, port);
   wrong.token = "not-the-job-token";
   EXPECT_THROW(connect_tcp(wrong), IoError);
   TcpOptions other = tcp_options(1, 3, port);
+  other.token = "not-the-job-token";
   EXPECT_THROW(connect_tcp(other), IoError);
   // The real rank 1.
   std::string rank1_error;
@@ -143,6 +145,85 @@ TEST(TcpTransport, IntrudersAreRefusedAndTheJobGoesOn) {
   EXPECT_EQ(rank0_error, "");
   EXPECT_EQ(rank1_error, "");
   EXPECT_EQ(result, 3.f);
+}
+
+// Ranks that know the token but disagree about the job (another world size,
+// two processes claiming one rank) fail the set-up on both sides at once,
+// naming the disagreement, instead of waiting for the deadline.
+TEST(TcpTransport, RanksThatDisagreeAboutTheJobFailAtOnce) {
+  using Clock = std::chrono::steady_clock;
+  for (const char* kind : {"world size", "duplicate rank"}) {
+    SCOPED_TRACE(kind);
+    const int port = testing::free_port();
+    const bool dup = std::string(kind) == "duplicate rank";
+    const int world = dup ? 3 : 2;
+    std::vector<std::string> errors(3);
+    const Clock::time_point start = Clock::now();
+    std::vector<std::thread> ranks;
+    ranks.emplace_back([&] {
+      try {
+        connect_tcp(tcp_options(0, world, port));
+      } catch (const std::exception& e) {
+        errors[0] = e.what();
+      }
+    });
+    // Rank 1 of another world size; or rank 1 twice, the second a moment later.
+    for (int k = 0; k < (dup ? 2 : 1); ++k) {
+      ranks.emplace_back([&, k] {
+        std::this_thread::sleep_for(std::chrono::milliseconds(200 * k));
+        try {
+          connect_tcp(tcp_options(1, dup ? world : 3, port));
+        } catch (const std::exception& e) {
+          errors[1 + k] = e.what();
+        }
+      });
+    }
+    for (auto& t : ranks) t.join();
+    EXPECT_LT(Clock::now() - start, std::chrono::seconds(10));  // the deadline is 20 s
+    const std::string want = dup ? "two processes claim rank 1" : "in a job of 3 processes";
+    EXPECT_NE(errors[0].find(want), std::string::npos) << errors[0];
+    EXPECT_NE(errors[dup ? 2 : 1].find(want), std::string::npos) << errors[dup ? 2 : 1];
+  }
+}
+
+// MTF_LISTEN_HOST may be a name (it is resolved) or a wildcard (the rank then
+// tells its peers the address of the interface that reaches the coordinator).
+TEST(TcpTransport, ListenHostsAreNamesOrWildcards) {
+  for (const char* host : {"localhost", "0.0.0.0", ""}) {
+    SCOPED_TRACE(host);
+    const int port = testing::free_port();
+    std::vector<std::string> errors(3);
+    std::vector<float> sums(3);
+    std::vector<std::thread> ranks;
+    for (int r = 0; r < 3; ++r) {
+      ranks.emplace_back([&, r] {
+        try {
+          TcpOptions o = tcp_options(r, 3, port);
+          o.listen_host = host;
+          auto t = connect_tcp(o);
+          float x = static_cast<float>(r + 1);
+          allreduce(*t, Group::all(3, r), &x, 1, float32, ReduceOp::kSum, 1);
+          sums[r] = x;
+        } catch (const std::exception& e) {
+          errors[r] = e.what();
+        }
+      });
+    }
+    for (auto& t : ranks) t.join();
+    for (int r = 0; r < 3; ++r) {
+      EXPECT_EQ(errors[r], "");
+      EXPECT_EQ(sums[r], 6.f);
+    }
+  }
+  TcpOptions o = tcp_options(1, 2, testing::free_port());
+  o.listen_host = "no-such-host.invalid";
+  o.connect_timeout = std::chrono::seconds(2);
+  try {
+    connect_tcp(o);
+    FAIL() << "an unresolvable listen host was accepted";
+  } catch (const IoError& e) {
+    EXPECT_NE(std::string(e.what()).find("MTF_LISTEN_HOST"), std::string::npos) << e.what();
+  }
 }
 
 TEST(TcpTransport, BadOptionsAreClearErrors) {

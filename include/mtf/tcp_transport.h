@@ -1,19 +1,26 @@
 // mtf/tcp_transport.h — one process per rank over TCP (Boost.Asio).
 //
-// Ranks meet through a coordinator: rank 0 listens on MTF_COORDINATOR
-// (host:port); every other rank listens on its own port, introduces itself
-// to rank 0, gets everyone's address back and connects to the ranks below it,
-// so every pair of ranks shares one connection. Any launcher can start the
-// ranks (mtf-launch, Slurm's srun, a shell loop) by setting, per process:
-//   MTF_RANK, MTF_WORLD_SIZE, MTF_COORDINATOR, MTF_JOB_TOKEN
-// and optionally MTF_LISTEN_HOST (default 127.0.0.1: loopback only) and
-// MTF_TIMEOUT_MS (deadline of every blocking call, default 60000) and
-// MTF_LOCAL_WORLD_SIZE (ranks on this machine, default 1; mtf-launch sets it).
+// Ranks meet through a coordinator: rank 0 listens on the coordinator's
+// address (host:port); every other rank listens on its own port, introduces
+// itself to rank 0, gets everyone's address back and connects to the ranks
+// below it, so every pair of ranks shares one connection. Any launcher can
+// start the ranks: mtf-launch (on one machine or several), Slurm's srun, a
+// torchrun-style launcher or a shell loop; mtf/job_environment.h says which
+// variables each sets. Besides those, optionally:
+//   MTF_LISTEN_HOST: where a rank listens (a name or address; default: the
+//     interface that reaches the coordinator, whose address the rank gives
+//     its peers; a wildcard such as 0.0.0.0 listens everywhere and still
+//     gives that address);
+//   MTF_TIMEOUT_MS: the deadline of every blocking call (default 60000);
+//   MTF_CONNECT_TIMEOUT_MS: the deadline of the whole set-up (default 60000).
 //
 // Security: every connection proves knowledge of the job token by HMAC-SHA-256
 // challenge-response in both directions (the token never crosses the wire);
-// wrong tokens, duplicate or out-of-range ranks, garbage and stalled
-// handshakes are refused and logged to stderr without disturbing the job.
+// wrong tokens, garbage and stalled handshakes are refused and logged to
+// stderr without disturbing the job (the set-up's timeout names the last
+// refusal). A peer that proves the token but disagrees about the job (two
+// processes claiming one rank, another world size) fails the set-up on both
+// sides at once, with a ValueError saying which.
 // Frames carry a bounded length, checked before anything is allocated.
 //
 // Failures never hang: a peer that exits without saying goodbye (crash,
@@ -38,21 +45,24 @@
 namespace mtf {
 
 struct TcpOptions {
+  std::string source;  // which variables described the job (JobEnvironment::source)
   int rank = -1;
   int world_size = 0;
-  int local_size = 1;       // ranks of the job on this machine (MTF_LOCAL_WORLD_SIZE)
-  std::string coordinator;  // "host:port" where rank 0 listens
-  std::string token;        // the job's shared secret
-  std::string listen_host = "127.0.0.1";
-  std::chrono::milliseconds timeout{60000};          // each blocking call
+  int local_rank = 0;                        // among the job's ranks on this machine
+  int local_size = 1;                        // ranks of the job on this machine
+  int node_rank = 0;                         // which machine of the job
+  std::string coordinator;                   // "host:port" where rank 0 listens
+  std::string token;                         // the job's shared secret
+  std::string listen_host;                   // empty: the interface that reaches the coordinator
+  std::chrono::milliseconds timeout{60000};  // each blocking call
   std::chrono::milliseconds connect_timeout{60000};  // the whole set-up
   std::chrono::milliseconds handshake_timeout{5000};
   uint64_t max_frame_bytes = uint64_t{1} << 32;  // larger frames are a protocol error
 
-  // From the MTF_* variables; ValueError naming the variable that is missing
-  // or malformed.
+  // From the environment (read_job_environment, plus the variables above);
+  // ValueError naming the variable that is missing or malformed.
   static TcpOptions from_environment();
-  // True when MTF_RANK and MTF_WORLD_SIZE are set.
+  // True when some launcher's variables describe a job (never throws).
   static bool in_environment();
 };
 

@@ -15,7 +15,7 @@
 
 namespace mtf::transport {
 
-constexpr uint16_t kProtocolVersion = 1;
+constexpr uint16_t kProtocolVersion = 2;  // 2: a refusal of an authenticated peer says why (MTFN)
 constexpr size_t kHeader = 88;
 constexpr size_t kKindBytes = 16, kOpBytes = 32;
 constexpr uint16_t kFlagBye = 1;  // the sender is done: its exit is not a crash

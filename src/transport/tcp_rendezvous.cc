@@ -13,11 +13,13 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 #include <thread>
 
 #include "core/bytes.h"
 #include "core/check.h"
 #include "mtf/errors.h"
+#include "mtf/job_environment.h"
 #include "mtf/tcp_transport.h"
 #include "transport/frames.h"
 #include "transport/hmac.h"
@@ -50,8 +52,16 @@ std::string ranks_text(int client, int server, int world) {
   return str_cat(client, ",", server, ",", world);
 }
 
-// Client side: proves the token, checks the server does too. Returns nothing;
-// Refused with the reason on failure.
+// An authenticated peer (it knows the job token) that disagrees with us about
+// the job: two processes claiming one rank, different world sizes. Fatal on
+// both sides, at once: waiting would only end at the deadline.
+struct JobConflict : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+// Client side: proves the token, checks the server does too, and reads the
+// server's verdict. Refused when the peer is not a rank of this job (a
+// connection to drop); JobConflict when it is, but the two disagree.
 void client_handshake(int fd, int me, int world, int server_rank, const std::string& token,
                       const std::string& my_address, Clock::time_point deadline) {
   const std::string nonce_c = random_nonce();
@@ -69,25 +79,39 @@ void client_handshake(int fd, int me, int world, int server_rank, const std::str
     throw Refused("the peer is not an mtf rank of this protocol version");
   }
   const int server = static_cast<int>(detail::load<uint32_t>(ch + 8));
-  if (server != server_rank || static_cast<int>(detail::load<uint32_t>(ch + 12)) != world) {
-    throw Refused(str_cat("expected rank ", server_rank, " of ", world, " but the peer is rank ",
-                          server, " of ", detail::load<uint32_t>(ch + 12)));
-  }
+  const int server_world = static_cast<int>(detail::load<uint32_t>(ch + 12));
   const std::string nonce_s(ch + 16, kNonce);
   const transport::Digest want =
       transport::hmac_sha256(token, "server" + nonce_c + nonce_s + ranks_text(me, server, world));
   transport::Digest got;
   std::memcpy(got.data(), ch + 16 + kNonce, 32);
   if (!transport::digests_equal(want, got)) {
+    // Tell the server why we leave (no proof of ours: the server may be
+    // anyone), so that its log names the real cause.
+    try {
+      write_all(fd, "MTFW", 4, deadline);
+    } catch (const Refused&) {
+    }
     throw Refused("the peer does not know the job token (MTF_JOB_TOKEN differs)");
   }
   std::string resp = "MTFR";
   resp += digest_string(
       transport::hmac_sha256(token, "client" + nonce_s + nonce_c + ranks_text(me, server, world)));
   write_all(fd, resp.data(), resp.size(), deadline);
-  char ok[4];
-  read_exact(fd, ok, 4, deadline);
-  if (std::memcmp(ok, "MTFA", 4) != 0) throw Refused("the peer refused our handshake");
+  char verdict[4];
+  read_exact(fd, verdict, 4, deadline);
+  if (std::memcmp(verdict, "MTFN", 4) == 0) {
+    uint16_t len = 0;
+    read_exact(fd, &len, 2, deadline);
+    std::string why(len, '\0');
+    if (len) read_exact(fd, why.data(), len, deadline);
+    throw JobConflict(why);
+  }
+  if (std::memcmp(verdict, "MTFA", 4) != 0) throw Refused("the peer refused our handshake");
+  if (server != server_rank || server_world != world) {
+    throw JobConflict(str_cat("expected rank ", server_rank, " of a job of ", world,
+                              " processes, but the peer is rank ", server, " of ", server_world));
+  }
 }
 
 struct Admitted {
@@ -95,8 +119,10 @@ struct Admitted {
   std::string address;
 };
 
-// Server side: Refused unless the client proves the token and is a rank
-// `accept(rank)` allows.
+// Server side: Refused unless the client proves the token (the connection is
+// dropped and logged); once it has, JobConflict when it disagrees with us
+// about the job or `accept_rank(rank)` gives a reason (the client is told
+// why before we fail).
 template <typename AcceptRank>
 Admitted server_handshake(int fd, int me, int world, const std::string& token,
                           Clock::time_point deadline, AcceptRank accept_rank) {
@@ -111,11 +137,8 @@ Admitted server_handshake(int fd, int me, int world, const std::string& token,
   if (addr_len > 255) throw Refused(str_cat("an address of ", addr_len, " bytes (at most 255)"));
   std::string address(addr_len, '\0');
   if (addr_len) read_exact(fd, address.data(), addr_len, deadline);
-  if (client_world != world) {
-    throw Refused(str_cat("a rank of a job of ", client_world, " ranks, not ", world));
-  }
-  if (client < 0 || client >= world || client == me) {
-    throw Refused(str_cat("rank ", client, " is out of range or our own"));
+  if (client_world < 1 || client < 0 || client >= client_world) {
+    throw Refused(str_cat("rank ", client, " of a job of ", client_world, " is out of range"));
   }
   const std::string nonce_c(hello + 16, kNonce);
   const std::string nonce_s = random_nonce();
@@ -125,21 +148,46 @@ Admitted server_handshake(int fd, int me, int world, const std::string& token,
   put_u32(ch, static_cast<uint32_t>(me));
   put_u32(ch, static_cast<uint32_t>(world));
   ch += nonce_s;
-  ch += digest_string(
-      transport::hmac_sha256(token, "server" + nonce_c + nonce_s + ranks_text(client, me, world)));
+  ch += digest_string(transport::hmac_sha256(
+      token, "server" + nonce_c + nonce_s + ranks_text(client, me, client_world)));
   write_all(fd, ch.data(), ch.size(), deadline);
   char resp[4 + 32];
-  read_exact(fd, resp, sizeof(resp), deadline);
+  read_exact(fd, resp, 4, deadline);
+  if (std::memcmp(resp, "MTFW", 4) == 0) {
+    throw Refused(str_cat("a client claiming rank ", client,
+                          " has another job token (MTF_JOB_TOKEN differs)"));
+  }
+  read_exact(fd, resp + 4, sizeof(resp) - 4, deadline);
   transport::Digest got;
   std::memcpy(got.data(), resp + 4, 32);
   if (std::memcmp(resp, "MTFR", 4) != 0 ||
       !transport::digests_equal(
           got, transport::hmac_sha256(
-                   token, "client" + nonce_s + nonce_c + ranks_text(client, me, world)))) {
+                   token, "client" + nonce_s + nonce_c + ranks_text(client, me, client_world)))) {
     throw Refused(str_cat("a client claiming rank ", client, " does not know the job token"));
   }
-  std::string why = accept_rank(client);
-  if (!why.empty()) throw Refused(why);
+  std::string why;
+  if (client_world != world) {
+    why = str_cat("rank ", client, " is in a job of ", client_world, " processes but rank ", me,
+                  " in one of ", world,
+                  ": do all nodes give the same --nnodes and --nproc_per_node (MTF_WORLD_SIZE)?");
+  } else if (client == me) {
+    why = str_cat("two processes claim rank ", me,
+                  ": does every node have its own --node_rank (MTF_RANK)?");
+  } else {
+    why = accept_rank(client);
+  }
+  if (!why.empty()) {
+    std::string no = "MTFN";
+    put_u16(no, static_cast<uint16_t>(std::min<size_t>(why.size(), 4000)));
+    no += why.substr(0, 4000);
+    try {
+      write_all(fd, no.data(), no.size(), deadline);
+    } catch (const Refused&) {
+      // The client is told if it can be; the job fails either way.
+    }
+    throw JobConflict(why);
+  }
   write_all(fd, "MTFA", 4, deadline);
   return {client, address};
 }
@@ -161,15 +209,80 @@ std::pair<std::string, uint16_t> split_host_port(const std::string& s, const cha
   return {host, static_cast<uint16_t>(p)};
 }
 
-tcp::endpoint resolve(asio::io_context& io, const std::string& host_port, const char* what) {
-  auto [host, port] = split_host_port(host_port, what);
+// The address `host` names: the first IPv4 one when there is one (every
+// process of a job picks the same), else the first. IoError naming `what`.
+asio::ip::address resolve_host(asio::io_context& io, const std::string& host, const char* what) {
   tcp::resolver resolver(io);
   boost::system::error_code ec;
-  auto results = resolver.resolve(host, std::to_string(port), ec);
+  auto results = resolver.resolve(host, "", ec);
   if (ec || results.empty()) {
-    throw IoError(str_cat("cannot resolve ", what, " \"", host_port, "\": ", ec.message()));
+    throw IoError(str_cat("cannot resolve ", what, " \"", host,
+                          "\": ", ec ? ec.message() : "no addresses",
+                          "; is the name right, and known to this machine (DNS or /etc/hosts)?"));
   }
-  return *results.begin();
+  for (const auto& r : results)
+    if (r.endpoint().address().is_v4()) return r.endpoint().address();
+  return results.begin()->endpoint().address();
+}
+
+tcp::endpoint resolve(asio::io_context& io, const std::string& host_port, const char* what) {
+  auto [host, port] = split_host_port(host_port, what);
+  return tcp::endpoint(resolve_host(io, host, what), port);
+}
+
+// The address this machine sends from to reach `to` (the kernel's choice of
+// interface, asked with a UDP socket that sends nothing).
+asio::ip::address route_source(asio::io_context& io, const tcp::endpoint& to) {
+  asio::ip::udp::socket probe(io);
+  boost::system::error_code ec;
+  probe.open(to.protocol() == tcp::v4() ? asio::ip::udp::v4() : asio::ip::udp::v6(), ec);
+  if (!ec) probe.connect(asio::ip::udp::endpoint(to.address(), to.port()), ec);
+  if (ec) {
+    throw IoError(str_cat("no route from this machine to the coordinator ",
+                          to.address().to_string(), ": ", ec.message(),
+                          "; set MTF_LISTEN_HOST to this machine's address"));
+  }
+  return probe.local_endpoint().address();
+}
+
+std::string address_text(const asio::ip::address& a, uint16_t port) {
+  return a.is_v6() ? str_cat("[", a.to_string(), "]:", port) : str_cat(a.to_string(), ":", port);
+}
+
+// Where a rank listens, and the address it gives the others. Rank 0 listens
+// on the coordinator's port: on MTF_LISTEN_HOST when set, on the
+// coordinator's own loopback address for a job on one machine, else on every
+// interface (the name the others use may resolve elsewhere to another
+// address, as a machine's own name does on Debian: 127.0.1.1). The others
+// listen on a free port of MTF_LISTEN_HOST, or by default of the interface
+// that reaches the coordinator, and advertise that interface's address (also
+// when MTF_LISTEN_HOST is a wildcard such as 0.0.0.0).
+struct ListenPlan {
+  tcp::endpoint bind;
+  std::string advertise;  // empty for rank 0: its address is the coordinator's
+};
+
+ListenPlan plan_listening(asio::io_context& io, const TcpOptions& o) {
+  const tcp::endpoint coordinator = resolve(io, o.coordinator, "MTF_COORDINATOR");
+  std::optional<asio::ip::address> listen;
+  if (!o.listen_host.empty()) {
+    std::string host = o.listen_host;
+    if (host.size() > 2 && host.front() == '[' && host.back() == ']')
+      host = host.substr(1, host.size() - 2);
+    listen = resolve_host(io, host, "MTF_LISTEN_HOST");
+  }
+  if (o.rank == 0) {
+    if (listen) return {tcp::endpoint(*listen, coordinator.port()), ""};
+    const bool one_machine = o.local_size >= o.world_size;
+    if (coordinator.address().is_loopback() && one_machine) return {coordinator, ""};
+    return {tcp::endpoint(coordinator.protocol(), coordinator.port()), ""};
+  }
+  if (listen && !listen->is_unspecified()) {
+    return {tcp::endpoint(*listen, 0), listen->to_string()};
+  }
+  const asio::ip::address source = route_source(io, coordinator);
+  if (listen) return {tcp::endpoint(*listen, 0), source.to_string()};
+  return {tcp::endpoint(source, 0), source.to_string()};
 }
 
 // Connects to `ep`, retrying refusals (the listener may not be up yet)
@@ -205,17 +318,9 @@ tcp::socket connect_with_retry(asio::io_context& io, const tcp::endpoint& ep,
                              "); is that rank running, with the same MTF_COORDINATOR?"));
 }
 
-std::string env(const char* name) {
-  const char* v = std::getenv(name);
-  return v ? v : "";
-}
-
-int env_int(const char* name, bool required, int fallback) {
-  const std::string v = env(name);
-  if (v.empty()) {
-    if (required) throw ValueError(str_cat("environment variable ", name, " is not set"));
-    return fallback;
-  }
+int env_int(const char* name, int fallback) {
+  const std::string v = process_environment(name);
+  if (v.empty()) return fallback;
   char* end = nullptr;
   const long x = std::strtol(v.c_str(), &end, 10);
   if (*end != '\0' || x < 0 || x > (1 << 30)) {
@@ -231,21 +336,27 @@ void log_refusal(int me, const std::string& who, const std::string& why) {
 
 }  // namespace
 
-bool TcpOptions::in_environment() {
-  return !env("MTF_RANK").empty() && !env("MTF_WORLD_SIZE").empty();
-}
+bool TcpOptions::in_environment() { return !job_environment_source().empty(); }
 
 TcpOptions TcpOptions::from_environment() {
+  const JobEnvironment job = read_job_environment();
+  if (job.source.empty()) {
+    throw ValueError(
+        "not started as a rank of a job: set MTF_RANK and MTF_WORLD_SIZE (mtf-launch does), "
+        "or run under srun or a torchrun-style launcher");
+  }
   TcpOptions o;
-  o.rank = env_int("MTF_RANK", true, 0);
-  o.world_size = env_int("MTF_WORLD_SIZE", true, 0);
-  o.local_size = env_int("MTF_LOCAL_WORLD_SIZE", false, 1);
-  if (o.local_size < 1) throw ValueError("MTF_LOCAL_WORLD_SIZE must be at least 1");
-  o.coordinator = env("MTF_COORDINATOR");
-  o.token = env("MTF_JOB_TOKEN");
-  if (!env("MTF_LISTEN_HOST").empty()) o.listen_host = env("MTF_LISTEN_HOST");
-  o.timeout = std::chrono::milliseconds(env_int("MTF_TIMEOUT_MS", false, 60000));
-  o.connect_timeout = std::chrono::milliseconds(env_int("MTF_CONNECT_TIMEOUT_MS", false, 60000));
+  o.source = job.source;
+  o.rank = job.rank;
+  o.world_size = job.world_size;
+  o.local_rank = job.local_rank;
+  o.local_size = job.local_world_size;
+  o.node_rank = job.node_rank;
+  o.coordinator = job.coordinator;
+  o.token = job.token;
+  o.listen_host = process_environment("MTF_LISTEN_HOST");
+  o.timeout = std::chrono::milliseconds(env_int("MTF_TIMEOUT_MS", 60000));
+  o.connect_timeout = std::chrono::milliseconds(env_int("MTF_CONNECT_TIMEOUT_MS", 60000));
   return o;
 }
 
@@ -270,26 +381,31 @@ std::unique_ptr<Transport> connect_tcp(const TcpOptions& o) {
   if (world == 1) return transport::make_tcp_transport(o, std::move(sockets), std::move(io));
   const Clock::time_point deadline = Clock::now() + o.connect_timeout;
 
-  // Our listener: rank 0 on the coordinator address, the others anywhere on
-  // the listen host.
+  // Our listener (see plan_listening).
+  const ListenPlan plan = plan_listening(*io, o);
   tcp::acceptor acceptor(*io);
-  tcp::endpoint listen_ep = me == 0 ? resolve(*io, o.coordinator, "MTF_COORDINATOR")
-                                    : tcp::endpoint(asio::ip::make_address(o.listen_host), 0);
   boost::system::error_code ec;
-  acceptor.open(listen_ep.protocol(), ec);
+  acceptor.open(plan.bind.protocol(), ec);
   if (!ec) acceptor.set_option(tcp::acceptor::reuse_address(true), ec);
-  if (!ec) acceptor.bind(listen_ep, ec);
+  if (!ec) acceptor.bind(plan.bind, ec);
   if (!ec) acceptor.listen(64, ec);
   if (!ec) acceptor.non_blocking(true, ec);
   if (ec) {
-    throw IoError(str_cat("rank ", me, " cannot listen on ", listen_ep.address().to_string(), ":",
-                          listen_ep.port(), ": ", ec.message()));
+    throw IoError(str_cat("rank ", me, " cannot listen on ",
+                          address_text(plan.bind.address(), plan.bind.port()), ": ", ec.message(),
+                          me == 0 ? " (is the coordinator's port free, and its address this "
+                                    "machine's?)"
+                                  : ""));
   }
-  const std::string my_address = str_cat(
-      o.listen_host.find(':') != std::string::npos ? "[" + o.listen_host + "]" : o.listen_host, ":",
-      acceptor.local_endpoint().port());
+  const std::string my_address = me == 0 ? o.coordinator
+                                         : address_text(asio::ip::make_address(plan.advertise),
+                                                        acceptor.local_endpoint().port());
 
-  // Accepts authenticated ranks until `want` are in; refusals are logged.
+  // Accepts authenticated ranks until `want` are in. Refusals of strangers
+  // are logged and counted (the timeout names the last); a conflict with an
+  // authenticated rank of this job fails the set-up at once.
+  int refusals = 0;
+  std::string last_refusal;
   auto accept_ranks = [&](int want, auto allowed, std::vector<std::string>* addresses) {
     int joined = 0;
     while (joined < want) {
@@ -298,9 +414,12 @@ std::unique_ptr<Transport> connect_tcp(const TcpOptions& o) {
         for (int r = 0; r < world; ++r)
           if (r != me && !sockets[r].is_open() && allowed(r).empty())
             missing += (missing.empty() ? "" : ", ") + std::to_string(r);
-        throw TimeoutError(str_cat("rank ", me, ": ranks ", missing,
-                                   " did not connect before the set-up deadline (",
-                                   o.connect_timeout.count(), " ms)"));
+        throw TimeoutError(str_cat(
+            "rank ", me, ": ranks ", missing, " did not connect before the set-up deadline (",
+            o.connect_timeout.count(), " ms)",
+            refusals ? str_cat("; ", refusals, " connection(s) refused meanwhile, the last ",
+                               last_refusal)
+                     : std::string()));
       }
       tcp::socket s(*io);
       acceptor.accept(s, ec);
@@ -312,18 +431,30 @@ std::unique_ptr<Transport> connect_tcp(const TcpOptions& o) {
       } catch (const std::exception&) {
       }
       try {
-        Admitted a =
-            server_handshake(s.native_handle(), me, world, o.token,
-                             std::min(deadline, Clock::now() + o.handshake_timeout), [&](int r) {
-                               if (sockets[r].is_open())
-                                 return str_cat("rank ", r, " is already connected");
-                               return allowed(r);
-                             });
+        Admitted a = server_handshake(
+            s.native_handle(), me, world, o.token,
+            std::min(deadline, Clock::now() + o.handshake_timeout), [&](int r) {
+              if (sockets[r].is_open()) {
+                std::string first = "?";
+                try {
+                  first = sockets[r].remote_endpoint().address().to_string();
+                } catch (const std::exception&) {
+                }
+                return str_cat("two processes claim rank ", r, " (from ", first, " and from ", who,
+                               "): does every node have its own --node_rank "
+                               "(MTF_RANK)?");
+              }
+              return allowed(r);
+            });
         if (addresses) (*addresses)[a.rank] = a.address;
         sockets[a.rank] = std::move(s);
         ++joined;
       } catch (const Refused& e) {
         log_refusal(me, who, e.what());
+        ++refusals;
+        last_refusal = str_cat("from ", who, ": ", e.what());
+      } catch (const JobConflict& e) {
+        throw ValueError(str_cat("rank ", me, ": ", e.what()));
       }
     }
   };
@@ -333,7 +464,7 @@ std::unique_ptr<Transport> connect_tcp(const TcpOptions& o) {
     accept_ranks(
         world - 1, [](int r) { return r >= 1 ? std::string() : std::string("rank 0?"); },
         &addresses);
-    addresses[0] = o.coordinator;
+    addresses[0] = my_address;
     std::string table = "MTFT";
     put_u32(table, static_cast<uint32_t>(world));
     for (const auto& a : addresses) {
@@ -355,7 +486,13 @@ std::unique_ptr<Transport> connect_tcp(const TcpOptions& o) {
       client_handshake(sockets[0].native_handle(), me, world, 0, o.token, my_address,
                        std::min(deadline, Clock::now() + o.handshake_timeout + o.connect_timeout));
       char head[8];
-      read_exact(sockets[0].native_handle(), head, 8, deadline);
+      try {
+        read_exact(sockets[0].native_handle(), head, 8, deadline);
+      } catch (const Refused& e) {
+        throw Refused(str_cat("rank 0 sent no address table (", e.what(),
+                              "): it waits for ranks that have not joined, or failed; its own "
+                              "error says which"));
+      }
       if (std::memcmp(head, "MTFT", 4) != 0 ||
           detail::load<uint32_t>(head + 4) != static_cast<uint32_t>(world))
         throw Refused("a malformed address table");
@@ -368,6 +505,8 @@ std::unique_ptr<Transport> connect_tcp(const TcpOptions& o) {
     } catch (const Refused& e) {
       throw IoError(str_cat("rank ", me, " could not join through the coordinator ", o.coordinator,
                             ": ", e.what()));
+    } catch (const JobConflict& e) {
+      throw ValueError(str_cat("rank ", me, " could not join the job: ", e.what()));
     }
     for (int r = 1; r < me; ++r) {
       const tcp::endpoint ep = resolve(*io, addresses[r], "a rank's address");
@@ -378,12 +517,16 @@ std::unique_ptr<Transport> connect_tcp(const TcpOptions& o) {
       } catch (const Refused& e) {
         throw IoError(str_cat("rank ", me, " could not connect to rank ", r, " at ", addresses[r],
                               ": ", e.what()));
+      } catch (const JobConflict& e) {
+        throw ValueError(str_cat("rank ", me, " could not join the job: ", e.what()));
       }
     }
     accept_ranks(
         world - 1 - me,
         [&](int r) {
-          return r > me ? std::string() : str_cat("rank ", r, " should not connect to rank ", me);
+          return r > me ? std::string()
+                        : str_cat("rank ", r, " connected to rank ", me,
+                                  ", which connects to it: two processes claim one rank?");
         },
         nullptr);
   }
