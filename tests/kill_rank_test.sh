@@ -5,7 +5,7 @@
 set -u
 launch=$1 mnist=$2
 out=$(mktemp)
-"$launch" -n 4 -- "$mnist" --steps 1000000 --eval_every 1000000 --batch_size 40 --hidden 64 \
+"$launch" -n 4 --output all -- "$mnist" --steps 1000000 --eval_every 1000000 --batch_size 40 --hidden 64 \
   --mesh_shape "all:4" --layout "batch:all" >"$out" 2>&1 &
 launcher=$!
 # Wait until training runs (every rank printed its mesh line).

@@ -3,13 +3,13 @@
 # Arguments: -DLAUNCH=<mtf-launch> -DMNIST=<mnist> -DWORK=<dir>
 file(REMOVE_RECURSE ${WORK})
 set(common --eval_every 10 --batch_size 40 --hidden 64 --checkpoint_dir ${WORK} --save_every 10)
-execute_process(COMMAND ${LAUNCH} -n 4 -- ${MNIST} --steps 20 ${common}
+execute_process(COMMAND ${LAUNCH} -n 4 --output all -- ${MNIST} --steps 20 ${common}
   --mesh_shape rows:2,cols:2 --layout batch:rows,hidden:cols
   OUTPUT_VARIABLE first ERROR_VARIABLE first_err RESULT_VARIABLE rc)
 if(NOT rc EQUAL 0)
   message(FATAL_ERROR "the 4-process run failed:\n${first}\n${first_err}")
 endif()
-execute_process(COMMAND ${LAUNCH} -n 2 -- ${MNIST} --steps 30 ${common}
+execute_process(COMMAND ${LAUNCH} -n 2 --output all -- ${MNIST} --steps 30 ${common}
   --mesh_shape all:2 --layout hidden:all
   OUTPUT_VARIABLE second ERROR_VARIABLE second_err RESULT_VARIABLE rc)
 if(NOT rc EQUAL 0)

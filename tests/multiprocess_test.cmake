@@ -20,7 +20,7 @@ if(LAUNCH MATCHES "mpirun$")
   set(launch ${LAUNCH} --allow-run-as-root --oversubscribe --bind-to none -np ${N} --tag-output)
   set(prefix "\\[1,([0-9]+)\\]<stdout>:")
 else()
-  set(launch ${LAUNCH} -n ${N} --)
+  set(launch ${LAUNCH} -n ${N} --output all --)
 endif()
 execute_process(COMMAND ${launch} ${PROGRAM} ${args}
   OUTPUT_VARIABLE multi ERROR_VARIABLE multi_err RESULT_VARIABLE rc)

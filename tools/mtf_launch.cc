@@ -1,18 +1,36 @@
-// mtf-launch: runs N ranks of an mtf program on this machine.
+// mtf-launch: runs the ranks of an mtf program on this machine, alone or as
+// one node of a job across several machines (in the manner of torchrun).
 //
-//   mtf-launch -n N [--listen_host HOST] [--timeout_ms MS] [--] PROGRAM ARGS...
+//   mtf-launch -n N [options] [--] PROGRAM ARGS...                (one machine)
+//   mtf-launch --nnodes K --node_rank R --nproc_per_node N
+//              --coordinator HOST:PORT [options] [--] PROGRAM ARGS...  (node R of K)
+//   mtf-launch --new_token                     (prints a random job token)
 //
-// Each rank gets MTF_RANK, MTF_WORLD_SIZE, MTF_COORDINATOR (rank 0's
-// address, a free port on the listen host) and a fresh random MTF_JOB_TOKEN.
-// Every line a rank prints is prefixed with "[rank] ". When a rank fails (a
-// non-zero exit or a signal) the others are given 2 s to notice and report
-// it, then stopped (SIGTERM, and SIGKILL 3 s later), and mtf-launch exits with the status of the
-// rank that caused the failure (128 + signal for a signal): the first killed by a signal it did not
-// send, else the first that exited non-zero. Ranks die with the launcher (PR_SET_PDEATHSIG), so
-// nothing is left running even if mtf-launch itself is killed.
+// Node R runs global ranks R*N .. R*N+N-1. Each rank gets MTF_RANK,
+// MTF_WORLD_SIZE, MTF_LOCAL_RANK, MTF_LOCAL_WORLD_SIZE, MTF_NODE_RANK,
+// MTF_COORDINATOR (where rank 0 listens: on one machine a free loopback port
+// unless given) and MTF_JOB_TOKEN: from MTF_JOB_TOKEN, else --token_file (or
+// MTF_JOB_TOKEN_FILE), else, on one machine only, a fresh random one. Every
+// node of a job must be given the same token, coordinator, --nnodes and
+// --nproc_per_node; the ranks check this when they meet and fail at once,
+// naming the difference, if not.
+//
+// Output: by default only rank 0's lines are printed, as the program prints
+// them; another rank's last lines are printed, prefixed "[rank] ", if it
+// fails. --output all prints every rank's lines, prefixed.
+//
+// When a rank fails (a non-zero exit or a signal) the others are given 2 s
+// to notice and report it, then stopped (SIGTERM, and SIGKILL 3 s later),
+// and mtf-launch exits with the status of the rank that caused the failure
+// (128 + signal for a signal): the first killed by a signal it did not send,
+// else the first that exited non-zero. Ranks die with the launcher
+// (PR_SET_PDEATHSIG), so nothing is left running even if mtf-launch itself
+// is killed; on the other nodes, the ranks then lose their peers and stop.
 #include <arpa/inet.h>
 #include <fcntl.h>
+#include <netdb.h>
 #include <netinet/in.h>
+#include <openssl/rand.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/prctl.h>
@@ -24,6 +42,9 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <deque>
+#include <fstream>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -31,22 +52,36 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-[[noreturn]] void usage(const char* why) {
-  std::fprintf(stderr,
-               "mtf-launch: %s\nusage: mtf-launch -n N [--listen_host HOST] [--timeout_ms MS] "
-               "[--] PROGRAM [ARGS...]\n",
-               why);
+constexpr const char* kUsage =
+    "usage: mtf-launch -n N [options] [--] PROGRAM [ARGS...]\n"
+    "       mtf-launch --nnodes K --node_rank R --nproc_per_node N --coordinator HOST:PORT\n"
+    "                  [options] [--] PROGRAM [ARGS...]\n"
+    "       mtf-launch --new_token\n"
+    "options:\n"
+    "  -n, --nproc_per_node N  ranks on this machine\n"
+    "  --nnodes K              machines in the job (default 1)\n"
+    "  --node_rank R           which machine this is, 0..K-1 (needed when K > 1)\n"
+    "  --coordinator HOST:PORT where rank 0 (on node 0) listens (needed when K > 1)\n"
+    "  --listen_host HOST      where this machine's ranks listen (default: the interface\n"
+    "                          that reaches the coordinator)\n"
+    "  --token_file FILE       the job token (else MTF_JOB_TOKEN; on one machine a random one)\n"
+    "  --output rank0|all      print rank 0's lines (default) or every rank's, prefixed\n"
+    "  --timeout_ms MS         deadline of every blocking call of the ranks\n"
+    "  --connect_timeout_ms MS deadline of the ranks meeting\n";
+
+[[noreturn]] void usage(const std::string& why) {
+  std::fprintf(stderr, "mtf-launch: %s\n%s", why.c_str(), kUsage);
   std::exit(2);
+}
+
+[[noreturn]] void fail(const std::string& why) {
+  std::fprintf(stderr, "mtf-launch: %s\n", why.c_str());
+  std::exit(1);
 }
 
 std::string random_token() {
   unsigned char b[16];
-  FILE* f = std::fopen("/dev/urandom", "rb");
-  if (!f || std::fread(b, 1, sizeof(b), f) != sizeof(b)) {
-    std::fprintf(stderr, "mtf-launch: cannot read /dev/urandom for the job token\n");
-    std::exit(1);
-  }
-  std::fclose(f);
+  if (RAND_bytes(b, sizeof(b)) != 1) fail("OpenSSL could not supply random bytes for the token");
   std::string s;
   char hex[3];
   for (unsigned char c : b) {
@@ -56,30 +91,92 @@ std::string random_token() {
   return s;
 }
 
-int free_port(const std::string& host) {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  if (::inet_pton(AF_INET, host.c_str(), &a.sin_addr) != 1) {
-    std::fprintf(stderr, "mtf-launch: --listen_host %s is not an IPv4 address\n", host.c_str());
-    std::exit(2);
-  }
-  if (::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) != 0) {
-    std::fprintf(stderr, "mtf-launch: cannot bind %s: %s\n", host.c_str(), std::strerror(errno));
-    std::exit(1);
-  }
+std::string read_token_file(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) fail("cannot read the token file " + path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  std::string t = ss.str();
+  const size_t a = t.find_first_not_of(" \t\r\n");
+  const size_t b = t.find_last_not_of(" \t\r\n");
+  if (a == std::string::npos) fail("the token file " + path + " is empty");
+  return t.substr(a, b - a + 1);
+}
+
+int parse_count(const std::string& flag, const std::string& v, int lo, int hi) {
+  char* end = nullptr;
+  const long x = std::strtol(v.c_str(), &end, 10);
+  if (v.empty() || *end || x < lo || x > hi)
+    usage(flag + " must be " + std::to_string(lo) + ".." + std::to_string(hi) + ", not \"" + v +
+          "\"");
+  return static_cast<int>(x);
+}
+
+// host:port -> (host without brackets, port); exits naming the flag.
+std::pair<std::string, std::string> split_host_port(const std::string& flag, const std::string& s) {
+  const size_t colon = s.rfind(':');
+  if (colon == std::string::npos || colon == 0 || colon + 1 == s.size())
+    usage(flag + " \"" + s + "\" must be HOST:PORT");
+  std::string host = s.substr(0, colon);
+  if (host.size() > 2 && host.front() == '[' && host.back() == ']')
+    host = host.substr(1, host.size() - 2);
+  parse_count(flag + "'s port", s.substr(colon + 1), 1, 65535);
+  return {host, s.substr(colon + 1)};
+}
+
+// The first address `host` resolves to (IPv4 first, as the ranks choose);
+// exits with a clear error when it does not resolve.
+sockaddr_storage resolve(const std::string& flag, const std::string& host) {
+  addrinfo hints{};
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* res = nullptr;
+  const int rc = ::getaddrinfo(host.c_str(), nullptr, &hints, &res);
+  if (rc != 0 || !res)
+    fail(flag + ": cannot resolve \"" + host + "\": " + ::gai_strerror(rc) +
+         "; is the name right, and known to this machine (DNS or /etc/hosts)?");
+  const addrinfo* pick = res;
+  for (const addrinfo* a = res; a; a = a->ai_next)
+    if (a->ai_family == AF_INET) {
+      pick = a;
+      break;
+    }
+  sockaddr_storage out{};
+  std::memcpy(&out, pick->ai_addr, pick->ai_addrlen);
+  ::freeaddrinfo(res);
+  return out;
+}
+
+std::string address_text(const sockaddr_storage& a) {
+  char buf[INET6_ADDRSTRLEN] = "?";
+  if (a.ss_family == AF_INET)
+    ::inet_ntop(AF_INET, &reinterpret_cast<const sockaddr_in&>(a).sin_addr, buf, sizeof(buf));
+  else
+    ::inet_ntop(AF_INET6, &reinterpret_cast<const sockaddr_in6&>(a).sin6_addr, buf, sizeof(buf));
+  return a.ss_family == AF_INET6 ? "[" + std::string(buf) + "]" : std::string(buf);
+}
+
+// A port free on `a` now, for rank 0 of a one-machine job to listen on.
+int free_port(sockaddr_storage a) {
+  const int fd = ::socket(a.ss_family, SOCK_STREAM, 0);
+  const socklen_t size = a.ss_family == AF_INET ? sizeof(sockaddr_in) : sizeof(sockaddr_in6);
+  if (fd < 0 || ::bind(fd, reinterpret_cast<sockaddr*>(&a), size) != 0)
+    fail("cannot bind " + address_text(a) + ": " + std::strerror(errno));
   socklen_t len = sizeof(a);
   ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
   ::close(fd);
-  return ntohs(a.sin_port);
+  return a.ss_family == AF_INET ? ntohs(reinterpret_cast<sockaddr_in&>(a).sin_port)
+                                : ntohs(reinterpret_cast<sockaddr_in6&>(a).sin6_port);
 }
 
 struct Rank {
+  int global = 0;
   pid_t pid = -1;
   int out = -1, err = -1;
   std::string out_buf, err_buf;
   bool exited = false;
   int status = 0;
+  bool failed_first = false;     // failed before the launcher stopped the job
+  std::deque<std::string> tail;  // its last lines, when they are not printed
 };
 
 std::vector<Rank>* g_ranks = nullptr;
@@ -92,17 +189,32 @@ void on_signal(int sig) {
   ::raise(sig);
 }
 
-void flush_lines(int rank, std::string& buf, FILE* to, bool all) {
+constexpr size_t kTailLines = 40;
+
+// Prints (or, when `shown` is false, keeps the tail of) the complete lines
+// of `buf`; at end of stream also the unterminated rest.
+void take_lines(Rank& r, std::string& buf, FILE* to, bool shown, bool prefix, bool at_end) {
   size_t start = 0;
+  auto emit = [&](const char* p, size_t n) {
+    if (shown) {
+      if (prefix)
+        std::fprintf(to, "[%d] %.*s\n", r.global, static_cast<int>(n), p);
+      else
+        std::fprintf(to, "%.*s\n", static_cast<int>(n), p);
+    } else {
+      r.tail.emplace_back(p, n);
+      if (r.tail.size() > kTailLines) r.tail.pop_front();
+    }
+  };
   for (;;) {
     const size_t nl = buf.find('\n', start);
     if (nl == std::string::npos) break;
-    std::fprintf(to, "[%d] %.*s\n", rank, static_cast<int>(nl - start), buf.data() + start);
+    emit(buf.data() + start, nl - start);
     start = nl + 1;
   }
   buf.erase(0, start);
-  if (all && !buf.empty()) {
-    std::fprintf(to, "[%d] %s\n", rank, buf.c_str());
+  if (at_end && !buf.empty()) {
+    emit(buf.data(), buf.size());
     buf.clear();
   }
   std::fflush(to);
@@ -111,49 +223,107 @@ void flush_lines(int rank, std::string& buf, FILE* to, bool all) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  int n = -1;
-  std::string host = "127.0.0.1";
-  std::string timeout_ms;
+  int nproc = -1, nnodes = 1, node_rank = -1;
+  std::string listen_host, coordinator, token_file, output = "rank0";
+  std::string timeout_ms, connect_timeout_ms;
   int i = 1;
   for (; i < argc; ++i) {
     const std::string a = argv[i];
-    auto value = [&](const char* name) {
-      if (i + 1 >= argc) usage((std::string(name) + " needs a value").c_str());
+    auto value = [&](const std::string& name) {
+      if (i + 1 >= argc) usage(name + " needs a value");
       return std::string(argv[++i]);
     };
     if (a == "--") {
       ++i;
       break;
-    } else if (a == "-n" || a == "--np") {
-      const std::string v = value("-n");
-      char* end = nullptr;
-      n = static_cast<int>(std::strtol(v.c_str(), &end, 10));
-      if (*end || n < 1 || n > 4096) usage(("-n must be 1..4096, not " + v).c_str());
+    } else if (a == "-n" || a == "--np" || a == "--nproc_per_node") {
+      nproc = parse_count(a, value(a), 1, 4096);
+    } else if (a == "--nnodes") {
+      nnodes = parse_count(a, value(a), 1, 4096);
+    } else if (a == "--node_rank") {
+      node_rank = parse_count(a, value(a), 0, 4095);
+    } else if (a == "--coordinator") {
+      coordinator = value(a);
     } else if (a == "--listen_host") {
-      host = value("--listen_host");
+      listen_host = value(a);
+    } else if (a == "--token_file") {
+      token_file = value(a);
+    } else if (a == "--output") {
+      output = value(a);
+      if (output != "rank0" && output != "all") usage("--output must be rank0 or all");
     } else if (a == "--timeout_ms") {
-      timeout_ms = value("--timeout_ms");
+      timeout_ms = std::to_string(parse_count(a, value(a), 1, 1 << 30));
+    } else if (a == "--connect_timeout_ms") {
+      connect_timeout_ms = std::to_string(parse_count(a, value(a), 1, 1 << 30));
+    } else if (a == "--new_token") {
+      std::printf("%s\n", random_token().c_str());
+      return 0;
     } else if (a == "-h" || a == "--help") {
-      usage("runs N ranks of an mtf program");
+      std::printf("mtf-launch: runs the ranks of an mtf program\n%s", kUsage);
+      return 0;
     } else if (!a.empty() && a[0] == '-') {
-      usage(("unknown option " + a).c_str());
+      usage("unknown option " + a);
     } else {
       break;
     }
   }
-  if (n < 1) usage("-n N is required");
+  if (nproc < 1) usage("-n N (--nproc_per_node) is required");
   if (i >= argc) usage("no program given");
-  const std::string token = random_token();
-  const std::string coordinator = host + ":" + std::to_string(free_port(host));
+  if (nnodes > 1) {
+    if (node_rank < 0) usage("--node_rank is required with --nnodes " + std::to_string(nnodes));
+    if (coordinator.empty())
+      usage("--coordinator HOST:PORT (where node 0's rank 0 listens) is required with --nnodes " +
+            std::to_string(nnodes));
+  }
+  if (node_rank < 0) node_rank = 0;
+  if (node_rank >= nnodes)
+    usage("--node_rank " + std::to_string(node_rank) + " is outside 0.." +
+          std::to_string(nnodes - 1));
+  if (static_cast<long>(nnodes) * nproc > 65536) usage("more than 65536 ranks");
 
-  std::vector<Rank> ranks(n);
+  // The token: the same on every node.
+  std::string token;
+  if (const char* t = std::getenv("MTF_JOB_TOKEN"); t && *t) token = t;
+  if (token.empty() && token_file.empty())
+    if (const char* f = std::getenv("MTF_JOB_TOKEN_FILE"); f && *f) token_file = f;
+  if (token.empty() && !token_file.empty()) token = read_token_file(token_file);
+  if (token.empty()) {
+    if (nnodes > 1)
+      fail(
+          "a job across machines needs the same token on every node: make one with "
+          "`mtf-launch --new_token > FILE`, copy FILE to every node and pass --token_file FILE "
+          "(or set MTF_JOB_TOKEN)");
+    token = random_token();
+  }
+  if (token.size() < 8) fail("the job token must have at least 8 characters");
+
+  // The coordinator: resolved now, so that a wrong name fails before any
+  // rank starts.
+  if (coordinator.empty()) {
+    const sockaddr_storage a =
+        resolve("--listen_host", listen_host.empty() ? "127.0.0.1" : listen_host);
+    coordinator = address_text(a) + ":" + std::to_string(free_port(a));
+  } else {
+    resolve("--coordinator", split_host_port("--coordinator", coordinator).first);
+  }
+  if (!listen_host.empty()) resolve("--listen_host", listen_host);
+
+  const int world = nnodes * nproc, first = node_rank * nproc;
+  const bool all = output == "all";
+  if (nnodes > 1 && node_rank != 0 && !all)
+    std::fprintf(stderr,
+                 "mtf-launch: node %d of %d, ranks %d-%d; rank 0's output is on node 0 (these "
+                 "ranks' lines are shown if they fail; --output all shows them all)\n",
+                 node_rank, nnodes, first, first + nproc - 1);
+
+  std::vector<Rank> ranks(nproc);
   g_ranks = &ranks;
   ::signal(SIGINT, on_signal);
   ::signal(SIGTERM, on_signal);
   ::signal(SIGHUP, on_signal);
   ::signal(SIGPIPE, SIG_IGN);
   const pid_t launcher = ::getpid();
-  for (int r = 0; r < n; ++r) {
+  for (int r = 0; r < nproc; ++r) {
     int out[2], err[2];
     if (::pipe2(out, O_CLOEXEC) != 0 || ::pipe2(err, O_CLOEXEC) != 0) {
       std::perror("mtf-launch: pipe");
@@ -169,13 +339,18 @@ int main(int argc, char** argv) {
       if (::getppid() != launcher) ::_exit(127);  // the launcher died already
       ::dup2(out[1], STDOUT_FILENO);
       ::dup2(err[1], STDERR_FILENO);
-      ::setenv("MTF_RANK", std::to_string(r).c_str(), 1);
-      ::setenv("MTF_WORLD_SIZE", std::to_string(n).c_str(), 1);
-      ::setenv("MTF_LOCAL_WORLD_SIZE", std::to_string(n).c_str(), 1);
+      ::setenv("MTF_RANK", std::to_string(first + r).c_str(), 1);
+      ::setenv("MTF_WORLD_SIZE", std::to_string(world).c_str(), 1);
+      ::setenv("MTF_LOCAL_RANK", std::to_string(r).c_str(), 1);
+      ::setenv("MTF_LOCAL_WORLD_SIZE", std::to_string(nproc).c_str(), 1);
+      ::setenv("MTF_NODE_RANK", std::to_string(node_rank).c_str(), 1);
       ::setenv("MTF_COORDINATOR", coordinator.c_str(), 1);
       ::setenv("MTF_JOB_TOKEN", token.c_str(), 1);
-      ::setenv("MTF_LISTEN_HOST", host.c_str(), 1);
+      ::unsetenv("MTF_JOB_TOKEN_FILE");
+      if (!listen_host.empty()) ::setenv("MTF_LISTEN_HOST", listen_host.c_str(), 1);
       if (!timeout_ms.empty()) ::setenv("MTF_TIMEOUT_MS", timeout_ms.c_str(), 1);
+      if (!connect_timeout_ms.empty())
+        ::setenv("MTF_CONNECT_TIMEOUT_MS", connect_timeout_ms.c_str(), 1);
       ::signal(SIGPIPE, SIG_DFL);
       ::execvp(argv[i], argv + i);
       std::fprintf(stderr, "mtf-launch: cannot run %s: %s\n", argv[i], std::strerror(errno));
@@ -183,10 +358,21 @@ int main(int argc, char** argv) {
     }
     ::close(out[1]);
     ::close(err[1]);
+    ranks[r].global = first + r;
     ranks[r].pid = pid;
     ranks[r].out = out[0];
     ranks[r].err = err[0];
   }
+  auto shown = [&](const Rank& r) { return all || r.global == 0; };
+  // A failed rank's kept lines, once its output has ended.
+  auto print_tail = [&](Rank& r) {
+    if (shown(r) || !r.failed_first || r.out >= 0 || r.err >= 0 || r.tail.empty()) return;
+    std::fprintf(stderr, "mtf-launch: the last lines of rank %d:\n", r.global);
+    for (const std::string& line : r.tail)
+      std::fprintf(stderr, "[%d] %s\n", r.global, line.c_str());
+    r.tail.clear();
+    std::fflush(stderr);
+  };
 
   // The cause reported is the first rank that died by a signal the launcher
   // did not send (a kill from outside, a crash); failing that, the first rank
@@ -198,8 +384,8 @@ int main(int argc, char** argv) {
   bool terminated = false, term_sent = false;
   for (;;) {
     std::vector<pollfd> fds;
-    std::vector<std::pair<int, bool>> who;  // rank, is stderr
-    for (int r = 0; r < n; ++r) {
+    std::vector<std::pair<int, bool>> who;  // local rank, is stderr
+    for (int r = 0; r < nproc; ++r) {
       if (ranks[r].out >= 0) {
         fds.push_back({ranks[r].out, POLLIN, 0});
         who.push_back({r, false});
@@ -218,35 +404,40 @@ int main(int argc, char** argv) {
       Rank& r = ranks[who[k].first];
       int& fd = who[k].second ? r.err : r.out;
       std::string& buf = who[k].second ? r.err_buf : r.out_buf;
+      FILE* to = who[k].second ? stderr : stdout;
       char chunk[65536];
       const ssize_t got = ::read(fd, chunk, sizeof(chunk));
       if (got > 0) {
         buf.append(chunk, static_cast<size_t>(got));
-        flush_lines(who[k].first, buf, who[k].second ? stderr : stdout, false);
+        take_lines(r, buf, to, shown(r), all, false);
       } else if (got == 0 || (errno != EINTR && errno != EAGAIN)) {
-        flush_lines(who[k].first, buf, who[k].second ? stderr : stdout, true);
+        take_lines(r, buf, to, shown(r), all, true);
         ::close(fd);
         fd = -1;
+        print_tail(r);
       }
     }
-    for (int r = 0; r < n; ++r) {
-      if (ranks[r].exited) continue;
+    for (Rank& rank : ranks) {
+      if (rank.exited) continue;
       int status = 0;
-      if (::waitpid(ranks[r].pid, &status, WNOHANG) != ranks[r].pid) continue;
-      ranks[r].exited = true;
-      ranks[r].status = status;
+      if (::waitpid(rank.pid, &status, WNOHANG) != rank.pid) continue;
+      rank.exited = true;
+      rank.status = status;
       const bool ok = WIFEXITED(status) && WEXITSTATUS(status) == 0;
       if (ok || term_sent) continue;
+      rank.failed_first = true;
+      const int r = rank.global;
       if (WIFSIGNALED(status)) {
         std::fprintf(stderr, "mtf-launch: rank %d was killed by signal %d (%s)%s\n", r,
                      WTERMSIG(status), strsignal(WTERMSIG(status)),
                      terminated ? "" : "; stopping the other ranks");
-        if (killed < 0) killed = r;
+        if (killed < 0) killed = static_cast<int>(&rank - ranks.data());
       } else {
         std::fprintf(stderr, "mtf-launch: rank %d exited with status %d%s\n", r,
                      WEXITSTATUS(status), terminated ? "" : "; stopping the other ranks");
       }
-      if (failed < 0) failed = r;
+      if (failed < 0) failed = static_cast<int>(&rank - ranks.data());
+      print_tail(rank);
       if (!terminated) {
         // The others usually notice the loss themselves and exit with an
         // error naming it; after 2 s they get SIGTERM, after 5 s SIGKILL.
@@ -266,11 +457,11 @@ int main(int argc, char** argv) {
     }
   }
   if (failed < 0) return 0;
-  const int cause = killed >= 0 ? killed : failed;
-  const int status = ranks[cause].status;
+  const Rank& cause = ranks[killed >= 0 ? killed : failed];
+  const int status = cause.status;
   const int code = WIFSIGNALED(status) ? 128 + WTERMSIG(status) : WEXITSTATUS(status);
-  std::fprintf(stderr, "mtf-launch: job failed; cause: rank %d (%s %d); exiting with %d\n", cause,
-               WIFSIGNALED(status) ? "signal" : "status",
+  std::fprintf(stderr, "mtf-launch: job failed; cause: rank %d (%s %d); exiting with %d\n",
+               cause.global, WIFSIGNALED(status) ? "signal" : "status",
                WIFSIGNALED(status) ? WTERMSIG(status) : WEXITSTATUS(status), code);
   return code;
 }

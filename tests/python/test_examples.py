@@ -43,7 +43,8 @@ def test_mnist_losses_are_the_cpp_examples_to_the_bit(mesh, layout):
 def test_two_processes_from_python_are_bit_identical_to_in_process():
     args = FLAGS + ["--mesh_shape", "rows:2", "--layout", "batch:rows"]
     want = lines(run([PYTHON, MNIST_PY, "--transport", "none"] + args))
-    out = run([os.path.join(BUILD, "tools", "mtf-launch"), "-n", "2", "--", PYTHON, MNIST_PY] + args)
+    out = run([os.path.join(BUILD, "tools", "mtf-launch"), "-n", "2", "--output", "all", "--",
+               PYTHON, MNIST_PY] + args)
     assert "rank 1 of 2 processes" in out
     for rank in (0, 1):
         assert lines(out, rank) == want, out
