@@ -30,10 +30,11 @@ packages=(
   pybind11-dev python3-dev python3-numpy
 )
 # The checkpoint tests read files back with h5py; the multi-process tests
-# also run under OpenMPI (the MPI transport is built when MPI is found).
+# also run under OpenMPI (the MPI transport is built when MPI is found), and
+# across network namespaces (iproute2) where the machine allows them.
 # The Python module's suite runs under pytest.
 if [ "$mode" = test ]; then
-  packages+=(python3-h5py libopenmpi-dev openmpi-bin procps bc python3-pytest)
+  packages+=(python3-h5py libopenmpi-dev openmpi-bin procps bc python3-pytest iproute2)
 fi
 missing=()
 for p in "${packages[@]}"; do
@@ -61,6 +62,13 @@ case "$mode" in
     "$build/examples/mnist" --mesh_shape "rows:2;cols:2" --layout "batch:rows;hidden:cols"
     "$build/tools/mtf-sim" --topology tpu-v2-512 --mesh_shape "batch:16;model:32" \
       --layout "batch:batch;hidden:model" --mode cost
+    echo
+    echo "setup.sh: multi-process runs over TCP: $build/tools/mtf-launch -n 4 -- $build/examples/mnist"
+    if ! grep -q "^MTF_HAVE_MPI:INTERNAL=\(TRUE\|ON\|1\)$" "$build/CMakeCache.txt"; then
+      echo "setup.sh: this build has no MPI transport (OpenMPI is not installed), so mpirun" \
+        "cannot run it; 'bash scripts/setup.sh test' installs libopenmpi-dev and openmpi-bin" \
+        "and rebuilds with it"
+    fi
     ;;
   test)
     # Debian's interpreter: the one whose numpy and pybind11 the module is
