@@ -114,6 +114,16 @@ class TensorLayout {
   std::vector<int> tensor_to_mesh_;
 };
 
+// A text picture of how `layout`'s tensor lies over its mesh, as JAX's
+// visualize_array_sharding draws one: a grid whose rows are the blocks of
+// the first split tensor axis and whose columns those of the second, each
+// cell naming the processors that hold that block (replicas together:
+// "p1 p5", "p0-p3", "p0,p4..p28 (8)"); a third split axis and more fold into
+// the cells. Axes of more than `max_blocks` blocks show the first ones,
+// "...", and the last. A title line says how many blocks of which shape,
+// each on how many processors.
+std::string sharding_picture(const TensorLayout& layout, int max_blocks = 8);
+
 // The windows of a halo exchange along one dimension of `whole` rows split
 // in equal blocks over a ring of processors: the processor at position q
 // holds rows [q * block, (q + 1) * block); the one at position p needs rows
