@@ -230,6 +230,11 @@ int main(int argc, char** argv) {
     flags.define("trace", "",
                  "write a Chrome trace-event JSON of the last step (opens in Perfetto)");
     flags.define("json", "false", "print the report as JSON");
+    flags.define("explain", "false",
+                 "also print how the layout splits the model: a picture of every variable's, "
+                 "input's and fetch's blocks over the mesh, and each op's collectives with their "
+                 "bytes and simulated time");
+    flags.define("explain_blocks", "8", "with --explain: blocks shown per tensor axis");
     flags.define("ops", "12", "rows of the per-op table");
     flags.define("auto_layout", "false",
                  "choose the layout (and with --num_cores the mesh shape) by predicted step time "
@@ -306,6 +311,12 @@ int main(int argc, char** argv) {
     const double wall =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     const SimReport& report = session.simulation_report();
+    if (flags.boolean("explain") && !json) {
+      std::printf("%s\n", session
+                              .explain({model.loss}, *model.train_ops,
+                                       static_cast<int>(flags.i64("explain_blocks")))
+                              .c_str());
+    }
     if (json) {
       std::printf("%s\n", report.to_json().c_str());
     } else {

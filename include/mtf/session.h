@@ -162,6 +162,14 @@ class Session {
   // mesh axis, and the same per op.
   std::string counters_text(const std::vector<Tensor>& fetches,
                             const std::vector<Operation*>& targets = {});
+  // Before running: how this mesh and layout split the program of these
+  // fetches and targets. Every variable, input (placeholder) and fetch with
+  // a picture of its blocks over the mesh (sharding_picture, at most
+  // `max_blocks` blocks per axis), then each op's collectives with their
+  // mesh axes and bytes per processor; in a simulated session that has run,
+  // with each op's time in that run.
+  std::string explain(const std::vector<Tensor>& fetches,
+                      const std::vector<Operation*>& targets = {}, int max_blocks = 8);
   const MeshConfig& config() const;
   // kSimulated: the report of the last run (ValueError before any run or
   // for another mesh implementation).

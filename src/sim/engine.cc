@@ -49,6 +49,14 @@ struct TraceEvent {
   int tid;
   std::string name;
   double start, end;
+  std::string args;  // the members of its "args" object, as JSON
+};
+
+// A message's arrow in the trace: from its sender's core when sent to its
+// receiver's core when it arrives.
+struct TraceFlow {
+  int from, to;
+  double sent, arrived;
 };
 
 // Everything the cores of one run share. All cores run on one thread, so no
@@ -84,6 +92,7 @@ struct World {
   std::vector<double> compute_time;   // per step: its roofline time on one core
   std::vector<int64_t> step_bytes;    // per step, over cores
   std::vector<TraceEvent> events;
+  std::vector<TraceFlow> flows;
   int64_t messages = 0;
   int running = 0, blocked = 0;
   bool failed = false;
@@ -170,6 +179,16 @@ struct World {
   }
 };
 
+std::string json_escape(const std::string& s) {
+  std::string r;
+  for (char ch : s) {
+    if (ch == '"' || ch == '\\') r += '\\';
+    if (static_cast<unsigned char>(ch) < 0x20) continue;
+    r += ch;
+  }
+  return r;
+}
+
 class SimTransport : public Transport {
  public:
   SimTransport(World& w, int rank) : w_(w), rank_(rank) {}
@@ -192,10 +211,14 @@ class SimTransport : public Transport {
     const std::string* label = nullptr;
     if (w_.tracing)
       label = me.step < w_.program.steps.size() ? &w_.program.steps[me.step].op->name() : &kOutside;
+    std::string args;
+    if (label && bytes)
+      args = detail::str_cat("\"op\":\"", json_escape(*label), "\",\"bytes\":", bytes,
+                             ",\"from_core\":", rank_, ",\"to_core\":", peer);
     for (int l : route.links) {
       w_.link_free[l] = start + serialize;
       w_.link_bytes[l] += static_cast<int64_t>(bytes);
-      if (label && bytes) w_.events.push_back({1, l, *label, start, start + serialize});
+      if (label && bytes) w_.events.push_back({1, l, *label, start, start + serialize, args});
     }
     Message m;
     m.arrival = start + route.latency + serialize;
@@ -207,6 +230,7 @@ class SimTransport : public Transport {
     me.bytes_sent += static_cast<int64_t>(bytes);
     w_.step_bytes[me.step] += static_cast<int64_t>(bytes);
     ++w_.messages;
+    if (label && bytes) w_.flows.push_back({rank_, peer, me.clock, m.arrival});
     World::Core& to = w_.cores[peer];
     const double arrival = m.arrival;
     to.inbox[{rank_, tag}].push_back(std::move(m));
@@ -264,6 +288,7 @@ class CoreHooks : public StepHooks {
     World::Core& c = w_.cores[rank_];
     c.step = index;
     start_ = c.clock;
+    sent_before_ = c.bytes_sent;
   }
   void after_step(const Step& s, size_t index) override {
     World::Core& c = w_.cores[rank_];
@@ -276,10 +301,15 @@ class CoreHooks : public StepHooks {
     }
     w_.step_time_sum[index] += c.clock - start_;
     if (w_.tracing && c.clock > start_) {
+      const bool compute = s.kind == Step::Kind::kCompute || s.kind == Step::Kind::kSplit;
       std::string name = s.op->name();
-      if (s.kind != Step::Kind::kCompute && s.kind != Step::Kind::kSplit)
-        name += std::string(" ") + step_kind_name(s.kind);
-      w_.events.push_back({0, rank_, name, start_, c.clock});
+      if (!compute) name += std::string(" ") + step_kind_name(s.kind);
+      std::string args = detail::str_cat("\"op\":\"", json_escape(s.op->name()), "\",\"kind\":\"",
+                                         step_kind_name(s.kind), "\"");
+      if (compute) args += detail::str_cat(",\"flops\":", s.flops);
+      if (c.bytes_sent > sent_before_)
+        args += detail::str_cat(",\"bytes_sent\":", c.bytes_sent - sent_before_);
+      w_.events.push_back({0, rank_, name, start_, c.clock, args});
     }
     if (c.clock > start_) w_.yield_at(c);
   }
@@ -290,17 +320,8 @@ class CoreHooks : public StepHooks {
   int rank_;
   bool dry_;
   double start_ = 0;
+  int64_t sent_before_ = 0;
 };
-
-std::string json_escape(const std::string& s) {
-  std::string r;
-  for (char ch : s) {
-    if (ch == '"' || ch == '\\') r += '\\';
-    if (static_cast<unsigned char>(ch) < 0x20) continue;
-    r += ch;
-  }
-  return r;
-}
 
 void write_trace(const std::string& path, const World& w, const Machine& machine) {
   std::ofstream out(path);
@@ -332,7 +353,19 @@ void write_trace(const std::string& path, const World& w, const Machine& machine
     out << ",\n"
         << R"({"name":")" << json_escape(e.name) << R"(","ph":"X","pid":)" << e.pid
         << ",\"tid\":" << e.tid << ",\"ts\":" << e.start * 1e6
-        << ",\"dur\":" << (e.end - e.start) * 1e6 << "}";
+        << ",\"dur\":" << (e.end - e.start) * 1e6;
+    if (!e.args.empty()) out << ",\"args\":{" << e.args << "}";
+    out << "}";
+  }
+  // Flow arrows: each message from the step that sent it to the step that
+  // received it (bound to the slices around those instants).
+  for (size_t k = 0; k < w.flows.size(); ++k) {
+    const TraceFlow& f = w.flows[k];
+    out << ",\n"
+        << R"({"name":"message","cat":"message","ph":"s","id":)" << k
+        << ",\"pid\":0,\"tid\":" << f.from << ",\"ts\":" << f.sent * 1e6 << "},\n"
+        << R"({"name":"message","cat":"message","ph":"f","bp":"e","id":)" << k
+        << ",\"pid\":0,\"tid\":" << f.to << ",\"ts\":" << f.arrived * 1e6 << "}";
   }
   out << "\n]}\n";
   out.flush();
