@@ -199,6 +199,17 @@ void bind_session(py::module_& m) {
           },
           py::arg("fetches"), py::arg("targets") = std::vector<PyOperation>{})
       .def(
+          "explain",
+          [](PySession& s, const std::vector<Tensor>& fetches,
+             const std::vector<PyOperation>& targets, int max_blocks) {
+            return s.session().explain(fetches, unwrap(targets), max_blocks);
+          },
+          py::arg("fetches"), py::arg("targets") = std::vector<PyOperation>{},
+          py::arg("max_blocks") = 8,
+          "How the layout splits the program of these fetches and targets, before running it: "
+          "each variable's, input's and fetch's blocks over the mesh, and each op's collectives "
+          "with their bytes (and simulated times after a simulated run).")
+      .def(
           "simulation_report",
           [](PySession& s) { return report_dict(s.session().simulation_report()); },
           "The last simulated run's report as a dict (the JSON of mtf-sim --json).")

@@ -72,6 +72,9 @@ def test_program_counters_check_and_profile():
     s.check([loss], ops)
     assert "allreduce" in s.program_text([loss], ops)
     assert "flops" in s.counters_text([loss], ops).lower()
+    explained = s.explain([loss], ops)
+    assert "variable d1/kernel" in explained and "| p0 p2" in explained, explained
+    assert "collectives per op" in explained
     s.run(loss, {x: XV}, targets=ops)
     assert "einsum" in s.profile()
     s.reset_profile()
