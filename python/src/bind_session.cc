@@ -201,9 +201,8 @@ void bind_session(py::module_& m) {
       .def(
           "explain",
           [](PySession& s, const std::vector<Tensor>& fetches,
-             const std::vector<PyOperation>& targets, int max_blocks) {
-            return s.session().explain(fetches, unwrap(targets), max_blocks);
-          },
+             const std::vector<PyOperation>& targets,
+             int max_blocks) { return s.session().explain(fetches, unwrap(targets), max_blocks); },
           py::arg("fetches"), py::arg("targets") = std::vector<PyOperation>{},
           py::arg("max_blocks") = 8,
           "How the layout splits the program of these fetches and targets, before running it: "
