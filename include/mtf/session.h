@@ -18,8 +18,10 @@
 //   fetches come back as empty HostTensors; only the report is produced.
 // Layouts never change results: any mesh, layout and implementation gives
 // the numbers of the one-processor run (to float rounding of reductions;
-// random numbers bit for bit). Feeds and fetches are whole host tensors;
-// variables live sliced on their processors.
+// random numbers bit for bit). Fetches are whole host tensors; feeds are
+// whole host tensors or, in a multi-process job, just the block this
+// process needs (local_feed_block: sharded input, so that each rank reads
+// only its share of a batch); variables live sliced on their processors.
 //
 // Variables are initialised when the Session is created. Each run sees the
 // variable values as they were at its start; its assignments take effect when
@@ -99,8 +101,10 @@ class Session {
   Session& operator=(const Session&) = delete;
 
   // Computes `fetches` and runs `targets` (assignment ops). Every placeholder
-  // the run needs must be fed, with its exact shape and dtype (ValueError
-  // naming the placeholder otherwise). Returns one HostTensor per fetch.
+  // the run needs must be fed with its dtype and either its exact shape or
+  // the shape of local_feed_block (that block's values; ValueError naming
+  // the placeholder and both shapes otherwise). Returns one HostTensor per
+  // fetch.
   std::vector<HostTensor> run(const std::vector<Tensor>& fetches, const Feeds& feeds = {},
                               const std::vector<Operation*>& targets = {});
   // A braced list of fetches, `run({loss}, feeds)`, is always this vector
@@ -110,6 +114,21 @@ class Session {
                               const std::vector<Operation*>& targets = {});
   // One fetch, `run(loss, feeds)`: its value.
   HostTensor run(const Tensor& fetch, const Feeds& feeds = {});
+
+  // The block of `placeholder` this process needs under the mesh and layout:
+  // the slices of the processors it runs (their bounding box), as a begin
+  // offset and a shape with the placeholder's dimension names. The whole
+  // tensor in a single-process session; a rank's share of a batch-split
+  // input in a multi-process job. Feeding just this block reads 1/n of the
+  // batch on each of n data-parallel ranks. ValueError for a non-placeholder.
+  struct FeedBlock {
+    std::vector<int64_t> begin;
+    Shape shape;
+    bool whole = true;  // the block is the whole tensor
+  };
+  FeedBlock local_feed_block(const Tensor& placeholder) const;
+  // Bytes of the values fed to the last run (what this process read in).
+  int64_t last_fed_bytes() const;
 
   // Lowers the program for these fetches and targets as run() would (and
   // keeps it for the run), computing nothing: every tensor's layout is

@@ -15,13 +15,20 @@
 namespace mtf {
 
 // State shared by all steps of one run.
+// A fed value: the block of its placeholder that starts at `begin` (all
+// zeros for a whole-tensor feed; a process's own block for a sharded one).
+struct FedValue {
+  HostTensor value;
+  std::vector<int64_t> begin;
+};
+
 struct RunState {
   // Variable values as of the start of the run, by variable op.
   const std::map<const Operation*, HostTensor>* variables = nullptr;
   // New variable values, committed in order when the run ends.
   std::vector<std::pair<const Operation*, HostTensor>> pending_assignments;
   // Fed values, by placeholder tensor id.
-  const std::map<int64_t, HostTensor>* feeds = nullptr;
+  const std::map<int64_t, FedValue>* feeds = nullptr;
   uint64_t run_counter = 0;
   // MeshConfig::reproducible: kernels sum in a fixed order (einsum).
   bool reproducible = false;

@@ -43,8 +43,12 @@ class PlaceholderOp : public Operation {
     add_output(shape, dtype);
   }
   void compute(KernelContext& ctx) const override {
-    ctx.set_output(0, kernels::block_of(ctx.state().feeds->at(output(0).id()),
-                                        ctx.output_slice_offset(0), ctx.output_slice_shape(0)));
+    // The fed block may start anywhere (a sharded feed): read this slice
+    // relative to it.
+    const FedValue& fed = ctx.state().feeds->at(output(0).id());
+    std::vector<int64_t> at = ctx.output_slice_offset(0);
+    for (size_t a = 0; a < at.size(); ++a) at[a] -= fed.begin[a];
+    ctx.set_output(0, kernels::block_of(fed.value, at, ctx.output_slice_shape(0)));
   }
   double flops() const override { return 0; }
 };

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <map>
@@ -30,6 +31,13 @@
 
 namespace mtf {
 namespace detail {
+
+// "[0, 128, 0]"
+inline std::string offsets_text(const std::vector<int64_t>& v) {
+  std::string s = "[";
+  for (size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + std::to_string(v[i]);
+  return s + "]";
+}
 
 class SessionImpl {
  public:
@@ -88,9 +96,11 @@ class SessionImpl {
   std::vector<HostTensor> run(const std::vector<Tensor>& fetches, const Feeds& feeds,
                               const std::vector<Operation*>& targets) {
     const Program& program = program_for(fetches, targets);
-    std::map<int64_t, HostTensor> feed_map;
+    std::map<int64_t, FedValue> feed_map;
     if (!cost_only()) {
       feed_map = check_feeds(program, feeds);
+      last_fed_bytes_ = 0;
+      for (const auto& [id, fed] : feed_map) last_fed_bytes_ += fed.value.num_bytes();
       for (const Step& s : program.steps)
         if (s.kind == Step::Kind::kCompute && s.op->type() == "variable") ensure_initialized(*s.op);
     }
@@ -194,6 +204,36 @@ class SessionImpl {
       cores_[p][&op] =
           kernels::block_of(value, layout.slice_begin(p), layout.slice_shape()).clone();
   }
+
+  Session::FeedBlock local_feed_block(const Tensor& t) const {
+    if (!t.valid() || t.op().type() != "placeholder") {
+      throw ValueError("Session::local_feed_block: " + (t.valid() ? t.describe() : "(invalid)") +
+                       " is not a placeholder");
+    }
+    const TensorLayout layout =
+        TensorLayout::make(t.shape(), config_.layout, config_.mesh_shape, t.op().name());
+    const Shape slice = layout.slice_shape();
+    const int rank = t.shape().ndims();
+    std::vector<int64_t> lo(rank, INT64_MAX), hi(rank, 0);
+    for (int64_t p : local_) {
+      const std::vector<int64_t> b = layout.slice_begin(p);
+      for (int a = 0; a < rank; ++a) {
+        lo[a] = std::min(lo[a], b[a]);
+        hi[a] = std::max(hi[a], b[a] + slice[a].size);
+      }
+    }
+    Session::FeedBlock block;
+    std::vector<Dimension> dims;
+    for (int a = 0; a < rank; ++a) {
+      if (local_.empty()) lo[a] = 0, hi[a] = t.shape()[a].size;
+      block.whole = block.whole && lo[a] == 0 && hi[a] == t.shape()[a].size;
+      dims.push_back({t.shape()[a].name, hi[a] - lo[a]});
+    }
+    block.begin = lo;
+    block.shape = Shape(dims);
+    return block;
+  }
+  int64_t last_fed_bytes() const { return last_fed_bytes_; }
 
   std::vector<std::string> variable_names() const {
     std::vector<std::string> names;
@@ -447,21 +487,30 @@ class SessionImpl {
     return label.empty() ? "an empty run" : label;
   }
 
-  std::map<int64_t, HostTensor> check_feeds(const Program& program, const Feeds& feeds) {
-    std::map<int64_t, HostTensor> m;
+  std::map<int64_t, FedValue> check_feeds(const Program& program, const Feeds& feeds) {
+    std::map<int64_t, FedValue> m;
     for (const auto& [t, value] : feeds) {
       if (!t.valid() || t.op().type() != "placeholder") {
         throw ValueError("Session::run: feed target " + (t.valid() ? t.describe() : "(invalid)") +
                          " is not a placeholder");
       }
-      if (!value.valid() || value.shape() != t.shape() || value.dtype() != t.dtype()) {
+      const Session::FeedBlock block = local_feed_block(t);
+      const bool whole = value.valid() && value.shape() == t.shape();
+      const bool local = value.valid() && value.shape() == block.shape;
+      if (!(whole || local) || value.dtype() != t.dtype()) {
+        std::string want = str_cat("its shape ", t.shape().to_string());
+        if (!block.whole) {
+          want += str_cat(" or this process's block ", block.shape.to_string(), " (at ",
+                          offsets_text(block.begin), ", Session::local_feed_block)");
+        }
         throw ValueError(str_cat("Session::run: placeholder ", t.describe(), " was fed ",
                                  value.valid()
                                      ? value.shape().to_string() + " " + dtype_name(value.dtype())
                                      : std::string("an empty HostTensor"),
-                                 "; feed exactly its shape and dtype"));
+                                 "; feed ", want, ", ", dtype_name(t.dtype())));
       }
-      m[t.id()] = value;
+      m[t.id()] = {value, whole ? std::vector<int64_t>(static_cast<size_t>(t.shape().ndims()), 0)
+                                : block.begin};
     }
     for (const Operation* p : program.placeholders) {
       if (!m.count(p->output(0).id())) {
@@ -483,6 +532,7 @@ class SessionImpl {
   std::vector<int64_t> local_;                            // the processors this process holds
   uint64_t gathers_ = 0;                                  // tags of assembling gathers
   std::unique_ptr<SimReport> report_;
+  int64_t last_fed_bytes_ = 0;
   std::map<const Program*, exec::ProgramTimes> profile_times_;  // MeshConfig::profile
 };
 
@@ -512,6 +562,10 @@ HostTensor Session::variable_value(const std::string& name) const {
 void Session::set_variable_value(const std::string& name, const HostTensor& value) {
   impl_->set_variable_value(name, value);
 }
+Session::FeedBlock Session::local_feed_block(const Tensor& placeholder) const {
+  return impl_->local_feed_block(placeholder);
+}
+int64_t Session::last_fed_bytes() const { return impl_->last_fed_bytes(); }
 std::vector<std::string> Session::variable_names() const { return impl_->variable_names(); }
 Session::SliceLayout Session::variable_slice_layout(const std::string& name) const {
   return impl_->variable_slice_layout(name);
