@@ -31,6 +31,25 @@ float Mlp::train_step(Session& session, const HostTensor& x, const HostTensor& y
   return session.run({loss}, {{images, x}, {labels, y}}, train_ops)[0].data<float>()[0];
 }
 
+float Mlp::train_step(Session& session, const data::Dataset& ds,
+                      const std::vector<int64_t>& index) {
+  const Session::FeedBlock block = session.local_feed_block(images);
+  const Session::FeedBlock label_block = session.local_feed_block(labels);
+  // Only batch may be split for a share of it to be read; otherwise (pixels
+  // split over processors too) the whole batch is fed.
+  const bool batch_only =
+      block.shape[1].size == rows_dim.size && block.shape[2].size == cols_dim.size &&
+      label_block.begin[0] == block.begin[0] && label_block.shape[0].size == block.shape[0].size;
+  if (block.whole || !batch_only) {
+    return train_step(session, images_batch(ds, index, batch_dim),
+                      labels_batch(ds, index, batch_dim));
+  }
+  const auto first = index.begin() + block.begin[0];
+  const std::vector<int64_t> mine(first, first + block.shape[0].size);
+  const Dimension local{batch_dim.name, block.shape[0].size};
+  return train_step(session, images_batch(ds, mine, local), labels_batch(ds, mine, local));
+}
+
 Mlp::EvalGraph& Mlp::eval_graph(int64_t n) {
   for (auto& e : evals_)
     if (e->batch.size == n) return *e;

@@ -30,6 +30,10 @@ class Mlp {
 
   // One SGD step on a batch; returns its mean loss.
   float train_step(Session& session, const HostTensor& images, const HostTensor& labels);
+  // The same on the examples `index` of `ds` (the whole batch's), reading
+  // and feeding only those this process's processors hold
+  // (Session::local_feed_block): on n data-parallel ranks, 1/n of the batch.
+  float train_step(Session& session, const data::Dataset& ds, const std::vector<int64_t>& index);
   // Fraction of the examples classified correctly (all of them, in batches
   // of eval_batch; a remainder is evaluated too).
   double accuracy(Session& session, const data::Dataset& ds);

@@ -1,9 +1,11 @@
 # An example (the Fashion-MNIST MLP, or the Transformer LM) trained by N
 # processes over TCP (mtf-launch) or MPI prints the same losses, to the last
 # bit (17 digits), and the same test accuracy or held-out loss, as the
-# in-process SIMD run of the same mesh and layout.
+# in-process SIMD run of the same mesh and layout; with -DINPUT_SHARE=K,
+# each rank says it read 1/K of each batch's bytes (sharded input).
 # Arguments: -DLAUNCH=<mtf-launch, or mpirun> -DPROGRAM=<example> -DN=<processes>
 #            -DMESH=<mesh shape> -DLAYOUT=<layout rules> [-DARGS=<the example's flags>]
+#            [-DINPUT_SHARE=<K>]
 if(NOT DEFINED ARGS)
   set(ARGS --steps 30 --eval_every 5 --batch_size 40 --hidden 64)
 endif()
@@ -46,6 +48,16 @@ foreach(rank RANGE 0 ${N})
   endforeach()
   if(NOT "${want}" STREQUAL "${got}")
     message(FATAL_ERROR "rank ${rank} differs from the in-process run:\nin-process: ${want}\nrank ${rank}:     ${got}")
+  endif()
+  # Sharded input: each rank read its share of the batch, no more.
+  if(DEFINED INPUT_SHARE)
+    if(NOT multi MATCHES "${mark}input: this process read ([0-9]+) of the batch's ([0-9]+) bytes")
+      message(FATAL_ERROR "rank ${rank} did not say how much input it read:\n${multi}")
+    endif()
+    math(EXPR expected "${CMAKE_MATCH_2} / ${INPUT_SHARE}")
+    if(NOT CMAKE_MATCH_1 EQUAL expected)
+      message(FATAL_ERROR "rank ${rank} read ${CMAKE_MATCH_1} bytes per step, not 1/${INPUT_SHARE} of the batch's ${CMAKE_MATCH_2}")
+    endif()
   endif()
 endforeach()
 list(LENGTH want n)

@@ -100,8 +100,14 @@ int main(int argc, char** argv) {
     const auto start = std::chrono::steady_clock::now();
     for (int64_t step = first_step; step <= steps; ++step) {
       std::vector<int64_t> idx = sampler.next();
-      float loss = mlp.train_step(session, examples::Mlp::images_batch(train, idx, mlp.batch_dim),
-                                  examples::Mlp::labels_batch(train, idx, mlp.batch_dim));
+      // Each process reads only the examples its processors hold.
+      float loss = mlp.train_step(session, train, idx);
+      if (step == first_step && mesh.process_transport) {
+        const int64_t whole = config.batch_size * (mlp.rows_dim.size * mlp.cols_dim.size * 4 + 4);
+        std::printf("input: this process read %lld of the batch's %lld bytes per step\n",
+                    static_cast<long long>(session.last_fed_bytes()),
+                    static_cast<long long>(whole));
+      }
       interval_loss += loss;
       ++interval_steps;
       if (step == 1 || step % eval_every == 0 || step == steps) {
