@@ -80,7 +80,7 @@ HostTensor array_to_host(const py::handle& obj, const Shape& shape, DType dtype,
   return t;
 }
 
-Feeds feeds_of(const py::object& feed_dict) {
+Feeds feeds_of(const py::object& feed_dict, const Session* session) {
   Feeds feeds;
   if (feed_dict.is_none()) return feeds;
   for (auto [key, value] : feed_dict.cast<py::dict>()) {
@@ -89,8 +89,14 @@ Feeds feeds_of(const py::object& feed_dict) {
                        py::repr(key).cast<std::string>());
     }
     const Tensor t = key.cast<const PyTensor&>().tensor;
-    feeds.emplace_back(t,
-                       array_to_host(value, t.shape(), t.dtype(), "the feed of " + t.describe()));
+    Shape shape = t.shape();
+    if (session && py::isinstance<py::array>(value)) {
+      const py::array a = value.cast<py::array>();
+      const Session::FeedBlock block = session->local_feed_block(t);
+      std::vector<int64_t> sizes(a.shape(), a.shape() + a.ndim());
+      if (!block.whole && sizes == block.shape.sizes()) shape = block.shape;
+    }
+    feeds.emplace_back(t, array_to_host(value, shape, t.dtype(), "the feed of " + t.describe()));
   }
   return feeds;
 }

@@ -23,7 +23,9 @@ HostTensor array_to_host(const py::handle& array, const Shape& shape, DType dtyp
 py::array host_to_array(HostTensor t);
 // A feed_dict ({placeholder: array}, or None) as feeds, each array copied
 // once (ValueError when a key is not a tensor).
-Feeds feeds_of(const py::object& feed_dict);
+// With `session`, an array of the shape of a placeholder's
+// Session::local_feed_block (not the whole shape) is fed as that block.
+Feeds feeds_of(const py::object& feed_dict, const Session* session = nullptr);
 // float32 for NumPy floats, int32 for integers and booleans (DTypeError
 // naming the array's dtype otherwise).
 DType array_dtype(const py::handle& array);

@@ -83,7 +83,7 @@ class PySession {
         ops.push_back(h.cast<const PyOperation&>().op);
       }
     }
-    const Feeds feeds = feeds_of(feed_dict);
+    const Feeds feeds = feeds_of(feed_dict, session_.get());
     std::vector<HostTensor> values =
         interruptible([&] { return session_->run(tensors, feeds, ops); });
     auto result = [&](int i) -> py::object {
@@ -198,6 +198,19 @@ void bind_session(py::module_& m) {
             return s.session().counters_text(fetches, unwrap(targets));
           },
           py::arg("fetches"), py::arg("targets") = std::vector<PyOperation>{})
+      .def(
+          "local_feed_block",
+          [](PySession& s, const PyTensor& placeholder) {
+            const Session::FeedBlock b = s.session().local_feed_block(placeholder.tensor);
+            return py::make_tuple(py::tuple(py::cast(b.begin)),
+                                  py::tuple(py::cast(b.shape.sizes())));
+          },
+          py::arg("placeholder"),
+          "(begin, shape) of the block of a placeholder this process needs: feed an array of that "
+          "shape (its values) instead of the whole batch to read only this rank's share.")
+      .def_property_readonly(
+          "last_fed_bytes", [](PySession& s) { return s.session().last_fed_bytes(); },
+          "Bytes of the values fed to the last run.")
       .def(
           "explain",
           [](PySession& s, const std::vector<Tensor>& fetches,

@@ -50,6 +50,39 @@ def test_two_processes_from_python_are_bit_identical_to_in_process():
         assert lines(out, rank) == want, out
 
 
+SHARDED = """
+import sys
+import numpy as np
+import mtf
+g = mtf.Graph()
+m = mtf.Mesh(g, "mesh")
+x = mtf.placeholder(m, [mtf.Dimension("batch", 8), mtf.Dimension("io", 4)], name="x")
+loss = mtf.reduce_mean(mtf.square(mtf.layers.dense(x, mtf.Dimension("out", 3), name="d")))
+ops = mtf.optimize.SgdOptimizer(0.05).minimize(loss)
+s = mtf.Session(g, mesh_shape="all:2", layout="batch:all", reproducible=True)
+begin, shape = s.local_feed_block(x)
+data = np.arange(32, dtype=np.float32).reshape(8, 4) / 10
+for step in range(3):
+    feed = data[begin[0]:begin[0] + shape[0]] if sys.argv[1] == "sharded" else data
+    out = s.run(loss, {x: feed + step}, targets=ops)
+    print(f"step {step} loss {float(out):.17g} fed {s.last_fed_bytes} at {begin} {shape}")
+"""
+
+
+def test_sharded_feeds_from_python_train_as_whole_feeds(tmp_path):
+    script = tmp_path / "sharded.py"
+    script.write_text(SHARDED)
+    launch = [os.path.join(BUILD, "tools", "mtf-launch"), "-n", "2", "--output", "all", "--",
+              PYTHON, str(script)]
+    whole = run(launch + ["whole"])
+    sharded = run(launch + ["sharded"])
+    losses = lambda out: sorted(re.findall(r"^\[(\d)\] step (\d) loss (\S+)", out, re.M))
+    assert len(losses(whole)) == 6 and losses(sharded) == losses(whole), (whole, sharded)
+    assert "[0] step 0 loss" in sharded and "fed 64 at (0, 0) (4, 4)" in sharded
+    assert "[1] step 0 loss" in sharded and "fed 64 at (4, 0) (4, 4)" in sharded
+    assert "fed 128 at (0, 0) (4, 4)" in whole
+
+
 @needs_data
 @pytest.mark.skipif(shutil.which("mpirun") is None, reason="OpenMPI not installed")
 def test_two_processes_under_mpirun_from_python():

@@ -72,6 +72,9 @@ def test_program_counters_check_and_profile():
     s.check([loss], ops)
     assert "allreduce" in s.program_text([loss], ops)
     assert "flops" in s.counters_text([loss], ops).lower()
+    s.run(loss, {x: XV}, targets=ops)
+    assert s.local_feed_block(x) == ((0, 0), (8, 4))  # one process: the whole tensor
+    assert s.last_fed_bytes == 8 * 4 * 4
     explained = s.explain([loss], ops)
     assert "variable d1/kernel" in explained and "| p0 p2" in explained, explained
     assert "collectives per op" in explained
