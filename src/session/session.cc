@@ -498,7 +498,7 @@ class SessionImpl {
       const bool whole = value.valid() && value.shape() == t.shape();
       const bool local = value.valid() && value.shape() == block.shape;
       if (!(whole || local) || value.dtype() != t.dtype()) {
-        std::string want = str_cat("its shape ", t.shape().to_string());
+        std::string want = str_cat("exactly its shape ", t.shape().to_string());
         if (!block.whole) {
           want += str_cat(" or this process's block ", block.shape.to_string(), " (at ",
                           offsets_text(block.begin), ", Session::local_feed_block)");
@@ -507,7 +507,7 @@ class SessionImpl {
                                  value.valid()
                                      ? value.shape().to_string() + " " + dtype_name(value.dtype())
                                      : std::string("an empty HostTensor"),
-                                 "; feed ", want, ", ", dtype_name(t.dtype())));
+                                 "; feed ", want, " and dtype ", dtype_name(t.dtype())));
       }
       m[t.id()] = {value, whole ? std::vector<int64_t>(static_cast<size_t>(t.shape().ndims()), 0)
                                 : block.begin};
