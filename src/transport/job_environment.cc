@@ -102,28 +102,28 @@ JobEnvironment read_job_environment(const EnvironmentLookup& env) {
   j.source = job_environment_source(env);
   if (j.source.empty()) return j;
   const char* src = j.source.c_str();
-  if (j.source == "MTF_*") {
-    j.rank = required_int(env, "MTF_RANK", src);
-    j.world_size = required_int(env, "MTF_WORLD_SIZE", src);
-    j.local_world_size = int_variable(env, "MTF_LOCAL_WORLD_SIZE", 1, src);
-    if (j.local_world_size < 1) throw ValueError("MTF_LOCAL_WORLD_SIZE must be at least 1");
-    j.local_rank = int_variable(env, "MTF_LOCAL_RANK", j.rank % j.local_world_size, src);
-    j.node_rank = int_variable(env, "MTF_NODE_RANK", j.rank / j.local_world_size, src);
+  if (j.source == "MTF_*" || j.source == "torchrun") {
+    // The same five numbers under two sets of names.
+    const bool mtf = j.source == "MTF_*";
+    j.rank = required_int(env, mtf ? "MTF_RANK" : "RANK", src);
+    j.world_size = required_int(env, mtf ? "MTF_WORLD_SIZE" : "WORLD_SIZE", src);
+    const char* local_world = mtf ? "MTF_LOCAL_WORLD_SIZE" : "LOCAL_WORLD_SIZE";
+    j.local_world_size = int_variable(env, local_world, 1, src);
+    if (j.local_world_size < 1) throw ValueError(str_cat(local_world, " must be at least 1"));
+    j.local_rank =
+        int_variable(env, mtf ? "MTF_LOCAL_RANK" : "LOCAL_RANK", j.rank % j.local_world_size, src);
+    j.node_rank =
+        int_variable(env, mtf ? "MTF_NODE_RANK" : "GROUP_RANK", j.rank / j.local_world_size, src);
     j.coordinator = env("MTF_COORDINATOR");
-  } else if (j.source == "torchrun") {
-    j.rank = required_int(env, "RANK", src);
-    j.world_size = required_int(env, "WORLD_SIZE", src);
-    j.local_world_size = int_variable(env, "LOCAL_WORLD_SIZE", 1, src);
-    if (j.local_world_size < 1) throw ValueError("LOCAL_WORLD_SIZE must be at least 1");
-    j.local_rank = int_variable(env, "LOCAL_RANK", j.rank % j.local_world_size, src);
-    j.node_rank = int_variable(env, "GROUP_RANK", j.rank / j.local_world_size, src);
-    const int port = required_int(env, "MASTER_PORT", src);
-    if (port < 1 || port > 65535) throw ValueError(str_cat("MASTER_PORT=", port, " is not a port"));
-    j.coordinator = env("MTF_COORDINATOR");
-    if (j.coordinator.empty()) {
-      const std::string host = env("MASTER_ADDR");
-      j.coordinator =
-          str_cat(host.find(':') != std::string::npos ? "[" + host + "]" : host, ":", port);
+    if (!mtf) {  // torchrun: rank 0 at MASTER_ADDR:MASTER_PORT
+      const int port = required_int(env, "MASTER_PORT", src);
+      if (port < 1 || port > 65535)
+        throw ValueError(str_cat("MASTER_PORT=", port, " is not a port"));
+      if (j.coordinator.empty()) {
+        const std::string host = env("MASTER_ADDR");
+        j.coordinator =
+            str_cat(host.find(':') != std::string::npos ? "[" + host + "]" : host, ":", port);
+      }
     }
   } else {
     j.rank = required_int(env, "SLURM_PROCID", src);
