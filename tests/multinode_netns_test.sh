@@ -11,38 +11,15 @@
 set -u
 launch=$1 mnist=$2
 id=$$
-ns0=mtfn0_$id ns1=mtfn1_$id v0=mnv0_$id v1=mnv1_$id host0=mtf-node0-$id
-if [ "$(id -u)" -ne 0 ] || ! command -v ip >/dev/null || ! ip netns add "$ns0" 2>/dev/null; then
-  echo "SKIP: network namespaces are not available here"
-  exit 77
-fi
-work=$(mktemp -d)
-cleanup() {
-  ip netns pids "$ns0" 2>/dev/null | xargs -r kill -9 2>/dev/null
-  ip netns pids "$ns1" 2>/dev/null | xargs -r kill -9 2>/dev/null
-  ip netns del "$ns0" 2>/dev/null
-  ip netns del "$ns1" 2>/dev/null
-  rm -rf "/etc/netns/$ns0" "/etc/netns/$ns1" "$work"
-}
-trap cleanup EXIT
-if ! ip netns add "$ns1" || ! ip link add "$v0" type veth peer name "$v1"; then
-  echo "SKIP: cannot create a veth pair here"
-  exit 77
-fi
-if ! ip netns exec "$ns0" true 2>/dev/null; then
-  echo "SKIP: cannot run programs inside a network namespace here"
-  exit 77
-fi
-ip link set "$v0" netns "$ns0" && ip link set "$v1" netns "$ns1" || exit 1
-ip -n "$ns0" addr add 10.78.0.1/24 dev "$v0" && ip -n "$ns1" addr add 10.78.0.2/24 dev "$v1" || exit 1
+host0=mtf-node0-$id
+. "$(dirname "$0")/netns_pair.sh"
+netns_pair mtfn 10.78.0
 for ns in "$ns0" "$ns1"; do
-  ip -n "$ns" link set lo up
   # `ip netns exec` mounts /etc/netns/NS/hosts over /etc/hosts.
   mkdir -p "/etc/netns/$ns"
   printf '127.0.0.1 localhost\n10.78.0.1 %s\n10.78.0.2 mtf-node1-%s\n' "$host0" "$id" \
     >"/etc/netns/$ns/hosts"
 done
-ip -n "$ns0" link set "$v0" up && ip -n "$ns1" link set "$v1" up || exit 1
 ip netns exec "$ns1" getent hosts "$host0" >/dev/null ||
   { echo "FAIL: $host0 does not resolve inside $ns1"; exit 1; }
 
@@ -51,7 +28,9 @@ MTF_JOB_TOKEN=$("$launch" --new_token)
 node() {  # node RANK OUT ARGS...: node RANK's launcher, in its namespace, in the background
   local rank=$1 out=$2
   shift 2
-  ip netns exec "mtfn${rank}_$id" "$launch" --nnodes 2 --node_rank "$rank" --nproc_per_node 2 \
+  local ns=$ns0
+  [ "$rank" -eq 1 ] && ns=$ns1
+  ip netns exec "$ns" "$launch" --nnodes 2 --node_rank "$rank" --nproc_per_node 2 \
     --coordinator "$host0:29531" --connect_timeout_ms 30000 -- "$mnist" "$@" >"$out" 2>&1 &
 }
 lines() { grep -E "^step|^test accuracy" "$1"; }

@@ -5,30 +5,12 @@
 # Usage: netns_test.sh MNIST
 set -u
 mnist=$1
-id=$$
-ns0=mtf0_$id ns1=mtf1_$id v0=mv0_$id v1=mv1_$id
-if [ "$(id -u)" -ne 0 ] || ! command -v ip >/dev/null || ! ip netns add "$ns0" 2>/dev/null; then
-  echo "SKIP: network namespaces are not available here"
-  exit 77
-fi
-cleanup() { ip netns del "$ns0" 2>/dev/null; ip netns del "$ns1" 2>/dev/null; }
-trap cleanup EXIT
-if ! ip netns add "$ns1" || ! ip link add "$v0" type veth peer name "$v1"; then
-  echo "SKIP: cannot create a veth pair here"
-  exit 77
-fi
-if ! ip netns exec "$ns0" true 2>/dev/null; then
-  echo "SKIP: cannot run programs inside a network namespace here"
-  exit 77
-fi
-ip link set "$v0" netns "$ns0" && ip link set "$v1" netns "$ns1" || exit 1
-ip -n "$ns0" addr add 10.77.0.1/24 dev "$v0" && ip -n "$ns1" addr add 10.77.0.2/24 dev "$v1" || exit 1
-for ns in "$ns0" "$ns1"; do ip -n "$ns" link set lo up; done
-ip -n "$ns0" link set "$v0" up && ip -n "$ns1" link set "$v1" up || exit 1
+. "$(dirname "$0")/netns_pair.sh"
+netns_pair mtf 10.77.0
 args=(--steps 20 --eval_every 10 --batch_size 40 --hidden 64 --loss_digits 17
       --mesh_shape all:2 --layout batch:all)
 token=$(head -c 16 /dev/urandom | od -An -tx1 | tr -d ' \n')
-out0=$(mktemp) out1=$(mktemp)
+out0=$work/out0 out1=$work/out1
 common=(MTF_WORLD_SIZE=2 MTF_LOCAL_WORLD_SIZE=2 MTF_COORDINATOR=10.77.0.1:29517 MTF_JOB_TOKEN=$token MTF_TIMEOUT_MS=30000)
 ip netns exec "$ns0" env "${common[@]}" MTF_RANK=0 MTF_LISTEN_HOST=10.77.0.1 "$mnist" "${args[@]}" >"$out0" 2>&1 &
 p0=$!
