@@ -25,6 +25,7 @@
 #include "mtf/errors.h"
 #include "ops/state_ops.h"
 #include "placement/placement_executor.h"
+#include "session/explain.h"
 #include "sim/engine.h"
 #include "sim/memory.h"
 #include "simd/simd_executor.h"
@@ -307,55 +308,8 @@ class SessionImpl {
 
   std::string explain(const std::vector<Tensor>& fetches, const std::vector<Operation*>& targets,
                       int max_blocks) {
-    const Program& program = program_for(fetches, targets);
-    const MeshShape& mesh = config_.mesh_shape;
-    std::string out =
-        str_cat("mesh ", mesh.ndims() ? mesh.to_string() : "(one processor)", " (", mesh.size(),
-                " processors), layout \"", config_.layout.to_string(), "\"\n");
-    auto section = [&](const char* title, const std::string& name, const TensorLayout& layout) {
-      out += str_cat("\n", title, " ", name, " ", sharding_picture(layout, max_blocks));
-    };
-    for (const Tensor& v : graph_.all_variables())
-      section("variable", v.op().name(), variable_layout(v.op()));
-    for (const Operation* op : program.placeholders)
-      section("input", op->name(),
-              TensorLayout::make(op->output(0).shape(), config_.layout, mesh, op->name()));
-    for (size_t i = 0; i < fetches.size() && i < program.fetch_slots.size(); ++i)
-      section("fetch", fetches[i].name(), program.slot_layouts[program.fetch_slots[i]]);
-    // Collectives per op, in program order, with the simulated time of the
-    // op when this session has simulated a run.
-    const ProgramCounters counters = program.counters();
-    std::map<std::string, const SimReport::OpRow*> simulated;
-    if (report_)
-      for (const SimReport::OpRow& row : report_->ops) simulated[row.op] = &row;
-    out += report_ ? "\ncollectives per op (bytes each processor sends, by Mesh TensorFlow's "
-                     "counters; in the last simulated run, the bytes a core sent in the op and "
-                     "its time, means over cores):\n"
-                   : "\ncollectives per op (bytes each processor sends, by Mesh TensorFlow's "
-                     "counters):\n";
-    std::set<std::string> listed;
-    int rows = 0;
-    for (const Step& step : program.steps) {
-      const std::string& name = step.op->name();
-      auto it = counters.bytes_by_op.find(name);
-      if (it == counters.bytes_by_op.end() || !listed.insert(name).second) continue;
-      std::string line = str_cat("  ", name, ":");
-      const char* sep = " ";
-      for (const auto& [what, bytes] : it->second) {
-        line += str_cat(sep, what, " ", bytes, " bytes");
-        sep = ", ";
-      }
-      auto sim = simulated.find(name);
-      if (sim != simulated.end()) {
-        char time[32];
-        std::snprintf(time, sizeof(time), "%.3f", sim->second->time * 1e6);
-        line += str_cat("; simulated: ", sim->second->bytes, " bytes sent, ", time, " us");
-      }
-      out += line + "\n";
-      ++rows;
-    }
-    if (rows == 0) out += "  none: every op runs on its own slices\n";
-    return out;
+    return explain_program(program_for(fetches, targets), graph_, config_, fetches, report_.get(),
+                           max_blocks);
   }
 
  private:
