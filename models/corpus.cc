@@ -76,10 +76,23 @@ void fill_window(const std::string& text, int64_t start, int64_t row, int64_t le
 }
 }  // namespace
 
-void WindowSampler::next(HostTensor& inputs, HostTensor& targets) {
+void WindowSampler::next(HostTensor& inputs, HostTensor& targets) { next_rows(inputs, targets, 0); }
+
+void WindowSampler::next_rows(HostTensor& inputs, HostTensor& targets, int64_t first) {
+  const int64_t rows = inputs.shape().ndims() ? inputs.shape()[0].size : 0;
+  if (first < 0 || first + rows > batch_ || targets.shape() != inputs.shape()) {
+    throw ValueError("WindowSampler::next_rows: rows [" + std::to_string(first) + ", " +
+                     std::to_string(first + rows) + ") of a batch of " + std::to_string(batch_) +
+                     ", or inputs and targets of different shapes");
+  }
   const uint64_t starts = text_.size() - static_cast<uint64_t>(length_);  // offsets 0..starts-1
-  for (int64_t b = 0; b < batch_; ++b)
-    fill_window(text_, static_cast<int64_t>(rng_() % starts), b, length_, inputs, targets);
+  // Every window is drawn, so the stream stays the whole batch's; only the
+  // wanted rows are read.
+  for (int64_t b = 0; b < batch_; ++b) {
+    const int64_t start = static_cast<int64_t>(rng_() % starts);
+    if (b >= first && b < first + rows)
+      fill_window(text_, start, b - first, length_, inputs, targets);
+  }
   ++drawn_;
 }
 

@@ -32,6 +32,10 @@ class WindowSampler {
   WindowSampler(const std::string& text, int64_t batch, int64_t length, uint64_t seed);
   // Fills int32 [batch, length] inputs and targets.
   void next(HostTensor& inputs, HostTensor& targets);
+  // The same batch's rows [first, first + rows) only, into [rows, length]
+  // tensors: a process's share of it (Session::local_feed_block). The draw
+  // stays in step with next(). ValueError for rows outside the batch.
+  void next_rows(HostTensor& inputs, HostTensor& targets, int64_t first);
   std::string state() const { return std::to_string(drawn_); }
   void restore(const std::string& state);
 

@@ -191,5 +191,24 @@ TEST(CorpusTest, WindowsAndSamplerState) {
   EXPECT_LT(examples::unigram_bits_per_byte(std::string(1000, 'a'), std::string(100, 'a')), 0.5);
 }
 
+// A process's rows of a batch (sharded input) are the whole batch's rows,
+// and the draws stay in step for the batches after.
+TEST(CorpusTest, SamplerRowsAreTheBatchsRows) {
+  const std::string text = "the quick brown fox jumps over the lazy dog, twice over";
+  examples::WindowSampler whole(text, 4, 5, 3), part(text, 4, 5, 3);
+  HostTensor in(Shape("batch:4;length:5"), int32), tg(Shape("batch:4;length:5"), int32);
+  HostTensor in2(Shape("batch:2;length:5"), int32), tg2(Shape("batch:2;length:5"), int32);
+  for (int step = 0; step < 3; ++step) {
+    whole.next(in, tg);
+    part.next_rows(in2, tg2, 2);
+    for (int i = 0; i < 10; ++i) {
+      EXPECT_EQ(in2.data<int32_t>()[i], in.data<int32_t>()[10 + i]) << "step " << step;
+      EXPECT_EQ(tg2.data<int32_t>()[i], tg.data<int32_t>()[10 + i]) << "step " << step;
+    }
+  }
+  EXPECT_EQ(part.state(), whole.state());
+  EXPECT_THROW(part.next_rows(in2, tg2, 3), ValueError);  // rows 3..4 of a batch of 4
+}
+
 }  // namespace
 }  // namespace mtf

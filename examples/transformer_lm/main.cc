@@ -315,11 +315,22 @@ int main(int argc, char** argv) {
       meta["interval_steps"] = std::to_string(interval_steps);
       checkpoints->save(session, step, meta);
     };
-    HostTensor in(lm.inputs.shape(), int32), tg(lm.targets.shape(), int32);
+    // Each process reads only the windows its processors hold (the whole
+    // batch where the length is split too, or inputs and targets differ).
+    const Session::FeedBlock block = session.local_feed_block(lm.inputs);
+    const bool sharded = !block.whole && block.shape[1].size == cfg.length &&
+                         session.local_feed_block(lm.targets).begin == block.begin;
+    const Shape fed = sharded ? block.shape : lm.inputs.shape();
+    HostTensor in(fed, int32), tg(fed, int32);
     const auto start = std::chrono::steady_clock::now();
     for (int64_t step = first_step; step <= steps; ++step) {
-      sampler.next(in, tg);
+      sampler.next_rows(in, tg, sharded ? block.begin[0] : 0);
       const auto out = session.run({lm.loss}, {{lm.inputs, in}, {lm.targets, tg}}, lm.train_ops);
+      if (step == first_step && mesh.process_transport) {
+        std::printf("input: this process read %lld of the batch's %lld bytes per step\n",
+                    static_cast<long long>(session.last_fed_bytes()),
+                    static_cast<long long>(2 * cfg.batch * cfg.length * 4));
+      }
       interval += out[0].data<float>()[0];
       ++interval_steps;
       if (step == 1 || step % eval_every == 0 || step == steps) {
