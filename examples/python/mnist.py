@@ -112,15 +112,25 @@ def main(argv):
     print(f'mesh: {args.mesh_shape}, layout: "{args.layout}", {where}')
     session.check([model.loss], model.train_ops)  # every layout checked before training
 
+    # Sharded input: each process reads only the examples its processors
+    # hold (the whole batch in one process, or where the pixels are split).
+    (first, _, _), (rows, height, width) = session.local_feed_block(model.images)
+    (label_first,), (label_rows,) = session.local_feed_block(model.labels)
+    if (height, width) != (model.rows.size, model.cols.size) or \
+            (label_first, label_rows) != (first, rows):
+        first, rows = 0, args.batch_size
     sampler = mtf.data.BatchSampler(len(train_labels), args.batch_size, args.seed)
     eval_every = max(1, args.eval_every)
     interval_loss, interval_steps = 0.0, 0
     start = time.perf_counter()
     for step in range(1, args.steps + 1):
-        idx = sampler.next()
+        idx = sampler.next()[first:first + rows]
         loss = session.run(model.loss, {model.images: scaled(train_images[idx]),
                                         model.labels: train_labels[idx]},
                            targets=model.train_ops)
+        if step == 1 and session.process_count > 1:
+            print(f"input: this process read {session.last_fed_bytes} of the batch's "
+                  f"{args.batch_size * (model.rows.size * model.cols.size + 1) * 4} bytes per step")
         interval_loss += float(loss)
         interval_steps += 1
         if step == 1 or step % eval_every == 0 or step == args.steps:

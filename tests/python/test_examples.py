@@ -48,6 +48,10 @@ def test_two_processes_from_python_are_bit_identical_to_in_process():
     assert "rank 1 of 2 processes" in out
     for rank in (0, 1):
         assert lines(out, rank) == want, out
+    # Sharded input: batch over rows (2 blocks), so each rank read half a batch.
+    read = re.findall(r"^\[\d\] input: this process read (\d+) of the batch's (\d+) bytes", out,
+                      re.M)
+    assert len(read) == 2 and all(2 * int(mine) == int(whole) for mine, whole in read), out
 
 
 SHARDED = """
