@@ -34,6 +34,18 @@ std::string error_of(const Env& env) {
   return "";
 }
 
+// What a source described: the five numbers and the coordinator.
+void expect_job(const JobEnvironment& j, const std::string& source, int rank, int world,
+                int local_rank, int local_world, int node, const std::string& coordinator) {
+  EXPECT_EQ(j.source, source);
+  EXPECT_EQ(j.rank, rank);
+  EXPECT_EQ(j.world_size, world);
+  EXPECT_EQ(j.local_rank, local_rank);
+  EXPECT_EQ(j.local_world_size, local_world);
+  EXPECT_EQ(j.node_rank, node);
+  EXPECT_EQ(j.coordinator, coordinator);
+}
+
 TEST(JobEnvironment, AloneIsAWorldOfOne) {
   const JobEnvironment j = read_job_environment(lookup({{"HOME", "/root"}}));
   EXPECT_EQ(j.source, "");
@@ -47,13 +59,8 @@ TEST(JobEnvironment, MtfLaunchVariables) {
                                                         {"MTF_LOCAL_WORLD_SIZE", "4"},
                                                         {"MTF_COORDINATOR", "node0:29500"},
                                                         {"MTF_JOB_TOKEN", "0123456789abcdef"}}));
-  EXPECT_EQ(j.source, "MTF_*");
-  EXPECT_EQ(j.rank, 5);
-  EXPECT_EQ(j.world_size, 8);
-  EXPECT_EQ(j.local_world_size, 4);
-  EXPECT_EQ(j.local_rank, 1);  // defaults: rank mod and div the ranks per machine
-  EXPECT_EQ(j.node_rank, 1);
-  EXPECT_EQ(j.coordinator, "node0:29500");
+  // Local rank and node by default: rank mod and div the ranks per machine.
+  expect_job(j, "MTF_*", 5, 8, 1, 4, 1, "node0:29500");
   EXPECT_EQ(j.token, "0123456789abcdef");
 }
 
@@ -63,13 +70,7 @@ TEST(JobEnvironment, TorchrunVariables) {
              {"GROUP_RANK", "1"},     {"MASTER_ADDR", "trainer-0"},
              {"MASTER_PORT", "29400"}};
   JobEnvironment j = read_job_environment(lookup(env));
-  EXPECT_EQ(j.source, "torchrun");
-  EXPECT_EQ(j.rank, 3);
-  EXPECT_EQ(j.world_size, 4);
-  EXPECT_EQ(j.local_rank, 1);
-  EXPECT_EQ(j.local_world_size, 2);
-  EXPECT_EQ(j.node_rank, 1);
-  EXPECT_EQ(j.coordinator, "trainer-0:29400");
+  expect_job(j, "torchrun", 3, 4, 1, 2, 1, "trainer-0:29400");
   env["MASTER_ADDR"] = "fd00::1";
   EXPECT_EQ(read_job_environment(lookup(env)).coordinator, "[fd00::1]:29400");
   env["MASTER_PORT"] = "70000";
@@ -94,14 +95,8 @@ Env slurm_step() {
 TEST(JobEnvironment, SlurmStepVariables) {
   Env env = slurm_step();
   JobEnvironment j = read_job_environment(lookup(env));
-  EXPECT_EQ(j.source, "Slurm");
-  EXPECT_EQ(j.rank, 5);
-  EXPECT_EQ(j.world_size, 6);
-  EXPECT_EQ(j.local_rank, 1);
-  EXPECT_EQ(j.local_world_size, 2);
-  EXPECT_EQ(j.node_rank, 2);
   // The step's first node, on a port every task derives from the job id.
-  EXPECT_EQ(j.coordinator, "gpu07:22340");
+  expect_job(j, "Slurm", 5, 6, 1, 2, 2, "gpu07:22340");
   env["MTF_COORDINATOR_PORT"] = "31000";
   EXPECT_EQ(read_job_environment(lookup(env)).coordinator, "gpu07:31000");
   env["MASTER_ADDR"] = "head";
