@@ -68,6 +68,45 @@ void BM_KernelChain(benchmark::State& state) {
                          "Gelem/s");
 }
 
+// softmax's denominator: sum over m of exp(x - max), x [b, h, l, m] and max
+// [b, h, l]; the chain's kernel writing exp's values and reduce() reading
+// them back, against one fused call with the sum as its epilogue.
+void BM_ExpSum(benchmark::State& state) {
+  const Shape full("b:8;h:8;l:128;m:" + std::to_string(state.range(0)));
+  const Shape rows("b:8;h:8;l:128");
+  HostTensor x(full, float32), mx(rows, float32), e(full, float32), sum(rows, float32);
+  for (int64_t i = 0; i < x.num_elements(); ++i) x.data<float>()[i] = -0.01f * (i % 97);
+  for (int64_t i = 0; i < mx.num_elements(); ++i) mx.data<float>()[i] = 0.5f;
+  using K = kernels::FusedInstr::Kind;
+  kernels::FusedExpr chain;
+  chain.num_inputs = 2;
+  chain.instrs.push_back({K::kInput, 0});
+  chain.instrs.push_back({K::kInput, 1});
+  kernels::FusedInstr sub;
+  sub.kind = K::kBinary;
+  sub.binary = kernels::BinaryFn::kSub;
+  sub.a = 0;
+  sub.b = 1;
+  chain.instrs.push_back(sub);  // 2
+  kernels::FusedInstr ex;
+  ex.kind = K::kUnary;
+  ex.unary = kernels::UnaryFn::kExp;
+  ex.a = 2;
+  chain.instrs.push_back(ex);  // 3
+  chain.outputs = {3};
+  kernels::FusedExpr epilogue = chain;
+  epilogue.outputs.clear();
+  epilogue.reduce_of = 3;
+  epilogue.reduce_space = full;
+  auto unfused = [&] {
+    kernels::fused_elementwise(chain, {&x, &mx}, {&e});
+    kernels::reduce(kernels::ReduceFn::kSum, e, sum);
+  };
+  auto fused = [&] { kernels::fused_elementwise(epilogue, {&x, &mx}, {&sum}); };
+  mtf::bench::run_paired(state, unfused, fused, static_cast<double>(full.num_elements()),
+                         "Gelem/s");
+}
+
 // layer_norm over d_model of [batch 16, length 128, d_model 512], then its
 // gradients with respect to x, scale and bias.
 void BM_LayerNorm(benchmark::State& state) {
@@ -140,6 +179,11 @@ int main(int argc, char** argv) {
       ->Arg(64)     // 128 KiB per tensor: in L2
       ->Arg(2048)   // 4 MiB: in L3
       ->Arg(16384)  // 32 MiB: memory
+      ->Unit(benchmark::kMicrosecond)
+      ->MinTime(1.0);
+  benchmark::RegisterBenchmark("exp_sum/m", BM_ExpSum)
+      ->Arg(128)   // 4 MiB of exp's values
+      ->Arg(1024)  // 32 MiB
       ->Unit(benchmark::kMicrosecond)
       ->MinTime(1.0);
   benchmark::RegisterBenchmark("layer_norm_fwd_bwd", BM_LayerNorm)

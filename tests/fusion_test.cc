@@ -123,6 +123,52 @@ TEST(FusedKernelTest, ScalarsOnlyAndAnOutputInItsInputsBuffer) {
   EXPECT_TRUE(same_bits(x, want));
 }
 
+// A reduction epilogue sums exactly as reduce() sums the values the chain
+// would have written (fast and fixed order, sum, max and min), whether the
+// space is cut into one piece or many, over inner, middle and outer-kept
+// axes, with the kept axes in another order, and with an elementwise output
+// beside it.
+TEST(FusedKernelTest, ReductionEpilogueHasReducesBits) {
+  std::mt19937 rng(4);
+  struct Case {
+    std::string space, out;
+  };
+  const std::vector<Case> cases = {
+      {"a:3;b:5;c:700", "a:3;b:5"},   // rows of 700, one piece
+      {"a:40;b:3;c:1000", "a:40"},    // several rows per output, many pieces
+      {"a:9;b:4096;c:6", "c:6;a:9"},  // a middle axis, kept axes reordered
+      {"a:200;b:33", "a:200;b:33"},   // nothing reduced
+      {"a:70000;b:1", "a:70000"},     // rows of one element, many pieces
+      {"a:2;b:20000", "a:2"}};        // a row larger than a piece
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.space + " -> " + c.out);
+    const Shape space(c.space), out(c.out);
+    const Shape bias_shape({space[space.ndims() - 1]});
+    const HostTensor x = random_tensor(space, rng), bias = random_tensor(bias_shape, rng);
+    HostTensor y(space, float32);  // y = exp(x * bias), reduced
+    HostTensor xb(space, float32);
+    kernels::binary(BinaryFn::kMul, x, bias, xb);
+    kernels::unary(UnaryFn::kExp, xb, y);
+    ExprBuilder eb;
+    const int xb_i = eb.binary(BinaryFn::kMul, eb.input(0), eb.input(1));
+    eb.e.outputs = {xb_i};  // x * bias is also an output
+    eb.e.reduce_of = eb.unary(UnaryFn::kExp, xb_i);
+    eb.e.reduce_space = space;
+    for (kernels::ReduceFn fn :
+         {kernels::ReduceFn::kSum, kernels::ReduceFn::kMax, kernels::ReduceFn::kMin}) {
+      for (bool fixed : {false, true}) {
+        SCOPED_TRACE(std::string(kernels::reduce_name(fn)) + (fixed ? " fixed order" : ""));
+        HostTensor want(out, float32), got(out, float32), got_xb(space, float32);
+        kernels::reduce(fn, y, want, fixed);
+        eb.e.reduce_fn = fn;
+        kernels::fused_elementwise(eb.e, {&x, &bias}, {&got_xb, &got}, fixed);
+        EXPECT_TRUE(same_bits(got, want));
+        EXPECT_TRUE(same_bits(got_xb, xb));
+      }
+    }
+  }
+}
+
 Program lowered(const Graph& g, const std::vector<Tensor>& fetches) {
   return lower(g, fetches, {}, MeshShape(""), LayoutRules(""));
 }
@@ -145,13 +191,17 @@ TEST(FusionPassTest, GroupsAChainAndKeepsValuesReadLater) {
   const int steps_before = static_cast<int>(p.steps.size());
   const FusionStats stats = fuse_elementwise(p);
   EXPECT_EQ(stats.fused_steps, 1);
-  EXPECT_EQ(stats.removed_steps, 5);  // multiply, add, relu, square, subtract, exp -> one
-  EXPECT_EQ(static_cast<int>(p.steps.size()), steps_before - 5);
+  // multiply, add, relu, square, subtract, exp and the sum -> one
+  EXPECT_EQ(stats.removed_steps, 6);
+  EXPECT_EQ(static_cast<int>(p.steps.size()), steps_before - 6);
   ASSERT_EQ(count_kind(p, "fused"), 1);
   for (const Step& s : p.steps) {
     if (step_op_type(s) != "fused") continue;
-    EXPECT_EQ(s.fused->describe(), "multiply, add, relu, square, subtract, exp");
-    EXPECT_EQ(s.output_slots.size(), 2u);  // h (fetched) and exp(y) (read by the sum)
+    EXPECT_EQ(s.fused->describe(), "multiply, add, relu, square, subtract, exp, reduce_sum");
+    // h (fetched) and the sum: exp(y) is read by the epilogue only.
+    ASSERT_EQ(s.output_slots.size(), 2u);
+    EXPECT_EQ(s.output_layouts[0].slice_shape(), Shape("b:4;d:8"));
+    EXPECT_EQ(s.output_layouts[1].slice_shape(), Shape("b:4"));
   }
 
   std::mt19937 rng(1);
@@ -170,8 +220,10 @@ TEST(FusionPassTest, NeverMovesAValuePastAReaderOutsideTheGroup) {
   Mesh mesh(g, "m");
   Tensor x = placeholder(mesh, Shape("b:4;d:8"), float32, "x");
   Tensor a = x * x;
-  Tensor s = reduce_sum(a, Shape("b:4"));  // reads a before c is computed
-  Tensor c = a + s;                        // [b, d]: would fuse with a, but s needs a first
+  // Reads a before c is computed, and sums over a's first axis, so it cannot
+  // end a's group as an epilogue.
+  Tensor s = reduce_sum(a, Shape("d:8"));
+  Tensor c = a + s;  // [b, d]: would fuse with a, but s needs a first
   Program p = lowered(g, {c});
   fuse_elementwise(p);
   EXPECT_EQ(count_kind(p, "fused"), 0);
@@ -187,8 +239,9 @@ TEST(FusionPassTest, ChainsOfDifferentShapesAndIntegersStayApart) {
   Graph g;
   Mesh mesh(g, "m");
   Tensor x = placeholder(mesh, Shape("b:4;d:8"), float32, "x");
-  Tensor r = rsqrt(reduce_sum(square(x), Shape("b:4")) + 1.f);  // [b] chain: add, rsqrt
-  Tensor y = x * r;                                             // [b, d]: not with [b]
+  // [b, d]: square and its sum; [b]: add, rsqrt
+  Tensor r = rsqrt(reduce_sum(square(x), Shape("b:4")) + 1.f);
+  Tensor y = x * r;  // [b, d]: not with [b]
   Tensor k = placeholder(mesh, Shape("b:4"), int32, "k");
   Tensor kk = k * k + k;  // int32: never fused
   Program p = lowered(g, {y, kk});
@@ -197,9 +250,10 @@ TEST(FusionPassTest, ChainsOfDifferentShapesAndIntegersStayApart) {
     if (!s.fused) continue;
     for (const Operation* op : s.fused_ops) EXPECT_EQ(op->output(0).dtype(), float32);
     const Shape shape = s.output_layouts[0].slice_shape();
-    for (const TensorLayout& l : s.output_layouts) EXPECT_EQ(l.slice_shape(), shape);
+    const size_t elementwise = s.output_layouts.size() - (s.fused->reduce_of >= 0 ? 1 : 0);
+    for (size_t k = 0; k < elementwise; ++k) EXPECT_EQ(s.output_layouts[k].slice_shape(), shape);
   }
-  EXPECT_EQ(count_kind(p, "fused"), 1);  // add + rsqrt
+  EXPECT_EQ(count_kind(p, "fused"), 2);  // square + reduce_sum, add + rsqrt
 }
 
 // A fused step's output takes over an input that dies there, unless another

@@ -31,7 +31,8 @@ namespace {
 // A fused step: each output takes over its donor input's buffer when no
 // other tensor shares it (the input dies at this step), else a fresh one.
 std::vector<HostTensor> compute_fused(const Step& s, const std::vector<HostTensor>& slots,
-                                      const std::vector<const HostTensor*>& inputs) {
+                                      const std::vector<const HostTensor*>& inputs,
+                                      bool fixed_order) {
   std::vector<HostTensor> outputs;
   std::vector<HostTensor*> out_ptrs;
   outputs.reserve(s.output_slots.size());
@@ -46,7 +47,7 @@ std::vector<HostTensor> compute_fused(const Step& s, const std::vector<HostTenso
     }
   }
   for (HostTensor& t : outputs) out_ptrs.push_back(&t);
-  kernels::fused_elementwise(*s.fused, inputs, out_ptrs);
+  kernels::fused_elementwise(*s.fused, inputs, out_ptrs, fixed_order);
   return outputs;
 }
 
@@ -57,7 +58,7 @@ std::vector<HostTensor> compute(const Step& s, int64_t pnum, const std::vector<H
                                 RunState& state) {
   std::vector<const HostTensor*> inputs;
   for (int slot : s.input_slots) inputs.push_back(&slots[slot]);
-  if (s.fused) return compute_fused(s, slots, inputs);
+  if (s.fused) return compute_fused(s, slots, inputs, state.reproducible);
   if (s.update_einsum) {
     // var + alpha * einsum(...), straight into the variable's next value.
     MTF_CHECK(s.kernel_plan != nullptr);

@@ -15,6 +15,7 @@ std::string FusedExpr::describe() const {
     s += s.empty() ? "" : ", ";
     s += in.kind == FusedInstr::Kind::kUnary ? unary_name(in.unary) : binary_name(in.binary);
   }
+  if (reduce_of >= 0) s += std::string(s.empty() ? "" : ", ") + reduce_name(reduce_fn);
   return s;
 }
 
@@ -116,24 +117,44 @@ void run_fused(const FusedExpr& e, const std::array<std::vector<int64_t>, kMaxFu
   });
 }
 
+using OperandStrides = std::array<std::vector<int64_t>, kMaxFusedOperands>;
+
+// Runs `e` over `sizes`; operands as run_fused takes them.
+void run_space(const FusedExpr& e, const OperandStrides& strides, const std::vector<int64_t>& sizes,
+               const std::vector<const float*>& in_data, const std::vector<float*>& out_data,
+               const std::vector<bool>& aliased) {
+  const size_t ops = out_data.size() + in_data.size();
+  if (ops <= 4) return run_fused<4>(e, strides, sizes, in_data, out_data, aliased);
+  if (ops <= 8) return run_fused<8>(e, strides, sizes, in_data, out_data, aliased);
+  run_fused<kMaxFusedOperands>(e, strides, sizes, in_data, out_data, aliased);
+}
+
+// Floats of the reduced instruction evaluated per piece of a reduction
+// epilogue's space (at least one row of its first axis): L2-resident.
+constexpr int64_t kPieceFloats = 16384;
+
 }  // namespace
 
 void fused_elementwise(const FusedExpr& e, const std::vector<const HostTensor*>& inputs,
-                       const std::vector<HostTensor*>& outputs) {
-  const int n_out = static_cast<int>(outputs.size());
+                       const std::vector<HostTensor*>& outputs, bool fixed_order) {
+  const bool reduces = e.reduce_of >= 0;
+  // The operands of the elementwise part: its outputs, then (for an
+  // epilogue) the piece of reduced values, then the inputs.
+  const int n_out = static_cast<int>(e.outputs.size()) + (reduces ? 1 : 0);
   const int n_in = static_cast<int>(inputs.size());
-  MTF_CHECK(n_out >= 1 && n_in == e.num_inputs && n_out == static_cast<int>(e.outputs.size()));
-  MTF_CHECK(n_out + n_in <= kMaxFusedOperands);
-  const Shape& shape = outputs[0]->shape();
+  MTF_CHECK(n_in == e.num_inputs && outputs.size() == e.outputs.size() + (reduces ? 1 : 0));
+  MTF_CHECK(n_out >= 1 && n_out + n_in <= kMaxFusedOperands);
+  const Shape& shape = reduces ? e.reduce_space : outputs[0]->shape();
   const auto names = shape.names();
-  std::array<std::vector<int64_t>, kMaxFusedOperands> strides;
+  OperandStrides strides;
   std::vector<float*> out_data;
   std::vector<const float*> in_data;
   std::vector<bool> aliased(n_out, false);
   for (int k = 0; k < n_out; ++k) {
-    MTF_CHECK(outputs[k]->shape() == shape && outputs[k]->dtype() == float32);
+    const bool piece = reduces && k == n_out - 1;
+    MTF_CHECK(piece || (outputs[k]->shape() == shape && outputs[k]->dtype() == float32));
     strides[k] = shape.strides();
-    out_data.push_back(outputs[k]->data<float>());
+    out_data.push_back(piece ? nullptr : outputs[k]->data<float>());
   }
   for (int i = 0; i < n_in; ++i) {
     MTF_CHECK(inputs[i]->dtype() == float32);
@@ -144,10 +165,39 @@ void fused_elementwise(const FusedExpr& e, const std::vector<const HostTensor*>&
   }
   for (int k = n_out + n_in; k < kMaxFusedOperands; ++k) strides[k].assign(names.size(), 0);
   const std::vector<int64_t> sizes = shape.sizes();
-  const int ops = n_out + n_in;
-  if (ops <= 4) return run_fused<4>(e, strides, sizes, in_data, out_data, aliased);
-  if (ops <= 8) return run_fused<8>(e, strides, sizes, in_data, out_data, aliased);
-  run_fused<kMaxFusedOperands>(e, strides, sizes, in_data, out_data, aliased);
+  if (!reduces) return run_space(e, strides, sizes, in_data, out_data, aliased);
+
+  // The epilogue: pieces of the space along its first axis, which the
+  // reduced output keeps, so each output element sums within one piece in
+  // the order reduce() sums the whole.
+  HostTensor& reduced = *outputs.back();
+  MTF_CHECK(reduced.dtype() == float32 && shape.ndims() >= 1 &&
+            reduced.shape().index_of(shape[0].name) >= 0);
+  const std::vector<int64_t> red_strides =
+      strides_along(names, reduced.shape().names(), reduced.shape().strides());
+  float* const red = reduced.data<float>();
+  std::fill(red, red + reduced.num_elements(), reduce_identity(e.reduce_fn));
+  const int64_t rows = sizes[0];
+  if (rows == 0 || shape.num_elements() == 0) return;
+  const int64_t row = shape.num_elements() / rows;
+  const int64_t per_piece = std::max<int64_t>(1, kPieceFloats / row);
+  FusedExpr piece = e;
+  piece.outputs.push_back(e.reduce_of);
+  piece.reduce_of = -1;
+  thread_local std::vector<float> piece_buffer;
+  piece_buffer.resize(std::min(per_piece, rows) * row);
+  std::vector<float*> out_at(out_data.size());
+  std::vector<const float*> in_at(in_data.size());
+  std::vector<int64_t> piece_sizes = sizes;
+  for (int64_t r0 = 0; r0 < rows; r0 += per_piece) {
+    piece_sizes[0] = std::min(per_piece, rows - r0);
+    for (int k = 0; k < n_out; ++k)
+      out_at[k] = k == n_out - 1 ? piece_buffer.data() : out_data[k] + r0 * strides[k][0];
+    for (int i = 0; i < n_in; ++i) in_at[i] = in_data[i] + r0 * strides[n_out + i][0];
+    run_space(piece, strides, piece_sizes, in_at, out_at, aliased);
+    reduce_float_into(e.reduce_fn, piece_sizes, piece_buffer.data(), strides[n_out - 1],
+                      red + r0 * red_strides[0], red_strides, fixed_order);
+  }
 }
 
 }  // namespace mtf::kernels

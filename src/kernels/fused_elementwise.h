@@ -15,6 +15,14 @@
 // inputs, so an output may share its buffer with an input of its exact shape
 // (same dimensions in the same order): the lowering lets an output take over
 // an input that dies at this step.
+//
+// A reduction epilogue (reduce_of >= 0) reduces one instruction's values
+// over `reduce_space` (the iteration space then) into one more output, the
+// last, whose dimensions are a subset of the space that keeps its first: the
+// kernel evaluates the program on pieces of the space cut along that first
+// axis, small enough to stay in cache, and reduces each piece with
+// reduce()'s own loop, so the sum has reduce()'s bits (fixed order too) while
+// the reduced values never travel to memory.
 #pragma once
 
 #include <string>
@@ -37,17 +45,23 @@ struct FusedExpr {
   int num_inputs = 0;
   std::vector<FusedInstr> instrs;
   std::vector<int> outputs;  // the instruction stored as each output
+  int reduce_of = -1;        // the instruction reduced into the last output
+  ReduceFn reduce_fn = ReduceFn::kSum;
+  Shape reduce_space;  // with reduce_of: the iteration space
   // "multiply, add, square": the functions in program order.
   std::string describe() const;
 };
 
-// Most operands (inputs + outputs) a fused step may have.
+// Most operands (inputs + outputs, a reduction epilogue counting as one) a
+// fused step may have.
 constexpr int kMaxFusedOperands = 16;
 
-// Runs `e`. Every output has one shape (the iteration space); every input's
-// dimensions are a subset of it, in any order (broadcast by name). All
-// float32. REQUIRES: inputs + outputs <= kMaxFusedOperands.
+// Runs `e`. Every output has one shape (the iteration space), but for a
+// reduction epilogue's; every input's dimensions are a subset of it, in any
+// order (broadcast by name). All float32. fixed_order: the epilogue sums as
+// reduce(..., fixed_order) does. REQUIRES: inputs + outputs <=
+// kMaxFusedOperands.
 void fused_elementwise(const FusedExpr& e, const std::vector<const HostTensor*>& inputs,
-                       const std::vector<HostTensor*>& outputs);
+                       const std::vector<HostTensor*>& outputs, bool fixed_order = false);
 
 }  // namespace mtf::kernels

@@ -83,6 +83,17 @@ enum class ReduceFn { kSum, kMax, kMin };
 // fixed_order: each element of a float sum adds its inputs one at a time in
 // row-major order of x's dimensions, whatever the other dimensions' sizes.
 void reduce(ReduceFn fn, const HostTensor& x, HostTensor& out, bool fixed_order = false);
+// reduce()'s float32 loop on raw arrays, for kernels that produce x a piece
+// at a time: x is walked over `sizes` with `x_strides`; out, with
+// `out_strides` along the same axes (0 on reduced axes), accumulates into
+// the values it holds (start it at reduce_identity). Pieces of x cut along an
+// axis that out keeps are summed exactly as reduce() sums the whole.
+void reduce_float_into(ReduceFn fn, const std::vector<int64_t>& sizes, const float* x,
+                       const std::vector<int64_t>& x_strides, float* out,
+                       const std::vector<int64_t>& out_strides, bool fixed_order);
+float reduce_identity(ReduceFn fn);
+// "reduce_sum", "reduce_max", "reduce_min".
+const char* reduce_name(ReduceFn fn);
 // acc = fn(acc, x) elementwise; x and acc have one shape.
 void combine(ReduceFn fn, const HostTensor& x, HostTensor& acc);
 

@@ -29,17 +29,13 @@ T identity_of(ReduceFn fn) {
 }
 
 // sequential: every output element accumulates its inputs one by one in
-// row-major order of x's dimensions (no partial results per row).
+// row-major order of x's dimensions (no partial results per row). out
+// accumulates into the values it holds.
 template <typename T, typename Op>
-void reduce_typed(const HostTensor& x, HostTensor& out, T init, Op op, bool sequential) {
-  T* po = static_cast<T*>(out.raw_data());
-  const int64_t nout = out.num_elements();
-  for (int64_t i = 0; i < nout; ++i) po[i] = init;
-  const auto names = x.shape().names();
-  auto plan = make_plan<2>(
-      x.shape().sizes(),
-      {x.shape().strides(), strides_along(names, out.shape().names(), out.shape().strides())});
-  const T* px = static_cast<const T*>(x.raw_data());
+void reduce_strided(const std::vector<int64_t>& sizes, const T* px,
+                    const std::vector<int64_t>& x_strides, T* po,
+                    const std::vector<int64_t>& out_strides, T init, Op op, bool sequential) {
+  auto plan = make_plan<2>(sizes, {x_strides, out_strides});
   for_each_row(plan, [&](const int64_t* off, int64_t n, const int64_t* s) {
     const T* in = px + off[0];
     T* o = po + off[1];
@@ -71,6 +67,17 @@ void reduce_typed(const HostTensor& x, HostTensor& out, T init, Op op, bool sequ
   });
 }
 
+template <typename T, typename Op>
+void reduce_typed(const HostTensor& x, HostTensor& out, T init, Op op, bool sequential) {
+  T* po = static_cast<T*>(out.raw_data());
+  const int64_t nout = out.num_elements();
+  for (int64_t i = 0; i < nout; ++i) po[i] = init;
+  const auto names = x.shape().names();
+  reduce_strided<T>(x.shape().sizes(), static_cast<const T*>(x.raw_data()), x.shape().strides(), po,
+                    strides_along(names, out.shape().names(), out.shape().strides()), init, op,
+                    sequential);
+}
+
 template <typename T>
 void reduce_dispatch(ReduceFn fn, const HostTensor& x, HostTensor& out, bool fixed_order) {
   const T init = identity_of<T>(fn);
@@ -88,6 +95,40 @@ void reduce_dispatch(ReduceFn fn, const HostTensor& x, HostTensor& out, bool fix
 }
 
 }  // namespace
+
+float reduce_identity(ReduceFn fn) { return identity_of<float>(fn); }
+
+const char* reduce_name(ReduceFn fn) {
+  switch (fn) {
+    case ReduceFn::kSum:
+      return "reduce_sum";
+    case ReduceFn::kMax:
+      return "reduce_max";
+    case ReduceFn::kMin:
+      return "reduce_min";
+  }
+  return "reduce";
+}
+
+void reduce_float_into(ReduceFn fn, const std::vector<int64_t>& sizes, const float* x,
+                       const std::vector<int64_t>& x_strides, float* out,
+                       const std::vector<int64_t>& out_strides, bool fixed_order) {
+  const float init = identity_of<float>(fn);
+  switch (fn) {
+    case ReduceFn::kSum:
+      return reduce_strided<float>(
+          sizes, x, x_strides, out, out_strides, init, [](float a, float b) { return a + b; },
+          fixed_order);
+    case ReduceFn::kMax:
+      return reduce_strided<float>(
+          sizes, x, x_strides, out, out_strides, init,
+          [](float a, float b) { return b > a ? b : a; }, false);
+    case ReduceFn::kMin:
+      return reduce_strided<float>(
+          sizes, x, x_strides, out, out_strides, init,
+          [](float a, float b) { return b < a ? b : a; }, false);
+  }
+}
 
 void combine(ReduceFn fn, const HostTensor& x, HostTensor& acc) {
   MTF_CHECK(x.shape() == acc.shape() && x.dtype() == acc.dtype());

@@ -34,11 +34,16 @@ class FusionPlanner {
         fetched_(p.fetch_slots.begin(), p.fetch_slots.end()),
         instr_(n_),
         eligible_(n_, false),
+        reduces_(n_, false),
+        reduce_fn_(n_, kernels::ReduceFn::kSum),
         group_of_(n_, -1) {
     for (int i = 0; i < n_; ++i) {
       const Step& s = p.steps[i];
-      eligible_[i] = s.kind == Step::Kind::kCompute && !s.fused && s.output_slots.size() == 1 &&
-                     ops::as_fused_instr(*s.op, &instr_[i]) && all_float(s.input_slots);
+      if (s.kind != Step::Kind::kCompute || s.fused || s.output_slots.size() != 1 ||
+          !all_float(s.input_slots))
+        continue;
+      eligible_[i] = ops::as_fused_instr(*s.op, &instr_[i]);
+      reduces_[i] = s.input_slots.size() == 1 && ops::as_reduction(*s.op, &reduce_fn_[i]);
     }
   }
 
@@ -46,9 +51,11 @@ class FusionPlanner {
   // outputs it reads, where that stays legal.
   void plan() {
     for (int i = 0; i < n_; ++i) {
+      if (reduces_[i]) attach_reduction(i);
       if (!eligible_[i]) continue;
       const int g = static_cast<int>(groups_.size());
       groups_.push_back({i});
+      closed_.push_back(false);
       group_of_[i] = g;
       const Step& s = p_.steps[i];
       for (int slot : s.input_slots) {
@@ -57,6 +64,7 @@ class FusionPlanner {
           continue;
         if (!(slice_shape(p_.steps[j].output_slots[0]) == slice_shape(s.output_slots[0]))) continue;
         const int h = group_of_[j];
+        if (closed_[h]) continue;  // ends in a reduction
         std::vector<int> merged = groups_[g];
         merged.insert(merged.end(), groups_[h].begin(), groups_[h].end());
         std::sort(merged.begin(), merged.end());
@@ -66,6 +74,26 @@ class FusionPlanner {
         groups_[h].clear();
       }
     }
+  }
+
+  // Reduction step i ends the group that produces its input, as the fused
+  // step's epilogue, when the reduction keeps the input's first axis (the
+  // kernel cuts its pieces along it) and moving the group to i is legal.
+  void attach_reduction(int i) {
+    const Step& s = p_.steps[i];
+    const int x = s.input_slots[0];
+    const int j = uses_.producer(x);
+    if (j < 0 || j > i || !eligible_[j] || uses_.writers[x].size() != 1) return;
+    const int g = group_of_[j];
+    if (closed_[g]) return;
+    const Shape space = slice_shape(x);
+    if (space.ndims() == 0 || slice_shape(s.output_slots[0]).index_of(space[0].name) < 0) return;
+    std::vector<int> merged = groups_[g];
+    merged.push_back(i);  // after every member
+    if (!legal(merged, groups_[g], i)) return;
+    groups_[g] = std::move(merged);
+    group_of_[i] = g;
+    closed_[g] = true;
   }
 
   // The program with each group as one fused step at its last member.
@@ -135,6 +163,16 @@ class FusionPlanner {
     std::map<int, int> value_of;  // slot -> instruction
     for (int m : members) {
       const Step& s = p_.steps[m];
+      if (reduces_[m]) {  // the epilogue, last
+        expr->reduce_of = value_of.at(s.input_slots[0]);
+        expr->reduce_fn = reduce_fn_[m];
+        expr->reduce_space = slice_shape(s.input_slots[0]);
+        f.flops += s.flops;
+        f.fused_ops.push_back(s.op);
+        f.output_slots.push_back(s.output_slots[0]);
+        f.output_layouts.push_back(s.output_layouts[0]);
+        continue;
+      }
       for (size_t k = 0; k < s.input_slots.size(); ++k) {
         const int slot = s.input_slots[k];
         if (value_of.count(slot)) continue;
@@ -170,8 +208,11 @@ class FusionPlanner {
   std::set<int> fetched_;
   std::vector<FusedInstr> instr_;
   std::vector<bool> eligible_;
+  std::vector<bool> reduces_;  // a float32 reduction (a possible epilogue)
+  std::vector<kernels::ReduceFn> reduce_fn_;
   std::vector<int> group_of_;
   std::vector<std::vector<int>> groups_;  // members in program order
+  std::vector<bool> closed_;              // per group: ends in a reduction
 };
 
 // Each output of a fused step takes over an input of its exact slice shape
@@ -181,7 +222,10 @@ void assign_donors(Program& p) {
     if (!s.fused) continue;
     s.donors.assign(s.output_slots.size(), -1);
     std::set<int> used;
-    for (size_t k = 0; k < s.output_slots.size(); ++k) {
+    // A reduction epilogue's output (the last) is written piece by piece
+    // while inputs are still read: it takes over nothing.
+    const size_t elementwise = s.output_slots.size() - (s.fused->reduce_of >= 0 ? 1 : 0);
+    for (size_t k = 0; k < elementwise; ++k) {
       const Shape shape = s.output_layouts[k].slice_shape();
       for (size_t d = 0; d < s.input_slots.size(); ++d) {
         const int slot = s.input_slots[d];

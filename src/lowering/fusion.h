@@ -8,7 +8,11 @@
 // nothing outside it reads a member's output before the fused step runs, and
 // nothing writes a member's input in between. Values read after the group
 // (by other steps or as fetches) remain outputs; the rest never reach memory.
-// A lone elementwise op keeps its own kernel. Every fused step names donors:
+// A float32 reduction of a group member's output that keeps that output's
+// first axis ends the group as the fused step's epilogue (its output is the
+// step's last), so the reduced values never reach memory either; a group
+// with an epilogue takes no more members. A lone elementwise op keeps its
+// own kernel unless a reduction follows it. Every fused step names donors:
 // inputs of an output's exact slice shape that die at that step, whose
 // buffers the output takes over instead of allocating.
 //

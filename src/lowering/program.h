@@ -60,7 +60,8 @@ struct Step {
   std::vector<StepWindow> windows;
   // Compute steps made by fuse_elementwise(): `fused` runs the ops
   // `fused_ops` (in program order; `op` is the last) as one kernel over
-  // input_slots, and output_slots are the values read after this step.
+  // input_slots, and output_slots are the values read after this step (a
+  // reduction epilogue's result last).
   std::shared_ptr<const kernels::FusedExpr> fused;
   std::vector<const Operation*> fused_ops;
   // Per output of a fused step: the input (index into input_slots) whose

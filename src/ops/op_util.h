@@ -39,6 +39,8 @@ uint64_t random_seed_of(const Operation& op);
 // identity) or float32 arithmetic binary op, sets instr's kind and function
 // (operands left to the caller: input order is the op's) and returns true.
 bool as_fused_instr(const Operation& op, kernels::FusedInstr* instr);
+// When `op` is a float32 reduce_sum/max/min, sets fn and returns true.
+bool as_reduction(const Operation& op, kernels::ReduceFn* fn);
 // When `op` is an assignment var <- var + alpha * value (assign_add /
 // assign_sub on float32, value of var's shape), sets alpha and returns true.
 bool as_scaled_update(const Operation& op, float* alpha);

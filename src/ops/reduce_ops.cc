@@ -12,17 +12,7 @@ namespace {
 
 using kernels::ReduceFn;
 
-const char* reduce_name(ReduceFn fn) {
-  switch (fn) {
-    case ReduceFn::kSum:
-      return "reduce_sum";
-    case ReduceFn::kMax:
-      return "reduce_max";
-    case ReduceFn::kMin:
-      return "reduce_min";
-  }
-  return "reduce";
-}
+using kernels::reduce_name;
 
 class ReductionOp : public Operation {
  public:
@@ -55,6 +45,7 @@ class ReductionOp : public Operation {
   std::vector<std::string> reduced_dims() const override {
     return inputs()[0].shape().minus(output(0).shape()).names();
   }
+  ReduceFn fn() const { return fn_; }
   mtf::ReduceOp reduction() const override {
     return fn_ == ReduceFn::kSum
                ? mtf::ReduceOp::kSum
@@ -64,6 +55,21 @@ class ReductionOp : public Operation {
  private:
   ReduceFn fn_;
 };
+
+}  // namespace
+
+namespace ops {
+
+bool as_reduction(const Operation& op, kernels::ReduceFn* fn) {
+  const auto* r = dynamic_cast<const ReductionOp*>(&op);
+  if (!r || r->output(0).dtype() != float32) return false;
+  *fn = r->fn();
+  return true;
+}
+
+}  // namespace ops
+
+namespace {
 
 Tensor reduce(ReduceFn fn, const Tensor& x, const Shape& out) {
   if (!x.valid()) throw ValueError(std::string(reduce_name(fn)) + ": invalid input tensor");
