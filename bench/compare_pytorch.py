@@ -181,6 +181,21 @@ def mtf_median_ms(binary, model, sizes, threads, steps, warmup, reproducible):
     return float(out.strip().splitlines()[-1].split()[1]), core
 
 
+def fma_peak_gflops(binary):
+    """This core's float32 FMA peak, as step_time measures it (fma_peak.h)."""
+    out = subprocess.run([binary, "--model", "mlp", "--batch", "1", "--steps", "1", "--warmup", "0",
+                          "--fma_peak", "true"], env=thread_env(1), check=True,
+                         capture_output=True, text=True).stdout
+    return next(float(l.split()[1]) for l in out.splitlines() if l.startswith("fma_peak_gflops"))
+
+
+def mlp_product_gflop(sizes):
+    """The MLP step's matrix products (forward, dW2, dH, dW1; no input
+    gradient), the floor of its work on either side."""
+    b, h = sizes["batch"], sizes["hidden"]
+    return 2.0 * b * (2 * 784 * h + 3 * h * 10) / 1e9
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--build", default=os.path.join(os.path.dirname(__file__), "..", "build"))
@@ -205,6 +220,8 @@ def main():
           "medians (ms per training step)")
     print(f"{'case':<16} {'thr':>3} {'mode':<12} {'PyTorch':>9} {'mtf':>9} {'mtf/PyTorch speed':>18}"
           f"  {'core':<10}")
+    peak = fma_peak_gflops(binary)
+    print(f"this core's float32 FMA peak: {peak:.1f} GFLOP/s (step_time --fma_peak true)")
     torch_best = {}
     for name in args.only.split(","):
         model, sizes = CONFIGS[name]
@@ -224,6 +241,12 @@ def main():
                 mode = "reproducible" if reproducible else "fast"
                 print(f"{name:<16} {t:>3} {mode:<12} {p:>9.2f} {m:>9.2f} {p / m:>17.2f}x  {core:<10}",
                       flush=True)
+                if model == "mlp" and t == 1 and not reproducible and peak > 0:
+                    g = mlp_product_gflop(sizes)
+                    print(f"{'':<16} {'':>3} {'':<12} products {g:.2f} GFLOP, at least "
+                          f"{g / peak * 1e3:.2f} ms at the FMA peak: PyTorch's step is "
+                          f"{g / p * 1e3 / peak:.0%} of peak, mtf's {g / m * 1e3 / peak:.0%}; "
+                          f"1.2x PyTorch needs {1.2 * g / p * 1e3 / peak:.0%}", flush=True)
                 if t > 1:
                     b = torch_best[name]
                     print(f"{'':<16} {'':>3} {'':<12} {'best':>9} {'':>9} {b / m:>17.2f}x"

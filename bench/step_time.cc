@@ -8,7 +8,8 @@
 //             --batch 8 --length 128 --steps 10 --warmup 3
 //   step_time --model mlp --batch 100 --reproducible true
 //   step_time --model cnn --batch 100
-// Prints "median_ms <x>" (and the per-step times) on its last lines.
+// Prints "median_ms <x>" (and the per-step times) on its last lines; with
+// --fma_peak true, also this core's measured FMA peak (fma_peak.h).
 #include <cblas.h>
 
 #include <algorithm>
@@ -20,6 +21,7 @@
 
 #include "cli/example_main.h"
 #include "cli/flags.h"
+#include "fma_peak.h"
 #include "models/cnn.h"
 #include "models/mlp.h"
 #include "models/transformer.h"
@@ -40,6 +42,8 @@ int main(int argc, char** argv) {
     flags.define("profile", "false", "print the profile of the timed steps");
     flags.define("profile_ops", "15", "ops listed by the profile");
     flags.define("print_program", "false", "print the lowered training step first");
+    flags.define("fma_peak", "false",
+                 "also measure this core's float32 FMA peak (prints fma_peak_gflops)");
     if (!flags.parse(argc, argv)) return 0;
     const std::string model = flags.str("model");
     MeshConfig mc;
@@ -112,6 +116,8 @@ int main(int argc, char** argv) {
                   session->profile().to_string(static_cast<int>(flags.i64("profile_ops"))).c_str());
     std::printf("openblas_core %s threads %d\n", openblas_get_corename(),
                 openblas_get_num_threads());
+    if (flags.str("fma_peak") == "true")
+      std::printf("fma_peak_gflops %.1f\n", bench::fma_peak_gflops());
     std::printf("steps_ms");
     for (double m : ms) std::printf(" %.3f", m);
     std::sort(ms.begin(), ms.end());
