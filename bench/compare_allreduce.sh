@@ -1,6 +1,7 @@
 #!/bin/bash
-# Allreduce across 2, 4 and 8 processes on this machine: mtf over TCP and over
-# MPI, OpenMPI's MPI_Allreduce over TCP (btl tcp) and shared memory (btl
+# Allreduce across 2, 4 and 8 processes on this machine: mtf over shared
+# memory (its default between ranks of one machine), over TCP (MTF_SHM=0) and
+# over MPI, OpenMPI's MPI_Allreduce over TCP (btl tcp) and shared memory (btl
 # vader), and Gloo's ring allreduce over TCP, in one run. Prints a markdown
 # table of time per call (us) and algorithm bandwidth (GB/s).
 # Usage: bench/compare_allreduce.sh [BUILD_DIR] [MAX_BYTES]
@@ -13,7 +14,8 @@ export OMPI_MCA_btl_vader_single_copy_mechanism=none
 mpi="mpirun --allow-run-as-root --oversubscribe --bind-to none"
 out=$(mktemp)
 for n in 2 4 8; do
-  "$launch" -n "$n" -- "$bin" mtf-tcp "$max" | sed 's/^\[0\] //' >>"$out"
+  "$launch" -n "$n" -- "$bin" mtf-tcp "$max" | sed 's/^\[0\] //; s/^mtf-tcp /mtf-shm /' >>"$out"
+  MTF_SHM=0 "$launch" -n "$n" -- "$bin" mtf-tcp "$max" | sed 's/^\[0\] //' >>"$out"
   $mpi -np "$n" "$bin" mtf-mpi "$max" >>"$out"
   $mpi -np "$n" --mca btl self,tcp "$bin" mpi "$max" | sed 's/^mpi /mpi-tcp /' >>"$out"
   $mpi -np "$n" --mca btl self,vader "$bin" mpi "$max" | sed 's/^mpi /mpi-shm /' >>"$out"
@@ -25,19 +27,22 @@ done
 python3 - "$out" <<'PY'
 import sys, collections
 rows = collections.defaultdict(dict)
-impls = ["mtf-tcp", "mtf-mpi", "mpi-tcp", "mpi-shm", "gloo"]
+impls = ["mtf-shm", "mtf-tcp", "mtf-mpi", "mpi-tcp", "mpi-shm", "gloo"]
 for line in open(sys.argv[1]):
     f = line.split()
     if len(f) != 5 or f[0] not in impls: continue
     rows[(int(f[1]), int(f[2]))][f[0]] = (float(f[3]), float(f[4]))
 def size(b):
     return f"{b >> 20} MiB" if b >= 1 << 20 else f"{b >> 10} KiB" if b >= 1024 else f"{b} B"
-print("| ranks | bytes | " + " | ".join(f"{i} us (GB/s)" for i in impls) + " | mtf-tcp / mpi-tcp bandwidth |")
-print("|" + "---|" * (len(impls) + 3))
+print("| ranks | bytes | " + " | ".join(f"{i} us (GB/s)" for i in impls) +
+      " | mtf-shm / mpi-shm bandwidth | mtf-tcp / mpi-tcp bandwidth |")
+print("|" + "---|" * (len(impls) + 4))
 for (n, b) in sorted(rows):
     r = rows[(n, b)]
     cells = [f"{r[i][0]:.1f} ({r[i][1]:.3g})" if i in r else "-" for i in impls]
-    ratio = f"{r['mtf-tcp'][1] / r['mpi-tcp'][1]:.2f}" if "mtf-tcp" in r and "mpi-tcp" in r else "-"
-    print(f"| {n} | {size(b)} | " + " | ".join(cells) + f" | {ratio} |")
+    def ratio(a, b):
+        return f"{r[a][1] / r[b][1]:.2f}" if a in r and b in r else "-"
+    print(f"| {n} | {size(b)} | " + " | ".join(cells) +
+          f" | {ratio('mtf-shm', 'mpi-shm')} | {ratio('mtf-tcp', 'mpi-tcp')} |")
 PY
 rm -f "$out"

@@ -88,6 +88,8 @@ std::string describe_mesh(const MeshConfig& config, const std::string& transport
   if (config.process_transport) {
     where = "rank " + std::to_string(config.process_transport->rank()) + " of " +
             std::to_string(config.process_transport->size()) + " processes over " + transport_name;
+    const std::string links = config.process_transport->describe_links();
+    if (!links.empty()) where += " (" + links + ")";
   } else {
     where = config.impl == MeshImpl::kSimd ? "simd" : "placement";
   }

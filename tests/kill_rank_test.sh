@@ -1,10 +1,13 @@
 #!/bin/bash
 # kill -9 one rank mid-training: every rank and the launcher exit non-zero
-# within 10 s, the output names the lost rank, and nothing is left running.
+# within 10 s, the output names the lost rank, and nothing is left running
+# or in /dev/shm. The ranks talk over shared memory (they share this
+# machine), or over loopback TCP when MTF_SHM=0.
 # Usage: kill_rank_test.sh MTF_LAUNCH MNIST
 set -u
 launch=$1 mnist=$2
 out=$(mktemp)
+shm_before=$(ls /dev/shm 2>/dev/null | sort)
 "$launch" -n 4 --output all -- "$mnist" --steps 1000000 --eval_every 1000000 --batch_size 40 --hidden 64 \
   --mesh_shape "all:4" --layout "batch:all" >"$out" 2>&1 &
 launcher=$!
@@ -14,6 +17,9 @@ for _ in $(seq 1 100); do
   sleep 0.1
 done
 sleep 0.5
+if [ "${MTF_SHM:-1}" != 0 ] && ! grep -q "shared memory with 3 ranks on this machine" "$out"; then
+  echo "FAIL: the ranks do not talk over shared memory"; cat "$out"; kill -9 "$launcher"; exit 1
+fi
 victim=$(pgrep -P "$launcher" | sed -n 3p)
 [ -n "$victim" ] || { echo "FAIL: no rank processes found"; cat "$out"; exit 1; }
 victim_rank=$(tr '\0' '\n' <"/proc/$victim/environ" | sed -n 's/^MTF_RANK=//p')
@@ -40,4 +46,9 @@ if ! grep -q "cause: rank $victim_rank (signal 9)" "$out" || [ "$status" -ne 137
   echo "FAIL: the launcher did not report rank $victim_rank's kill as the cause (status $status)"; exit 1
 fi
 if ! grep -qE "rank [0-9] is lost" "$out"; then echo "FAIL: no rank named the lost rank"; exit 1; fi
+shm_after=$(ls /dev/shm 2>/dev/null | sort)
+if [ "$shm_before" != "$shm_after" ]; then
+  echo "FAIL: /dev/shm changed: $(comm -13 <(echo "$shm_before") <(echo "$shm_after") | tr '\n' ' ')"
+  exit 1
+fi
 echo "PASS: all ranks stopped in ${elapsed}s, launcher status $status"

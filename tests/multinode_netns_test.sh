@@ -3,7 +3,8 @@
 # its own `mtf-launch --nnodes 2 --node_rank R --nproc_per_node 2` (4 ranks),
 # the coordinator given by host name (an /etc/hosts entry of each namespace):
 #   1. the MNIST hybrid run (mesh 2x2) prints the in-process run's losses, to
-#      the last bit;
+#      the last bit, with shared memory between the ranks of a namespace and
+#      TCP between namespaces;
 #   2. kill -9 of node 1's launcher mid-training stops node 0 within 10 s,
 #      its output naming a lost rank of node 1, with nothing left running.
 # Skips (77) where network namespaces are not available (not root, no `ip`).
@@ -52,6 +53,9 @@ if [ "$(lines "$work/single")" != "$(lines "$work/n0")" ] || [ -z "$(lines "$wor
   echo "FAIL: node 0 differs from the in-process run:"; lines "$work/single"; cat "$work/n0"; exit 1
 fi
 grep -q "rank 0 of 4 processes over TCP" "$work/n0" || { echo "FAIL: not 4 ranks"; cat "$work/n0"; exit 1; }
+# Each namespace is a machine: shared memory within, TCP between.
+grep -q "(shared memory with 1 rank on this machine, TCP with 2 others)" "$work/n0" ||
+  { echo "FAIL: rank 0 does not use shared memory within its node and TCP across"; cat "$work/n0"; exit 1; }
 if grep -q "^step" "$work/n1"; then echo "FAIL: node 1 printed its ranks' lines"; exit 1; fi
 echo "two nodes (coordinator $host0:29531) trained bit-identically to the in-process 2x2 run"
 

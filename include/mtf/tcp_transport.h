@@ -12,7 +12,14 @@
 //     its peers; a wildcard such as 0.0.0.0 listens everywhere and still
 //     gives that address);
 //   MTF_TIMEOUT_MS: the deadline of every blocking call (default 60000);
-//   MTF_CONNECT_TIMEOUT_MS: the deadline of the whole set-up (default 60000).
+//   MTF_CONNECT_TIMEOUT_MS: the deadline of the whole set-up (default 60000);
+//   MTF_SHM: 0 keeps ranks on one machine on TCP (default 1: shared memory).
+//
+// Ranks on one machine (the same host identity: host, boot, namespaces,
+// user) move their messages through shared-memory rings instead of
+// loopback sockets, under the same framing, deadlines and error reports;
+// the segments are anonymous (memfd), so no job leaves any behind, and the
+// connection between two such ranks stays open to tell when one dies.
 //
 // Security: every connection proves knowledge of the job token by HMAC-SHA-256
 // challenge-response in both directions (the token never crosses the wire);
@@ -58,6 +65,8 @@ struct TcpOptions {
   std::chrono::milliseconds connect_timeout{60000};  // the whole set-up
   std::chrono::milliseconds handshake_timeout{5000};
   uint64_t max_frame_bytes = uint64_t{1} << 32;  // larger frames are a protocol error
+  bool shared_memory = true;                     // between ranks of one machine (MTF_SHM)
+  size_t shm_ring_bytes = 1u << 20;              // each direction of each pair
 
   // From the environment (read_job_environment, plus the variables above);
   // ValueError naming the variable that is missing or malformed.

@@ -87,6 +87,11 @@ class Transport {
   // far as the transport knows; they share its CPUs (and BLAS's threads).
   virtual int local_size() const { return 1; }
 
+  // How this rank reaches its peers, for logs ("shared memory with 3 ranks
+  // on this machine"); empty when there is nothing to add to the
+  // transport's name.
+  virtual std::string describe_links() const { return {}; }
+
   // Marks the start of a collective call (numbered here); the default
   // keeps it for error messages only.
   virtual void begin_collective(CollectiveCall call);

@@ -357,6 +357,7 @@ TcpOptions TcpOptions::from_environment() {
   o.listen_host = process_environment("MTF_LISTEN_HOST");
   o.timeout = std::chrono::milliseconds(env_int("MTF_TIMEOUT_MS", 60000));
   o.connect_timeout = std::chrono::milliseconds(env_int("MTF_CONNECT_TIMEOUT_MS", 60000));
+  o.shared_memory = env_int("MTF_SHM", 1) != 0;
   return o;
 }
 

@@ -1,8 +1,10 @@
 // The TCP transport's data path: a poll-driven progress engine on one
-// authenticated socket per peer (set up by tcp_rendezvous.cc). Each blocking
-// call drives all sockets: an expected message is read straight into the
-// caller's buffer, early ones are queued in reused buffers, and a send that
-// waits for socket space drains incoming data meanwhile.
+// authenticated socket per peer (set up by tcp_rendezvous.cc), or for a peer
+// on this machine a shared-memory link (shm_link.h) that carries the same
+// byte stream while its socket only tells whether the peer lives. Each
+// blocking call drives all peers: an expected message is read straight into
+// the caller's buffer, early ones are queued in reused buffers, and a send
+// that waits for space drains incoming data meanwhile.
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
@@ -19,6 +21,7 @@
 #include "core/check.h"
 #include "mtf/errors.h"
 #include "transport/frames.h"
+#include "transport/shm_link.h"
 #include "transport/socket_io.h"
 #include "transport/tcp_connection.h"
 
@@ -42,6 +45,16 @@ class TcpTransport : public Transport {
       sockets_[p].set_option(tcp::no_delay(true), ec);
       peers_[p].fd = sockets_[p].native_handle();
     }
+    std::vector<int> fds(size(), -1);
+    for (int p = 0; p < size(); ++p) fds[p] = peers_[p].fd;
+    try {
+      shm_ = link_local_peers(rank(), size(), fds, o.shared_memory, o.shm_ring_bytes,
+                              Clock::now() + o.connect_timeout);
+    } catch (const Refused& e) {
+      throw IoError(str_cat("rank ", rank(), ": agreeing on shared memory with the ranks on its ",
+                            "machine failed: ", e.what()));
+    }
+    for (int p = 0; p < size(); ++p) peers_[p].link = shm_->link(p);
   }
 
   ~TcpTransport() override {
@@ -53,7 +66,17 @@ class TcpTransport : public Transport {
     for (int p = 0; p < size(); ++p) {
       if (p == rank() || peers_[p].lost) continue;
       try {
-        write_all(peers_[p].fd, h, kHeader, Clock::now() + std::chrono::milliseconds(500));
+        const Clock::time_point deadline = Clock::now() + std::chrono::milliseconds(500);
+        if (ShmLink* link = peers_[p].link) {
+          iovec v{h, kHeader};
+          for (size_t done = 0; done < kHeader && Clock::now() < deadline;) {
+            v = {h + done, kHeader - done};
+            done += link->write(&v, 1);
+            if (done < kHeader) std::this_thread::yield();
+          }
+        } else {
+          write_all(peers_[p].fd, h, kHeader, deadline);
+        }
       } catch (const Refused&) {
       }
     }
@@ -61,7 +84,18 @@ class TcpTransport : public Transport {
 
   int rank() const override { return opts_.rank; }
   int size() const override { return opts_.world_size; }
-  int local_size() const override { return opts_.local_size; }
+  int local_size() const override {
+    // Ranks linked by shared memory share this machine for sure.
+    return std::max(opts_.local_size, 1 + (shm_ ? shm_->count() : 0));
+  }
+
+  std::string describe_links() const override {
+    const int shm = shm_ ? shm_->count() : 0;
+    if (shm == 0) return {};
+    const int tcp = size() - 1 - shm;
+    return str_cat("shared memory with ", shm, shm == 1 ? " rank" : " ranks", " on this machine",
+                   tcp ? str_cat(", TCP with ", tcp, tcp == 1 ? " other" : " others") : "");
+  }
 
   void send(int peer, uint64_t tag, const void* data, size_t bytes) override {
     check_peer(peer, "send");
@@ -110,10 +144,7 @@ class TcpTransport : public Transport {
       if (bytes > data_done)
         iov[n++] = {const_cast<char*>(static_cast<const char*>(data)) + data_done,
                     bytes - data_done};
-      msghdr msg{};
-      msg.msg_iov = iov;
-      msg.msg_iovlen = static_cast<size_t>(n);
-      const ssize_t r = ::sendmsg(p.fd, &msg, MSG_NOSIGNAL);
+      const ssize_t r = write_stream(p, iov, n);
       if (r > 0) {
         done += static_cast<size_t>(r);
         continue;
@@ -182,6 +213,7 @@ class TcpTransport : public Transport {
     char head[kHeader];
     size_t got = 0;
     FrameHeader cur;
+    ShmLink* link = nullptr;  // the stream goes through shared memory
     char* dest = nullptr;
     Frame pending;        // cur, with our own buffer when not direct
     bool direct = false;  // dest is posted_[posted]'s buffer
@@ -202,6 +234,50 @@ class TcpTransport : public Transport {
   };
 
   std::string my_call() const { return transport::describe_call(current_collective()); }
+
+  // The peer's byte stream, with the sockets' conventions: bytes moved, or
+  // -1 with errno EAGAIN when nothing can move now.
+  ssize_t write_stream(Peer& p, const iovec* iov, int n) {
+    if (p.link) {
+      const size_t w = p.link->write(iov, n);
+      if (w) return static_cast<ssize_t>(w);
+      errno = EAGAIN;
+      return -1;
+    }
+    msghdr msg{};
+    msg.msg_iov = const_cast<iovec*>(iov);
+    msg.msg_iovlen = static_cast<size_t>(n);
+    return ::sendmsg(p.fd, &msg, MSG_NOSIGNAL);
+  }
+  ssize_t read_stream(Peer& p, void* dst, size_t want) {
+    if (p.link) {
+      const size_t r = p.link->read(dst, want);
+      if (r) return static_cast<ssize_t>(r);
+      errno = EAGAIN;
+      return -1;
+    }
+    return ::recv(p.fd, dst, want, 0);
+  }
+
+  // A linked peer's socket carries nothing after set-up: readable means it
+  // closed (the peer ended or died). What it wrote to its ring before is
+  // read first, so a goodbye sent just before exiting counts.
+  void check_linked_socket(int peer) {
+    Peer& p = peers_[peer];
+    char c;
+    const ssize_t r = ::recv(p.fd, &c, 1, MSG_DONTWAIT);
+    if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) return;
+    read_available(peer);
+    if (p.lost) return;
+    p.closed = true;
+    if (!p.finished || p.state != Peer::kReadingHeader || p.got != 0) {
+      mark_lost(peer, r == 0 ? (p.finished ? "it closed the connection inside a message"
+                                           : "its connection closed without a goodbye: crashed "
+                                             "or killed")
+                             : "it sent data on its connection beside shared memory (protocol "
+                               "error)");
+    }
+  }
 
   void check_frame(int peer, const FrameHeader& h) const {
     transport::check_same_call(rank(), current_collective(), peer, h);
@@ -260,20 +336,54 @@ class TcpTransport : public Transport {
   // One round: waits (until the deadline) for any peer to be readable, or
   // `writer` to be writable, and reads what has arrived.
   void progress(Clock::time_point deadline, int writer) {
+    if (shm_->count() && shm_ready(writer)) return;
     std::vector<pollfd> fds;
     std::vector<int> who;
     for (int p = 0; p < size(); ++p) {
       if (p == rank() || peers_[p].lost || peers_[p].closed) continue;
       short ev = POLLIN;
-      if (p == writer) ev |= POLLOUT;
+      if (p == writer && !peers_[p].link) ev |= POLLOUT;
       fds.push_back({peers_[p].fd, ev, 0});
       who.push_back(p);
     }
-    const int ms = std::min(remaining_ms(deadline), 100);
+    int ms = std::min(remaining_ms(deadline), 100);
+    if (shm_->count()) {
+      // Say we sleep, then look once more: data written before the flag was
+      // seen is found now, data written after rings the doorbell.
+      shm_->arm();
+      if (writer >= 0 && peers_[writer].link) peers_[writer].link->want_space();
+      if (shm_ready(writer)) ms = 0;
+      fds.push_back({shm_->doorbell(), POLLIN, 0});
+      who.push_back(-1);
+    }
     const int r = ::poll(fds.data(), fds.size(), ms);
+    if (shm_->count()) {
+      shm_->disarm();
+      shm_ready(writer);
+    }
     if (r <= 0) return;
-    for (size_t i = 0; i < fds.size(); ++i)
-      if (fds[i].revents & (POLLIN | POLLERR | POLLHUP)) read_available(who[i]);
+    for (size_t i = 0; i < fds.size(); ++i) {
+      if (who[i] < 0 || !(fds[i].revents & (POLLIN | POLLERR | POLLHUP))) continue;
+      if (peers_[who[i]].link) {
+        check_linked_socket(who[i]);
+      } else {
+        read_available(who[i]);
+      }
+    }
+  }
+
+  // Reads every linked peer with data waiting; true when something was read
+  // or `writer`'s ring has space.
+  bool shm_ready(int writer) {
+    bool any = writer >= 0 && peers_[writer].link && peers_[writer].link->writable();
+    for (int p = 0; p < size(); ++p) {
+      Peer& q = peers_[p];
+      if (q.link && !q.lost && !q.closed && q.link->readable()) {
+        read_available(p);
+        any = true;
+      }
+    }
+    return any;
   }
 
   // The posted receive (its index) that waits for the next message with
@@ -300,7 +410,7 @@ class TcpTransport : public Transport {
         dst = p.dest + p.got;
         want = p.cur.length - p.got;
       }
-      ssize_t r = want ? ::recv(p.fd, dst, want, 0) : 0;
+      ssize_t r = want ? read_stream(p, dst, want) : 0;
       if (want && r == 0) {
         p.closed = true;  // no more polling it
         if (!p.finished || p.state != Peer::kReadingHeader || p.got != 0) {
@@ -384,6 +494,7 @@ class TcpTransport : public Transport {
   std::vector<tcp::socket> sockets_;
   std::vector<Peer> peers_;
   std::vector<Posted> posted_;  // the receives of the exchange in progress
+  std::unique_ptr<ShmLinks> shm_;
 };
 
 }  // namespace

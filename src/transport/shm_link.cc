@@ -1,0 +1,325 @@
+#include "transport/shm_link.h"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+
+#include "core/check.h"
+
+namespace mtf::transport {
+
+// The head of a segment: whether its owner sleeps waiting for data.
+struct alignas(64) ShmSegmentHeader {
+  std::atomic<uint32_t> reader_waiting{0};
+};
+
+// One single-producer single-consumer ring; its bytes follow the header.
+// head and tail count bytes ever written and read.
+struct alignas(64) ShmRing {
+  alignas(64) std::atomic<uint64_t> head{0};
+  alignas(64) std::atomic<uint64_t> tail{0};
+  alignas(64) std::atomic<uint32_t> writer_waiting{0};
+  uint64_t capacity = 0;
+  char* bytes() { return reinterpret_cast<char*>(this + 1); }
+};
+
+static_assert(std::atomic<uint64_t>::is_always_lock_free, "rings need lock-free atomics");
+static_assert(std::atomic<uint32_t>::is_always_lock_free, "rings need lock-free atomics");
+
+namespace {
+
+void ring_doorbell(int fd) {
+  const char one = 1;
+  // A full pipe already holds a wake-up; a closed one belongs to a dead
+  // peer, which the TCP connection reports.
+  [[maybe_unused]] const ssize_t r = ::write(fd, &one, 1);
+}
+
+}  // namespace
+
+ShmLink::ShmLink(ShmRing* in, ShmRing* out, ShmSegmentHeader* mine, ShmSegmentHeader* theirs,
+                 void* their_map, size_t their_map_bytes, int their_doorbell)
+    : in_(in),
+      out_(out),
+      mine_(mine),
+      theirs_(theirs),
+      their_map_(their_map),
+      their_map_bytes_(their_map_bytes),
+      their_doorbell_(their_doorbell) {}
+
+ShmLink::~ShmLink() {
+  if (their_map_) ::munmap(their_map_, their_map_bytes_);
+  if (their_doorbell_ >= 0) ::close(their_doorbell_);
+}
+
+void ShmLink::ring_peer() { ring_doorbell(their_doorbell_); }
+
+size_t ShmLink::write(const iovec* iov, int n) {
+  const uint64_t cap = out_->capacity;
+  const uint64_t head = out_->head.load(std::memory_order_relaxed);
+  const uint64_t free = cap - (head - out_->tail.load(std::memory_order_acquire));
+  uint64_t done = 0;
+  for (int i = 0; i < n && done < free; ++i) {
+    const char* src = static_cast<const char*>(iov[i].iov_base);
+    uint64_t len = std::min<uint64_t>(iov[i].iov_len, free - done);
+    while (len) {
+      const uint64_t at = (head + done) % cap;
+      const uint64_t piece = std::min(len, cap - at);
+      std::memcpy(out_->bytes() + at, src, piece);
+      src += piece;
+      len -= piece;
+      done += piece;
+    }
+  }
+  if (done == 0) return 0;
+  out_->head.store(head + done, std::memory_order_seq_cst);
+  if (theirs_->reader_waiting.load(std::memory_order_seq_cst)) ring_peer();
+  return done;
+}
+
+size_t ShmLink::read(void* buf, size_t n) {
+  const uint64_t cap = in_->capacity;
+  const uint64_t tail = in_->tail.load(std::memory_order_relaxed);
+  const uint64_t avail = in_->head.load(std::memory_order_acquire) - tail;
+  const uint64_t take = std::min<uint64_t>(avail, n);
+  char* dst = static_cast<char*>(buf);
+  for (uint64_t done = 0; done < take;) {
+    const uint64_t at = (tail + done) % cap;
+    const uint64_t piece = std::min(take - done, cap - at);
+    std::memcpy(dst + done, in_->bytes() + at, piece);
+    done += piece;
+  }
+  if (take == 0) return 0;
+  in_->tail.store(tail + take, std::memory_order_seq_cst);
+  if (in_->writer_waiting.load(std::memory_order_seq_cst)) ring_peer();
+  return take;
+}
+
+bool ShmLink::readable() const {
+  return in_->head.load(std::memory_order_seq_cst) != in_->tail.load(std::memory_order_relaxed);
+}
+
+bool ShmLink::writable() const {
+  return out_->head.load(std::memory_order_relaxed) - out_->tail.load(std::memory_order_seq_cst) <
+         out_->capacity;
+}
+
+void ShmLink::want_space() { out_->writer_waiting.store(1, std::memory_order_seq_cst); }
+void ShmLink::clear_want_space() { out_->writer_waiting.store(0, std::memory_order_relaxed); }
+
+ShmLinks::~ShmLinks() {
+  links_.clear();
+  if (map_) ::munmap(map_, map_bytes_);
+  for (int fd : doorbell_)
+    if (fd >= 0) ::close(fd);
+}
+
+int ShmLinks::count() const {
+  int n = 0;
+  for (const auto& l : links_) n += l != nullptr;
+  return n;
+}
+
+void ShmLinks::arm() {
+  if (map_)
+    static_cast<ShmSegmentHeader*>(map_)->reader_waiting.store(1, std::memory_order_seq_cst);
+}
+
+void ShmLinks::disarm() {
+  if (!map_) return;
+  static_cast<ShmSegmentHeader*>(map_)->reader_waiting.store(0, std::memory_order_relaxed);
+  for (const auto& l : links_)
+    if (l) l->clear_want_space();
+  char sink[64];
+  while (::read(doorbell_[0], sink, sizeof(sink)) > 0) {
+  }
+}
+
+namespace {
+
+std::string read_line(const char* path) {
+  std::ifstream f(path);
+  std::string s;
+  std::getline(f, s);
+  return s;
+}
+
+std::string link_of(const char* path) {
+  char buf[256];
+  const ssize_t n = ::readlink(path, buf, sizeof(buf) - 1);
+  return n > 0 ? std::string(buf, static_cast<size_t>(n)) : "";
+}
+
+constexpr size_t kIdentityBytes = 496;
+
+struct Hello {  // round 1, with every peer
+  char magic[8];
+  uint8_t enabled;
+  char identity[kIdentityBytes];
+};
+
+struct Offer {  // round 2, with local peers: where our ring for you is
+  char magic[8];
+  int64_t pid;
+  int32_t segment_fd, doorbell_fd;
+  uint64_t ring_offset, segment_bytes;
+};
+
+struct Ack {  // round 3: whether the peer mapped our segment
+  char magic[8];
+  uint8_t ok;
+};
+
+template <typename T>
+void exchange_with(const std::vector<int>& peers, const std::vector<int>& fds, const T& mine,
+                   std::vector<T>* theirs, const std::vector<T>* per_peer,
+                   Clock::time_point deadline) {
+  // Every message is small: write to all, then read from all.
+  for (size_t i = 0; i < peers.size(); ++i)
+    write_all(fds[peers[i]], per_peer ? &(*per_peer)[i] : &mine, sizeof(T), deadline);
+  theirs->resize(peers.size());
+  for (size_t i = 0; i < peers.size(); ++i)
+    read_exact(fds[peers[i]], &(*theirs)[i], sizeof(T), deadline);
+}
+
+size_t ring_stride(size_t ring_bytes) { return sizeof(ShmRing) + ((ring_bytes + 63) / 64) * 64; }
+
+}  // namespace
+
+std::string host_identity() {
+  char host[256] = {};
+  ::gethostname(host, sizeof(host) - 1);
+  return std::string(host) + "|" + read_line("/proc/sys/kernel/random/boot_id") + "|" +
+         link_of("/proc/self/ns/net") + "|" + link_of("/proc/self/ns/pid") + "|" +
+         link_of("/proc/self/ns/ipc") + "|" + link_of("/proc/self/ns/mnt") + "|uid " +
+         std::to_string(::getuid());
+}
+
+std::unique_ptr<ShmLinks> link_local_peers(int rank, int world, const std::vector<int>& fds,
+                                           bool enabled, size_t ring_bytes,
+                                           Clock::time_point deadline) {
+  auto out = std::make_unique<ShmLinks>();
+  out->links_.resize(world);
+  std::vector<int> everyone;
+  for (int p = 0; p < world; ++p)
+    if (p != rank) everyone.push_back(p);
+  if (everyone.empty()) return out;
+
+  // Round 1: who shares this machine (and wants shared memory)?
+  Hello hello{};
+  std::memcpy(hello.magic, "MTFSHM1", 8);
+  hello.enabled = enabled ? 1 : 0;
+  const std::string id = host_identity();
+  std::memcpy(hello.identity, id.data(), std::min(id.size(), kIdentityBytes - 1));
+  std::vector<Hello> hellos;
+  exchange_with<Hello>(everyone, fds, hello, &hellos, nullptr, deadline);
+  std::vector<int> local;
+  for (size_t i = 0; i < everyone.size(); ++i) {
+    if (std::memcmp(hellos[i].magic, "MTFSHM1", 8) != 0)
+      throw Refused("rank " + std::to_string(everyone[i]) +
+                    " sent no shared-memory hello (another mtf version?)");
+    if (enabled && hellos[i].enabled &&
+        std::memcmp(hellos[i].identity, hello.identity, kIdentityBytes) == 0)
+      local.push_back(everyone[i]);
+  }
+  if (local.empty()) return out;
+
+  // Our segment: a header, then one ring per local peer (in rank order).
+  const size_t stride = ring_stride(ring_bytes);
+  const size_t bytes = sizeof(ShmSegmentHeader) + stride * local.size();
+  std::string failure;
+  const int seg = ::memfd_create("mtf-shm", MFD_CLOEXEC);
+  if (seg < 0 || ::ftruncate(seg, static_cast<off_t>(bytes)) != 0) {
+    failure = std::string("memfd_create/ftruncate: ") + std::strerror(errno);
+  } else {
+    void* m = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, seg, 0);
+    if (m == MAP_FAILED) {
+      failure = std::string("mmap: ") + std::strerror(errno);
+    } else {
+      out->map_ = m;
+      out->map_bytes_ = bytes;
+      new (m) ShmSegmentHeader();
+      for (size_t i = 0; i < local.size(); ++i) {
+        auto* ring = new (static_cast<char*>(m) + sizeof(ShmSegmentHeader) + i * stride) ShmRing();
+        ring->capacity = ring_bytes;
+      }
+    }
+  }
+  if (failure.empty() && ::pipe2(out->doorbell_, O_NONBLOCK | O_CLOEXEC) != 0)
+    failure = std::string("pipe2: ") + std::strerror(errno);
+
+  // Round 2: where each peer's ring is (pid and fds, opened by the peer
+  // through /proc). A failed side offers nothing (pid 0).
+  std::vector<Offer> offers(local.size());
+  for (size_t i = 0; i < local.size(); ++i) {
+    std::memcpy(offers[i].magic, "MTFSHM2", 8);
+    offers[i].pid = failure.empty() ? ::getpid() : 0;
+    offers[i].segment_fd = seg;
+    offers[i].doorbell_fd = out->doorbell_[1];
+    offers[i].ring_offset = sizeof(ShmSegmentHeader) + i * stride;
+    offers[i].segment_bytes = bytes;
+  }
+  std::vector<Offer> theirs;
+  exchange_with(local, fds, offers[0], &theirs, &offers, deadline);
+
+  // Map each peer's segment; the link stands only if both sides did.
+  std::vector<std::unique_ptr<ShmLink>> made(local.size());
+  std::vector<std::string> why(local.size(), failure);
+  std::vector<Ack> acks(local.size());
+  for (size_t i = 0; i < local.size(); ++i) {
+    std::memcpy(acks[i].magic, "MTFSHM3", 8);
+    acks[i].ok = 0;
+    const Offer& o = theirs[i];
+    if (!failure.empty()) continue;
+    if (o.pid == 0) {
+      why[i] = "it could not make its segment";
+      continue;
+    }
+    const std::string proc = "/proc/" + std::to_string(o.pid) + "/fd/";
+    const int fd = ::open((proc + std::to_string(o.segment_fd)).c_str(), O_RDWR | O_CLOEXEC);
+    const int bell =
+        ::open((proc + std::to_string(o.doorbell_fd)).c_str(), O_WRONLY | O_NONBLOCK | O_CLOEXEC);
+    struct stat st {};
+    void* m = MAP_FAILED;
+    if (fd >= 0 && bell >= 0 && ::fstat(fd, &st) == 0 &&
+        static_cast<uint64_t>(st.st_size) == o.segment_bytes &&
+        o.ring_offset + ring_stride(ring_bytes) <= o.segment_bytes)
+      m = ::mmap(nullptr, o.segment_bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (m == MAP_FAILED) {
+      why[i] = "opening its segment through " + proc + " failed: " + std::strerror(errno);
+      if (bell >= 0) ::close(bell);
+    } else {
+      auto* mine = static_cast<ShmSegmentHeader*>(out->map_);
+      auto* in = reinterpret_cast<ShmRing*>(static_cast<char*>(out->map_) + offers[i].ring_offset);
+      auto* remote = reinterpret_cast<ShmRing*>(static_cast<char*>(m) + o.ring_offset);
+      made[i] = std::make_unique<ShmLink>(in, remote, mine, static_cast<ShmSegmentHeader*>(m), m,
+                                          o.segment_bytes, bell);
+      acks[i].ok = 1;
+    }
+    if (fd >= 0) ::close(fd);
+  }
+
+  // Round 3: both sides mapped, or both fall back to TCP.
+  std::vector<Ack> got;
+  exchange_with(local, fds, acks[0], &got, &acks, deadline);
+  if (seg >= 0) ::close(seg);  // every peer that mapped it has said so
+  for (size_t i = 0; i < local.size(); ++i) {
+    if (acks[i].ok && got[i].ok) {
+      out->links_[local[i]] = std::move(made[i]);
+      continue;
+    }
+    if (why[i].empty()) why[i] = "it could not map this rank's segment";
+    std::fprintf(stderr, "mtf: rank %d: shared memory with rank %d unavailable (%s); using TCP\n",
+                 rank, local[i], why[i].c_str());
+  }
+  return out;
+}
+
+}  // namespace mtf::transport
