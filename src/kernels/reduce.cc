@@ -3,6 +3,7 @@
 // bit-for-bit repeatable; with fixed_order it is fixed by the reduced
 // dimensions alone (each element sums its inputs in row-major order), so a
 // slice of x sums each element exactly as the whole would.
+#include <algorithm>
 #include <cstring>
 #include <limits>
 
@@ -67,31 +68,35 @@ void reduce_strided(const std::vector<int64_t>& sizes, const T* px,
   });
 }
 
-template <typename T, typename Op>
-void reduce_typed(const HostTensor& x, HostTensor& out, T init, Op op, bool sequential) {
-  T* po = static_cast<T*>(out.raw_data());
-  const int64_t nout = out.num_elements();
-  for (int64_t i = 0; i < nout; ++i) po[i] = init;
-  const auto names = x.shape().names();
-  reduce_strided<T>(x.shape().sizes(), static_cast<const T*>(x.raw_data()), x.shape().strides(), po,
-                    strides_along(names, out.shape().names(), out.shape().strides()), init, op,
-                    sequential);
+// out <- fn(out, x) over the strided arrays, with fn's operation picked
+// once; sums go in fixed order when asked (max and min are exact in any).
+template <typename T>
+void reduce_into(ReduceFn fn, const std::vector<int64_t>& sizes, const T* x,
+                 const std::vector<int64_t>& x_strides, T* out,
+                 const std::vector<int64_t>& out_strides, bool fixed_order) {
+  const T init = identity_of<T>(fn);
+  switch (fn) {
+    case ReduceFn::kSum:
+      return reduce_strided<T>(
+          sizes, x, x_strides, out, out_strides, init, [](T a, T b) { return a + b; }, fixed_order);
+    case ReduceFn::kMax:
+      return reduce_strided<T>(
+          sizes, x, x_strides, out, out_strides, init, [](T a, T b) { return b > a ? b : a; },
+          false);
+    case ReduceFn::kMin:
+      return reduce_strided<T>(
+          sizes, x, x_strides, out, out_strides, init, [](T a, T b) { return b < a ? b : a; },
+          false);
+  }
 }
 
 template <typename T>
 void reduce_dispatch(ReduceFn fn, const HostTensor& x, HostTensor& out, bool fixed_order) {
-  const T init = identity_of<T>(fn);
-  switch (fn) {
-    case ReduceFn::kSum:
-      return reduce_typed<T>(
-          x, out, init, [](T a, T b) { return a + b; }, fixed_order);
-    case ReduceFn::kMax:  // exact in any order
-      return reduce_typed<T>(
-          x, out, init, [](T a, T b) { return b > a ? b : a; }, false);
-    case ReduceFn::kMin:
-      return reduce_typed<T>(
-          x, out, init, [](T a, T b) { return b < a ? b : a; }, false);
-  }
+  T* po = static_cast<T*>(out.raw_data());
+  std::fill(po, po + out.num_elements(), identity_of<T>(fn));
+  reduce_into<T>(fn, x.shape().sizes(), static_cast<const T*>(x.raw_data()), x.shape().strides(),
+                 po, strides_along(x.shape().names(), out.shape().names(), out.shape().strides()),
+                 fixed_order);
 }
 
 }  // namespace
@@ -113,21 +118,7 @@ const char* reduce_name(ReduceFn fn) {
 void reduce_float_into(ReduceFn fn, const std::vector<int64_t>& sizes, const float* x,
                        const std::vector<int64_t>& x_strides, float* out,
                        const std::vector<int64_t>& out_strides, bool fixed_order) {
-  const float init = identity_of<float>(fn);
-  switch (fn) {
-    case ReduceFn::kSum:
-      return reduce_strided<float>(
-          sizes, x, x_strides, out, out_strides, init, [](float a, float b) { return a + b; },
-          fixed_order);
-    case ReduceFn::kMax:
-      return reduce_strided<float>(
-          sizes, x, x_strides, out, out_strides, init,
-          [](float a, float b) { return b > a ? b : a; }, false);
-    case ReduceFn::kMin:
-      return reduce_strided<float>(
-          sizes, x, x_strides, out, out_strides, init,
-          [](float a, float b) { return b < a ? b : a; }, false);
-  }
+  reduce_into<float>(fn, sizes, x, x_strides, out, out_strides, fixed_order);
 }
 
 void combine(ReduceFn fn, const HostTensor& x, HostTensor& acc) {
