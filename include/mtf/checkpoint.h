@@ -9,7 +9,11 @@
 // Optimizer state is saved because optimizer slots are variables. Each
 // distinct slice is written once, straight from the processors' slices, and
 // carries a CRC-32C checked on restore; HDF5's own metadata checksums (latest
-// file format) guard the rest. The format is in docs/checkpoints.md.
+// file format) guard the rest. In a multi-process job every rank writes the
+// slices it owns into its own part file at the same time, and the checkpoint
+// file joins them with HDF5 virtual datasets (h5py still reads full tensors);
+// the part files sit beside it and go wherever it goes (CheckpointInfo::files).
+// The format is in docs/checkpoints.md.
 //
 // Errors: IoError for files that cannot be read or written, are truncated,
 // corrupted or not mtf checkpoints; ValueError for a missing variable;
@@ -36,6 +40,19 @@ struct CheckpointInfo {
   int format_version = 0;
   std::map<std::string, std::string> metadata;  // user key-value pairs
   std::vector<std::string> variables;           // names, in file order
+  // Every file of the checkpoint: `path`, then its part files (same
+  // directory) when a multi-process job wrote it in parts.
+  std::vector<std::string> files;
+};
+
+struct SaveOptions {
+  // How a multi-process job writes (a single process always writes one file):
+  // kPerRank: each rank writes its own part file, all at the same time, and
+  //   rank 0 writes the checkpoint file, whose virtual datasets read from the
+  //   parts; kOneFile: the ranks write into one file in turn (slower; the
+  //   result is a single self-contained file).
+  enum class Files { kPerRank, kOneFile };
+  Files files = Files::kPerRank;
 };
 
 struct RestoreOptions {
@@ -52,9 +69,12 @@ struct RestoreOptions {
 };
 
 // Writes `session`'s variables to `path` atomically: to a temporary name in
-// the same directory, flushed to disk, then renamed over `path`.
+// the same directory, flushed to disk, then renamed over `path` (part files,
+// if any, are complete and flushed before that rename; those of a checkpoint
+// it replaces are removed after it).
 void save_checkpoint(Session& session, const std::string& path, int64_t step,
-                     const std::map<std::string, std::string>& metadata = {});
+                     const std::map<std::string, std::string>& metadata = {},
+                     const SaveOptions& options = {});
 // Reads the header (no tensor data); validates that it is an mtf checkpoint.
 CheckpointInfo read_checkpoint_info(const std::string& path);
 // Restores variables (and the run counter) into `session`, whatever its mesh,
@@ -68,10 +88,11 @@ HostTensor read_checkpoint_variable(const std::string& path, const std::string& 
 // keeping the newest `keep`. Saves are atomic (temporary file, fsync,
 // rename, then the pointer is replaced the same way), so a crash at any
 // moment leaves the previous checkpoint whole and findable; temporary files
-// are never taken for checkpoints and are removed by the next save.
+// and part files no checkpoint lists are never taken for checkpoints and are
+// removed by the next save; pruning removes a checkpoint with its parts.
 class CheckpointManager {
  public:
-  explicit CheckpointManager(std::string directory, int keep = 3);
+  explicit CheckpointManager(std::string directory, int keep = 3, SaveOptions options = {});
 
   // Returns the path written.
   std::string save(Session& session, int64_t step,
@@ -89,6 +110,7 @@ class CheckpointManager {
  private:
   std::string dir_;
   int keep_;
+  SaveOptions options_;
 };
 
 }  // namespace mtf

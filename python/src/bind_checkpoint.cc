@@ -18,6 +18,7 @@ py::dict info_dict(const CheckpointInfo& i) {
   d["format_version"] = i.format_version;
   d["metadata"] = i.metadata;
   d["variables"] = i.variables;
+  d["files"] = i.files;
   return d;
 }
 

@@ -6,9 +6,11 @@
 #include <set>
 
 #include "checkpoint/crc32c.h"
+#include "checkpoint/files.h"
 #include "checkpoint/format.h"
 #include "checkpoint/h5.h"
 #include "checkpoint/integrity.h"
+#include "checkpoint/parts.h"
 #include "core/check.h"
 #include "kernels/kernels.h"
 #include "mtf/checkpoint.h"
@@ -21,7 +23,7 @@ using checkpoint::crc32c;
 using checkpoint::dataset_name;
 using checkpoint::file_type;
 using checkpoint::kFormat;
-using checkpoint::kFormatVersion;
+using checkpoint::kFormatVersionParts;
 using checkpoint::memory_type;
 using checkpoint::parse_dtype;
 using checkpoint::Region;
@@ -73,10 +75,10 @@ class Reader {
     info_.path = path;
     info_.format_version =
         static_cast<int>(scalar(h5::read_int64s(file_, "mtf_format_version", &dims, path)));
-    if (info_.format_version < 1 || info_.format_version > kFormatVersion) {
+    if (info_.format_version < 1 || info_.format_version > kFormatVersionParts) {
       throw IoError(detail::str_cat("\"", path, "\" is an mtf checkpoint of format version ",
                                     info_.format_version, "; this mtf reads versions 1 to ",
-                                    kFormatVersion, " (a newer mtf wrote it?)"));
+                                    kFormatVersionParts, " (a newer mtf wrote it?)"));
     }
     info_.step = scalar(h5::read_int64s(file_, "step", &dims, path));
     info_.run_counter =
@@ -94,6 +96,7 @@ class Reader {
       info_.variables.push_back(n);
       by_name_[n] = dataset_name(n);
     }
+    check_parts();
   }
 
   const CheckpointInfo& info() const { return info_; }
@@ -103,7 +106,7 @@ class Reader {
     StoredVariable v;
     v.name = name;
     v.dataset = by_name_.at(name);
-    h5::Handle ds(h5::check(H5Dopen2(file_, v.dataset.c_str(), H5P_DEFAULT),
+    h5::Handle ds(h5::check(H5Dopen2(file_, v.dataset.c_str(), dapl_),
                             "opening dataset \"" + v.dataset + "\"", path_),
                   H5Dclose);
     const std::string where = "variable \"" + name + "\" in \"" + path_ + "\"";
@@ -156,7 +159,7 @@ class Reader {
     const StoredVariable::Block& blk = v.blocks[b];
     HostTensor t(blk.shape, v.dtype);
     if (t.num_elements() > 0) {
-      h5::Handle ds(h5::check(H5Dopen2(file_, v.dataset.c_str(), H5P_DEFAULT),
+      h5::Handle ds(h5::check(H5Dopen2(file_, v.dataset.c_str(), dapl_),
                               "opening dataset \"" + v.dataset + "\"", path_),
                     H5Dclose);
       Region r = region(ds, v.shape(), blk.begin, blk.shape, path_);
@@ -176,12 +179,46 @@ class Reader {
   }
 
  private:
+  // Every part file the checkpoint lists is present and whole (its seal),
+  // before HDF5 reads from one; virtual datasets find them beside the
+  // checkpoint file, wherever the reader runs.
+  void check_parts() {
+    const std::string dir = checkpoint::directory_of(path_);
+    info_.files = {path_};
+    if (h5::has_attribute(file_, checkpoint::kPartsAttribute)) {
+      for (const std::string& part : h5::read_strings(file_, checkpoint::kPartsAttribute, path_)) {
+        const std::string p = dir + "/" + part;
+        if (part.empty() || part.find('/') != std::string::npos ||
+            checkpoint::checkpoint_of_part(part).empty()) {
+          throw IoError(
+              "\"" + path_ + "\" lists \"" + part +
+              "\" as a part file, which is not a part file's name; the file is corrupted");
+        }
+        if (!checkpoint::file_exists(p)) {
+          throw IoError("checkpoint \"" + path_ + "\" is missing its part file \"" + p +
+                        "\": a checkpoint saved by a multi-process job is its file plus the part "
+                        "files beside it (CheckpointInfo::files); copy or move them together");
+        }
+        checkpoint::verify_seal(p);
+        info_.files.push_back(p);
+      }
+    } else if (info_.format_version >= kFormatVersionParts) {
+      throw IoError("\"" + path_ +
+                    "\" is of format version 2 but lists no part files; the file is "
+                    "corrupted");
+    }
+    dapl_ = h5::Handle(H5Pcreate(H5P_DATASET_ACCESS), H5Pclose);
+    h5::check_status(H5Pset_virtual_prefix(dapl_, dir.c_str()), "setting the part files' directory",
+                     path_);
+  }
+
   static int64_t scalar(const std::vector<int64_t>& v) {
     if (v.size() != 1) throw IoError("a header attribute is malformed; the file is corrupted");
     return v[0];
   }
   std::string path_;
   h5::Handle file_;
+  h5::Handle dapl_;  // dataset access: where virtual datasets' part files are
   CheckpointInfo info_;
   std::map<std::string, std::string> by_name_;
 };

@@ -13,7 +13,12 @@
 namespace mtf::checkpoint {
 
 constexpr const char* kFormat = "mtf-checkpoint";
+// Version 1: every tensor in one file. Version 2: tensors of a multi-process
+// save read from part files the root attribute "mtf_parts" lists (virtual
+// datasets). A file gets the lowest version that describes it, so readers
+// of version 1 still read one-file checkpoints.
 constexpr int kFormatVersion = 1;
+constexpr int kFormatVersionParts = 2;
 
 // Variable names may hold '/', which HDF5 reads as groups; "w1" and its
 // optimizer slot "w1/adam_m" cannot be a dataset and a group at once, so

@@ -4,6 +4,7 @@
 #include <cctype>
 
 #include "checkpoint/files.h"
+#include "checkpoint/parts.h"
 #include "collectives/tags.h"
 #include "mtf/checkpoint.h"
 #include "mtf/collectives.h"
@@ -34,8 +35,8 @@ std::string file_name(int64_t step) { return kPrefix + std::to_string(step) + kS
 
 }  // namespace
 
-CheckpointManager::CheckpointManager(std::string directory, int keep)
-    : dir_(std::move(directory)), keep_(keep) {
+CheckpointManager::CheckpointManager(std::string directory, int keep, SaveOptions options)
+    : dir_(std::move(directory)), keep_(keep), options_(options) {
   if (dir_.empty()) throw ValueError("CheckpointManager: the directory name is empty");
   if (keep_ < 1) throw ValueError("CheckpointManager: keep must be at least 1");
 }
@@ -60,18 +61,19 @@ std::string CheckpointManager::save(Session& session, int64_t step,
   const bool leader = !job || job->rank() == 0;
   if (leader) {
     checkpoint::make_directories(dir_);
-    // Temporary files of earlier saves that crashed.
-    for (const std::string& n : checkpoint::list_directory(dir_))
-      if (n.rfind(".tmp-", 0) == 0) checkpoint::remove_file(dir_ + "/" + n);
+    // What earlier saves that crashed left. No rank writes before rank 0
+    // joins save_checkpoint's first collective, so nothing of this save
+    // exists yet.
+    checkpoint::remove_leftovers(dir_);
   }
   const std::string path = dir_ + "/" + file_name(step);
-  save_checkpoint(session, path, step, metadata);
+  save_checkpoint(session, path, step, metadata, options_);
   if (leader) {
     checkpoint::write_file_atomically(dir_ + "/" + kPointer, file_name(step) + "\n");
     // Keep the newest `keep_`, never the one the pointer names.
     std::vector<int64_t> all = steps();
     for (size_t i = 0; i + static_cast<size_t>(keep_) < all.size(); ++i)
-      if (all[i] != step) checkpoint::remove_file(dir_ + "/" + file_name(all[i]));
+      if (all[i] != step) checkpoint::remove_checkpoint(dir_ + "/" + file_name(all[i]));
   }
   if (job) {
     job->begin_collective({0, "checkpoint", "after saving " + file_name(step), 0});

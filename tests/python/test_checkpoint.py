@@ -25,6 +25,7 @@ def test_save_and_restore_into_another_layout(tmp_path):
     info = mtf.read_checkpoint_info(path)
     assert info["step"] == 7 and info["metadata"] == {"note": "hello"}
     assert info["variables"] == ["w", "w/momentum"] and info["layout"] == "a:r;b:c"
+    assert info["files"] == [path]  # one process: one file
     np.testing.assert_array_equal(mtf.read_checkpoint_variable(path, "w"), s.variable_value("w"))
     g2, _, _ = model()
     other = mtf.Session(g2, mesh_shape="r:3", layout="b:r")
