@@ -11,12 +11,17 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
+#include <functional>
 #include <random>
+#include <set>
 #include <thread>
 
+#include "mtf/in_process_transport.h"
 #include "mtf/tcp_transport.h"
 #include "test_util.h"
 
@@ -66,6 +71,14 @@ std::string temp_dir(const std::string& name) {
   std::system(("rm -rf '" + d + "'").c_str());
   ::mkdir(d.c_str(), 0755);
   return d;
+}
+
+// Names of the entries of `dir`.
+std::vector<std::string> checkpoint_files_in(const std::string& dir) {
+  std::vector<std::string> names;
+  for (const auto& e : std::filesystem::directory_iterator(dir))
+    names.push_back(e.path().filename().string());
+  return names;
 }
 
 struct MeshCase {
@@ -357,7 +370,13 @@ TEST(Checkpoint, SavedByProcessesRestoresAnywhere) {
   for (auto& t : ranks) t.join();
   for (int r = 0; r < 4; ++r) ASSERT_EQ(errors[r], "") << "rank " << r;
   const std::string path = dir + "/ckpt-2.h5";
-  EXPECT_EQ(read_checkpoint_info(path).mesh_shape, "rows:2;cols:2");
+  const CheckpointInfo saved = read_checkpoint_info(path);
+  EXPECT_EQ(saved.mesh_shape, "rows:2;cols:2");
+  // Replicas are written by their lowest holder: ranks 0 and 1 own every
+  // distinct slice (hidden split over cols), so two part files.
+  EXPECT_EQ(saved.format_version, 2);
+  ASSERT_EQ(saved.files.size(), 3u);
+  EXPECT_EQ(saved.files[0], path);
 
   // Into one core.
   Model one;
@@ -398,15 +417,184 @@ TEST(Checkpoint, SavedByProcessesRestoresAnywhere) {
   for (int r = 0; r < 2; ++r) EXPECT_EQ(errors2[r], "") << "rank " << r;
 }
 
+// Runs body(rank, transport) on each of n ranks of an in-process job (one
+// thread each); returns each rank's error, "" when it succeeded.
+std::vector<std::string> run_job(int n,
+                                 const std::function<void(int, std::shared_ptr<Transport>)>& body) {
+  std::vector<std::string> errors(static_cast<size_t>(n));
+  std::shared_ptr<InProcessWorld> world = InProcessWorld::create(n);
+  std::vector<std::thread> ranks;
+  for (int r = 0; r < n; ++r) {
+    ranks.emplace_back([&, r] {
+      try {
+        body(r, world->transport(r));
+      } catch (const std::exception& e) {
+        errors[static_cast<size_t>(r)] = e.what();
+      }
+    });
+  }
+  for (auto& t : ranks) t.join();
+  return errors;
+}
+
+std::vector<char> read_bytes(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::vector<char>((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+}
+
+void write_bytes(const std::string& path, const std::vector<char>& bytes) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+}
+
+// Every rank of a 4-rank job writes its own part file; the checkpoint reads
+// as the same tensors as one written in turn into one file. A missing,
+// truncated or corrupted part is an IoError naming it, and changes nothing;
+// saving over the checkpoint removes the parts it replaced.
+TEST(Checkpoint, PartFilesFromEveryRank) {
+  const std::string dir = temp_dir("parts");
+  std::map<std::string, HostTensor> values;
+  const std::vector<std::string> errors = run_job(4, [&](int rank, std::shared_ptr<Transport> t) {
+    Model m;
+    MeshConfig c = mesh_config("all:4", "hidden:all");
+    c.process_transport = std::move(t);
+    Session s(m.g, c);
+    s.run({m.loss}, m.feeds(0), m.train);
+    save_checkpoint(s, dir + "/parts.h5", 1);
+    SaveOptions one;
+    one.files = SaveOptions::Files::kOneFile;
+    save_checkpoint(s, dir + "/one.h5", 1, {}, one);
+    for (const std::string& name : s.variable_names()) {
+      HostTensor v = s.variable_value(name);  // a collective: every rank calls it
+      if (rank == 0) values[name] = std::move(v);
+    }
+  });
+  for (int r = 0; r < 4; ++r) EXPECT_EQ(errors[r], "") << "rank " << r;
+  ASSERT_EQ(errors, std::vector<std::string>(4));
+  const CheckpointInfo parts = read_checkpoint_info(dir + "/parts.h5");
+  const CheckpointInfo one = read_checkpoint_info(dir + "/one.h5");
+  EXPECT_EQ(parts.format_version, 2);
+  EXPECT_EQ(one.format_version, 1);
+  ASSERT_EQ(parts.files.size(), 5u);  // hidden is split 4 ways: every rank owns slices
+  EXPECT_EQ(one.files, std::vector<std::string>{dir + "/one.h5"});
+  for (int r = 0; r < 4; ++r) {
+    const std::string& f = parts.files[static_cast<size_t>(r) + 1];
+    EXPECT_NE(f.find("/parts.h5.part" + std::to_string(r) + "-of-4."), std::string::npos) << f;
+  }
+  for (const auto& [name, v] : values) {
+    expect_same_bits(read_checkpoint_variable(dir + "/parts.h5", name), v, name + " (parts)");
+    expect_same_bits(read_checkpoint_variable(dir + "/one.h5", name), v, name + " (one file)");
+  }
+
+  Model b;
+  Session sb(b.g, mesh_config("all:2", "d_in:all"));
+  const HostTensor before = sb.variable_value("w1");
+  const std::string part = parts.files[2];
+  const std::vector<char> bytes = read_bytes(part);
+  auto expect_refused = [&](const std::string& what, const std::string& words) {
+    try {
+      restore_checkpoint(sb, dir + "/parts.h5");
+      ADD_FAILURE() << what << ": restored";
+    } catch (const IoError& e) {
+      EXPECT_NE(std::string(e.what()).find(words), std::string::npos) << what << ": " << e.what();
+    }
+    expect_same_bits(sb.variable_value("w1"), before, what + ": untouched");
+  };
+  std::remove(part.c_str());
+  expect_refused("a missing part", "is missing its part file \"" + part + "\"");
+  write_bytes(part, std::vector<char>(bytes.begin(), bytes.begin() + 700));
+  expect_refused("a truncated part", part);
+  std::mt19937 rng(5);
+  for (int i = 0; i < 60; ++i) {
+    std::vector<char> flipped = bytes;
+    const size_t pos = rng() % bytes.size();
+    flipped[pos] = static_cast<char>(flipped[pos] ^ (1 << (rng() % 8)));
+    write_bytes(part, flipped);
+    expect_refused("a bit flipped at " + std::to_string(pos), "");
+  }
+  write_bytes(part, bytes);
+  restore_checkpoint(sb, dir + "/parts.h5");
+  for (const auto& [name, v] : values) expect_same_bits(sb.variable_value(name), v, name);
+
+  // Saved again over the same path: the new parts replace the old ones.
+  const std::vector<std::string> errors2 = run_job(4, [&](int, std::shared_ptr<Transport> t) {
+    Model m;
+    MeshConfig c = mesh_config("all:4", "hidden:all");
+    c.process_transport = std::move(t);
+    Session s(m.g, c);
+    save_checkpoint(s, dir + "/parts.h5", 2);
+  });
+  for (int r = 0; r < 4; ++r) ASSERT_EQ(errors2[r], "") << "rank " << r;
+  const CheckpointInfo again = read_checkpoint_info(dir + "/parts.h5");
+  EXPECT_EQ(again.step, 2);
+  for (size_t i = 1; i < parts.files.size(); ++i) {
+    EXPECT_FALSE(std::ifstream(parts.files[i]).good()) << parts.files[i] << " left behind";
+    EXPECT_TRUE(std::ifstream(again.files[i]).good()) << again.files[i];
+  }
+}
+
+// The manager prunes checkpoints with their parts and, on its next save,
+// removes part files no checkpoint lists (a crashed save's), never one a
+// checkpoint lists.
+TEST(CheckpointManager, PrunesPartsAndRemovesLeftoverParts) {
+  const std::string dir = temp_dir("manager_parts");
+  auto save_steps = [&](std::vector<int64_t> steps) {
+    const std::vector<std::string> errors = run_job(4, [&](int, std::shared_ptr<Transport> t) {
+      Model m;
+      MeshConfig c = mesh_config("all:4", "hidden:all");
+      c.process_transport = std::move(t);
+      Session s(m.g, c);
+      CheckpointManager manager(dir, 2);
+      for (int64_t step : steps) manager.save(s, step);
+    });
+    for (int r = 0; r < 4; ++r) ASSERT_EQ(errors[r], "") << "rank " << r;
+  };
+  auto listing = [&] {
+    std::vector<std::string> names = checkpoint_files_in(dir);
+    std::sort(names.begin(), names.end());
+    return names;
+  };
+  auto expected = [&](std::vector<int64_t> steps) {
+    std::vector<std::string> names = {"latest"};
+    for (int64_t step : steps) {
+      for (const std::string& f :
+           read_checkpoint_info(dir + "/ckpt-" + std::to_string(step) + ".h5").files)
+        names.push_back(f.substr(dir.size() + 1));
+    }
+    std::sort(names.begin(), names.end());
+    return names;
+  };
+  save_steps({1, 2, 3, 4});
+  EXPECT_EQ(CheckpointManager(dir, 2).steps(), (std::vector<int64_t>{3, 4}));
+  EXPECT_EQ(listing(), expected({3, 4}));
+  EXPECT_EQ(listing().size(), 11u);  // 2 x (checkpoint + 4 parts) + latest
+
+  // Leftovers of crashed saves: parts of a checkpoint that never appeared,
+  // and a part of an existing checkpoint that it does not list.
+  const std::vector<std::string> leftovers = {"ckpt-5.h5.part0-of-4.0123456789abcdef",
+                                              "ckpt-4.h5.part3-of-4.00000000000000ff"};
+  for (const std::string& n : leftovers) std::ofstream(dir + "/" + n) << "partial";
+  std::ofstream(dir + "/notes.txt") << "a user's file";
+  save_steps({6});
+  EXPECT_EQ(CheckpointManager(dir, 2).steps(), (std::vector<int64_t>{4, 6}));
+  std::vector<std::string> want = expected({4, 6});
+  want.push_back("notes.txt");
+  std::sort(want.begin(), want.end());
+  EXPECT_EQ(listing(), want);
+}
+
 #ifndef MTF_CHECKPOINT_WRITER
 #define MTF_CHECKPOINT_WRITER "checkpoint_writer"
 #endif
 
 // kill -9 of a writer at random moments, many times: the latest checkpoint
-// always restores whole, every checkpoint file present is complete, and no
-// temporary file is ever taken for one.
-TEST(CheckpointManager, SurvivesAWriterKilledAtAnyMoment) {
-  const std::string dir = temp_dir("kill");
+// always restores whole, every checkpoint file present is complete, no
+// temporary file is ever taken for one, and part files that no checkpoint
+// lists are at most those of the one save the kill interrupted (the next
+// save removes them). `mode` is "" (one process) or "parts" (4 ranks, each
+// writing its part file).
+void kill_writer_at_random_moments(const std::string& name, const char* mode) {
+  const std::string dir = temp_dir(name);
   Graph g;
   Mesh m(g, "m");
   get_variable(m, "w", Shape({{"a", 1024}, {"b", 512}}), Initializer::zeros());
@@ -420,7 +608,7 @@ TEST(CheckpointManager, SurvivesAWriterKilledAtAnyMoment) {
   useconds_t startup = 20000;
   for (int round = 0; round < 25; ++round) {
     pid_t pid = 0;
-    const char* argv[] = {MTF_CHECKPOINT_WRITER, dir.c_str(), nullptr};
+    const char* argv[] = {MTF_CHECKPOINT_WRITER, dir.c_str(), mode, nullptr};
     ASSERT_EQ(posix_spawn(&pid, MTF_CHECKPOINT_WRITER, nullptr, nullptr,
                           const_cast<char* const*>(argv), environ),
               0)
@@ -442,13 +630,27 @@ TEST(CheckpointManager, SurvivesAWriterKilledAtAnyMoment) {
     const HostTensor w = reader.variable_value("w");
     for (int64_t i = 0; i < w.num_elements(); i += 4099)
       ASSERT_EQ(w.data<float>()[i], static_cast<float>(info.step)) << *latest;
+    std::set<std::string> listed;
     for (int64_t step : manager.steps()) {
       const std::string p = dir + "/ckpt-" + std::to_string(step) + ".h5";
       EXPECT_NO_THROW(read_checkpoint_variable(p, "w")) << p;
+      for (const std::string& f : read_checkpoint_info(p).files) listed.insert(f);
     }
+    int unlisted = 0;
+    for (const std::string& n : checkpoint_files_in(dir))
+      if (n.find(".part") != std::string::npos && !listed.count(dir + "/" + n)) ++unlisted;
+    EXPECT_LE(unlisted, 4) << "part files of more than one interrupted save";
     last_step = std::max<int64_t>(last_step, info.step);
   }
   EXPECT_GT(last_step, 0) << "no save ever completed";
+}
+
+TEST(CheckpointManager, SurvivesAWriterKilledAtAnyMoment) {
+  kill_writer_at_random_moments("kill", nullptr);
+}
+
+TEST(CheckpointManager, SurvivesAJobWritingPartsKilledAtAnyMoment) {
+  kill_writer_at_random_moments("kill_parts", "parts");
 }
 
 }  // namespace
