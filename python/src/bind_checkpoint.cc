@@ -33,19 +33,39 @@ RestoreOptions restore_options(const std::map<std::string, std::string>& rename,
   return o;
 }
 
+// SaveOptions from the `files` keyword: "per_rank" (the default) or "one_file".
+SaveOptions save_options(const std::string& files) {
+  SaveOptions o;
+  if (files == "per_rank") {
+    o.files = SaveOptions::Files::kPerRank;
+  } else if (files == "one_file") {
+    o.files = SaveOptions::Files::kOneFile;
+  } else {
+    throw ValueError("files=\"" + files +
+                     "\": a multi-process job saves either \"per_rank\" (each rank its own "
+                     "part file, at once) or \"one_file\" (one file, rank after rank)");
+  }
+  return o;
+}
+
 }  // namespace
 
 void bind_checkpoint(py::module_& m) {
   using Metadata = std::map<std::string, std::string>;
   m.def(
       "save_checkpoint",
-      [](const py::object& session, const std::string& path, int64_t step, const Metadata& meta) {
+      [](const py::object& session, const std::string& path, int64_t step, const Metadata& meta,
+         const std::string& files) {
         Session& s = session_of(session);
+        const SaveOptions o = save_options(files);
         py::gil_scoped_release release;
-        save_checkpoint(s, path, step, meta);
+        save_checkpoint(s, path, step, meta, o);
       },
       py::arg("session"), py::arg("path"), py::arg("step"), py::arg("metadata") = Metadata{},
-      "Writes every variable to an HDF5 file, atomically.");
+      py::kw_only(), py::arg("files") = "per_rank",
+      "Writes every variable to an HDF5 file, atomically; in a multi-process job each rank "
+      "writes its blocks into its own part file beside it (files=\"one_file\": one file, "
+      "rank after rank).");
   m.def(
       "restore_checkpoint",
       [](const py::object& session, const std::string& path, const Metadata& rename,
@@ -77,7 +97,10 @@ void bind_checkpoint(py::module_& m) {
   py::class_<CheckpointManager>(m, "CheckpointManager",
                                 "A directory of checkpoints ckpt-<step>.h5 keeping the newest "
                                 "`keep`; saves are atomic.")
-      .def(py::init<std::string, int>(), py::arg("directory"), py::arg("keep") = 3)
+      .def(py::init([](const std::string& directory, int keep, const std::string& files) {
+             return std::make_unique<CheckpointManager>(directory, keep, save_options(files));
+           }),
+           py::arg("directory"), py::arg("keep") = 3, py::kw_only(), py::arg("files") = "per_rank")
       .def(
           "save",
           [](CheckpointManager& c, const py::object& session, int64_t step, const Metadata& meta) {

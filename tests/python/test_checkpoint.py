@@ -71,3 +71,51 @@ def test_manager_keeps_the_newest(tmp_path):
     info = manager.restore_latest(fresh)
     assert info["step"] == 3 and info["metadata"]["step"] == "3"
     np.testing.assert_array_equal(fresh.variable_value("w"), s.variable_value("w"))
+
+
+SAVED_BY_TWO = """
+import sys
+import mtf
+g = mtf.Graph()
+m = mtf.Mesh(g, "m")
+w = mtf.get_variable(m, "w", "a:4;b:6")
+ops = mtf.optimize.MomentumOptimizer(0.1, 0.9).minimize(mtf.reduce_sum(mtf.square(w)))
+s = mtf.Session(g, mesh_shape="r:2", layout="a:r")
+s.run(ops)
+directory, files = sys.argv[1], sys.argv[2]
+mtf.save_checkpoint(s, directory + "/ckpt.h5", 1, files=files)
+mtf.CheckpointManager(directory + "/managed", files=files).save(s, 1)
+print("saved", files)
+"""
+
+
+def test_two_processes_save_part_files_or_one_file(tmp_path):
+    import subprocess
+    import sys
+    from conftest import BUILD
+    script = tmp_path / "save.py"
+    script.write_text(SAVED_BY_TWO)
+    launch = os.path.join(BUILD, "tools", "mtf-launch")
+    values = {}
+    for files, count in (("per_rank", 3), ("one_file", 1)):
+        d = tmp_path / files
+        (d / "managed").mkdir(parents=True)
+        out = subprocess.run([launch, "-n", "2", "--", sys.executable, str(script), str(d), files],
+                             capture_output=True, text=True, timeout=120,
+                             env=dict(os.environ, PYTHONPATH=os.path.join(BUILD, "python")))
+        assert out.returncode == 0 and "saved " + files in out.stdout, out.stdout + out.stderr
+        for path in (str(d / "ckpt.h5"), str(d / "managed" / "ckpt-1.h5")):
+            info = mtf.read_checkpoint_info(path)
+            assert len(info["files"]) == count and info["files"][0] == path, info
+            assert info["format_version"] == (2 if count > 1 else 1)
+        g, _, _ = model()
+        one = mtf.Session(g)
+        mtf.restore_checkpoint(one, str(d / "ckpt.h5"))
+        values[files] = [one.variable_value(n) for n in ("w", "w/momentum")]
+    for a, b in zip(values["per_rank"], values["one_file"]):
+        np.testing.assert_array_equal(a, b)
+    g, _, _ = model()
+    with pytest.raises(mtf.ValueError, match="per_rank"):
+        mtf.save_checkpoint(mtf.Session(g), str(tmp_path / "x.h5"), 1, files="parts")
+    with pytest.raises(mtf.ValueError, match="one_file"):
+        mtf.CheckpointManager(str(tmp_path), files="every")
