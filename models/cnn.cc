@@ -36,6 +36,22 @@ float Cnn::train_step(Session& session, const HostTensor& x, const HostTensor& y
   return session.run({loss}, {{images, x}, {labels, y}}, train_ops)[0].data<float>()[0];
 }
 
+float Cnn::train_step(Session& session, const data::Dataset& ds,
+                      const std::vector<int64_t>& index) {
+  const Session::FeedBlock x = session.local_feed_block(images);
+  const Session::FeedBlock y = session.local_feed_block(labels);
+  auto examples = [&](const Session::FeedBlock& b) {
+    const auto first = index.begin() + b.begin[0];
+    return std::vector<int64_t>(first, first + b.shape[0].size);
+  };
+  const Dimension x_batch{batch_dim.name, x.shape[0].size},
+      y_batch{batch_dim.name, y.shape[0].size};
+  return train_step(
+      session,
+      images_block(ds, examples(x), x_batch, x.begin[1], x.shape[1], x.begin[2], x.shape[2]),
+      Mlp::labels_batch(ds, examples(y), y_batch));
+}
+
 Cnn::EvalGraph& Cnn::eval_graph(int64_t n) {
   for (auto& e : evals_)
     if (e->batch.size == n) return *e;
@@ -56,22 +72,39 @@ double Cnn::accuracy(Session& session, const data::Dataset& ds) {
 
 HostTensor Cnn::images_batch(const data::Dataset& ds, const std::vector<int64_t>& index,
                              const Dimension& batch) {
+  return images_block(ds, index, batch, 0, Dimension{"h", kSide}, 0, Dimension{"w", kSide});
+}
+
+HostTensor Cnn::images_block(const data::Dataset& ds, const std::vector<int64_t>& index,
+                             const Dimension& batch, int64_t h_begin, const Dimension& h,
+                             int64_t w_begin, const Dimension& w) {
   const int64_t rows = ds.images.rows, cols = ds.images.cols;
   if (rows > kSide || cols > kSide) {
     throw ValueError("Cnn: images of " + std::to_string(rows) + "x" + std::to_string(cols) +
                      " pixels do not fit the network's " + std::to_string(kSide) + "x" +
                      std::to_string(kSide) + " input");
   }
+  if (h_begin < 0 || w_begin < 0 || h_begin + h.size > kSide || w_begin + w.size > kSide) {
+    throw ValueError(
+        "Cnn: block of rows [" + std::to_string(h_begin) + ", " + std::to_string(h_begin + h.size) +
+        ") and columns [" + std::to_string(w_begin) + ", " + std::to_string(w_begin + w.size) +
+        ") is not inside the " + std::to_string(kSide) + "x" + std::to_string(kSide) + " input");
+  }
+  // The image sits centred on a zero border: pixel (r, c) of the input is
+  // pixel (r - top, c - left) of the stored image.
   const int64_t top = (kSide - rows) / 2, left = (kSide - cols) / 2;
-  HostTensor t(Shape({batch, {"h", kSide}, {"w", kSide}, {"ch", 1}}), float32);
+  HostTensor t(Shape({batch, h, w, {"ch", 1}}), float32);
   float* p = t.data<float>();
   std::fill(p, p + t.num_elements(), 0.f);
+  const int64_t r0 = std::max(h_begin, top), r1 = std::min(h_begin + h.size, top + rows);
+  const int64_t c0 = std::max(w_begin, left), c1 = std::min(w_begin + w.size, left + cols);
   for (size_t i = 0; i < index.size(); ++i) {
     const uint8_t* src = ds.images.pixels.data() + index[i] * rows * cols;
-    float* dst = p + static_cast<int64_t>(i) * kSide * kSide;
-    for (int64_t r = 0; r < rows; ++r)
-      for (int64_t c = 0; c < cols; ++c)
-        dst[(top + r) * kSide + left + c] = src[r * cols + c] * (1.0f / 255.0f);
+    float* dst = p + static_cast<int64_t>(i) * h.size * w.size;
+    for (int64_t r = r0; r < r1; ++r)
+      for (int64_t c = c0; c < c1; ++c)
+        dst[(r - h_begin) * w.size + (c - w_begin)] =
+            src[(r - top) * cols + (c - left)] * (1.0f / 255.0f);
   }
   return t;
 }

@@ -32,6 +32,11 @@ class Cnn {
 
   // One Adam step on a batch; returns its mean loss.
   float train_step(Session& session, const HostTensor& images, const HostTensor& labels);
+  // The same on the examples `index` of `ds` (the whole batch's), reading
+  // only the block of each input this process needs
+  // (Session::local_feed_block): the examples of its batch share, and of
+  // each image only the rows and columns its processors hold.
+  float train_step(Session& session, const data::Dataset& ds, const std::vector<int64_t>& index);
   // Fraction of the examples classified correctly (all of them).
   double accuracy(Session& session, const data::Dataset& ds);
 
@@ -40,6 +45,11 @@ class Cnn {
   // as [batch, h, w, ch].
   static HostTensor images_batch(const data::Dataset& ds, const std::vector<int64_t>& index,
                                  const Dimension& batch);
+  // The block of those pixels at rows [h_begin, h_begin + h.size) and
+  // columns [w_begin, w_begin + w.size) of the 32x32 image, as [batch, h, w, ch].
+  static HostTensor images_block(const data::Dataset& ds, const std::vector<int64_t>& index,
+                                 const Dimension& batch, int64_t h_begin, const Dimension& h,
+                                 int64_t w_begin, const Dimension& w);
 
   static constexpr int64_t kSide = 32;
   Dimension batch_dim, h_dim{"h", kSide}, w_dim{"w", kSide}, ch_dim{"ch", 1},

@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "models/cnn.h"
 #include "models/idx_reader.h"
 #include "models/mlp.h"
 
@@ -80,6 +81,43 @@ TEST_F(DataErrorsTest, ReadsAValidFile) {
 // print the one-processor loss trajectory (1e-5 relative) over the first
 // steps. (Over hundreds of steps, ~1e-9 rounding differences in the weights
 // are amplified by SGD; see docs/ARCHITECTURE.md.)
+// A process of a spatially split job reads a block of rows and columns of
+// each image (sharded input): every block is the matching part of the whole
+// padded image, border included.
+TEST_F(DataErrorsTest, CnnImageBlocksAreSlicesOfTheWholeBatch) {
+  data::Dataset ds;
+  ds.images.count = 3;
+  ds.images.rows = 28;
+  ds.images.cols = 28;
+  ds.images.pixels.resize(3 * 28 * 28);
+  for (size_t i = 0; i < ds.images.pixels.size(); ++i)
+    ds.images.pixels[i] = static_cast<uint8_t>(i * 7 + 1);
+  const std::vector<int64_t> index = {2, 0};
+  const Dimension batch{"batch", 2};
+  const HostTensor whole = examples::Cnn::images_batch(ds, index, batch);
+  const int64_t side = examples::Cnn::kSide;
+  for (int64_t h0 : {0, 1, 8, 16, 30})
+    for (int64_t hn : {2, 16})
+      for (int64_t w0 : {0, 3, 16})
+        for (int64_t wn : {1, 16}) {
+          if (h0 + hn > side || w0 + wn > side) continue;
+          const HostTensor b =
+              examples::Cnn::images_block(ds, index, batch, h0, {"h", hn}, w0, {"w", wn});
+          ASSERT_EQ(b.shape().to_string(),
+                    Shape({batch, {"h", hn}, {"w", wn}, {"ch", 1}}).to_string());
+          for (int64_t i = 0; i < 2; ++i)
+            for (int64_t r = 0; r < hn; ++r)
+              for (int64_t c = 0; c < wn; ++c)
+                ASSERT_EQ(b.data<float>()[(i * hn + r) * wn + c],
+                          whole.data<float>()[(i * side + h0 + r) * side + w0 + c])
+                    << "image " << i << " row " << h0 + r << " column " << w0 + c;
+        }
+  EXPECT_THROW(examples::Cnn::images_block(ds, index, batch, 20, {"h", 16}, 0, {"w", 32}),
+               ValueError);
+  EXPECT_THROW(examples::Cnn::images_block(ds, index, batch, 0, {"h", 16}, -1, {"w", 4}),
+               ValueError);
+}
+
 TEST(MnistTrainingTest, MeshLayoutsFollowTheOneProcessorTrajectory) {
   if (!std::filesystem::exists(kDataDir)) GTEST_SKIP() << "Fashion-MNIST not installed";
   auto train = data::load_mnist_split(kDataDir, "train");

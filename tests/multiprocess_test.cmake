@@ -2,10 +2,12 @@
 # processes over TCP (mtf-launch) or MPI prints the same losses, to the last
 # bit (17 digits), and the same test accuracy or held-out loss, as the
 # in-process SIMD run of the same mesh and layout; with -DINPUT_SHARE=K,
-# each rank says it read 1/K of each batch's bytes (sharded input).
+# each rank says it read 1/K of each batch's bytes (sharded input); with
+# -DINPUT_BYTES=B, exactly B bytes (when inputs split unevenly, e.g. images
+# split by rows while their labels are whole).
 # Arguments: -DLAUNCH=<mtf-launch, or mpirun> -DPROGRAM=<example> -DN=<processes>
 #            -DMESH=<mesh shape> -DLAYOUT=<layout rules> [-DARGS=<the example's flags>]
-#            [-DINPUT_SHARE=<K>]
+#            [-DINPUT_SHARE=<K> | -DINPUT_BYTES=<B>]
 if(NOT DEFINED ARGS)
   set(ARGS --steps 30 --eval_every 5 --batch_size 40 --hidden 64)
 endif()
@@ -50,13 +52,17 @@ foreach(rank RANGE 0 ${N})
     message(FATAL_ERROR "rank ${rank} differs from the in-process run:\nin-process: ${want}\nrank ${rank}:     ${got}")
   endif()
   # Sharded input: each rank read its share of the batch, no more.
-  if(DEFINED INPUT_SHARE)
+  if(DEFINED INPUT_SHARE OR DEFINED INPUT_BYTES)
     if(NOT multi MATCHES "${mark}input: this process read ([0-9]+) of the batch's ([0-9]+) bytes")
       message(FATAL_ERROR "rank ${rank} did not say how much input it read:\n${multi}")
     endif()
-    math(EXPR expected "${CMAKE_MATCH_2} / ${INPUT_SHARE}")
+    if(DEFINED INPUT_BYTES)
+      set(expected ${INPUT_BYTES})
+    else()
+      math(EXPR expected "${CMAKE_MATCH_2} / ${INPUT_SHARE}")
+    endif()
     if(NOT CMAKE_MATCH_1 EQUAL expected)
-      message(FATAL_ERROR "rank ${rank} read ${CMAKE_MATCH_1} bytes per step, not 1/${INPUT_SHARE} of the batch's ${CMAKE_MATCH_2}")
+      message(FATAL_ERROR "rank ${rank} read ${CMAKE_MATCH_1} bytes per step, not ${expected} of the batch's ${CMAKE_MATCH_2}")
     endif()
   endif()
 endforeach()

@@ -66,9 +66,15 @@ int main(int argc, char** argv) {
     const auto start = std::chrono::steady_clock::now();
     for (int64_t step = 1; step <= steps; ++step) {
       const std::vector<int64_t> idx = sampler.next();
-      const float loss =
-          cnn.train_step(session, examples::Cnn::images_batch(train, idx, cnn.batch_dim),
-                         examples::Mlp::labels_batch(train, idx, cnn.batch_dim));
+      // Each process reads only the examples, rows and columns its processors hold.
+      const float loss = cnn.train_step(session, train, idx);
+      if (step == 1 && mesh.process_transport) {
+        const int64_t whole =
+            config.batch_size * (examples::Cnn::kSide * examples::Cnn::kSide * 4 + 4);
+        std::printf("input: this process read %lld of the batch's %lld bytes per step\n",
+                    static_cast<long long>(session.last_fed_bytes()),
+                    static_cast<long long>(whole));
+      }
       interval_loss += loss;
       ++interval_steps;
       if (step == 1 || step % eval_every == 0 || step == steps) {
