@@ -221,6 +221,8 @@ std::string algorithm_name(AllreduceAlgorithm a) {
       return "recursive_doubling";
     case AllreduceAlgorithm::kHalvingDoubling:
       return "halving_doubling";
+    case AllreduceAlgorithm::kHierarchical:
+      return "hierarchical";
   }
   return "?";
 }
@@ -234,7 +236,8 @@ INSTANTIATE_TEST_SUITE_P(
     Gloo, AllreduceAlgorithmTest,
     ::testing::Combine(::testing::Values(AllreduceAlgorithm::kRing,
                                          AllreduceAlgorithm::kRecursiveDoubling,
-                                         AllreduceAlgorithm::kHalvingDoubling),
+                                         AllreduceAlgorithm::kHalvingDoubling,
+                                         AllreduceAlgorithm::kHierarchical),
                        ::testing::Values(1, 2, 3, 4, 5, 8, 13, 32),
                        ::testing::Values(int64_t{0}, int64_t{1}, int64_t{17}, int64_t{100003}),
                        ::testing::Values(float32, int32)),

@@ -45,8 +45,17 @@ struct Group {
 // steps) up to 1 MiB on more than two ranks when the transport's
 // flat_network() says every pair of ranks is equally near; otherwise the
 // bidirectional ring (reduce-scatter then allgather, half of the buffer
-// clockwise and half counter-clockwise). Every member must pass the same.
-enum class AllreduceAlgorithm { kAuto, kRing, kRecursiveDoubling, kHalvingDoubling };
+// clockwise and half counter-clockwise). When the group spans machines
+// (Transport::machines()) and some machine holds two or more of its ranks,
+// kAuto goes hierarchical instead: a reduce-scatter within each machine, an
+// allreduce of each piece between machines (by the rules above, one rank per
+// machine), then an allgather within each machine, so only 1/k of the buffer
+// leaves a machine of k ranks per rank (machines holding unequal numbers of
+// the group's ranks: reduce to one rank per machine, allreduce between
+// those, broadcast within). Every member must pass the same. Float sums then
+// round differently than on one machine (reproducible mode sums by
+// gathering, which is exact either way).
+enum class AllreduceAlgorithm { kAuto, kRing, kRecursiveDoubling, kHalvingDoubling, kHierarchical };
 
 // data <- op over the group of everyone's data.
 void allreduce(Transport& t, const Group& g, void* data, int64_t count, DType dtype, ReduceOp op,

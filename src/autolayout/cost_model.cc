@@ -96,6 +96,7 @@ double CostModel::allreduce_time(int axis, double bytes) const {
       return t;
     }
     case AllreduceAlgorithm::kAuto:
+    case AllreduceAlgorithm::kHierarchical:  // never chosen by size alone
     case AllreduceAlgorithm::kRing:
       break;
   }

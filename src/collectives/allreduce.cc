@@ -52,9 +52,14 @@ void allreduce(Transport& t, const Group& g, void* data, int64_t count, DType dt
   check_group(t, g, "allreduce");
   const int64_t bytes = count * static_cast<int64_t>(element_size(dtype));
   if (g.size() == 1 || count == 0) return;
+  if (algorithm == AllreduceAlgorithm::kAuto && spans_machines(t, g))
+    algorithm = AllreduceAlgorithm::kHierarchical;
   if (algorithm == AllreduceAlgorithm::kAuto)
     algorithm = choose_allreduce_algorithm(bytes, g.size(), t.flat_network());
   switch (algorithm) {
+    case AllreduceAlgorithm::kHierarchical:
+      allreduce_hierarchical(t, g, data, count, dtype, op, tag);
+      return;
     case AllreduceAlgorithm::kRecursiveDoubling:
       allreduce_recursive_doubling(t, g, data, count, dtype, op, tag);
       return;

@@ -26,6 +26,13 @@ void allreduce_recursive_doubling(Transport& t, const Group& g, void* data, int6
 // Allreduce by recursive halving then doubling (Rabenseifner).
 void allreduce_halving_doubling(Transport& t, const Group& g, void* data, int64_t count,
                                 DType dtype, ReduceOp op, uint64_t tag);
+// Whether g has ranks on two or more machines of t.machines(), and two or
+// more on at least one: then kAuto allreduces go hierarchical.
+bool spans_machines(const Transport& t, const Group& g);
+// Allreduce within each machine, then between machines, then within
+// (allreduce_hierarchical.cc); a group on one machine goes by kAuto.
+void allreduce_hierarchical(Transport& t, const Group& g, void* data, int64_t count, DType dtype,
+                            ReduceOp op, uint64_t tag);
 // Bidirectional ring allreduce: reduce-scatter then allgather, half of the
 // buffer each way round the ring (allreduce.cc).
 void allreduce_ring(Transport& t, const Group& g, void* data, int64_t count, DType dtype,

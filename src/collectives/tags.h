@@ -3,8 +3,9 @@
 // messages of different callers (a program's steps, the session's gathers,
 // a checkpoint's checks) can never be taken for one another. Collectives
 // derive their messages' tags from the call's tag by shifting it left (at
-// most 7 bits: allreduce_over_axes then subtag), so a space holds indices
-// below 2^40 and spaces stay below 2^16.
+// most 11 bits: allreduce_over_axes, a hierarchical allreduce's step, then
+// the step's own subtag), so a space holds indices below 2^40 and spaces
+// stay below 2^13.
 #pragma once
 
 #include <cstdint>
