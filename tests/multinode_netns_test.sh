@@ -54,7 +54,7 @@ if [ "$(lines "$work/single")" != "$(lines "$work/n0")" ] || [ -z "$(lines "$wor
 fi
 grep -q "rank 0 of 4 processes over TCP" "$work/n0" || { echo "FAIL: not 4 ranks"; cat "$work/n0"; exit 1; }
 # Each namespace is a machine: shared memory within, TCP between.
-grep -q "(shared memory with 1 rank on this machine, TCP with 2 others)" "$work/n0" ||
+grep -q "(shared memory with 1 rank on this machine, TCP with 2 others; 2 machines, collectives hierarchical)" "$work/n0" ||
   { echo "FAIL: rank 0 does not use shared memory within its node and TCP across"; cat "$work/n0"; exit 1; }
 if grep -q "^step" "$work/n1"; then echo "FAIL: node 1 printed its ranks' lines"; exit 1; fi
 echo "two nodes (coordinator $host0:29531) trained bit-identically to the in-process 2x2 run"

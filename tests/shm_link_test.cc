@@ -50,22 +50,30 @@ void check_allreduce(Transport& t) {
 
 TEST(ShmLink, RanksOfOneMachineLinkUnlessEitherDeclines) {
   std::vector<std::string> links(3);
+  std::vector<std::vector<int>> machines(3);
   auto errors = run_with({true, true, true}, [&](Transport& t) {
     links[t.rank()] = t.describe_links();
+    machines[t.rank()] = t.machines();
     check_allreduce(t);
   });
   for (int r = 0; r < 3; ++r) {
     EXPECT_EQ(errors[r], "") << "rank " << r;
     EXPECT_EQ(links[r], "shared memory with 2 ranks on this machine") << "rank " << r;
+    EXPECT_EQ(machines[r], (std::vector<int>{0, 0, 0})) << "rank " << r;
   }
 
   // Rank 2 declines: it talks TCP with both, and ranks 0 and 1 still share
   // memory with each other.
   errors = run_with({true, true, false}, [&](Transport& t) {
     links[t.rank()] = t.describe_links();
+    machines[t.rank()] = t.machines();
     check_allreduce(t);
   });
-  for (int r = 0; r < 3; ++r) EXPECT_EQ(errors[r], "") << "rank " << r;
+  for (int r = 0; r < 3; ++r) {
+    EXPECT_EQ(errors[r], "") << "rank " << r;
+    // Declining shared memory does not move a rank to another machine.
+    EXPECT_EQ(machines[r], (std::vector<int>{0, 0, 0})) << "rank " << r;
+  }
   EXPECT_EQ(links[0], "shared memory with 1 rank on this machine, TCP with 1 other");
   EXPECT_EQ(links[1], "shared memory with 1 rank on this machine, TCP with 1 other");
   EXPECT_EQ(links[2], "");

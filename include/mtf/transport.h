@@ -87,6 +87,13 @@ class Transport {
   // far as the transport knows; they share its CPUs (and BLAS's threads).
   virtual int local_size() const { return 1; }
 
+  // The machine of every rank of the job, numbered by the lowest rank on it
+  // (machines()[r] == machines()[q] when r and q share a machine); empty
+  // when the transport does not know, taken as one machine. The same on
+  // every rank. Collectives over groups that span machines go hierarchical:
+  // within each machine first, then between machines.
+  virtual std::vector<int> machines() const { return {}; }
+
   // How this rank reaches its peers, for logs ("shared memory with 3 ranks
   // on this machine"); empty when there is nothing to add to the
   // transport's name.

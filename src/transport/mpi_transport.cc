@@ -55,6 +55,12 @@ class MpiTransport : public Transport {
     if (MPI_Comm_split_type(comm_, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &shared) ==
         MPI_SUCCESS) {
       MPI_Comm_size(shared, &local_size_);
+      // Each rank's machine: the lowest rank sharing its memory.
+      int lowest = rank_;
+      machines_.assign(static_cast<size_t>(size_), 0);
+      if (MPI_Allreduce(&rank_, &lowest, 1, MPI_INT, MPI_MIN, shared) != MPI_SUCCESS ||
+          MPI_Allgather(&lowest, 1, MPI_INT, machines_.data(), 1, MPI_INT, comm_) != MPI_SUCCESS)
+        machines_.clear();
       MPI_Comm_free(&shared);
     }
     queues_.resize(size_);
@@ -69,6 +75,7 @@ class MpiTransport : public Transport {
   int rank() const override { return rank_; }
   int size() const override { return size_; }
   int local_size() const override { return local_size_; }
+  std::vector<int> machines() const override { return machines_; }
 
   void send(int peer, uint64_t tag, const void* data, size_t bytes) override {
     check_peer(peer, "send");
@@ -175,6 +182,7 @@ class MpiTransport : public Transport {
   bool owns_init_;
   MPI_Comm comm_ = MPI_COMM_NULL;
   int rank_ = 0, size_ = 1, local_size_ = 1;
+  std::vector<int> machines_;
   std::vector<EarlyFrames> queues_;
 };
 

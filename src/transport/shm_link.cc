@@ -207,6 +207,7 @@ std::unique_ptr<ShmLinks> link_local_peers(int rank, int world, const std::vecto
                                            Clock::time_point deadline) {
   auto out = std::make_unique<ShmLinks>();
   out->links_.resize(world);
+  out->machines_.assign(static_cast<size_t>(world), 0);
   std::vector<int> everyone;
   for (int p = 0; p < world; ++p)
     if (p != rank) everyone.push_back(p);
@@ -225,6 +226,21 @@ std::unique_ptr<ShmLinks> link_local_peers(int rank, int world, const std::vecto
     if (std::memcmp(hellos[i].magic, "MTFSHM1", 8) != 0)
       throw Refused("rank " + std::to_string(everyone[i]) +
                     " sent no shared-memory hello (another mtf version?)");
+  }
+  // Which machine each rank is on, from every rank's identity (ours too):
+  // numbered by the lowest rank with that identity, so all ranks agree.
+  auto identity_of = [&](int p) {
+    if (p == rank) return static_cast<const char*>(hello.identity);
+    const size_t i = static_cast<size_t>(p < rank ? p : p - 1);
+    return static_cast<const char*>(hellos[i].identity);
+  };
+  for (int p = 0; p < world; ++p) {
+    int m = p;
+    for (int q = 0; q < p && m == p; ++q)
+      if (std::memcmp(identity_of(q), identity_of(p), kIdentityBytes) == 0) m = q;
+    out->machines_[static_cast<size_t>(p)] = m;
+  }
+  for (size_t i = 0; i < everyone.size(); ++i) {
     if (enabled && hellos[i].enabled &&
         std::memcmp(hellos[i].identity, hello.identity, kIdentityBytes) == 0)
       local.push_back(everyone[i]);

@@ -79,6 +79,9 @@ class ShmLinks {
     return peer < static_cast<int>(links_.size()) ? links_[peer].get() : nullptr;
   }
   int count() const;
+  // The machine of every rank (the lowest rank of its host identity), as
+  // Transport::machines() gives it; the same on every rank.
+  const std::vector<int>& machines() const { return machines_; }
   // The doorbell's read end, for poll(POLLIN); -1 without links.
   int doorbell() const { return doorbell_[0]; }
   // Says this rank is about to sleep in poll(): writers ring the doorbell.
@@ -90,7 +93,8 @@ class ShmLinks {
   friend std::unique_ptr<ShmLinks> link_local_peers(int, int, const std::vector<int>&, bool, size_t,
                                                     Clock::time_point);
   std::vector<std::unique_ptr<ShmLink>> links_;  // per rank; null: TCP
-  void* map_ = nullptr;                          // our segment
+  std::vector<int> machines_;
+  void* map_ = nullptr;  // our segment
   size_t map_bytes_ = 0;
   int doorbell_[2] = {-1, -1};
 };

@@ -89,12 +89,20 @@ class TcpTransport : public Transport {
     return std::max(opts_.local_size, 1 + (shm_ ? shm_->count() : 0));
   }
 
+  std::vector<int> machines() const override {
+    return shm_ ? shm_->machines() : std::vector<int>{};
+  }
+
   std::string describe_links() const override {
     const int shm = shm_ ? shm_->count() : 0;
     if (shm == 0) return {};
     const int tcp = size() - 1 - shm;
+    std::vector<int> machines = shm_->machines();
+    std::sort(machines.begin(), machines.end());
+    const auto count = std::unique(machines.begin(), machines.end()) - machines.begin();
     return str_cat("shared memory with ", shm, shm == 1 ? " rank" : " ranks", " on this machine",
-                   tcp ? str_cat(", TCP with ", tcp, tcp == 1 ? " other" : " others") : "");
+                   tcp ? str_cat(", TCP with ", tcp, tcp == 1 ? " other" : " others") : "",
+                   count > 1 ? str_cat("; ", count, " machines, collectives hierarchical") : "");
   }
 
   void send(int peer, uint64_t tag, const void* data, size_t bytes) override {
