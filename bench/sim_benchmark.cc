@@ -3,9 +3,12 @@
 //   cores (data-parallel, and hybrid batch x hidden on 2-D meshes), in
 //   functional and cost-only mode: wall time per simulated step and
 //   simulated messages per wall second; peak RSS is printed at the end;
+// - the data-parallel step (batch 2048) on 2048 cores of a TPU v3, cost-only,
+//   with rings timed at once (the default) and message by message;
 // - the reference, in the same run: a Boost.Fiber switch (two fibers
 //   yielding to each other), to say how many switches a message costs.
-// Targets (issue 4): the hybrid step on 512 cores <= 5 s wall, <= 2 GiB.
+// Targets: the hybrid step on 512 cores <= 5 s wall, <= 2 GiB; the
+// cost-only data-parallel step on 2048 cores <= 2 s.
 #include <sys/resource.h>
 
 #include <boost/fiber/all.hpp>
@@ -23,6 +26,7 @@ struct Case {
   const char* topology_set;
   const char* mesh;
   const char* layout;
+  int64_t batch = 512;
 };
 
 const Case kCases[] = {
@@ -32,13 +36,14 @@ const Case kCases[] = {
     {"tpu-v2-32", "chips=4x8", "batch:8;model:8", "batch:batch;hidden:model"},
     {"tpu-v2-512", "", "all:512", "batch:all"},
     {"tpu-v2-512", "", "batch:16;model:32", "batch:batch;hidden:model"},
+    {"tpu-v3-2048", "", "all:2048", "batch:all", 2048},
 };
 
 void BM_SimulatedMlpStep(benchmark::State& state) {
   const Case& k = kCases[state.range(0)];
   const SimMode mode = state.range(1) ? SimMode::kFunctional : SimMode::kCostOnly;
   examples::MlpConfig mc;
-  mc.batch_size = 512;
+  mc.batch_size = k.batch;
   examples::Mlp mlp(mc);
   MeshConfig c;
   c.mesh_shape = MeshShape(k.mesh);
@@ -47,6 +52,7 @@ void BM_SimulatedMlpStep(benchmark::State& state) {
   c.sim.topology = Topology::preset(k.topology);
   c.sim.topology.apply_overrides(k.topology_set);
   c.sim.mode = mode;
+  c.sim.ring_timing = state.range(2) == 0;
   Session s(mlp.graph(), c);
   Feeds feeds;
   if (mode == SimMode::kFunctional) {
@@ -61,7 +67,8 @@ void BM_SimulatedMlpStep(benchmark::State& state) {
     s.run({mlp.loss}, feeds, mlp.train_ops);
     messages += s.simulation_report().messages;
   }
-  state.SetLabel(std::string(k.mesh) + " " + k.layout);
+  state.SetLabel(std::string(k.mesh) + " " + k.layout +
+                 (c.sim.ring_timing ? "" : ", rings message by message"));
   state.counters["messages/s"] =
       benchmark::Counter(static_cast<double>(messages), benchmark::Counter::kIsRate);
   state.counters["ns/message"] = benchmark::Counter(
@@ -90,8 +97,11 @@ void BM_FiberSwitch(benchmark::State& state) {
 
 BENCHMARK(BM_FiberSwitch)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_SimulatedMlpStep)
-    ->ArgsProduct({{0, 1, 2, 3, 4, 5}, {0, 1}})
-    ->ArgNames({"case", "functional"})
+    ->ArgsProduct({{0, 1, 2, 3, 4, 5}, {0, 1}, {0}})
+    ->Args({4, 0, 1})
+    ->Args({6, 0, 0})
+    ->Args({6, 0, 1})
+    ->ArgNames({"case", "functional", "messages"})
     ->Unit(benchmark::kMillisecond)
     ->MinTime(0.5)
     ->UseRealTime();

@@ -214,7 +214,7 @@ int main(int argc, char** argv) {
     flags.define("layout", "batch:all", "layout rules, e.g. \"batch:batch;hidden:model\"");
     flags.define("topology", "tpu-v2-512",
                  "machine preset: tpu-v2-{8,32,128,512}, tpu-v3-{8,32,128,512,2048}, "
-                 "tpu-v4-{4x4x4,8x8x8}");
+                 "tpu-v4-{4x4x4,8x8x8,16x16x16}");
     flags.define("topology_set", "",
                  "overrides, e.g. \"link_bandwidth=50e9,chips=8x8\" (keys: name chips wraparound "
                  "cores_per_chip core_flops core_memory chip_memory_bandwidth link_bandwidth "
@@ -227,6 +227,9 @@ int main(int argc, char** argv) {
     flags.define("mode", "cost",
                  "functional (real data on every core) or cost (shapes and clocks only)");
     flags.define("steps", "1", "training steps to simulate");
+    flags.define("ring_timing", "true",
+                 "time each ring collective at once when all its cores reach it (false: message "
+                 "by message, slower; for comparison)");
     flags.define("trace", "",
                  "write a Chrome trace-event JSON of the last step (opens in Perfetto)");
     flags.define("json", "false", "print the report as JSON");
@@ -271,6 +274,7 @@ int main(int argc, char** argv) {
     config.sim.topology.apply_overrides(flags.str("topology_set"));
     config.sim.mode = mode == "functional" ? SimMode::kFunctional : SimMode::kCostOnly;
     config.sim.physical_order = parse_mapping(flags.str("mapping"));
+    config.sim.ring_timing = flags.boolean("ring_timing");
     config.sim.trace_path = flags.str("trace");  // each step rewrites it: the last one stays
 
     Model model = make_model(flags.str("model"), flags);

@@ -50,6 +50,20 @@ struct RecvSpec {
   size_t bytes;
 };
 
+// One pass of a lockstep ring collective as this rank takes part in it:
+// the elements [lo, hi) of `element_bytes` each split into n chunks
+// (chunk c: [lo + len*c/n, lo + len*(c+1)/n)), and at each of the n-1 steps s
+// this rank sends chunk (send_chunk - s) mod n to the next rank of `order`
+// and then receives chunk (recv_chunk - s) mod n from the previous one.
+struct RingPassTiming {
+  const std::vector<int>* order = nullptr;  // the ring's ranks
+  int position = 0;                         // this rank's place in *order
+  uint64_t tag = 0;
+  int64_t lo = 0, hi = 0;
+  size_t element_bytes = 0;
+  int send_chunk = 0, recv_chunk = 0;
+};
+
 class Transport {
  public:
   virtual ~Transport() = default;
@@ -68,6 +82,16 @@ class Transport {
   // cost-only mode): data pointers may then be null, nothing is copied, and
   // collectives skip their local data movement.
   virtual bool carries_data() const { return true; }
+
+  // For transports that time messages rather than send them (the
+  // simulator): times the passes' steps in lockstep (step s: every pass's
+  // send, then every pass's receive) all at once and returns true; the
+  // caller then still exchanges the data message by message when
+  // carries_data(), untimed. Or returns false having done nothing, and the
+  // caller exchanges message by message. Every rank of the rings makes the
+  // same choice. A ring of n ranks then costs the simulator O(n) fiber
+  // switches instead of O(n^2).
+  virtual bool time_ring_passes(const std::vector<RingPassTiming>& passes);
 
   // Ring collectives move each step's chunk in segments of at most this many
   // bytes, one exchange() each, so what a step receives is reduced while it

@@ -59,12 +59,13 @@ void check_group(const Transport& t, const Group& g, const char* what) {
                                      " at position ", g.index, " but the caller is rank ",
                                      t.rank()));
   }
-  std::set<int> seen;
+  std::vector<bool> seen(static_cast<size_t>(t.size()), false);
   for (int r : g.ranks) {
-    if (r < 0 || r >= t.size() || !seen.insert(r).second) {
+    if (r < 0 || r >= t.size() || seen[r]) {
       throw ValueError(detail::str_cat(what, ": group rank ", r,
                                        " is repeated or outside the job of ", t.size(), " ranks"));
     }
+    seen[r] = true;
   }
 }
 

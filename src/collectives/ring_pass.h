@@ -32,7 +32,12 @@ class RingPass {
   RecvSpec recv_spec(int s, int j);
   void finish_recv(int s, int j);
   int steps() const { return n_ - 1; }
+  // The chunks this rank sends and receives, for Transport::time_ring_passes.
+  void describe(RingPassTiming* t) const;
   int segments() const { return m_; }
+  const std::vector<int>& order() const { return order_; }
+  int position() const { return pos_; }
+  uint64_t tag() const { return tag_; }
   Transport& transport() const { return t_; }
 
  private:

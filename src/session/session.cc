@@ -134,6 +134,9 @@ class SessionImpl {
     std::vector<std::vector<HostTensor>> fetched(n);
     if (engine_) {
       SimReport rep = engine_->run(program, [&](Transport& t, StepHooks& hooks) {
+        // The engine may run a cost-only step twice: each time afresh.
+        states[t.rank()].pending_assignments.clear();
+        fetched[t.rank()].clear();
         run_core(program, t.rank(), &t, states[t.rank()], &fetched[t.rank()], &hooks);
       });
       rep.layout = config_.layout.to_string();

@@ -13,182 +13,20 @@
 #include "core/check.h"
 #include "mtf/errors.h"
 #include "sim/scheduler.h"
+#include "sim/world.h"
 #include "transport/first_error.h"
 
 namespace mtf::sim {
 namespace {
 
 constexpr size_t kFiberStackBytes = 256 * 1024;
+// Runs of a step with out-of-order rings taken out, before every ring goes
+// message by message.
+constexpr int kRingTimingAttempts = 8;
 
-struct Message {
-  double arrival = 0;
-  size_t bytes = 0;
-  std::vector<char> data;
-};
-
-struct InboxKey {
-  int peer;
-  uint64_t tag;
-  bool operator==(const InboxKey& o) const { return peer == o.peer && tag == o.tag; }
-};
-struct InboxKeyHash {
-  size_t operator()(const InboxKey& k) const {
-    return static_cast<size_t>((k.tag * 0x9E3779B97F4A7C15ULL) ^ static_cast<uint64_t>(k.peer));
-  }
-};
-
-// A route between two logical processors, with what a message over it pays.
-struct Route {
-  std::vector<int> links;
-  double latency = 0;
-  double bandwidth = 0;  // the slowest link's
-};
-
-struct TraceEvent {
-  int pid;  // 0: cores, 1: links
-  int tid;
-  std::string name;
-  double start, end;
-  std::string args;  // the members of its "args" object, as JSON
-};
-
-// A message's arrow in the trace: from its sender's core when sent to its
-// receiver's core when it arrives.
-struct TraceFlow {
-  int from, to;
-  double sent, arrived;
-};
-
-// Everything the cores of one run share. All cores run on one thread, so no
-// locking beyond what the fiber condition variables need.
-struct World {
-  World(const Program& p, const Machine& m, const CoreMapping& map, bool data, bool trace)
-      : program(p), machine(m), mapping(map), carries_data(data), tracing(trace) {}
-
-  const Program& program;
-  const Machine& machine;
-  const CoreMapping& mapping;
-  const bool carries_data;
-  const bool tracing;
-
-  struct Core {
-    double clock = 0;
-    SimProps* props = nullptr;
-    boost::fibers::mutex mu;
-    boost::fibers::condition_variable cv;
-    // Messages not yet received, by (sender, tag); emptied entries are erased.
-    std::unordered_map<InboxKey, std::deque<Message>, InboxKeyHash> inbox;
-    bool waiting = false;
-    int wait_peer = -1;
-    uint64_t wait_tag = 0;
-    size_t step = 0;  // the step being run
-    double compute = 0, communication = 0;
-    int64_t bytes_sent = 0;
-  };
-  std::vector<Core> cores;
-  std::vector<double> link_free;
-  std::vector<int64_t> link_bytes;
-  std::vector<double> step_time_sum;  // per step, over cores
-  std::vector<double> compute_time;   // per step: its roofline time on one core
-  std::vector<int64_t> step_bytes;    // per step, over cores
-  std::vector<TraceEvent> events;
-  std::vector<TraceFlow> flows;
-  int64_t messages = 0;
-  int running = 0, blocked = 0;
-  bool failed = false;
-  std::string failure;
-  std::unordered_map<int64_t, Route> routes;  // by from * cores + to
-
-  const Route& route(int from, int to) {
-    const int64_t key = static_cast<int64_t>(from) * static_cast<int64_t>(cores.size()) + to;
-    auto it = routes.find(key);
-    if (it != routes.end()) return it->second;
-    Route r;
-    machine.route(mapping.physical[from], mapping.physical[to], &r.links);
-    for (int l : r.links) {
-      r.latency += machine.latency(l);
-      r.bandwidth =
-          r.bandwidth == 0 ? machine.bandwidth(l) : std::min(r.bandwidth, machine.bandwidth(l));
-    }
-    return routes.emplace(key, std::move(r)).first->second;
-  }
-
-  void init(int n) {
-    cores = std::vector<Core>(n);
-    link_free.assign(machine.num_links(), 0.0);
-    link_bytes.assign(machine.num_links(), 0);
-    // One more slot for messages sent outside any step (collectives called
-    // directly, as the tests do).
-    step_time_sum.assign(program.steps.size() + 1, 0.0);
-    // Every core runs the same steps on slices of the same shapes: time
-    // each compute step once.
-    compute_time.assign(program.steps.size(), 0.0);
-    for (size_t i = 0; i < program.steps.size(); ++i) {
-      const Step& s = program.steps[i];
-      if (s.kind == Step::Kind::kCompute || s.kind == Step::Kind::kSplit)
-        compute_time[i] = step_compute_time(program, s, machine.topology());
-    }
-    step_bytes.assign(program.steps.size() + 1, 0);
-    for (Core& c : cores) c.step = program.steps.size();
-    running = n;
-  }
-
-  // Makes the current fiber wait its turn at its (new) clock.
-  void yield_at(Core& c) {
-    c.props->key = c.clock;
-    boost::this_fiber::yield();
-  }
-
-  void fail(const std::string& why) {
-    if (failed) return;
-    failed = true;
-    failure = why;
-    for (Core& c : cores)
-      if (c.waiting) wake(c, c.clock);
-  }
-
-  // Makes a waiting core ready at simulated time `at`. It stops counting as
-  // blocked now, not when it next runs, so the deadlock check stays exact.
-  void wake(Core& c, double at) {
-    c.waiting = false;
-    --blocked;
-    c.props->key = std::max(c.clock, at);
-    c.cv.notify_all();
-  }
-
-  // Called when a core blocks or finishes: if every running core is waiting,
-  // nothing can ever wake them. Returns true when it found that so.
-  bool check_deadlock() {
-    if (failed || running == 0 || blocked < running) return false;
-    std::string who;
-    int listed = 0;
-    for (size_t r = 0; r < cores.size() && listed < 8; ++r) {
-      if (!cores[r].waiting) continue;
-      const size_t step = cores[r].step;
-      who += detail::str_cat(listed ? "; " : " ", "core ", r, " waits for core ",
-                             cores[r].wait_peer, " in ",
-                             step < program.steps.size() ? program.steps[step].op->name()
-                                                         : std::string("a direct call"));
-      ++listed;
-    }
-    fail(
-        "simulation deadlock: every running core waits for a message nobody will send "
-        "(the cores called different collectives or sizes):" +
-        who);
-    return true;
-  }
-};
-
-std::string json_escape(const std::string& s) {
-  std::string r;
-  for (char ch : s) {
-    if (ch == '"' || ch == '\\') r += '\\';
-    if (static_cast<unsigned char>(ch) < 0x20) continue;
-    r += ch;
-  }
-  return r;
-}
-
+// A core's transport: messages timed over the machine's links, rings timed
+// at once by World::rings (their data, in functional mode, then moves in
+// untimed messages).
 class SimTransport : public Transport {
  public:
   SimTransport(World& w, int rank) : w_(w), rank_(rank) {}
@@ -203,38 +41,30 @@ class SimTransport : public Transport {
     check_peer(peer, "send");
     if (w_.failed) throw PeerLostError("simulation stopped: " + w_.failure);
     World::Core& me = w_.cores[rank_];
-    const Route& route = w_.route(rank_, peer);
-    double start = me.clock;
-    for (int l : route.links) start = std::max(start, w_.link_free[l]);
-    const double serialize = route.bandwidth > 0 ? static_cast<double>(bytes) / route.bandwidth : 0;
-    static const std::string kOutside = "message";
-    const std::string* label = nullptr;
-    if (w_.tracing)
-      label = me.step < w_.program.steps.size() ? &w_.program.steps[me.step].op->name() : &kOutside;
-    std::string args;
-    if (label && bytes)
-      args = detail::str_cat("\"op\":\"", json_escape(*label), "\",\"bytes\":", bytes,
-                             ",\"from_core\":", rank_, ",\"to_core\":", peer);
-    for (int l : route.links) {
-      w_.link_free[l] = start + serialize;
-      w_.link_bytes[l] += static_cast<int64_t>(bytes);
-      if (label && bytes) w_.events.push_back({1, l, *label, start, start + serialize, args});
-    }
     Message m;
-    m.arrival = start + route.latency + serialize;
+    auto timed = timed_sends_.find(tag);
+    if (timed == timed_sends_.end()) {
+      m.arrival = w_.transmit(w_.route(rank_, peer), rank_, peer, bytes, me.clock, 0);
+    } else if (--timed->second == 0) {  // a ring's data, timed already: no time
+      timed_sends_.erase(timed);
+    }
     m.bytes = bytes;
     if (w_.carries_data && bytes) {
       m.data.resize(bytes);
       std::memcpy(m.data.data(), data, bytes);
     }
-    me.bytes_sent += static_cast<int64_t>(bytes);
-    w_.step_bytes[me.step] += static_cast<int64_t>(bytes);
-    ++w_.messages;
-    if (label && bytes) w_.flows.push_back({rank_, peer, me.clock, m.arrival});
     World::Core& to = w_.cores[peer];
     const double arrival = m.arrival;
     to.inbox[{rank_, tag}].push_back(std::move(m));
     if (to.waiting && to.wait_peer == rank_ && to.wait_tag == tag) w_.wake(to, arrival);
+  }
+
+  bool time_ring_passes(const std::vector<RingPassTiming>& passes) override {
+    if (!w_.rings.time(w_, rank_, passes)) return false;
+    if (w_.carries_data)
+      for (const RingPassTiming& p : passes)
+        timed_sends_[p.tag] += static_cast<int64_t>(p.order->size()) - 1;
+    return true;
   }
 
   void recv(int peer, uint64_t tag, void* data, size_t bytes) override {
@@ -279,6 +109,8 @@ class SimTransport : public Transport {
  private:
   World& w_;
   int rank_;
+  // Per tag: sends of rings already timed, still to move their data.
+  std::unordered_map<uint64_t, int64_t> timed_sends_;
 };
 
 class CoreHooks : public StepHooks {
@@ -372,34 +204,10 @@ void write_trace(const std::string& path, const World& w, const Machine& machine
   if (!out) throw IoError("writing the trace file \"" + path + "\" failed");
 }
 
-}  // namespace
-
-double step_compute_time(const Program& program, const Step& step, const Topology& topo) {
-  double bytes = 0;
-  if (step.kind == Step::Kind::kCompute && step.op->type() == "variable") return 0;
-  for (size_t i = 0; i < step.input_slots.size(); ++i) {
-    // Inputs an op takes for the graph's sake only (recompute_grad's) are not read.
-    if (step.kind == Step::Kind::kCompute && !step.op->reads_input(static_cast<int>(i))) continue;
-    bytes += static_cast<double>(program.slot_bytes(step.input_slots[i]));
-  }
-  for (int s : step.output_slots) bytes += static_cast<double>(program.slot_bytes(s));
-  return std::max(step.flops / topo.core_flops, bytes / topo.core_memory_bandwidth());
-}
-
-Engine::Engine(const SimOptions& options, const MeshShape& mesh)
-    : options_(options),
-      mesh_(mesh),
-      machine_(options.topology),
-      mapping_(options.physical_order.empty()
-                   ? CoreMapping::automatic(mesh, options.topology)
-                   : CoreMapping::explicit_order(mesh, options.topology, options.physical_order)) {}
-
-SimReport Engine::run(const Program& program,
-                      const std::function<void(Transport&, StepHooks&)>& core_main) {
-  const int n = static_cast<int>(mesh_.size());
-  const bool dry = options_.mode == SimMode::kCostOnly;
-  World w(program, machine_, mapping_, !dry, !options_.trace_path.empty());
-  w.init(n);
+// Runs core_main on every core of `w` as fibers under the time-ordered
+// scheduler; rethrows the first core's error.
+void run_cores(World& w, bool dry, const std::function<void(Transport&, StepHooks&)>& core_main) {
+  const int n = static_cast<int>(w.cores.size());
   transport::FirstError errors;
   // A thread of its own, so the time-ordered scheduler governs only these
   // fibers.
@@ -431,6 +239,48 @@ SimReport Engine::run(const Program& program,
   });
   runner.join();
   errors.rethrow_if_any();
+}
+
+}  // namespace
+
+double step_compute_time(const Program& program, const Step& step, const Topology& topo) {
+  double bytes = 0;
+  if (step.kind == Step::Kind::kCompute && step.op->type() == "variable") return 0;
+  for (size_t i = 0; i < step.input_slots.size(); ++i) {
+    // Inputs an op takes for the graph's sake only (recompute_grad's) are not read.
+    if (step.kind == Step::Kind::kCompute && !step.op->reads_input(static_cast<int>(i))) continue;
+    bytes += static_cast<double>(program.slot_bytes(step.input_slots[i]));
+  }
+  for (int s : step.output_slots) bytes += static_cast<double>(program.slot_bytes(s));
+  return std::max(step.flops / topo.core_flops, bytes / topo.core_memory_bandwidth());
+}
+
+Engine::Engine(const SimOptions& options, const MeshShape& mesh)
+    : options_(options),
+      mesh_(mesh),
+      machine_(options.topology),
+      mapping_(options.physical_order.empty()
+                   ? CoreMapping::automatic(mesh, options.topology)
+                   : CoreMapping::explicit_order(mesh, options.topology, options.physical_order)) {}
+
+SimReport Engine::run(const Program& program,
+                      const std::function<void(Transport&, StepHooks&)>& core_main) {
+  const int n = static_cast<int>(mesh_.size());
+  const bool dry = options_.mode == SimMode::kCostOnly;
+  std::unique_ptr<World> world;
+  for (int attempt = 0;; ++attempt) {
+    world = std::make_unique<World>(program, machine_, mapping_, !dry,
+                                    !options_.trace_path.empty(), &slow_rings_);
+    if (attempt == kRingTimingAttempts || !options_.ring_timing) world->rings.disable();
+    world->init(n);
+    run_cores(*world, dry, core_main);
+    // Rings timed at once while other traffic shared their links out of
+    // time order: again, with those rings message by message.
+    const std::set<RingKey>& late = world->rings.out_of_order_rings();
+    if (late.empty() || attempt == kRingTimingAttempts) break;
+    slow_rings_.insert(late.begin(), late.end());
+  }
+  World& w = *world;
 
   SimReport rep;
   rep.topology = options_.topology.name;

@@ -6,11 +6,13 @@
 
 #include <functional>
 #include <memory>
+#include <set>
 
 #include "lowering/program.h"
 #include "mtf/sim.h"
 #include "mtf/transport.h"
 #include "sim/machine.h"
+#include "sim/ring_timing.h"
 #include "simd/simd_executor.h"
 
 namespace mtf::sim {
@@ -30,7 +32,9 @@ class Engine {
   const Machine& machine() const { return machine_; }
 
   // Runs core_main(transport, hooks) for every logical processor (hooks.dry()
-  // in cost-only mode) and returns the report of the run. Errors of a core
+  // in cost-only mode) and returns the report of the run. In cost-only mode
+  // it may run core_main again on every core (see RingTimer), so core_main
+  // must start each call afresh. Errors of a core
   // are rethrown (the root cause, not the peers' PeerLostErrors); a set of
   // cores all waiting on each other is an error naming them, not a hang.
   SimReport run(const Program& program,
@@ -41,6 +45,8 @@ class Engine {
   MeshShape mesh_;
   Machine machine_;
   CoreMapping mapping_;
+  // Rings that cost-only runs exchange message by message (RingTimer).
+  std::set<RingKey> slow_rings_;
 };
 
 // Roofline time of a compute or split step on one core.

@@ -111,6 +111,10 @@ const std::map<std::string, std::function<Topology()>>& presets() {
        [] {
          return tpu("tpu-v4-8x8x8", {8, 8, 8}, 4);
        }},
+      {"tpu-v4-16x16x16",
+       [] {
+         return tpu("tpu-v4-16x16x16", {16, 16, 16}, 4);
+       }},
   };
   return m;
 }

@@ -24,6 +24,8 @@ void Transport::exchange(const std::vector<SendSpec>& sends, const std::vector<R
   for (const RecvSpec& r : recvs) recv(r.peer, r.tag, r.data, r.bytes);
 }
 
+bool Transport::time_ring_passes(const std::vector<RingPassTiming>&) { return false; }
+
 void Transport::check_peer(int peer, const char* what) const {
   if (peer < 0 || peer >= size() || peer == rank()) {
     throw ValueError(detail::str_cat(what, " on rank ", rank(), ": peer ", peer,

@@ -1,0 +1,155 @@
+// Ring collectives of the cost-only simulator, timed in one pass per ring.
+#include "sim/ring_timing.h"
+
+#include <algorithm>
+
+#include "core/check.h"
+#include "mtf/errors.h"
+#include "sim/world.h"
+
+namespace mtf::sim {
+
+const RingTimer::Info& RingTimer::info(World& w, const RingKey& key,
+                                       const std::vector<RingPassTiming>& passes) {
+  auto it = infos_.find(key);
+  if (it != infos_.end() && it->second.passes == static_cast<int>(passes.size()) &&
+      it->second.ranks == *passes[0].order)
+    return it->second;
+  Info r;
+  r.passes = static_cast<int>(passes.size());
+  r.ranks = *passes[0].order;
+  const int n = static_cast<int>(r.ranks.size());
+  std::vector<int> position(w.cores.size(), -1);
+  for (int i = 0; i < n; ++i) position[r.ranks[i]] = i;
+  r.next.assign(static_cast<size_t>(r.passes) * n, 0);
+  r.routes.assign(static_cast<size_t>(r.passes) * n, nullptr);
+  for (int p = 0; p < r.passes && r.one_ring; ++p) {
+    const std::vector<int>& order = *passes[p].order;
+    if (static_cast<int>(order.size()) != n) {
+      r.one_ring = false;
+      break;
+    }
+    for (int k = 0; k < n; ++k) {
+      const int from = order[k], to = order[(k + 1) % n];
+      if (position[from] < 0 || position[to] < 0) {
+        r.one_ring = false;
+        break;
+      }
+      const int i = position[from];
+      r.next[p * n + i] = position[to];
+      r.routes[p * n + i] = &w.route(from, to);
+    }
+  }
+  return infos_[key] = std::move(r);
+}
+
+bool RingTimer::time(World& w, int rank, const std::vector<RingPassTiming>& passes) {
+  if (disabled_ || passes.empty() || passes[0].order->size() < 2) return false;
+  const RingKey key{passes[0].tag, passes[0].order->front()};
+  if (slow_ && slow_->count(key)) return false;
+  auto it = meetings_.find(key);
+  if (it == meetings_.end()) {
+    const Info& ring = info(w, key, passes);
+    if (!ring.one_ring) return false;  // passes over different cores: messages
+    it = meetings_.emplace(key, Meeting{}).first;
+    it->second.ring = &ring;
+    it->second.passes.assign(ring.ranks.size(), nullptr);
+  }
+  Meeting& m = it->second;
+  const Info& ring = *m.ring;
+  const int n = static_cast<int>(ring.ranks.size());
+  const int at = passes[0].position;
+  // Every core of a ring makes the same calls: anything else is a bug.
+  MTF_CHECK(static_cast<int>(passes.size()) == ring.passes && at >= 0 && at < n &&
+            ring.ranks[at] == rank && !m.passes[at]);
+  m.passes[at] = &passes;
+  World::Core& me = w.cores[rank];
+  if (++m.arrived == n) {
+    const double start = me.clock;
+    run(w, rank, ring, m);
+    // Gone before this core yields: its peers may meet again on this key.
+    meetings_.erase(key);
+    if (me.clock > start) w.yield_at(me);
+    return true;
+  }
+  me.ring_timed = false;
+  std::unique_lock<boost::fibers::mutex> lock(me.mu);
+  while (!me.ring_timed) {
+    if (w.failed) throw PeerLostError("simulation stopped: " + w.failure);
+    me.waiting = true;
+    me.wait_peer = ring.ranks[(at + n - 1) % n];
+    me.wait_tag = passes[0].tag;
+    ++w.blocked;
+    if (w.check_deadlock()) throw TimeoutError(w.failure);  // fail() woke us all
+    if (!w.failed) me.cv.wait(lock);
+    if (me.waiting) {  // woken by something else than wake()
+      --w.blocked;
+      me.waiting = false;
+    }
+  }
+  return true;
+}
+
+void RingTimer::run(World& w, int rank, const Info& ring, const Meeting& m) {
+  const int n = static_cast<int>(ring.ranks.size());
+  const int passes = ring.passes;
+  parties_.push_back({(*m.passes[0])[0].tag, ring.ranks[0]});
+  const int party = static_cast<int>(parties_.size());
+  std::vector<double> clock(n), arrival(static_cast<size_t>(passes) * n);
+  for (int i = 0; i < n; ++i) clock[i] = w.cores[ring.ranks[i]].clock;
+  // Every core's chunks of each pass, checked against what its successor
+  // expects; the sizes of the chunks, once (the same on every core).
+  const size_t steps = static_cast<size_t>(n - 1);
+  std::vector<int> chunk(static_cast<size_t>(passes) * n);
+  std::vector<std::vector<size_t>> bytes(passes);
+  for (int p = 0; p < passes; ++p) {
+    const RingPassTiming& first = (*m.passes[0])[p];
+    for (int i = 0; i < n; ++i) {
+      const RingPassTiming& mine = (*m.passes[i])[p];
+      const RingPassTiming& theirs = (*m.passes[ring.next[p * n + i]])[p];
+      if (mine.lo != first.lo || mine.hi != first.hi ||
+          mine.element_bytes != first.element_bytes || theirs.recv_chunk != mine.send_chunk) {
+        const std::string why = detail::str_cat(
+            "ring collective (tag ", mine.tag, "): core ", ring.ranks[i],
+            " does not send core ", ring.ranks[ring.next[p * n + i]],
+            " what it expects; the cores called different collectives or sizes");
+        w.fail(why);
+        throw ValueError(why);
+      }
+      chunk[p * n + i] = mine.send_chunk;
+    }
+    for (int c = 0; c < n; ++c) {
+      const int64_t len = first.hi - first.lo;
+      bytes[p].push_back(static_cast<size_t>(len * (c + 1) / n - len * c / n) * first.element_bytes);
+    }
+  }
+  // Step by step, as the cores would exchange them: every pass's send at the
+  // sender's clock, then the receives.
+  for (size_t s = 0; s < steps; ++s) {
+    for (int i = 0; i < n; ++i) {
+      for (int p = 0; p < passes; ++p) {
+        const int j = ring.next[p * n + i];
+        int& c = chunk[p * n + i];  // this step's, then the next step's
+        arrival[p * n + j] = w.transmit(*ring.routes[p * n + i], ring.ranks[i], ring.ranks[j],
+                                        bytes[p][c], clock[i], party);
+        c = c == 0 ? n - 1 : c - 1;
+      }
+    }
+    for (int j = 0; j < n; ++j)
+      for (int p = 0; p < passes; ++p) clock[j] = std::max(clock[j], arrival[p * n + j]);
+  }
+  for (int i = 0; i < n; ++i) {
+    World::Core& c = w.cores[ring.ranks[i]];
+    c.clock = clock[i];
+    if (ring.ranks[i] == rank) continue;
+    c.ring_timed = true;
+    w.wake(c, clock[i]);
+  }
+}
+
+void RingTimer::out_of_order(int a, int b) {
+  if (a > 0) late_.insert(parties_[a - 1]);
+  if (b > 0) late_.insert(parties_[b - 1]);
+}
+
+}  // namespace mtf::sim

@@ -1,0 +1,188 @@
+// The shared state of a simulated run: clocks, links, counters.
+#include "sim/world.h"
+
+#include <algorithm>
+
+#include "core/check.h"
+#include "sim/engine.h"
+
+namespace mtf::sim {
+
+void World::init(int n) {
+  cores = std::vector<Core>(n);
+  link_free.assign(machine.num_links(), 0.0);
+  link_bytes.assign(machine.num_links(), 0);
+  link_log.assign(machine.num_links(), LinkLog{});
+  // One more slot for messages sent outside any step (collectives called
+  // directly, as the tests do).
+  step_time_sum.assign(program.steps.size() + 1, 0.0);
+  // Every core runs the same steps on slices of the same shapes: time
+  // each compute step once.
+  compute_time.assign(program.steps.size(), 0.0);
+  for (size_t i = 0; i < program.steps.size(); ++i) {
+    const Step& s = program.steps[i];
+    if (s.kind == Step::Kind::kCompute || s.kind == Step::Kind::kSplit)
+      compute_time[i] = step_compute_time(program, s, machine.topology());
+  }
+  step_bytes.assign(program.steps.size() + 1, 0);
+  for (Core& c : cores) c.step = program.steps.size();
+  running = n;
+}
+
+const Route& World::route(int from, int to) {
+  const int64_t key = static_cast<int64_t>(from) * static_cast<int64_t>(cores.size()) + to;
+  auto it = routes.find(key);
+  if (it != routes.end()) return it->second;
+  Route r;
+  machine.route(mapping.physical[from], mapping.physical[to], &r.links);
+  for (int l : r.links) {
+    r.latency += machine.latency(l);
+    r.bandwidth =
+        r.bandwidth == 0 ? machine.bandwidth(l) : std::min(r.bandwidth, machine.bandwidth(l));
+  }
+  return routes.emplace(key, std::move(r)).first->second;
+}
+
+double LinkLog::fit(double sent, int party, double earliest, double serialize, int* at) const {
+  if (count == 0) {
+    *at = 0;
+    return std::max(earliest, evicted_end);
+  }
+  const Booking& last = entries[count - 1];
+  // In time order, or a party's own bookings (time order for messages sent
+  // by themselves, ring order for a ring's): after everything.
+  if (sent >= last.sent || last.party == party) {
+    *at = count;
+    return std::max(earliest, last.end);
+  }
+  int p = count;
+  while (p > 0 && entries[p - 1].sent > sent) --p;
+  if (p == 0 && evicted) return -1;  // earlier than everything kept
+  double start = std::max(earliest, p ? entries[p - 1].end : evicted_end);
+  for (int i = p; i < count; ++i) {
+    if (start + serialize <= entries[i].start) {
+      *at = i;
+      return start;
+    }
+    start = std::max(start, entries[i].end);
+  }
+  *at = count;
+  return start;
+}
+
+void LinkLog::insert(int at, const Booking& b) {
+  if (count == kKept) {
+    evicted_end = std::max(evicted_end, entries[0].end);
+    evicted = true;
+    std::copy(entries.begin() + 1, entries.begin() + count, entries.begin());
+    --count;
+    --at;
+  }
+  if (at < 0) at = 0;
+  std::copy_backward(entries.begin() + at, entries.begin() + count, entries.begin() + count + 1);
+  entries[at] = b;
+  ++count;
+}
+
+double World::transmit(const Route& r, int from, int to, size_t bytes, double sent, int party) {
+  Core& me = cores[from];
+  const double serialize = r.bandwidth > 0 ? static_cast<double>(bytes) / r.bandwidth : 0;
+  const size_t links = r.links.size();
+  std::vector<int>& at = place_scratch;
+  at.resize(links);
+  // The earliest start at which every link of the route has room.
+  double start = sent;
+  bool known = true;
+  for (int round = 0; known; ++round) {
+    double latest = start;
+    for (size_t k = 0; k < links && known; ++k) {
+      const double s = link_log[r.links[k]].fit(sent, party, start, serialize, &at[k]);
+      known = s >= 0 && round <= 4 * LinkLog::kKept;
+      latest = std::max(latest, s);
+    }
+    if (latest == start) break;
+    start = latest;
+  }
+  if (!known) {
+    // Sent before what the links still remember, behind a ring timed ahead:
+    // this attempt's figures are discarded (the rings involved go message
+    // by message next time); book it after everything.
+    for (int l : r.links)
+      for (int i = 0; i < link_log[l].count; ++i)
+        rings.out_of_order(party, link_log[l].entries[i].party);
+    start = sent;
+    for (size_t k = 0; k < links; ++k) {
+      start = std::max(start, link_free[r.links[k]]);
+      at[k] = link_log[r.links[k]].count;
+    }
+  }
+  const double end = start + serialize;
+  static const std::string kOutside = "message";
+  const std::string* label = nullptr;
+  if (tracing && bytes)
+    label = me.step < program.steps.size() ? &program.steps[me.step].op->name() : &kOutside;
+  std::string args;
+  if (label)
+    args = detail::str_cat("\"op\":\"", json_escape(*label), "\",\"bytes\":", bytes,
+                           ",\"from_core\":", from, ",\"to_core\":", to);
+  for (size_t k = 0; k < links; ++k) {
+    const int l = r.links[k];
+    link_log[l].insert(at[k], {sent, start, end, party});
+    link_free[l] = std::max(link_free[l], end);
+    link_bytes[l] += static_cast<int64_t>(bytes);
+    if (label) events.push_back({1, l, *label, start, end, args});
+  }
+  const double arrival = start + r.latency + serialize;
+  me.bytes_sent += static_cast<int64_t>(bytes);
+  step_bytes[me.step] += static_cast<int64_t>(bytes);
+  ++messages;
+  if (label) flows.push_back({from, to, sent, arrival});
+  return arrival;
+}
+
+void World::fail(const std::string& why) {
+  if (failed) return;
+  failed = true;
+  failure = why;
+  for (Core& c : cores)
+    if (c.waiting) wake(c, c.clock);
+}
+
+void World::wake(Core& c, double at) {
+  c.waiting = false;
+  --blocked;
+  c.props->key = std::max(c.clock, at);
+  c.cv.notify_all();
+}
+
+bool World::check_deadlock() {
+  if (failed || running == 0 || blocked < running) return false;
+  std::string who;
+  int listed = 0;
+  for (size_t r = 0; r < cores.size() && listed < 8; ++r) {
+    if (!cores[r].waiting) continue;
+    const size_t step = cores[r].step;
+    who += detail::str_cat(listed ? "; " : " ", "core ", r, " waits for core ",
+                           cores[r].wait_peer, " in ",
+                           step < program.steps.size() ? program.steps[step].op->name()
+                                                       : std::string("a direct call"));
+    ++listed;
+  }
+  fail(
+      "simulation deadlock: every running core waits for a message nobody will send "
+      "(the cores called different collectives or sizes):" +
+      who);
+  return true;
+}
+
+std::string json_escape(const std::string& s) {
+  std::string r;
+  for (char ch : s) {
+    if (ch == '"' || ch == '\\') r += '\\';
+    if (static_cast<unsigned char>(ch) < 0x20) continue;
+    r += ch;
+  }
+  return r;
+}
+
+}  // namespace mtf::sim

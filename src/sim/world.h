@@ -1,0 +1,165 @@
+// world.h — what the simulated cores of one run share: their clocks and
+// inboxes, the links' reservations, the counters of the report and the
+// trace, and the timing of one message over its route. All cores run as
+// fibers on one thread, so nothing here is locked beyond what the fiber
+// condition variables need. Internal to the simulator.
+#pragma once
+
+#include <array>
+#include <boost/fiber/all.hpp>
+#include <cstdint>
+#include <deque>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "lowering/program.h"
+#include "sim/machine.h"
+#include "sim/ring_timing.h"
+#include "sim/scheduler.h"
+
+namespace mtf::sim {
+
+struct Message {
+  double arrival = 0;
+  size_t bytes = 0;
+  std::vector<char> data;
+};
+
+struct InboxKey {
+  int peer;
+  uint64_t tag;
+  bool operator==(const InboxKey& o) const { return peer == o.peer && tag == o.tag; }
+};
+struct InboxKeyHash {
+  size_t operator()(const InboxKey& k) const {
+    return static_cast<size_t>((k.tag * 0x9E3779B97F4A7C15ULL) ^ static_cast<uint64_t>(k.peer));
+  }
+};
+
+// A route between two logical processors, with what a message over it pays.
+struct Route {
+  std::vector<int> links;
+  double latency = 0;
+  double bandwidth = 0;  // the slowest link's
+};
+
+struct TraceEvent {
+  int pid;  // 0: cores, 1: links
+  int tid;
+  std::string name;
+  double start, end;
+  std::string args;  // the members of its "args" object, as JSON
+};
+
+// A message's arrow in the trace: from its sender's core when sent to its
+// receiver's core when it arrives.
+struct TraceFlow {
+  int from, to;
+  double sent, arrived;
+};
+
+// The latest bookings of one directed link, in order of send time, so that
+// a booking that comes late (a ring timed ahead of other traffic, or other
+// traffic after it) can be placed where time order puts it, if it fits in
+// the gap there without moving anything.
+struct LinkLog {
+  struct Booking {
+    double sent, start, end;
+    int party;  // 0: a message sent by itself; k: the k-th ring RingTimer timed
+  };
+  static constexpr int kKept = 16;
+  std::array<Booking, kKept> entries{};
+  int count = 0;
+  bool evicted = false;     // older bookings were dropped
+  double evicted_end = 0;   // the latest end among them
+  int last_party() const { return count ? entries[count - 1].party : 0; }
+
+  // The earliest start, no earlier than `earliest`, of a booking of
+  // `serialize` seconds sent at `sent` by `party`: after everything when it
+  // comes in time order (or after its own party's); else in the first gap
+  // from where time order puts it that holds it, without moving any kept
+  // booking. *at: where it goes in `entries`. -1 when it was sent before
+  // every kept booking (what it would meet is forgotten).
+  double fit(double sent, int party, double earliest, double serialize, int* at) const;
+  void insert(int at, const Booking& b);
+};
+
+struct World {
+  // slow_rings: rings RingTimer must leave to message-by-message exchange.
+  World(const Program& p, const Machine& m, const CoreMapping& map, bool data, bool trace,
+        const std::set<RingKey>* slow_rings)
+      : program(p), machine(m), mapping(map), carries_data(data), tracing(trace), rings(slow_rings) {}
+
+  const Program& program;
+  const Machine& machine;
+  const CoreMapping& mapping;
+  const bool carries_data;
+  const bool tracing;
+
+  struct Core {
+    double clock = 0;
+    SimProps* props = nullptr;
+    boost::fibers::mutex mu;
+    boost::fibers::condition_variable cv;
+    // Messages not yet received, by (sender, tag); emptied entries are erased.
+    std::unordered_map<InboxKey, std::deque<Message>, InboxKeyHash> inbox;
+    bool waiting = false;
+    int wait_peer = -1;
+    uint64_t wait_tag = 0;
+    bool ring_timed = false;  // set when RingTimer has timed the ring it waits in
+    size_t step = 0;          // the step being run
+    double compute = 0, communication = 0;
+    int64_t bytes_sent = 0;
+  };
+  std::vector<Core> cores;
+  // Per directed link: when it is free, the bytes it carried, its latest
+  // bookings.
+  std::vector<double> link_free;
+  std::vector<int64_t> link_bytes;
+  std::vector<LinkLog> link_log;
+  std::vector<double> step_time_sum;  // per step, over cores
+  std::vector<double> compute_time;   // per step: its roofline time on one core
+  std::vector<int64_t> step_bytes;    // per step, over cores
+  std::vector<TraceEvent> events;
+  std::vector<TraceFlow> flows;
+  int64_t messages = 0;
+  int running = 0, blocked = 0;
+  bool failed = false;
+  std::string failure;
+  std::unordered_map<int64_t, Route> routes;  // by from * cores + to
+  std::vector<int> place_scratch;  // transmit's
+  RingTimer rings;
+
+  void init(int n);
+  // The route between two logical processors (computed once; references stay valid).
+  const Route& route(int from, int to);
+  // Books a message of `bytes` from `from` to `to`, sent at time `sent` by
+  // `party` (0: a message of its own), over `route`: it starts when every
+  // link of the route is free and holds them for bytes / bandwidth (first
+  // come, first served in time order); returns its arrival. Counts it for
+  // the report and the trace. Messages are booked in time order, except
+  // that a ring timed at once books its steps ahead: a message sent before
+  // another party's run of bookings on a link fits in before it when it
+  // ends before that run starts (as it would have been booked first);
+  // otherwise the order matters, and `rings` is told (see RingTimer).
+  double transmit(const Route& route, int from, int to, size_t bytes, double sent, int party);
+
+  // Makes the current fiber wait its turn at its (new) clock.
+  void yield_at(Core& c) {
+    c.props->key = c.clock;
+    boost::this_fiber::yield();
+  }
+  // Stops the run: every waiting core wakes and throws.
+  void fail(const std::string& why);
+  // Makes a waiting core ready at simulated time `at`. It stops counting as
+  // blocked now, not when it next runs, so the deadlock check stays exact.
+  void wake(Core& c, double at);
+  // Called when a core blocks or finishes: if every running core is waiting,
+  // nothing can ever wake them. Returns true when it found that so.
+  bool check_deadlock();
+};
+
+std::string json_escape(const std::string& s);
+
+}  // namespace mtf::sim
