@@ -64,8 +64,8 @@ TEST(SimRingTiming, AtOnceEqualsMessageByMessage) {
 }
 
 TEST(SimRingTiming, FunctionalAndCostOnlyTimeRingsAlike) {
-  const SimReport f =
-      run_mlp("tpu-v2-32", "batch:4;model:8", "batch:batch;hidden:model", SimMode::kFunctional, true);
+  const SimReport f = run_mlp("tpu-v2-32", "batch:4;model:8", "batch:batch;hidden:model",
+                              SimMode::kFunctional, true);
   const SimReport c =
       run_mlp("tpu-v2-32", "batch:4;model:8", "batch:batch;hidden:model", SimMode::kCostOnly, true);
   EXPECT_EQ(f.step_time, c.step_time);

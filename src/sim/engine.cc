@@ -74,19 +74,7 @@ class SimTransport : public Transport {
     std::deque<Message>& q = me.inbox[key];  // nodes are stable while senders add others
     {
       std::unique_lock<boost::fibers::mutex> lock(me.mu);
-      while (q.empty()) {
-        if (w_.failed) throw PeerLostError("simulation stopped: " + w_.failure);
-        me.waiting = true;
-        me.wait_peer = peer;
-        me.wait_tag = tag;
-        ++w_.blocked;
-        if (w_.check_deadlock()) throw TimeoutError(w_.failure);  // fail() woke us all
-        if (!w_.failed) me.cv.wait(lock);
-        if (me.waiting) {  // woken by something else than wake()
-          --w_.blocked;
-          me.waiting = false;
-        }
-      }
+      while (q.empty()) w_.block(me, lock, peer, tag);
     }
     Message m = std::move(q.front());
     q.pop_front();
@@ -269,8 +257,8 @@ SimReport Engine::run(const Program& program,
   const bool dry = options_.mode == SimMode::kCostOnly;
   std::unique_ptr<World> world;
   for (int attempt = 0;; ++attempt) {
-    world = std::make_unique<World>(program, machine_, mapping_, !dry,
-                                    !options_.trace_path.empty(), &slow_rings_);
+    world = std::make_unique<World>(program, machine_, mapping_, !dry, !options_.trace_path.empty(),
+                                    &slow_rings_);
     if (attempt == kRingTimingAttempts || !options_.ring_timing) world->rings.disable();
     world->init(n);
     run_cores(*world, dry, core_main);

@@ -74,19 +74,7 @@ bool RingTimer::time(World& w, int rank, const std::vector<RingPassTiming>& pass
   }
   me.ring_timed = false;
   std::unique_lock<boost::fibers::mutex> lock(me.mu);
-  while (!me.ring_timed) {
-    if (w.failed) throw PeerLostError("simulation stopped: " + w.failure);
-    me.waiting = true;
-    me.wait_peer = ring.ranks[(at + n - 1) % n];
-    me.wait_tag = passes[0].tag;
-    ++w.blocked;
-    if (w.check_deadlock()) throw TimeoutError(w.failure);  // fail() woke us all
-    if (!w.failed) me.cv.wait(lock);
-    if (me.waiting) {  // woken by something else than wake()
-      --w.blocked;
-      me.waiting = false;
-    }
-  }
+  while (!me.ring_timed) w.block(me, lock, ring.ranks[(at + n - 1) % n], passes[0].tag);
   return true;
 }
 
@@ -107,12 +95,12 @@ void RingTimer::run(World& w, int rank, const Info& ring, const Meeting& m) {
     for (int i = 0; i < n; ++i) {
       const RingPassTiming& mine = (*m.passes[i])[p];
       const RingPassTiming& theirs = (*m.passes[ring.next[p * n + i]])[p];
-      if (mine.lo != first.lo || mine.hi != first.hi ||
-          mine.element_bytes != first.element_bytes || theirs.recv_chunk != mine.send_chunk) {
-        const std::string why = detail::str_cat(
-            "ring collective (tag ", mine.tag, "): core ", ring.ranks[i],
-            " does not send core ", ring.ranks[ring.next[p * n + i]],
-            " what it expects; the cores called different collectives or sizes");
+      if (mine.lo != first.lo || mine.hi != first.hi || mine.element_bytes != first.element_bytes ||
+          theirs.recv_chunk != mine.send_chunk) {
+        const std::string why =
+            detail::str_cat("ring collective (tag ", mine.tag, "): core ", ring.ranks[i],
+                            " does not send core ", ring.ranks[ring.next[p * n + i]],
+                            " what it expects; the cores called different collectives or sizes");
         w.fail(why);
         throw ValueError(why);
       }
@@ -120,7 +108,8 @@ void RingTimer::run(World& w, int rank, const Info& ring, const Meeting& m) {
     }
     for (int c = 0; c < n; ++c) {
       const int64_t len = first.hi - first.lo;
-      bytes[p].push_back(static_cast<size_t>(len * (c + 1) / n - len * c / n) * first.element_bytes);
+      bytes[p].push_back(static_cast<size_t>(len * (c + 1) / n - len * c / n) *
+                         first.element_bytes);
     }
   }
   // Step by step, as the cores would exchange them: every pass's send at the

@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "core/check.h"
+#include "mtf/errors.h"
 #include "sim/engine.h"
 
 namespace mtf::sim {
@@ -140,6 +141,20 @@ double World::transmit(const Route& r, int from, int to, size_t bytes, double se
   return arrival;
 }
 
+void World::block(Core& c, std::unique_lock<boost::fibers::mutex>& lock, int peer, uint64_t tag) {
+  if (failed) throw PeerLostError("simulation stopped: " + failure);
+  c.waiting = true;
+  c.wait_peer = peer;
+  c.wait_tag = tag;
+  ++blocked;
+  if (check_deadlock()) throw TimeoutError(failure);  // fail() woke us all
+  if (!failed) c.cv.wait(lock);
+  if (c.waiting) {  // woken by something else than wake()
+    --blocked;
+    c.waiting = false;
+  }
+}
+
 void World::fail(const std::string& why) {
   if (failed) return;
   failed = true;
@@ -162,8 +177,8 @@ bool World::check_deadlock() {
   for (size_t r = 0; r < cores.size() && listed < 8; ++r) {
     if (!cores[r].waiting) continue;
     const size_t step = cores[r].step;
-    who += detail::str_cat(listed ? "; " : " ", "core ", r, " waits for core ",
-                           cores[r].wait_peer, " in ",
+    who += detail::str_cat(listed ? "; " : " ", "core ", r, " waits for core ", cores[r].wait_peer,
+                           " in ",
                            step < program.steps.size() ? program.steps[step].op->name()
                                                        : std::string("a direct call"));
     ++listed;

@@ -71,8 +71,8 @@ struct LinkLog {
   static constexpr int kKept = 16;
   std::array<Booking, kKept> entries{};
   int count = 0;
-  bool evicted = false;     // older bookings were dropped
-  double evicted_end = 0;   // the latest end among them
+  bool evicted = false;    // older bookings were dropped
+  double evicted_end = 0;  // the latest end among them
   int last_party() const { return count ? entries[count - 1].party : 0; }
 
   // The earliest start, no earlier than `earliest`, of a booking of
@@ -89,7 +89,12 @@ struct World {
   // slow_rings: rings RingTimer must leave to message-by-message exchange.
   World(const Program& p, const Machine& m, const CoreMapping& map, bool data, bool trace,
         const std::set<RingKey>* slow_rings)
-      : program(p), machine(m), mapping(map), carries_data(data), tracing(trace), rings(slow_rings) {}
+      : program(p),
+        machine(m),
+        mapping(map),
+        carries_data(data),
+        tracing(trace),
+        rings(slow_rings) {}
 
   const Program& program;
   const Machine& machine;
@@ -128,7 +133,7 @@ struct World {
   bool failed = false;
   std::string failure;
   std::unordered_map<int64_t, Route> routes;  // by from * cores + to
-  std::vector<int> place_scratch;  // transmit's
+  std::vector<int> place_scratch;             // transmit's
   RingTimer rings;
 
   void init(int n);
@@ -150,6 +155,11 @@ struct World {
     c.props->key = c.clock;
     boost::this_fiber::yield();
   }
+  // Waits once on c's condition variable (held by `lock`) for a message
+  // from `peer` with `tag` (or a ring's timing), counted as blocked so that
+  // cores all waiting on each other are a deadlock error, not a hang.
+  // Throws when the run has stopped.
+  void block(Core& c, std::unique_lock<boost::fibers::mutex>& lock, int peer, uint64_t tag);
   // Stops the run: every waiting core wakes and throws.
   void fail(const std::string& why);
   // Makes a waiting core ready at simulated time `at`. It stops counting as
