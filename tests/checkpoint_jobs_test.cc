@@ -29,6 +29,7 @@ using testing::fast_config;
 using testing::Model;
 using testing::read_bytes;
 using testing::run_job;
+using testing::run_ranks;
 using testing::temp_dir;
 using testing::write_bytes;
 
@@ -48,24 +49,15 @@ TEST(Checkpoint, SavedByProcessesRestoresAnywhere) {
     return std::shared_ptr<Transport>(connect_tcp(o));
   };
   std::vector<std::map<std::string, HostTensor>> values(4);
-  std::vector<std::string> errors(4);
-  std::vector<std::thread> ranks;
-  for (int r = 0; r < 4; ++r) {
-    ranks.emplace_back([&, r] {
-      try {
-        Model m;
-        MeshConfig c = fast_config("rows:2;cols:2", "batch:rows;hidden:cols");
-        c.process_transport = tcp(r, 4);
-        Session s(m.g, c);
-        for (int step = 0; step < 2; ++step) s.run({m.loss}, m.feeds(step), m.train);
-        CheckpointManager(dir, 2).save(s, 2, {{"who", "four processes"}});
-        for (const std::string& name : s.variable_names()) values[r][name] = s.variable_value(name);
-      } catch (const std::exception& e) {
-        errors[r] = e.what();
-      }
-    });
-  }
-  for (auto& t : ranks) t.join();
+  const std::vector<std::string> errors = run_ranks(4, [&](int r) {
+    Model m;
+    MeshConfig c = fast_config("rows:2;cols:2", "batch:rows;hidden:cols");
+    c.process_transport = tcp(r, 4);
+    Session s(m.g, c);
+    for (int step = 0; step < 2; ++step) s.run({m.loss}, m.feeds(step), m.train);
+    CheckpointManager(dir, 2).save(s, 2, {{"who", "four processes"}});
+    for (const std::string& name : s.variable_names()) values[r][name] = s.variable_value(name);
+  });
   for (int r = 0; r < 4; ++r) ASSERT_EQ(errors[r], "") << "rank " << r;
   const std::string path = dir + "/ckpt-2.h5";
   const CheckpointInfo saved = read_checkpoint_info(path);
@@ -89,29 +81,20 @@ TEST(Checkpoint, SavedByProcessesRestoresAnywhere) {
   restore_checkpoint(s8, path);
   for (const auto& [name, v] : values[0]) expect_same_bits(s8.variable_value(name), v, name);
   // Into two processes with another layout.
-  std::vector<std::thread> two;
-  std::vector<std::string> errors2(2);
-  for (int r = 0; r < 2; ++r) {
-    two.emplace_back([&, r] {
-      try {
-        Model m;
-        MeshConfig c = fast_config("all:2", "d_in:all");
-        c.process_transport = tcp(r, 2);
-        Session s(m.g, c);
-        const auto info = CheckpointManager(dir, 2).restore_latest(s);
-        if (!info || info->metadata.at("who") != "four processes") throw Error("no checkpoint");
-        for (const auto& [name, v] : values[0]) {
-          const HostTensor got = s.variable_value(name);
-          if (got.num_bytes() != v.num_bytes() ||
-              std::memcmp(got.raw_data(), v.raw_data(), v.num_bytes()) != 0)
-            throw Error("variable " + name + " differs");
-        }
-      } catch (const std::exception& e) {
-        errors2[r] = e.what();
-      }
-    });
-  }
-  for (auto& t : two) t.join();
+  const std::vector<std::string> errors2 = run_ranks(2, [&](int r) {
+    Model m;
+    MeshConfig c = fast_config("all:2", "d_in:all");
+    c.process_transport = tcp(r, 2);
+    Session s(m.g, c);
+    const auto info = CheckpointManager(dir, 2).restore_latest(s);
+    if (!info || info->metadata.at("who") != "four processes") throw Error("no checkpoint");
+    for (const auto& [name, v] : values[0]) {
+      const HostTensor got = s.variable_value(name);
+      if (got.num_bytes() != v.num_bytes() ||
+          std::memcmp(got.raw_data(), v.raw_data(), v.num_bytes()) != 0)
+        throw Error("variable " + name + " differs");
+    }
+  });
   for (int r = 0; r < 2; ++r) EXPECT_EQ(errors2[r], "") << "rank " << r;
 }
 

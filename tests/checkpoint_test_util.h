@@ -74,15 +74,15 @@ inline std::vector<std::string> checkpoint_files_in(const std::string& dir) {
 
 // Runs body(rank, transport) on each of n ranks of an in-process job (one
 // thread each); returns each rank's error, "" when it succeeded.
-inline std::vector<std::string> run_job(
-    int n, const std::function<void(int, std::shared_ptr<Transport>)>& body) {
+// Runs body(rank) for n ranks as threads; returns each rank's error ("" when
+// none).
+inline std::vector<std::string> run_ranks(int n, const std::function<void(int)>& body) {
   std::vector<std::string> errors(static_cast<size_t>(n));
-  std::shared_ptr<InProcessWorld> world = InProcessWorld::create(n);
   std::vector<std::thread> ranks;
   for (int r = 0; r < n; ++r) {
     ranks.emplace_back([&, r] {
       try {
-        body(r, world->transport(r));
+        body(r);
       } catch (const std::exception& e) {
         errors[static_cast<size_t>(r)] = e.what();
       }
@@ -90,6 +90,13 @@ inline std::vector<std::string> run_job(
   }
   for (auto& t : ranks) t.join();
   return errors;
+}
+
+// run_ranks with an in-process transport for each rank.
+inline std::vector<std::string> run_job(
+    int n, const std::function<void(int, std::shared_ptr<Transport>)>& body) {
+  std::shared_ptr<InProcessWorld> world = InProcessWorld::create(n);
+  return run_ranks(n, [&](int r) { body(r, world->transport(r)); });
 }
 
 inline std::vector<char> read_bytes(const std::string& path) {
