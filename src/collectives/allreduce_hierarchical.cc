@@ -64,24 +64,34 @@ void reduce_scatter_within(Transport& t, const std::vector<int>& local, int me, 
   const size_t es = element_size(dtype);
   const ChunkRange mine = chunk_of(0, count, k, me);
   const int64_t len = mine.end - mine.begin;
-  std::vector<char> received(static_cast<size_t>(len) * es * static_cast<size_t>(k));
+  // Nothing to hold on a transport that moves sizes only (the simulator's
+  // cost-only mode, where k buffers of every rank would not fit).
+  const bool data_moves = t.carries_data();
+  std::vector<char> received(data_moves ? static_cast<size_t>(len) * es * static_cast<size_t>(k)
+                                        : 0);
   std::vector<SendSpec> sends;
   std::vector<RecvSpec> recvs;
-  for (int j = 0; j < k; ++j) {
-    if (j == me) continue;
+  // Rotated: at its d-th send every rank sends to a different peer (me + d)
+  // and receives from the one sending to it (me - d), so no peer is sent
+  // to by all at once.
+  for (int d = 1; d < k; ++d) {
+    const int j = (me + d) % k;
     const ChunkRange c = chunk_of(0, count, k, j);
     sends.push_back({local[static_cast<size_t>(j)], tag, data + c.begin * static_cast<int64_t>(es),
                      static_cast<size_t>(c.end - c.begin) * es});
-    recvs.push_back({local[static_cast<size_t>(j)], tag,
-                     received.data() + static_cast<size_t>(j) * static_cast<size_t>(len) * es,
-                     static_cast<size_t>(len) * es});
+    const int from = (me - d + k) % k;
+    recvs.push_back(
+        {local[static_cast<size_t>(from)], tag,
+         data_moves ? received.data() + static_cast<size_t>(from) * static_cast<size_t>(len) * es
+                    : nullptr,
+         static_cast<size_t>(len) * es});
   }
-  if (t.carries_data()) {
+  if (data_moves) {
     std::copy_n(data + mine.begin * static_cast<int64_t>(es), static_cast<size_t>(len) * es,
                 received.data() + static_cast<size_t>(me) * static_cast<size_t>(len) * es);
   }
   t.exchange(sends, recvs);
-  if (!t.carries_data() || len == 0) return;
+  if (!data_moves || len == 0) return;
   char* out = data + mine.begin * static_cast<int64_t>(es);
   std::copy_n(received.data(), static_cast<size_t>(len) * es, out);
   for (int j = 1; j < k; ++j)
@@ -97,13 +107,14 @@ void allgather_within(Transport& t, const std::vector<int>& local, int me, char*
   const ChunkRange mine = chunk_of(0, count, k, me);
   std::vector<SendSpec> sends;
   std::vector<RecvSpec> recvs;
-  for (int j = 0; j < k; ++j) {
-    if (j == me) continue;
-    const ChunkRange c = chunk_of(0, count, k, j);
-    sends.push_back({local[static_cast<size_t>(j)], tag,
+  for (int d = 1; d < k; ++d) {  // rotated, as above
+    const int to = (me + d) % k, from = (me - d + k) % k;
+    const ChunkRange c = chunk_of(0, count, k, from);
+    sends.push_back({local[static_cast<size_t>(to)], tag,
                      data + mine.begin * static_cast<int64_t>(es),
                      static_cast<size_t>(mine.end - mine.begin) * es});
-    recvs.push_back({local[static_cast<size_t>(j)], tag, data + c.begin * static_cast<int64_t>(es),
+    recvs.push_back({local[static_cast<size_t>(from)], tag,
+                     data + c.begin * static_cast<int64_t>(es),
                      static_cast<size_t>(c.end - c.begin) * es});
   }
   t.exchange(sends, recvs);
