@@ -214,11 +214,14 @@ int main(int argc, char** argv) {
     flags.define("layout", "batch:all", "layout rules, e.g. \"batch:batch;hidden:model\"");
     flags.define("topology", "tpu-v2-512",
                  "machine preset: tpu-v2-{8,32,128,512}, tpu-v3-{8,32,128,512,2048}, "
-                 "tpu-v4-{4x4x4,8x8x8,16x16x16}");
+                 "tpu-v4-{4x4x4,8x8x8,16x16x16}, dgx-a100-N and dgx-h100-N (N nodes of 8 GPUs)");
     flags.define("topology_set", "",
-                 "overrides, e.g. \"link_bandwidth=50e9,chips=8x8\" (keys: name chips wraparound "
-                 "cores_per_chip core_flops core_memory chip_memory_bandwidth link_bandwidth "
-                 "link_latency core_link_bandwidth core_link_latency)");
+                 "overrides, e.g. \"link_bandwidth=50e9,chips=8x8\" (keys: name network chips "
+                 "wraparound cores_per_chip core_flops core_flops.<dtype> core_memory "
+                 "chip_memory_bandwidth link_bandwidth link_latency core_link_bandwidth "
+                 "core_link_latency; switched: nodes devices_per_node node_fabric "
+                 "node_link_bandwidth node_link_latency nics_per_node nic_bandwidth "
+                 "network_latency nodes_per_leaf oversubscription; docs/simulator.md)");
     flags.define("topology_file", "",
                  "file of `key = value` overrides, applied before --topology_set");
     flags.define("mapping", "",

@@ -1,5 +1,6 @@
-// mtf/sim.h — the torus simulator: a TPU-shaped machine, how a logical mesh
-// is laid onto it, and what a simulated run reports.
+// mtf/sim.h — the simulator: a machine (a TPU-shaped torus, or nodes of
+// GPUs on a switched network), how a logical mesh is laid onto it, and what
+// a simulated run reports.
 //
 // A simulated run executes the same per-core program as a real SIMD run, one
 // Boost.Fiber fiber per simulated core, against a model of the machine:
@@ -14,41 +15,80 @@
 // .sim = ...}; Session::simulation_report() returns the last run's report.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "mtf/dtype.h"
 #include "mtf/layout.h"
 
 namespace mtf {
 
-// A machine: chips in a 2-D or 3-D torus (or mesh without wraparound), a few
-// cores per chip joined by an on-chip link. Cores are numbered chip-major:
-// physical core = chip index (row-major over `chips`) * cores_per_chip + core.
+// A machine, one of two kinds:
+//  - kTorus: chips in a 1-, 2- or 3-D torus (or mesh without wraparound),
+//    the TPU pods; a few cores per chip joined by an on-chip link.
+//  - kSwitched: `nodes` nodes of `devices_per_node` devices (a device is a
+//    chip: a GPU), the devices of a node joined by a fabric (a non-blocking
+//    switch like NVSwitch, each device with a port of node_link_bandwidth
+//    per direction; or a ring of links), each node with `nics_per_node` NICs
+//    into a switched network (a device uses NIC device * nics / devices);
+//    with nodes_per_leaf > 0 and oversubscription > 1, traffic between leaf
+//    switches shares each leaf's uplink of nodes_per_leaf * nics *
+//    nic_bandwidth / oversubscription.
+// Cores are numbered chip-major: physical core = chip index (row-major over
+// `chips`, or node * devices_per_node + device) * cores_per_chip + core.
+// Bandwidths are what data moves at (payload), not line rates.
 struct Topology {
+  enum class Network { kTorus, kSwitched };
+  enum class NodeFabric { kSwitch, kRing };
+
   std::string name = "custom";
-  std::vector<int> chips{1, 1};  // extent of each physical dimension
+  Network network = Network::kTorus;
+  std::vector<int> chips{1, 1};  // kTorus: extent of each physical dimension
   bool wraparound = true;
   int cores_per_chip = 1;
-  double core_flops = 1e12;              // peak flop/s of one core
+  double core_flops = 1e12;  // peak flop/s of one core, for dtypes without their own
+  // Peak flop/s for one dtype (0: core_flops), indexed by DType.
+  std::array<double, 3> dtype_flops{0, 0, 0};
   double core_memory = 8.0 * (1 << 30);  // bytes of memory per core
   double chip_memory_bandwidth = 100e9;  // bytes/s per chip, shared by its cores
-  double link_bandwidth = 10e9;          // bytes/s per direction of an inter-chip link
-  double link_latency = 1e-6;            // seconds per inter-chip hop
+  double link_bandwidth = 10e9;          // kTorus: bytes/s per direction of an inter-chip link
+  double link_latency = 1e-6;            // kTorus: seconds per inter-chip hop
   double core_link_bandwidth = 10e9;     // bytes/s per direction between cores of a chip
   double core_link_latency = 0.5e-6;     // seconds for that hop
-  std::string sources;                   // where the figures come from
+  // kSwitched:
+  int nodes = 1;
+  int devices_per_node = 1;
+  NodeFabric node_fabric = NodeFabric::kSwitch;
+  double node_link_bandwidth =
+      100e9;                        // bytes/s per direction of a device's fabric port / ring link
+  double node_link_latency = 1e-6;  // seconds device to device (switch) or per ring hop
+  int nics_per_node = 1;
+  double nic_bandwidth = 25e9;    // bytes/s per direction of one NIC
+  double network_latency = 5e-6;  // seconds NIC to NIC across the network
+  int nodes_per_leaf = 0;         // nodes under one leaf switch (0: one non-blocking switch)
+  double oversubscription = 1;    // leaf downlinks over uplinks (1: non-blocking)
+  std::string sources;            // where the figures come from
 
   int num_chips() const;
   int num_cores() const;
   double core_memory_bandwidth() const { return chip_memory_bandwidth / cores_per_chip; }
+  // Peak flop/s of one core on `dtype`.
+  double flops(DType dtype) const;
+  // Whether every pair of devices is equally near (a switched machine whose
+  // nodes have a switch fabric): the collectives then pick the algorithms
+  // of flat networks.
+  bool flat() const;
 
-  // Presets with public figures (see `sources` of each). ValueError naming
-  // the known presets for an unknown name.
+  // Presets with public figures (see `sources` of each): TPU pods by name,
+  // and DGX machines by node count ("dgx-a100-4", "dgx-h100-32"). ValueError
+  // naming the known presets for an unknown name.
   static Topology preset(const std::string& name);
   static std::vector<std::string> preset_names();
-  // One override, e.g. set("link_bandwidth", "50e9") or set("chips", "8x8").
+  // One override, e.g. set("link_bandwidth", "50e9"), set("chips", "8x8"),
+  // set("network", "switched"), set("core_flops.bfloat16", "312e12").
   // ValueError naming the key and the accepted keys.
   void set(const std::string& key, const std::string& value);
   // "key=value,key=value" (also ';' separated).

@@ -66,7 +66,9 @@ SimOptions sim_options_of(const py::handle& topology, const std::string& machine
 }
 
 void bind_simulation(py::module_& m) {
-  py::class_<Topology>(m, "Topology", "A machine: chips in a torus, cores per chip, speeds.")
+  py::class_<Topology>(
+      m, "Topology",
+      "A machine: chips in a torus, or nodes of devices on a switched network; speeds.")
       .def(py::init<>())
       .def_static("preset", &Topology::preset, py::arg("name"))
       .def_static("preset_names", &Topology::preset_names)
@@ -85,6 +87,33 @@ void bind_simulation(py::module_& m) {
       .def_readwrite("link_latency", &Topology::link_latency)
       .def_readwrite("core_link_bandwidth", &Topology::core_link_bandwidth)
       .def_readwrite("core_link_latency", &Topology::core_link_latency)
+      .def_readwrite("nodes", &Topology::nodes)
+      .def_readwrite("devices_per_node", &Topology::devices_per_node)
+      .def_readwrite("node_link_bandwidth", &Topology::node_link_bandwidth)
+      .def_readwrite("node_link_latency", &Topology::node_link_latency)
+      .def_readwrite("nics_per_node", &Topology::nics_per_node)
+      .def_readwrite("nic_bandwidth", &Topology::nic_bandwidth)
+      .def_readwrite("network_latency", &Topology::network_latency)
+      .def_readwrite("nodes_per_leaf", &Topology::nodes_per_leaf)
+      .def_readwrite("oversubscription", &Topology::oversubscription)
+      .def_property_readonly("network",
+                             [](const Topology& t) {
+                               return t.network == Topology::Network::kTorus ? "torus" : "switched";
+                             })
+      .def_property_readonly("node_fabric",
+                             [](const Topology& t) {
+                               return t.node_fabric == Topology::NodeFabric::kSwitch ? "switch"
+                                                                                     : "ring";
+                             })
+      .def(
+          "flops",
+          [](const Topology& t, const std::string& dtype) {
+            for (DType d : {DType::kFloat32, DType::kInt32, DType::kBFloat16})
+              if (dtype_name(d) == dtype) return t.flops(d);
+            throw ValueError("Topology.flops: unknown dtype \"" + dtype +
+                             "\"; use float32, bfloat16 or int32");
+          },
+          py::arg("dtype"))
       .def_readonly("sources", &Topology::sources)
       .def_property_readonly("num_cores", &Topology::num_cores)
       .def_property_readonly("num_chips", &Topology::num_chips)

@@ -76,9 +76,10 @@ double CostModel::allreduce_time(int axis, double bytes) const {
   const double p = n;
   const AxisCost& c = axes_[axis];
   // The algorithm the executors' allreduce() picks on the simulator's
-  // transport, whose tori are not flat networks.
-  switch (collectives::choose_allreduce_algorithm(static_cast<int64_t>(bytes), n,
-                                                  kSimulatorFlatNetwork)) {
+  // transport (tori are not flat networks; switched machines with a switch
+  // in each node are). Axes spanning nodes are estimated as one ring,
+  // though the run goes hierarchical there.
+  switch (collectives::choose_allreduce_algorithm(static_cast<int64_t>(bytes), n, topo_.flat())) {
     case AllreduceAlgorithm::kRecursiveDoubling: {
       // A round per bit of the position, the whole buffer each.
       double t = 0;

@@ -35,7 +35,21 @@ class SimTransport : public Transport {
   bool carries_data() const override { return w_.carries_data; }
   // Whole chunks: a link's cost already models a pipelined transfer.
   size_t ring_segment_bytes() const override { return 0; }
-  bool flat_network() const override { return kSimulatorFlatNetwork; }
+  bool flat_network() const override { return w_.machine.topology().flat(); }
+  // The node of every processor on a machine of several nodes, so that
+  // allreduces spanning nodes go hierarchical as on a real cluster.
+  std::vector<int> machines() const override {
+    const Topology& topo = w_.machine.topology();
+    if (topo.network != Topology::Network::kSwitched || topo.nodes == 1) return {};
+    const int n = size();
+    std::vector<int> first(topo.nodes, -1), result(n);
+    for (int r = 0; r < n; ++r) {
+      const int node = w_.machine.node_of(w_.mapping.physical[r]);
+      if (first[node] < 0) first[node] = r;
+      result[r] = first[node];
+    }
+    return result;
+  }
 
   void send(int peer, uint64_t tag, const void* data, size_t bytes) override {
     check_peer(peer, "send");
@@ -151,13 +165,9 @@ void write_trace(const std::string& path, const World& w, const Machine& machine
       << "\n";
   out << R"({"name":"process_name","ph":"M","pid":1,"args":{"name":"links"}})";
   for (size_t r = 0; r < w.cores.size(); ++r) {
-    const int phys = w.mapping.physical[r];
-    std::vector<int> xs = machine.chip_coords(phys);
-    std::string chip;
-    for (size_t d = 0; d < xs.size(); ++d) chip += (d ? "," : "") + std::to_string(xs[d]);
     out << ",\n"
         << R"({"name":"thread_name","ph":"M","pid":0,"tid":)" << r << R"(,"args":{"name":"core )"
-        << r << " (chip " << chip << " core " << machine.core_index(phys) << ")\"}}";
+        << r << " (" << machine.core_label(w.mapping.physical[r]) << ")\"}}";
   }
   std::vector<bool> named(machine.num_links(), false);
   for (const TraceEvent& e : w.events) {
@@ -240,7 +250,14 @@ double step_compute_time(const Program& program, const Step& step, const Topolog
     bytes += static_cast<double>(program.slot_bytes(step.input_slots[i]));
   }
   for (int s : step.output_slots) bytes += static_cast<double>(program.slot_bytes(s));
-  return std::max(step.flops / topo.core_flops, bytes / topo.core_memory_bandwidth());
+  // The op's arithmetic runs in the dtype of its inputs (a cast's: its output's).
+  DType dtype = DType::kFloat32;
+  if (!step.input_slots.empty()) {
+    dtype = program.slot_dtypes[step.input_slots[0]];
+  } else if (!step.output_slots.empty()) {
+    dtype = program.slot_dtypes[step.output_slots[0]];
+  }
+  return std::max(step.flops / topo.flops(dtype), bytes / topo.core_memory_bandwidth());
 }
 
 Engine::Engine(const SimOptions& options, const MeshShape& mesh)
@@ -291,17 +308,8 @@ SimReport Engine::run(const Program& program,
   // Real links: no self links between a core and itself, no dimension of
   // extent one.
   int64_t total_bytes = 0;
-  const Topology& topo = options_.topology;
-  const int dims = static_cast<int>(topo.chips.size());
   for (int l = 0; l < machine_.num_links(); ++l) {
-    bool real;
-    if (machine_.on_chip(l)) {
-      const int i = l - topo.num_chips() * 2 * dims, c = topo.cores_per_chip;
-      real = (i / c) % c != i % c;
-    } else {
-      real = topo.chips[(l / 2) % dims] > 1;
-    }
-    if (!real) continue;
+    if (!machine_.exists(l)) continue;
     ++rep.links_total;
     if (w.link_bytes[l] > 0) ++rep.links_used;
     rep.link_bytes_max = std::max(rep.link_bytes_max, w.link_bytes[l]);

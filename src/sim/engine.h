@@ -17,11 +17,6 @@
 
 namespace mtf::sim {
 
-// The simulated tori are not flat networks (neighbour rings beat recursive
-// algorithms there): what the simulator's transport says to the
-// collectives, and what the cost model assumes of them.
-constexpr bool kSimulatorFlatNetwork = false;
-
 class Engine {
  public:
   // Throws LayoutError when the mesh does not match the machine's core count,

@@ -169,6 +169,15 @@ std::vector<int> place(const MeshShape& mesh, const sim::Machine& machine,
 CoreMapping CoreMapping::automatic(const MeshShape& mesh, const Topology& topo) {
   check_size(mesh, topo);
   const sim::Machine machine(topo);
+  if (topo.network == Topology::Network::kSwitched) {
+    // Row-major: the innermost mesh axes fill a device's cores, then a
+    // node's devices, where the links are fastest.
+    CoreMapping m;
+    m.physical.resize(mesh.size());
+    std::iota(m.physical.begin(), m.physical.end(), 0);
+    fill_rings(m, mesh, machine);
+    return m;
+  }
   std::vector<int> phys_size{topo.cores_per_chip};
   for (int c : topo.chips) phys_size.push_back(c);
   // Candidates: every order of the physical axes, logical axes innermost

@@ -65,6 +65,70 @@ Topology tpu(const std::string& name, std::vector<int> chips, int version) {
   return t;
 }
 
+const char* kA100Sources =
+    "DGX A100 (80 GB): 8 A100 SXM4 per node, 19.5 TFLOP/s float32 and 312 TFLOP/s bfloat16 "
+    "(dense), 80 GB HBM2e at 2039 GB/s (NVIDIA A100 datasheet); 12 NVLink 3 links of 25 GB/s "
+    "per direction into NVSwitch, which carry ~20 GB/s each with NCCL's 128-byte payloads: 240 "
+    "GB/s (NCCL maintainer, NVIDIA/nccl-tests issue 149); 8 HDR InfiniBand NICs of 200 Gbit/s per "
+    "node (DGX A100 user guide), taken at 94% of line rate as NVIDIA quotes for NDR (46-48 of 50 "
+    "GB/s, NVIDIA/nccl-tests issue 290): 23.5 GB/s; latencies (1 us through NVSwitch, 3 us "
+    "between nodes) are mtf's assumptions.";
+const char* kH100Sources =
+    "DGX H100: 8 H100 SXM5 per node, 67 TFLOP/s float32 and 989 TFLOP/s bfloat16 (dense), 80 GB "
+    "HBM3 at 3.35 TB/s (NVIDIA H100 datasheet); 18 NVLink 4 links, 450 GB/s per direction into "
+    "NVSwitch, carrying 80% of it as NVLink 3 does with 128-byte payloads (NVIDIA/nccl-tests "
+    "issue 149): 360 GB/s; 8 ConnectX-7 NDR InfiniBand NICs of 400 Gbit/s per node (DGX H100 "
+    "user guide), 47 GB/s each as NVIDIA quotes (46-48 GB/s, NVIDIA/nccl-tests issue 290); "
+    "latencies (1 us through NVSwitch, 3 us between nodes) are mtf's assumptions.";
+
+// A DGX cluster of `nodes` nodes of 8 A100s or 8 H100s.
+Topology dgx(const std::string& name, int nodes, bool h100) {
+  Topology t;
+  t.name = name;
+  t.network = Topology::Network::kSwitched;
+  t.nodes = nodes;
+  t.devices_per_node = 8;
+  t.cores_per_chip = 1;
+  t.node_fabric = Topology::NodeFabric::kSwitch;
+  t.nics_per_node = 8;
+  t.core_memory = 80 * kGiB;
+  t.node_link_latency = 1e-6;
+  t.network_latency = 3e-6;
+  if (h100) {
+    t.core_flops = 67e12;
+    t.dtype_flops[static_cast<int>(DType::kBFloat16)] = 989e12;
+    t.chip_memory_bandwidth = 3.35e12;
+    t.node_link_bandwidth = 0.8 * 450e9;
+    t.nic_bandwidth = 47e9;
+    t.sources = kH100Sources;
+  } else {
+    t.core_flops = 19.5e12;
+    t.dtype_flops[static_cast<int>(DType::kBFloat16)] = 312e12;
+    t.chip_memory_bandwidth = 2039e9;
+    t.node_link_bandwidth = 0.8 * 300e9;
+    t.nic_bandwidth = 0.94 * 25e9;
+    t.sources = kA100Sources;
+  }
+  t.core_link_bandwidth = t.node_link_bandwidth;
+  return t;
+}
+
+// "dgx-a100-N" / "dgx-h100-N": the machine of N nodes; false for other names.
+bool dgx_preset(const std::string& name, Topology* t) {
+  for (const bool h100 : {false, true}) {
+    const std::string prefix = h100 ? "dgx-h100-" : "dgx-a100-";
+    if (name.rfind(prefix, 0) != 0) continue;
+    const std::string n = name.substr(prefix.size());
+    if (n.empty() || n.size() > 5 || n.find_first_not_of("0123456789") != std::string::npos)
+      return false;
+    const int nodes = std::stoi(n);
+    if (nodes < 1) return false;
+    *t = dgx(name, nodes, h100);
+    return true;
+  }
+  return false;
+}
+
 const std::map<std::string, std::function<Topology()>>& presets() {
   static const std::map<std::string, std::function<Topology()>> m = {
       {"tpu-v2-8",
@@ -129,6 +193,15 @@ double parse_number(const std::string& key, const std::string& value) {
   throw ValueError("topology: \"" + key + "\" needs a number, got \"" + value + "\"");
 }
 
+int parse_count(const std::string& key, const std::string& value, int lo, int hi) {
+  const double v = parse_number(key, value);
+  if (v < lo || v > hi || v != std::floor(v)) {
+    throw ValueError(detail::str_cat("topology: \"", key, "\" needs an integer from ", lo, " to ",
+                                     hi, ", got \"", value, "\""));
+  }
+  return static_cast<int>(v);
+}
+
 std::string trim(const std::string& s) {
   const size_t b = s.find_first_not_of(" \t\r");
   if (b == std::string::npos) return "";
@@ -138,6 +211,7 @@ std::string trim(const std::string& s) {
 }  // namespace
 
 int Topology::num_chips() const {
+  if (network == Network::kSwitched) return nodes * devices_per_node;
   int n = 1;
   for (int c : chips) n *= c;
   return n;
@@ -145,11 +219,14 @@ int Topology::num_chips() const {
 int Topology::num_cores() const { return num_chips() * cores_per_chip; }
 
 Topology Topology::preset(const std::string& name) {
+  Topology t;
+  if (dgx_preset(name, &t)) return t;
   auto it = presets().find(name);
   if (it == presets().end()) {
     std::string known;
     for (const auto& n : preset_names()) known += " " + n;
-    throw ValueError("unknown topology preset \"" + name + "\"; known presets:" + known);
+    throw ValueError("unknown topology preset \"" + name + "\"; known presets:" + known +
+                     " (dgx-a100-N and dgx-h100-N for any number N of nodes)");
   }
   return it->second();
 }
@@ -157,7 +234,17 @@ Topology Topology::preset(const std::string& name) {
 std::vector<std::string> Topology::preset_names() {
   std::vector<std::string> r;
   for (const auto& [name, make] : presets()) r.push_back(name);
+  for (const char* n : {"dgx-a100-1", "dgx-a100-4", "dgx-h100-1", "dgx-h100-4"}) r.push_back(n);
   return r;
+}
+
+double Topology::flops(DType dtype) const {
+  const double f = dtype_flops[static_cast<size_t>(dtype)];
+  return f > 0 ? f : core_flops;
+}
+
+bool Topology::flat() const {
+  return network == Network::kSwitched && node_fabric == NodeFabric::kSwitch;
 }
 
 void Topology::set(const std::string& key, const std::string& value) {
@@ -185,14 +272,36 @@ void Topology::set(const std::string& key, const std::string& value) {
       throw ValueError("topology: \"wraparound\" needs true or false, got \"" + value + "\"");
     }
     wraparound = value == "true" || value == "1";
-  } else if (key == "cores_per_chip") {
-    const double v = parse_number(key, value);
-    if (v < 1 || v != std::floor(v) || v > 64) {
-      throw ValueError("topology: \"cores_per_chip\" needs an integer from 1 to 64, got \"" +
-                       value + "\"");
+  } else if (key == "network") {
+    if (value != "torus" && value != "switched") {
+      throw ValueError("topology: \"network\" needs torus or switched, got \"" + value + "\"");
     }
-    cores_per_chip = static_cast<int>(v);
+    network = value == "torus" ? Network::kTorus : Network::kSwitched;
+  } else if (key == "node_fabric") {
+    if (value != "switch" && value != "ring") {
+      throw ValueError("topology: \"node_fabric\" needs switch or ring, got \"" + value + "\"");
+    }
+    node_fabric = value == "switch" ? NodeFabric::kSwitch : NodeFabric::kRing;
+  } else if (key.rfind("core_flops.", 0) == 0) {
+    const std::string dtype = key.substr(11);
+    for (DType d : {DType::kFloat32, DType::kInt32, DType::kBFloat16}) {
+      if (dtype_name(d) == dtype) {
+        dtype_flops[static_cast<size_t>(d)] = parse_number(key, value);
+        validate();
+        return;
+      }
+    }
+    throw ValueError("topology: \"" + key +
+                     "\" names no dtype; use core_flops.float32, core_flops.bfloat16 or "
+                     "core_flops.int32");
   } else {
+    static const std::map<std::string, std::pair<int Topology::*, int>> counts = {
+        {"cores_per_chip", {&Topology::cores_per_chip, 64}},
+        {"nodes", {&Topology::nodes, 1 << 20}},
+        {"devices_per_node", {&Topology::devices_per_node, 1024}},
+        {"nics_per_node", {&Topology::nics_per_node, 1024}},
+        {"nodes_per_leaf", {&Topology::nodes_per_leaf, 1 << 20}},
+    };
     static const std::map<std::string, double Topology::*> numbers = {
         {"core_flops", &Topology::core_flops},
         {"core_memory", &Topology::core_memory},
@@ -201,14 +310,24 @@ void Topology::set(const std::string& key, const std::string& value) {
         {"link_latency", &Topology::link_latency},
         {"core_link_bandwidth", &Topology::core_link_bandwidth},
         {"core_link_latency", &Topology::core_link_latency},
+        {"node_link_bandwidth", &Topology::node_link_bandwidth},
+        {"node_link_latency", &Topology::node_link_latency},
+        {"nic_bandwidth", &Topology::nic_bandwidth},
+        {"network_latency", &Topology::network_latency},
+        {"oversubscription", &Topology::oversubscription},
     };
-    auto it = numbers.find(key);
-    if (it == numbers.end()) {
-      std::string keys = "name, chips, wraparound, cores_per_chip";
+    if (auto c = counts.find(key); c != counts.end()) {
+      this->*(c->second.first) =
+          parse_count(key, value, key == "nodes_per_leaf" ? 0 : 1, c->second.second);
+    } else if (auto it = numbers.find(key); it != numbers.end()) {
+      this->*(it->second) = parse_number(key, value);
+    } else {
+      std::string keys = "name, network, chips, wraparound, node_fabric";
+      for (const auto& [k, member] : counts) keys += ", " + k;
       for (const auto& [k, member] : numbers) keys += ", " + k;
+      keys += ", core_flops.<dtype>";
       throw ValueError("topology: unknown setting \"" + key + "\"; settings are " + keys);
     }
-    this->*(it->second) = parse_number(key, value);
   }
   validate();
 }
@@ -263,7 +382,21 @@ void Topology::validate() const {
   positive(chip_memory_bandwidth, "chip_memory_bandwidth");
   positive(link_bandwidth, "link_bandwidth");
   positive(core_link_bandwidth, "core_link_bandwidth");
-  if (link_latency < 0 || core_link_latency < 0) {
+  positive(node_link_bandwidth, "node_link_bandwidth");
+  positive(nic_bandwidth, "nic_bandwidth");
+  for (double f : dtype_flops) {
+    if (f < 0) throw ValueError("topology \"" + name + "\": core_flops.<dtype> cannot be negative");
+  }
+  if (!(oversubscription >= 1)) {
+    throw ValueError(detail::str_cat(
+        "topology \"", name, "\": oversubscription must be at least 1 (1: non-blocking), got ",
+        oversubscription));
+  }
+  if (nodes < 1 || devices_per_node < 1 || nics_per_node < 1 || nodes_per_leaf < 0) {
+    throw ValueError("topology \"" + name +
+                     "\": nodes, devices_per_node and nics_per_node must be at least 1");
+  }
+  if (link_latency < 0 || core_link_latency < 0 || node_link_latency < 0 || network_latency < 0) {
     throw ValueError("topology \"" + name + "\": latencies cannot be negative");
   }
   if (chips.empty() || chips.size() > 3) {
@@ -272,12 +405,30 @@ void Topology::validate() const {
 }
 
 std::string Topology::to_string() const {
+  std::string flops = detail::str_cat(core_flops / 1e12, " TFLOP/s");
+  for (DType d : {DType::kFloat32, DType::kInt32, DType::kBFloat16})
+    if (dtype_flops[static_cast<size_t>(d)] > 0)
+      flops += detail::str_cat(" (", dtype_flops[static_cast<size_t>(d)] / 1e12, " ", dtype_name(d),
+                               ")");
+  if (network == Network::kSwitched) {
+    std::string net = detail::str_cat(nics_per_node, " NICs of ", nic_bandwidth / 1e9,
+                                      " GB/s per node, ", network_latency * 1e6, " us");
+    if (nodes_per_leaf > 0 && oversubscription > 1)
+      net += detail::str_cat(", ", oversubscription, ":1 oversubscribed above ", nodes_per_leaf,
+                             " nodes");
+    return detail::str_cat(
+        name, ": ", nodes, " nodes x ", devices_per_node, " devices x ", cores_per_chip,
+        " cores = ", num_cores(), " cores; ", flops, " and ", core_memory / kGiB, " GiB per core; ",
+        chip_memory_bandwidth / 1e9, " GB/s memory per device; ",
+        node_fabric == NodeFabric::kSwitch ? "switch" : "ring", " in a node at ",
+        node_link_bandwidth / 1e9, " GB/s per direction, ", node_link_latency * 1e6, " us; ", net);
+  }
   std::string dims;
   for (size_t i = 0; i < chips.size(); ++i) dims += (i ? "x" : "") + std::to_string(chips[i]);
   return detail::str_cat(
       name, ": ", dims, " chips", wraparound ? " (torus)" : " (no wraparound)", " x ",
-      cores_per_chip, " cores = ", num_cores(), " cores; ", core_flops / 1e12, " TFLOP/s and ",
-      core_memory / kGiB, " GiB per core; ", chip_memory_bandwidth / 1e9, " GB/s memory per chip; ",
+      cores_per_chip, " cores = ", num_cores(), " cores; ", flops, " and ", core_memory / kGiB,
+      " GiB per core; ", chip_memory_bandwidth / 1e9, " GB/s memory per chip; ",
       link_bandwidth / 1e9, " GB/s per link direction, ", link_latency * 1e6, " us per hop");
 }
 

@@ -35,6 +35,7 @@ const Route& World::route(int from, int to) {
   auto it = routes.find(key);
   if (it != routes.end()) return it->second;
   Route r;
+  r.pipelined = machine.topology().network == Topology::Network::kSwitched;
   machine.route(mapping.physical[from], mapping.physical[to], &r.links);
   for (int l : r.links) {
     r.latency += machine.latency(l);
@@ -44,21 +45,24 @@ const Route& World::route(int from, int to) {
   return routes.emplace(key, std::move(r)).first->second;
 }
 
-double LinkLog::fit(double sent, int party, double earliest, double serialize, int* at) const {
+double LinkLog::fit(double sent, int party, double earliest, double serialize, bool ties_unordered,
+                    int* at) const {
   if (count == 0) {
     *at = 0;
     return std::max(earliest, evicted_end);
   }
   const Booking& last = entries[count - 1];
   // In time order, or a party's own bookings (time order for messages sent
-  // by themselves, ring order for a ring's): after everything.
-  if (sent >= last.sent || last.party == party) {
+  // by themselves, ring order for a ring's): after everything. Messages
+  // sent at the same instant are in no order when ties_unordered.
+  const bool tie = ties_unordered && sent == last.sent;
+  if (sent > last.sent || (sent == last.sent && !tie) || (!tie && last.party == party)) {
     *at = count;
     return std::max(earliest, last.end);
   }
   int p = count;
-  while (p > 0 && entries[p - 1].sent > sent) --p;
-  if (p == 0 && evicted) return -1;  // earlier than everything kept
+  while (p > 0 && (entries[p - 1].sent > sent || (tie && entries[p - 1].sent == sent))) --p;
+  if (p == 0 && evicted && entries[0].sent > sent) return -1;  // what it would meet is forgotten
   double start = std::max(earliest, p ? entries[p - 1].end : evicted_end);
   for (int i = p; i < count; ++i) {
     if (start + serialize <= entries[i].start) {
@@ -90,19 +94,32 @@ double World::transmit(const Route& r, int from, int to, size_t bytes, double se
   const double serialize = r.bandwidth > 0 ? static_cast<double>(bytes) / r.bandwidth : 0;
   const size_t links = r.links.size();
   std::vector<int>& at = place_scratch;
+  std::vector<double>& starts = start_scratch;
   at.resize(links);
-  // The earliest start at which every link of the route has room.
-  double start = sent;
+  starts.resize(links);
   bool known = true;
-  for (int round = 0; known; ++round) {
-    double latest = start;
+  if (r.pipelined) {
+    // Each link on its own, none before the previous one started.
+    double start = sent;
     for (size_t k = 0; k < links && known; ++k) {
-      const double s = link_log[r.links[k]].fit(sent, party, start, serialize, &at[k]);
-      known = s >= 0 && round <= 4 * LinkLog::kKept;
-      latest = std::max(latest, s);
+      start = link_log[r.links[k]].fit(sent, party, start, serialize, true, &at[k]);
+      known = start >= 0;
+      starts[k] = start;
     }
-    if (latest == start) break;
-    start = latest;
+  } else {
+    // The earliest start at which every link of the route has room.
+    double start = sent;
+    for (int round = 0; known; ++round) {
+      double latest = start;
+      for (size_t k = 0; k < links && known; ++k) {
+        const double s = link_log[r.links[k]].fit(sent, party, start, serialize, false, &at[k]);
+        known = s >= 0 && round <= 4 * LinkLog::kKept;
+        latest = std::max(latest, s);
+      }
+      if (latest == start) break;
+      start = latest;
+    }
+    std::fill(starts.begin(), starts.end(), start);
   }
   if (!known) {
     // Sent before what the links still remember, behind a ring timed ahead:
@@ -111,13 +128,18 @@ double World::transmit(const Route& r, int from, int to, size_t bytes, double se
     for (int l : r.links)
       for (int i = 0; i < link_log[l].count; ++i)
         rings.out_of_order(party, link_log[l].entries[i].party);
-    start = sent;
+    double start = sent;
     for (size_t k = 0; k < links; ++k) {
       start = std::max(start, link_free[r.links[k]]);
       at[k] = link_log[r.links[k]].count;
     }
+    if (r.pipelined) {
+      start = sent;
+      for (size_t k = 0; k < links; ++k) starts[k] = start = std::max(start, link_free[r.links[k]]);
+    } else {
+      std::fill(starts.begin(), starts.end(), start);
+    }
   }
-  const double end = start + serialize;
   static const std::string kOutside = "message";
   const std::string* label = nullptr;
   if (tracing && bytes)
@@ -128,12 +150,13 @@ double World::transmit(const Route& r, int from, int to, size_t bytes, double se
                            ",\"from_core\":", from, ",\"to_core\":", to);
   for (size_t k = 0; k < links; ++k) {
     const int l = r.links[k];
-    link_log[l].insert(at[k], {sent, start, end, party});
+    const double end = starts[k] + serialize;
+    link_log[l].insert(at[k], {sent, starts[k], end, party});
     link_free[l] = std::max(link_free[l], end);
     link_bytes[l] += static_cast<int64_t>(bytes);
-    if (label) events.push_back({1, l, *label, start, end, args});
+    if (label) events.push_back({1, l, *label, starts[k], end, args});
   }
-  const double arrival = start + r.latency + serialize;
+  const double arrival = (links ? starts.back() : sent) + r.latency + serialize;
   me.bytes_sent += static_cast<int64_t>(bytes);
   step_bytes[me.step] += static_cast<int64_t>(bytes);
   ++messages;

@@ -38,10 +38,14 @@ struct InboxKeyHash {
 };
 
 // A route between two logical processors, with what a message over it pays.
+// A message holds every link of a route at once (a torus's cut-through
+// path), or, when `pipelined` (a switch's ports: packets of other flows
+// interleave), books each link on its own, none before the previous one.
 struct Route {
   std::vector<int> links;
   double latency = 0;
   double bandwidth = 0;  // the slowest link's
+  bool pipelined = false;
 };
 
 struct TraceEvent {
@@ -79,9 +83,12 @@ struct LinkLog {
   // `serialize` seconds sent at `sent` by `party`: after everything when it
   // comes in time order (or after its own party's); else in the first gap
   // from where time order puts it that holds it, without moving any kept
-  // booking. *at: where it goes in `entries`. -1 when it was sent before
-  // every kept booking (what it would meet is forgotten).
-  double fit(double sent, int party, double earliest, double serialize, int* at) const;
+  // booking. With ties_unordered (a switch port, whose flows interleave),
+  // bookings sent at the same instant as it are no obstacle either: it may
+  // take a gap before them. *at: where it goes in `entries`. -1 when it was
+  // sent before every kept booking (what it would meet is forgotten).
+  double fit(double sent, int party, double earliest, double serialize, bool ties_unordered,
+             int* at) const;
   void insert(int at, const Booking& b);
 };
 
@@ -134,6 +141,7 @@ struct World {
   std::string failure;
   std::unordered_map<int64_t, Route> routes;  // by from * cores + to
   std::vector<int> place_scratch;             // transmit's
+  std::vector<double> start_scratch;          // transmit's
   RingTimer rings;
 
   void init(int n);

@@ -72,6 +72,24 @@ def test_topologies_presets_files_and_overrides(tmp_path):
         mtf.simulate(g, [loss], mesh_shape="b:32", topology="tpu-v2-32", mode="fast")
 
 
+def test_gpu_clusters_nodes_nics_and_dtype_peaks():
+    t = mtf.Topology.preset("dgx-h100-4")
+    assert t.network == "switched" and t.node_fabric == "switch"
+    assert t.nodes == 4 and t.devices_per_node == 8 and t.num_cores == 32
+    assert t.flops("bfloat16") > 10 * t.flops("float32") and "nccl-tests" in t.sources
+    with pytest.raises(mtf.ValueError, match="bfloat16"):
+        t.flops("float64")
+    g, x, loss, ops = model()
+    inside = mtf.simulate(g, [loss], ops, mesh_shape="b:4;m:8", layout="batch:b;d_ff:m",
+                          topology="dgx-h100-4")
+    # Slow NICs: the batch axis crosses nodes, the model axis stays in them.
+    slow = mtf.simulate(g, [loss], ops, mesh_shape="b:4;m:8", layout="batch:b;d_ff:m",
+                        topology="dgx-h100-4", topology_overrides="nic_bandwidth=1e9")
+    assert slow["step_time"] > inside["step_time"] and inside["cores"] == 32
+    with pytest.raises(mtf.ValueError, match="switch or ring"):
+        mtf.Topology.preset("dgx-a100-1").set("node_fabric", "torus")
+
+
 def test_a_model_too_big_for_the_cores_is_an_out_of_memory_error():
     g, x, loss, ops = model(batch=64, d_model=8192, d_ff=65536)
     with pytest.raises(mtf.OutOfMemoryError, match="GiB|MiB"):
