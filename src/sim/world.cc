@@ -128,17 +128,14 @@ double World::transmit(const Route& r, int from, int to, size_t bytes, double se
     for (int l : r.links)
       for (int i = 0; i < link_log[l].count; ++i)
         rings.out_of_order(party, link_log[l].entries[i].party);
+    // Each link after what it holds (pipelined: none before the previous
+    // one's start); a whole route at the latest of them.
     double start = sent;
     for (size_t k = 0; k < links; ++k) {
-      start = std::max(start, link_free[r.links[k]]);
+      starts[k] = start = std::max(start, link_free[r.links[k]]);
       at[k] = link_log[r.links[k]].count;
     }
-    if (r.pipelined) {
-      start = sent;
-      for (size_t k = 0; k < links; ++k) starts[k] = start = std::max(start, link_free[r.links[k]]);
-    } else {
-      std::fill(starts.begin(), starts.end(), start);
-    }
+    if (!r.pipelined) std::fill(starts.begin(), starts.end(), start);
   }
   static const std::string kOutside = "message";
   const std::string* label = nullptr;
