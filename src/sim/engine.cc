@@ -38,18 +38,7 @@ class SimTransport : public Transport {
   bool flat_network() const override { return w_.machine.topology().flat(); }
   // The node of every processor on a machine of several nodes, so that
   // allreduces spanning nodes go hierarchical as on a real cluster.
-  std::vector<int> machines() const override {
-    const Topology& topo = w_.machine.topology();
-    if (topo.network != Topology::Network::kSwitched || topo.nodes == 1) return {};
-    const int n = size();
-    std::vector<int> first(topo.nodes, -1), result(n);
-    for (int r = 0; r < n; ++r) {
-      const int node = w_.machine.node_of(w_.mapping.physical[r]);
-      if (first[node] < 0) first[node] = r;
-      result[r] = first[node];
-    }
-    return result;
-  }
+  std::vector<int> machines() const override { return w_.machine_of_rank; }
 
   void send(int peer, uint64_t tag, const void* data, size_t bytes) override {
     check_peer(peer, "send");

@@ -164,6 +164,15 @@ std::vector<int> place(const MeshShape& mesh, const sim::Machine& machine,
   return physical;
 }
 
+// Logical processor p on physical core p.
+CoreMapping row_major(const MeshShape& mesh, const sim::Machine& machine) {
+  CoreMapping m;
+  m.physical.resize(mesh.size());
+  std::iota(m.physical.begin(), m.physical.end(), 0);
+  fill_rings(m, mesh, machine);
+  return m;
+}
+
 }  // namespace
 
 CoreMapping CoreMapping::automatic(const MeshShape& mesh, const Topology& topo) {
@@ -172,11 +181,7 @@ CoreMapping CoreMapping::automatic(const MeshShape& mesh, const Topology& topo) 
   if (topo.network == Topology::Network::kSwitched) {
     // Row-major: the innermost mesh axes fill a device's cores, then a
     // node's devices, where the links are fastest.
-    CoreMapping m;
-    m.physical.resize(mesh.size());
-    std::iota(m.physical.begin(), m.physical.end(), 0);
-    fill_rings(m, mesh, machine);
-    return m;
+    return row_major(mesh, machine);
   }
   std::vector<int> phys_size{topo.cores_per_chip};
   for (int c : topo.chips) phys_size.push_back(c);
@@ -213,9 +218,7 @@ CoreMapping CoreMapping::automatic(const MeshShape& mesh, const Topology& topo) 
   } while (std::next_permutation(physical_order.begin(), physical_order.end()));
   if (best.physical.empty()) {
     // The mesh does not factor onto the machine: row-major order.
-    best.physical.resize(mesh.size());
-    std::iota(best.physical.begin(), best.physical.end(), 0);
-    fill_rings(best, mesh, machine);
+    best = row_major(mesh, machine);
   }
   return best;
 }

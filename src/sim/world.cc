@@ -28,6 +28,17 @@ void World::init(int n) {
   step_bytes.assign(program.steps.size() + 1, 0);
   for (Core& c : cores) c.step = program.steps.size();
   running = n;
+  const Topology& topo = machine.topology();
+  machine_of_rank.clear();
+  if (topo.network == Topology::Network::kSwitched && topo.nodes > 1) {
+    std::vector<int> first(topo.nodes, -1);
+    machine_of_rank.resize(n);
+    for (int r = 0; r < n; ++r) {
+      const int node = machine.node_of(mapping.physical[r]);
+      if (first[node] < 0) first[node] = r;
+      machine_of_rank[r] = first[node];
+    }
+  }
 }
 
 const Route& World::route(int from, int to) {

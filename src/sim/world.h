@@ -140,8 +140,11 @@ struct World {
   bool failed = false;
   std::string failure;
   std::unordered_map<int64_t, Route> routes;  // by from * cores + to
-  std::vector<int> place_scratch;             // transmit's
-  std::vector<double> start_scratch;          // transmit's
+  // Switched machines of several nodes: each logical processor's node,
+  // numbered by its lowest processor (Transport::machines()); else empty.
+  std::vector<int> machine_of_rank;
+  std::vector<int> place_scratch;     // transmit's
+  std::vector<double> start_scratch;  // transmit's
   RingTimer rings;
 
   void init(int n);
