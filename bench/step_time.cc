@@ -21,12 +21,38 @@
 
 #include "cli/example_main.h"
 #include "cli/flags.h"
+#include "cli/mesh_flags.h"
 #include "fma_peak.h"
 #include "models/cnn.h"
 #include "models/mlp.h"
 #include "models/transformer.h"
 
 using namespace mtf;
+
+namespace {
+
+// The step simulated on the machine in `machine_file`, one device per rank of
+// the mesh, as threads or (under a process transport) as processes.
+double predicted_step_seconds(Graph& graph, const Tensor& loss,
+                              const std::vector<Operation*>& train, const MeshConfig& real,
+                              const std::string& machine_file) {
+  MeshConfig mc;
+  mc.mesh_shape = real.mesh_shape;
+  mc.layout = real.layout;
+  mc.reproducible = real.reproducible;
+  mc.fuse = real.fuse;
+  mc.impl = MeshImpl::kSimulated;
+  mc.sim.mode = SimMode::kCostOnly;
+  mc.sim.topology.load_file(machine_file);
+  mc.sim.topology.devices_per_node = static_cast<int>(std::max<int64_t>(1, real.mesh_shape.size()));
+  mc.sim.topology.host_ranks =
+      real.process_transport ? Topology::HostRanks::kProcesses : Topology::HostRanks::kThreads;
+  Session sim(graph, mc);
+  sim.run({loss}, {}, train);
+  return sim.simulation_report().step_time;
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   return data::run_example("step_time", [&] {
@@ -37,19 +63,18 @@ int main(int argc, char** argv) {
     flags.define("hidden", "1024", "mlp: hidden units");
     flags.define("steps", "10", "timed steps");
     flags.define("warmup", "3", "untimed steps first");
-    flags.define("reproducible", "false", "MeshConfig::reproducible");
-    flags.define("fuse", "true", "MeshConfig::fuse (false: one kernel per op)");
-    flags.define("profile", "false", "print the profile of the timed steps");
+    data::define_mesh_flags(flags);
+    flags.define("predict", "",
+                 "also simulate the step on this machine file (mtf-sim --calibrate's, its devices "
+                 "the mesh's ranks) and print predicted_ms; under mtf-launch, rank 0 only");
     flags.define("profile_ops", "15", "ops listed by the profile");
     flags.define("print_program", "false", "print the lowered training step first");
     flags.define("fma_peak", "false",
                  "also measure this core's float32 FMA peak (prints fma_peak_gflops)");
     if (!flags.parse(argc, argv)) return 0;
     const std::string model = flags.str("model");
-    MeshConfig mc;
-    mc.reproducible = flags.str("reproducible") == "true";
-    mc.profile = flags.str("profile") == "true";
-    mc.fuse = flags.str("fuse") == "true";
+    std::string transport_name;
+    const MeshConfig mc = data::mesh_config_from_flags(flags, &transport_name);
     std::mt19937 rng(1);
     std::function<void()> step;
     std::unique_ptr<examples::TransformerLm> lm;
@@ -122,6 +147,16 @@ int main(int argc, char** argv) {
     for (double m : ms) std::printf(" %.3f", m);
     std::sort(ms.begin(), ms.end());
     std::printf("\nmedian_ms %.3f\n", ms.empty() ? 0.0 : ms[ms.size() / 2]);
+    if (!flags.str("predict").empty() &&
+        (!mc.process_transport || mc.process_transport->rank() == 0)) {
+      Graph& graph = lm ? lm->graph() : mlp ? mlp->graph() : cnn->graph();
+      const Tensor loss = lm ? lm->loss : mlp ? mlp->loss : cnn->loss;
+      const std::vector<Operation*>& train = lm    ? lm->train_ops
+                                             : mlp ? mlp->train_ops
+                                                   : cnn->train_ops;
+      std::printf("predicted_ms %.3f\n",
+                  1e3 * predicted_step_seconds(graph, loss, train, mc, flags.str("predict")));
+    }
     return 0;
   });
 }

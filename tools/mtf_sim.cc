@@ -4,6 +4,8 @@
 
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
+#include <fstream>
 #include <functional>
 #include <iostream>
 #include <memory>
@@ -11,6 +13,7 @@
 #include <sstream>
 
 #include "cli/flags.h"
+#include "host_calibration.h"
 #include "models/mlp.h"
 #include "models/transformer.h"
 #include "models/transformer_decoder.h"
@@ -179,6 +182,25 @@ std::vector<int> parse_mapping(const std::string& s) {
   return r;
 }
 
+// Written beside the target and renamed over it, so a failed calibration
+// leaves an earlier file whole.
+void write_machine_file(const std::string& path, const Topology& machine) {
+  const size_t slash = path.rfind('/');
+  if (slash != std::string::npos && slash > 0) {
+    std::error_code ec;
+    std::filesystem::create_directories(path.substr(0, slash), ec);
+  }
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream out(tmp);
+    out << "# " << machine.name << ": written by mtf-sim --calibrate\n" << machine.to_file();
+    out.flush();
+    if (!out) throw IoError("cannot write the machine file \"" + tmp + "\"");
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0)
+    throw IoError("cannot rename \"" + tmp + "\" to \"" + path + "\"");
+}
+
 void progress(int64_t done, int64_t total, double seconds) {
   if (!isatty(STDERR_FILENO) || total < 2) return;
   const int width = 30;
@@ -214,7 +236,9 @@ int main(int argc, char** argv) {
     flags.define("layout", "batch:all", "layout rules, e.g. \"batch:batch;hidden:model\"");
     flags.define("topology", "tpu-v2-512",
                  "machine preset: tpu-v2-{8,32,128,512}, tpu-v3-{8,32,128,512,2048}, "
-                 "tpu-v4-{4x4x4,8x8x8,16x16x16}, dgx-a100-N and dgx-h100-N (N nodes of 8 GPUs)");
+                 "tpu-v4-{4x4x4,8x8x8,16x16x16}, dgx-a100-N and dgx-h100-N (N nodes of 8 GPUs), "
+                 "host (this machine as --calibrate measured it; one device per rank of the "
+                 "mesh, as threads unless --topology_set host_ranks=processes)");
     flags.define("topology_set", "",
                  "overrides, e.g. \"link_bandwidth=50e9,chips=8x8\" (keys: name network chips "
                  "wraparound cores_per_chip core_flops core_flops.<dtype> core_memory "
@@ -222,6 +246,11 @@ int main(int argc, char** argv) {
                  "core_link_latency; switched: nodes devices_per_node node_fabric "
                  "node_link_bandwidth node_link_latency nics_per_node nic_bandwidth "
                  "network_latency nodes_per_leaf oversubscription; docs/simulator.md)");
+    flags.define("calibrate", "",
+                 "measure this machine (executor overheads, matrix-product rate by size, "
+                 "elementwise bandwidth, latency and bandwidth between ranks as threads and as "
+                 "processes), write it as a machine file to this path and exit; --topology host "
+                 "reads it from $MTF_HOST_MACHINE or ~/.cache/mtf/host.machine");
     flags.define("topology_file", "",
                  "file of `key = value` overrides, applied before --topology_set");
     flags.define("mapping", "",
@@ -259,6 +288,14 @@ int main(int argc, char** argv) {
                  "the leader (more: slower, surer where the estimates are close)");
     if (!flags.parse(argc, argv)) return 0;
 
+    if (!flags.str("calibrate").empty()) {
+      const std::string path = flags.str("calibrate");
+      const tools::Calibration cal = tools::calibrate_host(isatty(STDERR_FILENO));
+      write_machine_file(path, cal.machine);
+      std::printf("%swrote %s\n", cal.report().c_str(), path.c_str());
+      return 0;
+    }
+
     const std::string mode = flags.str("mode");
     if (mode != "functional" && mode != "cost")
       throw ValueError("--mode must be functional or cost, not \"" + mode + "\"");
@@ -274,6 +311,9 @@ int main(int argc, char** argv) {
     config.sim.topology = Topology::preset(flags.str("topology"));
     if (!flags.str("topology_file").empty())
       config.sim.topology.load_file(flags.str("topology_file"));
+    // A host's devices are the mesh's ranks.
+    if (config.sim.topology.host_cpus > 0)
+      config.sim.topology.devices_per_node = static_cast<int>(config.mesh_shape.size());
     config.sim.topology.apply_overrides(flags.str("topology_set"));
     config.sim.mode = mode == "functional" ? SimMode::kFunctional : SimMode::kCostOnly;
     config.sim.physical_order = parse_mapping(flags.str("mapping"));

@@ -70,7 +70,44 @@ struct Topology {
   double network_latency = 5e-6;  // seconds NIC to NIC across the network
   int nodes_per_leaf = 0;         // nodes under one leaf switch (0: one non-blocking switch)
   double oversubscription = 1;    // leaf downlinks over uplinks (1: non-blocking)
-  std::string sources;            // where the figures come from
+  // A host (a CPU machine, as `mtf-sim --calibrate` measures one): with
+  // host_cpus > 0 the devices of each node are mtf's ranks sharing that many
+  // CPUs, and the simulator runs the program mtf's executor runs (fused
+  // elementwise chains and updates). A compute step takes
+  //   (step_overhead + work) * max(1, devices_per_node / host_cpus)
+  // (more ranks than CPUs take turns). For a matrix product, work is the sum
+  // over the BLAS calls its kernel makes (batched products count each) of
+  //   (2mnk + half) / peak * (1 + narrow / min(m, n, k))
+  // with one thread's figures (gemm_*) when the rank has one CPU or less, or
+  // the product is too small for OpenBLAS to share out (m*n*k at most
+  // gemm_threads_from), and otherwise the figures with every CPU a rank
+  // gets (gemm_*_all_cpus; between one and all, interpolated by threads).
+  // For anything else, work is the roofline of one thread: flops over
+  // core_flops (exp, log, tanh and the like counted transcendental_cost
+  // flops per element) against bytes over cache_bandwidth (bytes up to
+  // cache_bytes) or chip_memory_bandwidth. A run costs run_overhead more
+  // (threads_run_overhead for ranks as threads of one process). Ranks talk
+  // over the node fabric: at node_link_* as threads, at process_link_* as
+  // processes (host_ranks).
+  enum class HostRanks { kThreads, kProcesses };
+  int host_cpus = 0;
+  double gemm_flops = 0;                // one thread's peak on matrix products
+  double gemm_half_flops = 0;           // flops of a product that reaches half of it
+  double gemm_narrow = 0;               // slowdown of products with a narrow side
+  double gemm_flops_all_cpus = 0;       // the same with host_cpus BLAS threads (0: none)
+  double gemm_half_flops_all_cpus = 0;  //
+  double gemm_narrow_all_cpus = 0;      //
+  double gemm_threads_from = 262144;    // m*n*k above which BLAS shares out a product
+  double transcendental_cost = 1;       // flops per element of exp, log, tanh, ...
+  double cache_bytes = 0;               // a step's bytes up to this run at cache_bandwidth
+  double cache_bandwidth = 0;           // bytes/s of one thread within its cache
+  double step_overhead = 0;             // seconds per compute step (executor, dispatch)
+  double run_overhead = 0;              // seconds per run (feeds, fetches, start)
+  double threads_run_overhead = 0;      // the same for a mesh of ranks as threads
+  HostRanks host_ranks = HostRanks::kThreads;
+  double process_link_bandwidth = 1e9;  // bytes/s between ranks in separate processes
+  double process_link_latency = 20e-6;  // seconds for a message between them
+  std::string sources;                  // where the figures come from
 
   int num_chips() const;
   int num_cores() const;
@@ -81,12 +118,28 @@ struct Topology {
   // nodes have a switch fabric): the collectives then pick the algorithms
   // of flat networks.
   bool flat() const;
+  // A host's figures (host_cpus > 0), per device: seconds of one BLAS
+  // product [m,k] x [k,n]; of elementwise work (`flops` weighted as above)
+  // moving `bytes`; and of a compute step whose work takes `work` seconds.
+  double host_gemm_seconds(double m, double n, double k) const;
+  double host_elementwise_seconds(double flops, double bytes) const;
+  double host_step_seconds(double work) const;
+  // Seconds a run costs beyond its steps on a host of `ranks` ranks.
+  double host_run_overhead(int64_t ranks) const;
+  // Bandwidth and latency of the node fabric's links as the devices use them
+  // (a host's processes: process_link_*).
+  double fabric_bandwidth() const;
+  double fabric_latency() const;
 
   // Presets with public figures (see `sources` of each): TPU pods by name,
   // and DGX machines by node count ("dgx-a100-4", "dgx-h100-32"). ValueError
   // naming the known presets for an unknown name.
+  // "host" is this machine as `mtf-sim --calibrate` measured it, read from
+  // host_machine_path() (IoError saying how to make it when missing).
   static Topology preset(const std::string& name);
   static std::vector<std::string> preset_names();
+  // $MTF_HOST_MACHINE, else ~/.cache/mtf/host.machine.
+  static std::string host_machine_path();
   // One override, e.g. set("link_bandwidth", "50e9"), set("chips", "8x8"),
   // set("network", "switched"), set("core_flops.bfloat16", "312e12").
   // ValueError naming the key and the accepted keys.
@@ -99,6 +152,8 @@ struct Topology {
   // ValueError for impossible figures (non-positive sizes, bandwidths).
   void validate() const;
   std::string to_string() const;
+  // Every setting as `key = value` lines that load_file() reads back.
+  std::string to_file() const;
 };
 
 // How logical processors sit on physical cores: physical[pnum] is the

@@ -414,6 +414,23 @@ struct EinsumPlan : KernelPlan {
   std::vector<Plan2> steps;
 };
 
+std::vector<GemmCall> einsum_gemm_calls(const KernelPlan& plan) {
+  std::vector<GemmCall> calls;
+  const auto* p = dynamic_cast<const EinsumPlan*>(&plan);
+  if (!p || p->fixed_order) return calls;
+  for (const Plan2& s : p->steps) {
+    switch (s.path) {
+      case Plan2::Path::kInPlace:
+      case Plan2::Path::kArranged:
+        calls.push_back({std::max<int64_t>(1, s.nb), s.m, s.n, s.k});
+        break;
+      default:  // products broadcast elementwise, dot products: no BLAS
+        break;
+    }
+  }
+  return calls;
+}
+
 std::shared_ptr<const KernelPlan> plan_einsum(const std::vector<Shape>& inputs, const Shape& out,
                                               DType dtype, bool fixed_order) {
   MTF_CHECK(!inputs.empty());

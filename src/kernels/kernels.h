@@ -111,6 +111,14 @@ void einsum(const std::vector<const HostTensor*>& inputs, HostTensor& out,
 std::shared_ptr<const KernelPlan> plan_einsum(const std::vector<Shape>& inputs, const Shape& out,
                                               DType dtype, bool fixed_order);
 void einsum(const KernelPlan& plan, const std::vector<const HostTensor*>& inputs, HostTensor& out);
+// The matrix products an einsum plan runs through BLAS: `batch` products of
+// [m, k] x [k, n] each. Empty for other plans, for fixed-order plans and for
+// contractions that need no BLAS (dot products, broadcast products). For
+// cost models.
+struct GemmCall {
+  int64_t batch = 1, m = 0, n = 0, k = 0;
+};
+std::vector<GemmCall> einsum_gemm_calls(const KernelPlan& plan);
 // acc += alpha * einsum(inputs), for a float32 plan made without fixed order
 // and out = acc's shape: a product sgemm reads and writes in place runs as one
 // sgemm with beta = 1 (no separate result), anything else through a scratch

@@ -423,7 +423,8 @@ class SessionImpl {
     std::vector<const Operation*> t(targets.begin(), targets.end());
     Program program =
         lower(graph_, fetches, t, config_.mesh_shape, config_.layout, config_.reproducible);
-    if (config_.impl != MeshImpl::kSimulated) {
+    // A simulated host runs (and costs) the program its executor would.
+    if (config_.impl != MeshImpl::kSimulated || config_.sim.topology.host_cpus > 0) {
       if (config_.fuse && !config_.reproducible) fuse_updates(program);
       if (config_.fuse) fuse_elementwise(program);
       plan_kernels(program, config_.reproducible);

@@ -3,14 +3,17 @@
 #include "sim/engine.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <deque>
 #include <fstream>
 #include <map>
+#include <set>
 #include <thread>
 #include <unordered_map>
 
 #include "core/check.h"
+#include "kernels/kernels.h"
 #include "mtf/errors.h"
 #include "sim/scheduler.h"
 #include "sim/world.h"
@@ -230,6 +233,54 @@ void run_cores(World& w, bool dry, const std::function<void(Transport&, StepHook
 
 }  // namespace
 
+namespace {
+
+bool transcendental(const std::string& type) {
+  static const std::set<std::string> kTypes = {"exp",      "log",       "tanh", "sigmoid", "gelu",
+                                               "softplus", "gelu_grad", "sin",  "cos",     "pow"};
+  return kTypes.count(type) > 0;
+}
+
+// A compute step on a host: the BLAS calls of its kernel plan, or the
+// roofline of its elementwise work.
+double host_step_time(const Step& step, double bytes, const Topology& topo) {
+  const Operation* product = step.update_einsum ? step.update_einsum : step.op;
+  const bool matrix_product =
+      step.kind == Step::Kind::kCompute &&
+      (product->type() == "einsum" || product->type().rfind("conv", 0) == 0);
+  if (matrix_product && step.flops > 0) {
+    if (step.kernel_plan) {
+      const std::vector<kernels::GemmCall> calls = kernels::einsum_gemm_calls(*step.kernel_plan);
+      if (!calls.empty()) {
+        double work = 0;
+        for (const kernels::GemmCall& c : calls)
+          work += static_cast<double>(c.batch) * topo.host_gemm_seconds(static_cast<double>(c.m),
+                                                                        static_cast<double>(c.n),
+                                                                        static_cast<double>(c.k));
+        return topo.host_step_seconds(work);
+      }
+    }
+    if (product->type() != "einsum" || !step.kernel_plan) {
+      const double side = std::cbrt(step.flops / 2);  // no plan: one square product
+      return topo.host_step_seconds(topo.host_gemm_seconds(side, side, side));
+    }
+  }
+  // Elementwise work, exp and the like weighted by their cost.
+  double flops = step.flops;
+  const std::vector<const Operation*> single{step.op};
+  const auto& ops = step.fused ? step.fused_ops : single;
+  double plain = 0, weighted = 0;
+  for (const Operation* op : ops) {
+    const double f = op->flops();
+    plain += f;
+    weighted += transcendental(op->type()) ? f * topo.transcendental_cost : f;
+  }
+  if (plain > 0) flops *= weighted / plain;
+  return topo.host_step_seconds(topo.host_elementwise_seconds(flops, bytes));
+}
+
+}  // namespace
+
 double step_compute_time(const Program& program, const Step& step, const Topology& topo) {
   double bytes = 0;
   if (step.kind == Step::Kind::kCompute && step.op->type() == "variable") return 0;
@@ -246,6 +297,7 @@ double step_compute_time(const Program& program, const Step& step, const Topolog
   } else if (!step.output_slots.empty()) {
     dtype = program.slot_dtypes[step.output_slots[0]];
   }
+  if (topo.host_cpus > 0) return host_step_time(step, bytes, topo);
   return std::max(step.flops / topo.flops(dtype), bytes / topo.core_memory_bandwidth());
 }
 
@@ -282,6 +334,7 @@ SimReport Engine::run(const Program& program,
   rep.mode = dry ? "cost-only" : "functional";
   rep.cores = n;
   for (const auto& c : w.cores) rep.step_time = std::max(rep.step_time, c.clock);
+  rep.step_time += options_.topology.host_run_overhead(n);
   for (const auto& c : w.cores) {
     SimReport::Core rc;
     rc.compute = c.compute;
@@ -291,8 +344,14 @@ SimReport Engine::run(const Program& program,
     rep.per_core.push_back(rc);
   }
   rep.flops_per_core = program.total_flops();
-  rep.utilization =
-      rep.step_time > 0 ? rep.flops_per_core / (rep.step_time * options_.topology.core_flops) : 0;
+  // A host's peak is its matrix products' (a large one, with the BLAS
+  // threads a rank gets).
+  const Topology& topo = options_.topology;
+  const double big = 4096;
+  const double peak = topo.host_cpus > 0
+                          ? 2 * big * big * big / topo.host_gemm_seconds(big, big, big)
+                          : topo.core_flops;
+  rep.utilization = rep.step_time > 0 ? rep.flops_per_core / (rep.step_time * peak) : 0;
   rep.messages = w.messages;
   // Real links: no self links between a core and itself, no dimension of
   // extent one.

@@ -122,7 +122,7 @@ int Machine::hops(int a, int b) const {
 double Machine::bandwidth(int link) const {
   if (on_chip(link)) return topo_.core_link_bandwidth;
   if (!switched()) return topo_.link_bandwidth;
-  if (link < nic_links_begin()) return topo_.node_link_bandwidth;
+  if (link < nic_links_begin()) return topo_.fabric_bandwidth();
   if (link < leaf_links_begin()) return topo_.nic_bandwidth;
   return topo_.nodes_per_leaf * topo_.nics_per_node * topo_.nic_bandwidth / topo_.oversubscription;
 }
@@ -132,7 +132,7 @@ double Machine::latency(int link) const {
   if (!switched()) return topo_.link_latency;
   const bool up = link % 2 == 0;  // every switched link pair starts even
   if (link < nic_links_begin())
-    return up || topo_.node_fabric == Topology::NodeFabric::kRing ? topo_.node_link_latency : 0;
+    return up || topo_.node_fabric == Topology::NodeFabric::kRing ? topo_.fabric_latency() : 0;
   if (link < leaf_links_begin()) return up ? topo_.network_latency : 0;
   return 0;
 }

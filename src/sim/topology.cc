@@ -1,5 +1,7 @@
 // Topology presets, overrides and validation.
+#include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <fstream>
 #include <functional>
 #include <map>
@@ -218,9 +220,29 @@ int Topology::num_chips() const {
 }
 int Topology::num_cores() const { return num_chips() * cores_per_chip; }
 
+std::string Topology::host_machine_path() {
+  if (const char* p = std::getenv("MTF_HOST_MACHINE"); p && *p) return p;
+  const char* home = std::getenv("HOME");
+  return std::string(home && *home ? home : ".") + "/.cache/mtf/host.machine";
+}
+
 Topology Topology::preset(const std::string& name) {
   Topology t;
   if (dgx_preset(name, &t)) return t;
+  if (name == "host") {
+    const std::string path = host_machine_path();
+    if (!std::ifstream(path)) {
+      throw IoError(
+          "the \"host\" preset is this machine as `mtf-sim --calibrate FILE` measured "
+          "it, read from \"" +
+          path +
+          "\" (MTF_HOST_MACHINE, else ~/.cache/mtf/host.machine), which does not "
+          "exist: run `mtf-sim --calibrate " +
+          path + "` first");
+    }
+    t.load_file(path);
+    return t;
+  }
   auto it = presets().find(name);
   if (it == presets().end()) {
     std::string known;
@@ -235,6 +257,7 @@ std::vector<std::string> Topology::preset_names() {
   std::vector<std::string> r;
   for (const auto& [name, make] : presets()) r.push_back(name);
   for (const char* n : {"dgx-a100-1", "dgx-a100-4", "dgx-h100-1", "dgx-h100-4"}) r.push_back(n);
+  r.push_back("host");
   return r;
 }
 
@@ -247,9 +270,53 @@ bool Topology::flat() const {
   return network == Network::kSwitched && node_fabric == NodeFabric::kSwitch;
 }
 
+double Topology::host_gemm_seconds(double m, double n, double k) const {
+  const int devices = devices_per_node * cores_per_chip;
+  const int threads = std::max(1, host_cpus / std::min(devices, host_cpus));
+  double peak = gemm_flops > 0 ? gemm_flops : core_flops, half = gemm_half_flops,
+         narrow = gemm_narrow;
+  if (threads > 1 && host_cpus > 1 && gemm_flops_all_cpus > 0 && m * n * k > gemm_threads_from) {
+    const double x = static_cast<double>(threads - 1) / (host_cpus - 1);
+    peak += x * (gemm_flops_all_cpus - peak);
+    half += x * (gemm_half_flops_all_cpus - half);
+    narrow += x * (gemm_narrow_all_cpus - narrow);
+  }
+  const double side = std::max(1.0, std::min({m, n, k}));
+  return (2 * m * n * k + half) / peak * (1 + narrow / side);
+}
+
+double Topology::host_elementwise_seconds(double flops, double bytes) const {
+  const double bw =
+      bytes <= cache_bytes && cache_bandwidth > 0 ? cache_bandwidth : chip_memory_bandwidth;
+  return std::max(flops / core_flops, bytes / bw);
+}
+
+double Topology::host_step_seconds(double work) const {
+  const int devices = devices_per_node * cores_per_chip;
+  const double turns = std::max(1.0, static_cast<double>(devices) / host_cpus);
+  return (step_overhead + work) * turns;
+}
+
+double Topology::host_run_overhead(int64_t ranks) const {
+  if (host_cpus <= 0) return 0;
+  return ranks > 1 && host_ranks == HostRanks::kThreads ? threads_run_overhead : run_overhead;
+}
+
+double Topology::fabric_bandwidth() const {
+  return host_cpus > 0 && host_ranks == HostRanks::kProcesses ? process_link_bandwidth
+                                                              : node_link_bandwidth;
+}
+
+double Topology::fabric_latency() const {
+  return host_cpus > 0 && host_ranks == HostRanks::kProcesses ? process_link_latency
+                                                              : node_link_latency;
+}
+
 void Topology::set(const std::string& key, const std::string& value) {
   if (key == "name") {
     name = value;
+  } else if (key == "sources") {
+    sources = value;
   } else if (key == "chips") {
     std::vector<int> dims;
     std::stringstream ss(value);
@@ -282,6 +349,14 @@ void Topology::set(const std::string& key, const std::string& value) {
       throw ValueError("topology: \"node_fabric\" needs switch or ring, got \"" + value + "\"");
     }
     node_fabric = value == "switch" ? NodeFabric::kSwitch : NodeFabric::kRing;
+  } else if (key == "host_ranks") {
+    if (value != "threads" && value != "processes") {
+      throw ValueError(
+          "topology: \"host_ranks\" needs threads (ranks of one process) or "
+          "processes (a process per rank), got \"" +
+          value + "\"");
+    }
+    host_ranks = value == "threads" ? HostRanks::kThreads : HostRanks::kProcesses;
   } else if (key.rfind("core_flops.", 0) == 0) {
     const std::string dtype = key.substr(11);
     for (DType d : {DType::kFloat32, DType::kInt32, DType::kBFloat16}) {
@@ -301,6 +376,7 @@ void Topology::set(const std::string& key, const std::string& value) {
         {"devices_per_node", {&Topology::devices_per_node, 1024}},
         {"nics_per_node", {&Topology::nics_per_node, 1024}},
         {"nodes_per_leaf", {&Topology::nodes_per_leaf, 1 << 20}},
+        {"host_cpus", {&Topology::host_cpus, 1 << 16}},
     };
     static const std::map<std::string, double Topology::*> numbers = {
         {"core_flops", &Topology::core_flops},
@@ -315,14 +391,29 @@ void Topology::set(const std::string& key, const std::string& value) {
         {"nic_bandwidth", &Topology::nic_bandwidth},
         {"network_latency", &Topology::network_latency},
         {"oversubscription", &Topology::oversubscription},
+        {"gemm_flops", &Topology::gemm_flops},
+        {"gemm_half_flops", &Topology::gemm_half_flops},
+        {"gemm_narrow", &Topology::gemm_narrow},
+        {"gemm_flops_all_cpus", &Topology::gemm_flops_all_cpus},
+        {"gemm_half_flops_all_cpus", &Topology::gemm_half_flops_all_cpus},
+        {"gemm_narrow_all_cpus", &Topology::gemm_narrow_all_cpus},
+        {"gemm_threads_from", &Topology::gemm_threads_from},
+        {"transcendental_cost", &Topology::transcendental_cost},
+        {"cache_bytes", &Topology::cache_bytes},
+        {"cache_bandwidth", &Topology::cache_bandwidth},
+        {"step_overhead", &Topology::step_overhead},
+        {"run_overhead", &Topology::run_overhead},
+        {"threads_run_overhead", &Topology::threads_run_overhead},
+        {"process_link_bandwidth", &Topology::process_link_bandwidth},
+        {"process_link_latency", &Topology::process_link_latency},
     };
     if (auto c = counts.find(key); c != counts.end()) {
-      this->*(c->second.first) =
-          parse_count(key, value, key == "nodes_per_leaf" ? 0 : 1, c->second.second);
+      this->*(c->second.first) = parse_count(
+          key, value, key == "nodes_per_leaf" || key == "host_cpus" ? 0 : 1, c->second.second);
     } else if (auto it = numbers.find(key); it != numbers.end()) {
       this->*(it->second) = parse_number(key, value);
     } else {
-      std::string keys = "name, network, chips, wraparound, node_fabric";
+      std::string keys = "name, sources, network, chips, wraparound, node_fabric, host_ranks";
       for (const auto& [k, member] : counts) keys += ", " + k;
       for (const auto& [k, member] : numbers) keys += ", " + k;
       keys += ", core_flops.<dtype>";
@@ -396,7 +487,19 @@ void Topology::validate() const {
     throw ValueError("topology \"" + name +
                      "\": nodes, devices_per_node and nics_per_node must be at least 1");
   }
-  if (link_latency < 0 || core_link_latency < 0 || node_link_latency < 0 || network_latency < 0) {
+  positive(process_link_bandwidth, "process_link_bandwidth");
+  for (double v :
+       {gemm_flops, gemm_half_flops, gemm_narrow, gemm_flops_all_cpus, gemm_half_flops_all_cpus,
+        gemm_narrow_all_cpus, gemm_threads_from, transcendental_cost, cache_bytes, cache_bandwidth,
+        step_overhead, run_overhead, threads_run_overhead}) {
+    if (v < 0) {
+      throw ValueError("topology \"" + name +
+                       "\": the host's figures (gemm_*, transcendental_cost, cache_*, "
+                       "*_overhead) cannot be negative");
+    }
+  }
+  if (link_latency < 0 || core_link_latency < 0 || node_link_latency < 0 || network_latency < 0 ||
+      process_link_latency < 0) {
     throw ValueError("topology \"" + name + "\": latencies cannot be negative");
   }
   if (chips.empty() || chips.size() > 3) {
@@ -410,6 +513,20 @@ std::string Topology::to_string() const {
     if (dtype_flops[static_cast<size_t>(d)] > 0)
       flops += detail::str_cat(" (", dtype_flops[static_cast<size_t>(d)] / 1e12, " ", dtype_name(d),
                                ")");
+  if (network == Network::kSwitched && host_cpus > 0) {
+    const bool processes = host_ranks == HostRanks::kProcesses;
+    return detail::str_cat(
+        name, ": ", nodes, " host(s) x ", devices_per_node, processes ? " processes" : " threads",
+        " on ", host_cpus, " CPUs; matrix products at ", gemm_flops / 1e9,
+        " GFLOP/s on one thread (half at ", gemm_half_flops / 1e6, " MFLOP), ",
+        gemm_flops_all_cpus / 1e9, " on all (half at ", gemm_half_flops_all_cpus / 1e6,
+        " MFLOP); elsewhere ", core_flops / 1e9, " GFLOP/s, ", cache_bandwidth / 1e9,
+        " GB/s up to ", cache_bytes / 1024, " KiB and ", chip_memory_bandwidth / 1e9,
+        " GB/s beyond; ", step_overhead * 1e6, " us per step, ",
+        (processes || devices_per_node == 1 ? run_overhead : threads_run_overhead) * 1e6,
+        " us per run; ranks at ", fabric_bandwidth() / 1e9, " GB/s, ", fabric_latency() * 1e6,
+        " us");
+  }
   if (network == Network::kSwitched) {
     std::string net = detail::str_cat(nics_per_node, " NICs of ", nic_bandwidth / 1e9,
                                       " GB/s per node, ", network_latency * 1e6, " us");
@@ -430,6 +547,64 @@ std::string Topology::to_string() const {
       cores_per_chip, " cores = ", num_cores(), " cores; ", flops, " and ", core_memory / kGiB,
       " GiB per core; ", chip_memory_bandwidth / 1e9, " GB/s memory per chip; ",
       link_bandwidth / 1e9, " GB/s per link direction, ", link_latency * 1e6, " us per hop");
+}
+
+}  // namespace mtf
+
+namespace mtf {
+
+std::string Topology::to_file() const {
+  std::ostringstream o;
+  o.precision(6);
+  auto line = [&](const char* key, const auto& value) { o << key << " = " << value << "\n"; };
+  line("name", name);
+  line("network", network == Network::kTorus ? "torus" : "switched");
+  std::string dims;
+  for (size_t i = 0; i < chips.size(); ++i) dims += (i ? "x" : "") + std::to_string(chips[i]);
+  line("chips", dims);
+  line("wraparound", wraparound ? "true" : "false");
+  line("cores_per_chip", cores_per_chip);
+  line("core_flops", core_flops);
+  for (DType d : {DType::kFloat32, DType::kInt32, DType::kBFloat16}) {
+    if (dtype_flops[static_cast<size_t>(d)] > 0)
+      o << "core_flops." << dtype_name(d) << " = " << dtype_flops[static_cast<size_t>(d)] << "\n";
+  }
+  line("core_memory", core_memory);
+  line("chip_memory_bandwidth", chip_memory_bandwidth);
+  line("link_bandwidth", link_bandwidth);
+  line("link_latency", link_latency);
+  line("core_link_bandwidth", core_link_bandwidth);
+  line("core_link_latency", core_link_latency);
+  line("nodes", nodes);
+  line("devices_per_node", devices_per_node);
+  line("node_fabric", node_fabric == NodeFabric::kSwitch ? "switch" : "ring");
+  line("node_link_bandwidth", node_link_bandwidth);
+  line("node_link_latency", node_link_latency);
+  line("nics_per_node", nics_per_node);
+  line("nic_bandwidth", nic_bandwidth);
+  line("network_latency", network_latency);
+  line("nodes_per_leaf", nodes_per_leaf);
+  line("oversubscription", oversubscription);
+  line("gemm_flops", gemm_flops);
+  line("gemm_half_flops", gemm_half_flops);
+  line("gemm_narrow", gemm_narrow);
+  line("gemm_flops_all_cpus", gemm_flops_all_cpus);
+  line("gemm_half_flops_all_cpus", gemm_half_flops_all_cpus);
+  line("gemm_narrow_all_cpus", gemm_narrow_all_cpus);
+  line("gemm_threads_from", gemm_threads_from);
+  line("transcendental_cost", transcendental_cost);
+  line("cache_bytes", cache_bytes);
+  line("cache_bandwidth", cache_bandwidth);
+  line("step_overhead", step_overhead);
+  line("run_overhead", run_overhead);
+  line("threads_run_overhead", threads_run_overhead);
+  line("process_link_bandwidth", process_link_bandwidth);
+  line("process_link_latency", process_link_latency);
+  line("host_ranks", host_ranks == HostRanks::kThreads ? "threads" : "processes");
+  line("host_cpus", host_cpus);
+  if (!sources.empty() && sources.find_first_of("#\n") == std::string::npos)
+    line("sources", sources);
+  return o.str();
 }
 
 }  // namespace mtf

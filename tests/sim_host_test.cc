@@ -1,0 +1,163 @@
+// Hosts (CPU machines as mtf-sim --calibrate describes them): their settings
+// round-trip through machine files and fail clearly; the compute model
+// shares CPUs between ranks and BLAS threads as the executor does; a
+// simulated host runs the fused, planned program the executor runs; and
+// ranks as processes use the process link.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <string>
+
+#include "mtf/mtf.h"
+#include "test_util.h"
+
+namespace mtf {
+namespace {
+
+// Round figures: a 2-CPU host, 100 GFLOP/s a thread on large products.
+Topology host(int ranks) {
+  Topology t;
+  t.apply_overrides(
+      "name=host,network=switched,nodes=1,host_cpus=2,gemm_flops=100e9,gemm_half_flops=1e5,"
+      "gemm_narrow=10,gemm_flops_all_cpus=180e9,gemm_half_flops_all_cpus=2e6,"
+      "gemm_narrow_all_cpus=40,core_flops=10e9,transcendental_cost=20,cache_bytes=1e6,"
+      "cache_bandwidth=80e9,chip_memory_bandwidth=20e9,step_overhead=1e-6,run_overhead=2e-6,"
+      "threads_run_overhead=100e-6,node_link_bandwidth=5e9,node_link_latency=3e-6,"
+      "process_link_bandwidth=8e9,process_link_latency=2e-6");
+  t.devices_per_node = ranks;
+  return t;
+}
+
+TEST(SimHost, SettingsRoundTripThroughAMachineFile) {
+  Topology t = host(2);
+  t.host_ranks = Topology::HostRanks::kProcesses;
+  t.sources = "measured here";
+  const std::string path = ::testing::TempDir() + "host_roundtrip.machine";
+  {
+    std::ofstream out(path);
+    out << t.to_file();
+  }
+  Topology back;
+  back.load_file(path);
+  EXPECT_EQ(back.to_file(), t.to_file());
+  EXPECT_EQ(back.host_cpus, 2);
+  EXPECT_EQ(back.host_ranks, Topology::HostRanks::kProcesses);
+  EXPECT_DOUBLE_EQ(back.gemm_half_flops_all_cpus, 2e6);
+  EXPECT_EQ(back.sources, "measured here");
+  std::remove(path.c_str());
+}
+
+TEST(SimHost, BadSettingsNameTheKey) {
+  Topology t;
+  try {
+    t.set("host_ranks", "fibers");
+    FAIL() << "no error";
+  } catch (const ValueError& e) {
+    EXPECT_NE(std::string(e.what()).find("host_ranks"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("processes"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(t.set("gemm_half_flops", "-1"), ValueError);
+  EXPECT_THROW(t.set("host_cpus", "-2"), ValueError);
+  EXPECT_THROW(t.set("process_link_bandwidth", "0"), ValueError);
+}
+
+TEST(SimHost, MissingHostPresetSaysHowToMakeIt) {
+  const char* old = std::getenv("MTF_HOST_MACHINE");
+  const std::string saved = old ? old : "";
+  setenv("MTF_HOST_MACHINE", "/nonexistent/dir/host.machine", 1);
+  try {
+    Topology::preset("host");
+    FAIL() << "no error";
+  } catch (const IoError& e) {
+    EXPECT_NE(std::string(e.what()).find("mtf-sim --calibrate /nonexistent/dir/host.machine"),
+              std::string::npos)
+        << e.what();
+  }
+  if (old)
+    setenv("MTF_HOST_MACHINE", saved.c_str(), 1);
+  else
+    unsetenv("MTF_HOST_MACHINE");
+}
+
+TEST(SimHost, ProductsUseTheThreadsARankGets) {
+  // One rank on 2 CPUs: a large product on both threads; a small one (m*n*k
+  // under OpenBLAS's threshold) on one.
+  const Topology one = host(1), two = host(2), four = host(4);
+  const double big = 1024;
+  EXPECT_NEAR(one.host_gemm_seconds(big, big, big),
+              (2 * big * big * big + 2e6) / 180e9 * (1 + 40 / big), 1e-12);
+  EXPECT_NEAR(one.host_gemm_seconds(32, 32, 32),
+              (2.0 * 32 * 32 * 32 + 1e5) / 100e9 * (1 + 10 / 32.), 1e-15);
+  // Two ranks on 2 CPUs: a thread each.
+  EXPECT_NEAR(two.host_gemm_seconds(big, big, big),
+              (2 * big * big * big + 1e5) / 100e9 * (1 + 10 / big), 1e-12);
+  // A narrow side costs more than a square product of the same flops.
+  EXPECT_GT(two.host_gemm_seconds(100, 1024, 10), two.host_gemm_seconds(100, 100, 102.4));
+  // Four ranks on 2 CPUs take turns: every step twice as long.
+  EXPECT_NEAR(four.host_step_seconds(1e-3), 2 * (1e-6 + 1e-3), 1e-12);
+  EXPECT_NEAR(two.host_step_seconds(1e-3), 1e-6 + 1e-3, 1e-12);
+  // Elementwise work: cache or memory bandwidth, or arithmetic.
+  EXPECT_NEAR(two.host_elementwise_seconds(1e3, 8e5), 8e5 / 80e9, 1e-15);
+  EXPECT_NEAR(two.host_elementwise_seconds(1e3, 8e6), 8e6 / 20e9, 1e-15);
+  EXPECT_NEAR(two.host_elementwise_seconds(1e9, 8e6), 1e9 / 10e9, 1e-15);
+}
+
+// The MLP's training step on a simulated host.
+SimReport simulate_mlp(const Topology& topo, const std::string& mesh, const std::string& layout,
+                       bool fuse = true) {
+  Graph graph;
+  Mesh m(graph, "m");
+  Dimension batch{"batch", 64}, in{"in", 256}, hidden{"hidden", 512}, classes{"classes", 10};
+  Tensor x = placeholder(m, {batch, in}, float32, "x");
+  Tensor labels = placeholder(m, {batch}, int32, "labels");
+  Tensor w1 = get_variable(m, "w1", {in, hidden});
+  Tensor w2 = get_variable(m, "w2", {hidden, classes});
+  Tensor h = relu(einsum({x, w1}, {batch, hidden}));
+  Tensor logits = einsum({h, w2}, {batch, classes});
+  Tensor loss =
+      reduce_mean(softmax_cross_entropy_with_logits(logits, one_hot(labels, classes), classes));
+  auto train = SgdOptimizer(0.1f).minimize(loss);
+  MeshConfig c;
+  c.mesh_shape = MeshShape(mesh);
+  c.layout = LayoutRules(layout);
+  c.fuse = fuse;
+  c.impl = MeshImpl::kSimulated;
+  c.sim.mode = SimMode::kCostOnly;
+  c.sim.topology = topo;
+  Session s(graph, c);
+  s.run({loss}, {}, train);
+  return s.simulation_report();
+}
+
+TEST(SimHost, RunsTheFusedProgramAndAddsTheRunsOverhead) {
+  const SimReport fused = simulate_mlp(host(1), "all:1", "");
+  const SimReport unfused = simulate_mlp(host(1), "all:1", "", false);
+  // Fewer steps (each with its overhead) and less traffic when fused.
+  EXPECT_LT(fused.step_time, unfused.step_time);
+  EXPECT_LT(fused.ops.size(), unfused.ops.size());
+  // The run's own overhead is in the step time: 2 us for one rank.
+  Topology slow = host(1);
+  slow.run_overhead = 1e-3;
+  EXPECT_NEAR(simulate_mlp(slow, "all:1", "").step_time - fused.step_time, 1e-3 - 2e-6, 1e-9);
+  // Utilization is measured against the matrix products' peak, not core_flops.
+  EXPECT_GT(fused.utilization, 0);
+  EXPECT_LT(fused.utilization, 1);
+}
+
+TEST(SimHost, ProcessesTalkOverTheProcessLink) {
+  Topology threads = host(2), processes = host(2);
+  processes.host_ranks = Topology::HostRanks::kProcesses;
+  // Make the links the only difference that matters.
+  threads.threads_run_overhead = threads.run_overhead;
+  const SimReport a = simulate_mlp(threads, "b:2", "batch:b");
+  const SimReport b = simulate_mlp(processes, "b:2", "batch:b");
+  EXPECT_GT(a.mean_communication(), b.mean_communication());  // 5 GB/s against 8
+  processes.process_link_bandwidth = 5e9;
+  processes.process_link_latency = 3e-6;
+  EXPECT_NEAR(simulate_mlp(processes, "b:2", "batch:b").step_time, a.step_time, 1e-12);
+}
+
+}  // namespace
+}  // namespace mtf

@@ -1,0 +1,431 @@
+// Measuring this machine for the simulator; see host_calibration.h.
+#include "host_calibration.h"
+
+#include <cblas.h>
+#include <netinet/in.h>
+#include <sched.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <functional>
+#include <sstream>
+#include <thread>
+
+#include "mtf/in_process_transport.h"
+#include "mtf/mtf.h"
+#include "mtf/tcp_transport.h"
+
+namespace mtf::tools {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+template <typename... Parts>
+std::string cat(const Parts&... parts) {
+  std::ostringstream o;
+  (o << ... << parts);
+  return o.str();
+}
+
+double seconds_since(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+// Median seconds of fn: two untimed runs, then at least `min_reps` timed
+// ones, more while under `budget` seconds.
+double time_median(const std::function<void()>& fn, int min_reps = 7, double budget = 0.5) {
+  fn();
+  fn();
+  std::vector<double> t;
+  const auto start = Clock::now();
+  while (static_cast<int>(t.size()) < min_reps ||
+         (seconds_since(start) < budget && t.size() < 400)) {
+    const auto t0 = Clock::now();
+    fn();
+    t.push_back(seconds_since(t0));
+  }
+  std::sort(t.begin(), t.end());
+  return t[t.size() / 2];
+}
+
+int usable_cpus() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof(set), &set) == 0) return std::max(1, CPU_COUNT(&set));
+  return std::max(1u, std::thread::hardware_concurrency());
+}
+
+std::string cpu_model() {
+  std::ifstream in("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("model name", 0) == 0) {
+      const size_t colon = line.find(':');
+      if (colon != std::string::npos) return line.substr(line.find_first_not_of(" \t", colon + 1));
+    }
+  }
+  return "unknown CPU";
+}
+
+// What a chain of elementwise steps applies per step.
+enum class Link { kRelu, kAdd, kNegativeExp };
+
+// A run of `k` steps on a variable of n floats written back into it (the
+// fetch-free way to make the ops run): k + 1 steps, or one fused step.
+// kRelu reads and writes one tensor a step; kAdd adds a second variable
+// (three tensors a step); kNegativeExp is exp(-x), two ops a step.
+double chain_seconds(int64_t n, int k, bool fuse, Link link = Link::kRelu) {
+  Graph g;
+  Mesh mesh(g, "calibration");
+  const Shape shape({Dimension{"x", n}});
+  Tensor v = get_variable(mesh, "v", shape);
+  Tensor w = get_variable(mesh, "w", shape);
+  Tensor y = v;
+  for (int i = 0; i < k; ++i) {
+    if (link == Link::kRelu) y = relu(y);
+    if (link == Link::kAdd) y = add(y, w);
+    if (link == Link::kNegativeExp) y = exp(negative(y));
+  }
+  Operation* write = assign(v, link == Link::kAdd ? relu(y) : y);
+  MeshConfig c;
+  c.fuse = fuse;
+  Session s(g, c);
+  return time_median([&] { s.run(std::vector<Tensor>{}, {}, {write}); });
+}
+
+// A run of one relu on every rank of an in-process mesh of `ranks` ranks
+// (replicated: no messages), as chain_seconds(16, 1, false) on one.
+double mesh_chain_seconds(int ranks) {
+  Graph g;
+  Mesh mesh(g, "calibration");
+  Tensor v = get_variable(mesh, "v", Shape({Dimension{"x", 16}}));
+  Operation* write = assign(v, relu(v));
+  MeshConfig c;
+  c.mesh_shape = MeshShape("all:" + std::to_string(ranks));
+  Session s(g, c);
+  return time_median([&] { s.run(std::vector<Tensor>{}, {}, {write}); });
+}
+
+// An einsum [m,k] x [k,n] written into a variable: two steps.
+double einsum_seconds(int64_t m, int64_t k, int64_t n) {
+  Graph g;
+  Mesh mesh(g, "calibration");
+  Dimension dm{"m", m}, dk{"k", k}, dn{"n", n};
+  Tensor a = get_variable(mesh, "a", Shape({dm, dk}));
+  Tensor b = get_variable(mesh, "b", Shape({dk, dn}));
+  Tensor c = get_variable(mesh, "c", Shape({dm, dn}));
+  Operation* write = assign(c, einsum({a, b}, Shape({dm, dn})));
+  Session s(g, MeshConfig{});
+  return time_median([&] { s.run(std::vector<Tensor>{}, {}, {write}); }, 5, 0.3);
+}
+
+struct LinkTimes {
+  double latency = 0;    // one way, tiny message
+  double allreduce = 0;  // kAllreduceFloats floats on 2 ranks
+};
+constexpr int64_t kAllreduceFloats = 1 << 20;  // 4 MiB
+
+// Run by both ranks of a 2-rank world; rank 0's figures count.
+LinkTimes time_link(Transport& t) {
+  const int peer = 1 - t.rank();
+  uint64_t tag = 1;
+  LinkTimes r;
+  char byte = 0;
+  constexpr int kRoundTrips = 200;
+  std::vector<double> trips;
+  for (int batch = 0; batch < 7; ++batch) {
+    const auto t0 = Clock::now();
+    for (int i = 0; i < kRoundTrips; ++i, ++tag) {
+      if (t.rank() == 0) {
+        t.send(peer, tag, &byte, 1);
+        t.recv(peer, tag, &byte, 1);
+      } else {
+        t.recv(peer, tag, &byte, 1);
+        t.send(peer, tag, &byte, 1);
+      }
+    }
+    trips.push_back(seconds_since(t0) / kRoundTrips);
+  }
+  std::sort(trips.begin(), trips.end());
+  r.latency = trips[trips.size() / 2] / 2;
+  std::vector<float> data(kAllreduceFloats, 1.f);
+  const Group g = Group::all(2, t.rank());
+  r.allreduce = time_median(
+      [&] {
+        allreduce(t, g, data.data(), kAllreduceFloats, float32, ReduceOp::kSum, tag++);
+        std::fill(data.begin(), data.end(), 1.f);  // keep the sums finite
+      },
+      9, 0.5);
+  return r;
+}
+
+LinkTimes link_between_threads() {
+  LinkTimes r;
+  run_in_process(
+      2,
+      [&](Transport& t) {
+        const LinkTimes mine = time_link(t);
+        if (t.rank() == 0) r = mine;
+      },
+      RankExecution::kPool);
+  return r;
+}
+
+int free_loopback_port() {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  if (fd < 0) throw IoError("calibration: cannot open a socket to find a free port");
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof(a);
+  if (bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) != 0 ||
+      getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) != 0) {
+    close(fd);
+    throw IoError("calibration: cannot bind a loopback socket to find a free port");
+  }
+  const int port = ntohs(a.sin_port);
+  close(fd);
+  return port;
+}
+
+// Two ranks connected as two processes of one machine would be (TCP set-up,
+// shared-memory rings), here in two threads.
+LinkTimes link_between_processes() {
+  const std::string coordinator = "127.0.0.1:" + std::to_string(free_loopback_port());
+  LinkTimes r;
+  std::exception_ptr errors[2];
+  std::vector<std::thread> ranks;
+  for (int rank = 0; rank < 2; ++rank) {
+    ranks.emplace_back([&, rank] {
+      try {
+        TcpOptions o;
+        o.source = "mtf-sim --calibrate";
+        o.rank = rank;
+        o.world_size = 2;
+        o.local_rank = rank;
+        o.local_size = 2;
+        o.coordinator = coordinator;
+        o.listen_host = "127.0.0.1";
+        o.token = "calibration-" + std::to_string(getpid());
+        o.timeout = std::chrono::milliseconds(30000);
+        o.connect_timeout = std::chrono::milliseconds(30000);
+        std::unique_ptr<Transport> t = connect_tcp(o);
+        const LinkTimes mine = time_link(*t);
+        if (rank == 0) r = mine;
+      } catch (...) {
+        errors[rank] = std::current_exception();
+      }
+    });
+  }
+  for (auto& t : ranks) t.join();
+  for (auto& e : errors)
+    if (e) std::rethrow_exception(e);
+  return r;
+}
+
+struct Shape3 {
+  int64_t m, k, n;
+  double flops() const { return 2.0 * m * k * n; }
+  int64_t narrowest() const { return std::min({m, k, n}); }
+};
+
+// Fits time = (f + half) / peak * (1 + narrow / min(m, k, n)): peak and half
+// by least squares of time / f = 1/peak + (half/peak) / f over the products
+// without a side under 64 (weighted for relative error), then narrow as the
+// median excess of the others.
+void fit_gemm(const std::vector<Shape3>& shapes, const std::vector<double>& secs, double* peak,
+              double* half, double* narrow) {
+  double sw = 0, sx = 0, sy = 0, sxx = 0, sxy = 0;
+  for (size_t i = 0; i < shapes.size(); ++i) {
+    if (shapes[i].narrowest() < 64) continue;
+    const double f = shapes[i].flops();
+    const double x = 1 / f, y = secs[i] / f, w = 1 / (y * y);
+    sw += w;
+    sx += w * x;
+    sy += w * y;
+    sxx += w * x * x;
+    sxy += w * x * y;
+  }
+  const double det = sw * sxx - sx * sx;
+  double a = det > 0 ? (sxx * sy - sx * sxy) / det : (sw > 0 ? sy / sw : 0);
+  double b = det > 0 ? (sw * sxy - sx * sy) / det : 0;
+  if (!(a > 0)) {
+    a = 0;
+    for (size_t i = 0; i < shapes.size(); ++i) a = std::max(a, secs[i] / shapes[i].flops());
+  }
+  if (b < 0) b = 0;
+  *peak = 1 / a;
+  *half = b / a;
+  std::vector<double> excess;
+  for (size_t i = 0; i < shapes.size(); ++i) {
+    if (shapes[i].narrowest() >= 64) continue;
+    const double plain = (shapes[i].flops() + *half) / *peak;
+    excess.push_back(std::max(0.0, secs[i] / plain - 1) *
+                     static_cast<double>(shapes[i].narrowest()));
+  }
+  std::sort(excess.begin(), excess.end());
+  *narrow = excess.empty() ? 0 : excess[excess.size() / 2];
+}
+
+}  // namespace
+
+std::string Calibration::report() const {
+  std::ostringstream o;
+  char buf[256];
+  for (const CalibrationPoint& p : points) {
+    std::snprintf(buf, sizeof(buf), "  %-44s %10.1f us", p.what.c_str(), p.seconds * 1e6);
+    o << buf;
+    if (p.rate > 0) {
+      std::snprintf(buf, sizeof(buf), "  %8.2f G/s", p.rate / 1e9);
+      o << buf;
+    }
+    if (p.model > 0) {
+      std::snprintf(buf, sizeof(buf), "  (fit: %.1f us, %+.0f%%)", p.model * 1e6,
+                    100 * (p.model / p.seconds - 1));
+      o << buf;
+    }
+    o << "\n";
+  }
+  o << machine.to_string() << "\n";
+  return o.str();
+}
+
+Calibration calibrate_host(bool progress) {
+  auto say = [&](const char* what) {
+    if (progress) std::fprintf(stderr, "calibrating: %s\n", what);
+  };
+  Calibration cal;
+  Topology& m = cal.machine;
+  const int cpus = usable_cpus();
+  const int blas_threads = openblas_get_num_threads();
+
+  // Single-thread figures first: one BLAS thread, as each rank of a mesh of
+  // at least `cpus` ranks has.
+  openblas_set_num_threads(1);
+  say("executor overheads");
+  const double one = chain_seconds(16, 1, false), many = chain_seconds(16, 33, false);
+  m.step_overhead = std::max(0.0, (many - one) / 32);
+  m.run_overhead = std::max(0.0, one - 2 * m.step_overhead);
+  cal.points.push_back({"run of 2 steps on 16 floats", one, 0, 0});
+  cal.points.push_back({"run of 34 steps on 16 floats", many, 0, 0});
+
+  say("elementwise bandwidth and flop rates");
+  // Bandwidth by a step's bytes (two tensors in, one out): within cache up
+  // to the largest size that keeps most of the smallest's, memory at the
+  // largest.
+  std::vector<std::pair<double, double>> by_size;  // bytes per step, bytes/s
+  for (int64_t floats = int64_t{1} << 12; floats <= int64_t{1} << 22; floats <<= 2) {
+    const double a = chain_seconds(floats, 1, false, Link::kAdd);
+    const double b = chain_seconds(floats, 9, false, Link::kAdd);
+    const double step = std::max(1e-9, (b - a) / 8 - m.step_overhead);
+    by_size.push_back({12.0 * floats, 12.0 * floats / step});
+    cal.points.push_back(
+        {cat("add of 2 x ", 4 * floats / 1024, " KiB, per step"), step, 12.0 * floats / step, 0});
+  }
+  m.chip_memory_bandwidth = by_size.back().second;
+  m.cache_bandwidth = by_size.front().second;
+  m.cache_bytes = by_size.front().first;
+  for (const auto& [bytes, bw] : by_size) {
+    if (bw < 0.6 * by_size.front().second) break;
+    m.cache_bytes = bytes;
+    m.cache_bandwidth = std::min(m.cache_bandwidth, bw);
+  }
+  constexpr int64_t kFloats = 1 << 16;  // 256 KiB: in cache
+  const double in_cache = 8.0 * kFloats / m.cache_bandwidth;
+  const double fused = chain_seconds(kFloats, 64, true);
+  const double fused_work = std::max(1e-9, fused - m.run_overhead - 2 * m.step_overhead - in_cache);
+  // One fused kernel of 64 relus per element: its arithmetic, not its traffic.
+  m.core_flops = std::max(64.0 * kFloats / fused_work, 1e8);
+  cal.points.push_back({"64 relus fused on 256 KiB", fused, m.core_flops, 0});
+  const double exps = chain_seconds(kFloats, 16, true, Link::kNegativeExp);
+  const double exps_work = std::max(1e-9, exps - m.run_overhead - 2 * m.step_overhead - in_cache);
+  m.transcendental_cost =
+      std::max(1.0, (exps_work * m.core_flops - 16.0 * kFloats) / (16.0 * kFloats));
+  cal.points.push_back({"16 exp(-x) fused on 256 KiB", exps, 32.0 * kFloats / exps_work, 0});
+
+  say("matrix products on one thread");
+  const std::vector<Shape3> shapes = {
+      {32, 32, 32},    {64, 64, 64},     {128, 128, 128},  {256, 256, 256},  {512, 512, 512},
+      {768, 768, 768}, {100, 784, 1024}, {128, 512, 2048}, {1024, 512, 128}, {1024, 256, 1024},
+      {128, 32, 128},  {512, 64, 512},   {100, 1024, 10},  {1024, 16, 512},  {2048, 256, 32}};
+  auto copy_seconds = [&](double bytes) {
+    return bytes / (bytes <= m.cache_bytes ? m.cache_bandwidth : m.chip_memory_bandwidth);
+  };
+  // One curve per BLAS thread count: products timed through mtf, less the
+  // run's other costs. With several threads, only products large enough
+  // for OpenBLAS to share out.
+  auto gemm_curve = [&](int threads, double* peak, double* half, double* narrow) {
+    openblas_set_num_threads(threads);
+    std::vector<Shape3> used;
+    std::vector<double> secs;
+    for (const Shape3& s : shapes) {
+      if (threads > 1 && static_cast<double>(s.m * s.k * s.n) <= m.gemm_threads_from) continue;
+      const double t = einsum_seconds(s.m, s.k, s.n) - m.run_overhead - 2 * m.step_overhead -
+                       copy_seconds(8.0 * s.m * s.n);
+      used.push_back(s);
+      secs.push_back(std::max(t, 1e-9));
+    }
+    fit_gemm(used, secs, peak, half, narrow);
+    for (size_t i = 0; i < used.size(); ++i) {
+      const Shape3& s = used[i];
+      const double model =
+          (s.flops() + *half) / *peak * (1 + *narrow / static_cast<double>(s.narrowest()));
+      cal.points.push_back({cat("einsum ", s.m, "x", s.k, "x", s.n, ", ", threads,
+                                threads == 1 ? " thread" : " threads"),
+                            secs[i], s.flops() / secs[i], model});
+    }
+  };
+  gemm_curve(1, &m.gemm_flops, &m.gemm_half_flops, &m.gemm_narrow);
+  const int all = std::min(cpus, blas_threads);
+  if (all > 1) {
+    say("matrix products on every CPU");
+    gemm_curve(all, &m.gemm_flops_all_cpus, &m.gemm_half_flops_all_cpus, &m.gemm_narrow_all_cpus);
+  }
+  openblas_set_num_threads(blas_threads);
+
+  say("a run of ranks as threads");
+  m.threads_run_overhead = std::max(0.0, mesh_chain_seconds(cpus) - 2 * m.step_overhead);
+  cal.points.push_back(
+      {cat("run of 2 steps on ", cpus, " ranks as threads"), m.threads_run_overhead, 0, 0});
+
+  say("ranks as threads (in-process transport)");
+  const LinkTimes threads = link_between_threads();
+  say("ranks as processes (TCP and shared memory)");
+  const LinkTimes processes = link_between_processes();
+  const double bytes = 4.0 * kAllreduceFloats;
+  auto bandwidth = [&](const LinkTimes& l) {
+    return bytes / std::max(l.allreduce - 2 * l.latency, 1e-9);
+  };
+  m.node_link_latency = threads.latency;
+  m.node_link_bandwidth = bandwidth(threads);
+  m.process_link_latency = processes.latency;
+  m.process_link_bandwidth = bandwidth(processes);
+  cal.points.push_back({"1-byte message, threads (one way)", threads.latency, 0, 0});
+  cal.points.push_back(
+      {"allreduce 4 MiB on 2 threads", threads.allreduce, m.node_link_bandwidth, 0});
+  cal.points.push_back({"1-byte message, processes (one way)", processes.latency, 0, 0});
+  cal.points.push_back(
+      {"allreduce 4 MiB on 2 processes", processes.allreduce, m.process_link_bandwidth, 0});
+
+  m.name = "host";
+  m.network = Topology::Network::kSwitched;
+  m.nodes = 1;
+  m.devices_per_node = cpus;
+  m.cores_per_chip = 1;
+  m.node_fabric = Topology::NodeFabric::kSwitch;
+  m.host_cpus = cpus;
+  const double ram =
+      static_cast<double>(sysconf(_SC_PHYS_PAGES)) * static_cast<double>(sysconf(_SC_PAGE_SIZE));
+  if (ram > 0) m.core_memory = ram / cpus;
+  m.sources = cat("measured by mtf-sim --calibrate: ", cpu_model(), ", ", cpus,
+                  " CPUs, OpenBLAS core ", openblas_get_corename());
+  m.validate();
+  return cal;
+}
+
+}  // namespace mtf::tools
