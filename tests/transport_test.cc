@@ -1,6 +1,8 @@
 // The in-process transport, as fibers, threads and a pool: ordering, tags, size
 // checks, timeouts and lost peers end in clear errors, never hangs.
 #include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <chrono>
@@ -216,6 +218,63 @@ TEST(RankExecutionTest, PoolSpreadsRanksOverOneThreadPerCpuInBlocks) {
   EXPECT_EQ(static_cast<int>(distinct.size()), w);
   for (int t = 0; t < w; ++t)
     for (int r = t * n / w; r < (t + 1) * n / w; ++r) EXPECT_EQ(ids[r], ids[t * n / w]);
+}
+
+// The pool's threads outlive a run: the next run's blocks run on the same
+// threads. Runs from two threads at once both complete (one on threads of
+// its own), and so does a run in a child made by fork().
+TEST(RankExecutionTest, PoolThreadsAreKeptForTheNextRunAndSharedSafely) {
+  const int w = rank_threads(64, RankExecution::kPool);
+  auto thread_ids = [&] {
+    std::vector<std::thread::id> ids(w);
+    run_in_process(
+        w, [&](Transport& t) { ids[t.rank()] = std::this_thread::get_id(); }, RankExecution::kPool);
+    return std::set<std::thread::id>(ids.begin(), ids.end());
+  };
+  const auto first = thread_ids();
+  EXPECT_EQ(thread_ids(), first);
+  EXPECT_EQ(first.count(std::this_thread::get_id()), 0u);  // the caller only waits
+
+  // Two meshes at once, each allreducing over its ranks.
+  std::atomic<int> sums_ok{0};
+  auto mesh = [&] {
+    for (int run = 0; run < 20; ++run) {
+      run_in_process(
+          4,
+          [&](Transport& t) {
+            int64_t v = t.rank() + 1, total = 0;
+            for (int p = 0; p < t.size(); ++p) {
+              if (p == t.rank()) continue;
+              t.send(p, 7, &v, sizeof v);
+            }
+            total = v;
+            for (int p = 0; p < t.size(); ++p) {
+              if (p == t.rank()) continue;
+              int64_t got = 0;
+              t.recv(p, 7, &got, sizeof got);
+              total += got;
+            }
+            if (total == 10) ++sums_ok;
+          },
+          RankExecution::kPool);
+    }
+  };
+  std::thread other(mesh);
+  mesh();
+  other.join();
+  EXPECT_EQ(sums_ok.load(), 2 * 20 * 4);
+
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    std::atomic<int> ran{0};
+    run_in_process(
+        w, [&](Transport&) { ++ran; }, RankExecution::kPool);
+    _exit(ran.load() == w ? 0 : 1);
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "status " << status;
 }
 
 TEST(RankExecutionTest, NamesParseAndBadNamesSayTheChoices) {

@@ -25,7 +25,9 @@ namespace mtf {
 enum class RankExecution {
   kFibers,   // all ranks as fibers on the calling thread
   kThreads,  // one thread per rank
-  kPool,     // ranks as fibers on min(ranks, CPUs) threads, in contiguous blocks
+  kPool,     // ranks as fibers on min(ranks, CPUs) threads, in contiguous blocks;
+             // the threads are kept for the next run (MTF_RANK_POOL=0: made
+             // afresh each run), unless another run is using them
 };
 
 // How many threads run the ranks of a world of `size` ranks concurrently.
