@@ -6,8 +6,10 @@ each configuration below runs real training steps (bench/step_time: median of
 --steps after --warmup; ranks as threads of one process, or as processes under
 mtf-launch) and, in the same program, simulates the same step on the
 calibrated machine (--predict). Prints a markdown table of measured and
-predicted milliseconds per step and the error of each; with --max_error E,
-exits 1 if any configuration is off by more than E percent.
+predicted milliseconds per step, the error of each and the spread of the
+launches' medians ((max - min) / median: how much the machine itself varies);
+with --max_error E, exits 1 if a configuration is off by more than E percent
+(after --retries fresh calibrations and measurements).
 
   bench/sim_validation.py [--build build] [--machine FILE] [--max_error 20]
 """
@@ -57,22 +59,37 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--build", default="build")
     ap.add_argument("--machine", default="", help="a machine file (default: calibrate now)")
-    ap.add_argument("--steps", type=int, default=5, help="timed steps per configuration")
+    ap.add_argument("--steps", type=int, default=5, help="timed steps per launch")
+    ap.add_argument("--repeats", type=int, default=5,
+                    help="launches per configuration: the measured time is the median of their "
+                         "medians (this VM's speed drifts between launches)")
     ap.add_argument("--warmup", type=int, default=3)
     ap.add_argument("--max_error", type=float, default=0,
                     help="exit 1 when a configuration is off by more (percent; 0: report only)")
     ap.add_argument("--only", default="", help="run the configurations whose name has this")
+    ap.add_argument("--calibrate_each", action="store_true",
+                    help="without --machine: calibrate again before each configuration")
+    ap.add_argument("--retries", type=int, default=0,
+                    help="with --max_error: a configuration off by more is calibrated and "
+                         "measured again up to this many times (noise margin; the table keeps "
+                         "the first try, and says which passed on a retry)")
     args = ap.parse_args()
 
     step_time = os.path.join(args.build, "bench", "step_time")
     launch = os.path.join(args.build, "tools", "mtf-launch")
     machine = args.machine
-    tmp = None
-    if not machine:
-        tmp = tempfile.TemporaryDirectory()
+    tmp = tempfile.TemporaryDirectory()
+    given = bool(machine)
+    if not given:
         machine = os.path.join(tmp.name, "host.machine")
+
+    def calibrate():
         out = run([os.path.join(args.build, "tools", "mtf-sim"), "--calibrate", machine])
-        print("calibration:\n" + out.rstrip().splitlines()[-2])
+        return out.rstrip().splitlines()[-2]
+
+    if not given:
+        print("calibration: " + calibrate(), flush=True)
+
     core = ""
     rows = []
     for name, model, ranks, how, mesh, layout in CONFIGS:
@@ -84,24 +101,53 @@ def main():
             cmd += ["--mesh_shape", mesh, "--layout", layout]
         if how == "processes":
             cmd = [launch, "-n", str(ranks), "--"] + cmd
-        out = run(cmd)
-        measured, predicted = figure("median_ms", out, cmd), figure("predicted_ms", out, cmd)
+
+        def attempt(first):
+            if (args.calibrate_each or not first) and not given:
+                # Measured just before the runs it predicts: this VM's speed
+                # drifts by 10% and more over minutes.
+                calibrate()
+            times, predicted, out = [], 0, ""
+            for repeat in range(args.repeats):
+                # The prediction (the same every time) from the first launch only.
+                c = cmd if repeat == 0 else [a for a in cmd if a not in ("--predict", machine)]
+                out = run(c)
+                times.append(figure("median_ms", out, c))
+                if repeat == 0:
+                    predicted = figure("predicted_ms", out, c)
+            times.sort()
+            spread = 100 * (times[-1] - times[0]) / times[len(times) // 2]
+            return times[len(times) // 2], predicted, out, spread
+
+        measured, predicted, out, spread = attempt(True)
+        err = 100 * (predicted / measured - 1)
+        last, note = err, ""
+        for retry in range(1, args.retries + 1):
+            if not args.max_error or abs(last) <= args.max_error:
+                break
+            m2, p2, _, _ = attempt(False)
+            last = 100 * (p2 / m2 - 1)
+            note += f"; retry {retry}: {m2:.2f} vs {p2:.2f} ms ({last:+.1f}%)"
         c = re.search(r"^openblas_core (\S+)", out, re.M)
         core = c.group(1) if c else core
-        rows.append((name, measured, predicted, 100 * (predicted / measured - 1)))
-        print(f"{name}: measured {measured:.3f} ms, predicted {predicted:.3f} ms "
-              f"({rows[-1][3]:+.1f}%)", flush=True)
+        passed = not args.max_error or abs(last) <= args.max_error
+        rows.append((name, measured, predicted, err, passed, note, spread))
+        print(f"{name}: measured {measured:.3f} ms (launches spread {spread:.0f}%), predicted "
+              f"{predicted:.3f} ms ({err:+.1f}%){note}", flush=True)
 
-    print(f"\nOpenBLAS core {core}; median of {args.steps} steps after {args.warmup}\n")
-    print("| configuration | measured ms | predicted ms | error |")
-    print("|---|---:|---:|---:|")
-    for name, measured, predicted, err in rows:
-        print(f"| {name} | {measured:.2f} | {predicted:.2f} | {err:+.1f}% |")
+    print(f"\nOpenBLAS core {core}; measured: median over {args.repeats} launches of the median "
+          f"of {args.steps} steps after {args.warmup}\n")
+    print("| configuration | measured ms | spread of launches | predicted ms | error |")
+    print("|---|---:|---:|---:|---:|")
+    for name, measured, predicted, err, _, _, spread in rows:
+        print(f"| {name} | {measured:.2f} | {spread:.0f}% | {predicted:.2f} | {err:+.1f}% |")
     worst = max((abs(r[3]) for r in rows), default=0)
     print(f"\nworst error {worst:.1f}%; within 10%: {sum(abs(r[3]) <= 10 for r in rows)} of "
           f"{len(rows)}")
-    if args.max_error and worst > args.max_error:
-        print(f"sim_validation: an error above {args.max_error:g}%", file=sys.stderr)
+    failed = [r[0] for r in rows if not r[4]]
+    if failed:
+        print(f"sim_validation: off by more than {args.max_error:g}%: {', '.join(failed)}",
+              file=sys.stderr)
         return 1
     return 0
 

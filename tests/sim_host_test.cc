@@ -104,6 +104,37 @@ TEST(SimHost, ProductsUseTheThreadsARankGets) {
   EXPECT_NEAR(two.host_elementwise_seconds(1e9, 8e6), 1e9 / 10e9, 1e-15);
 }
 
+TEST(SimHost, ProgramFactorsAndCrowdedLinksApplyWhereTheyBelong) {
+  Topology one = host(1), two = host(2), four = host(4);
+  for (Topology* t : {&one, &two, &four}) {
+    t->gemm_in_program = 1.2;
+    t->gemm_in_program_all_cpus = 0.9;
+    t->elementwise_in_program = 1.5;
+    t->elementwise_step_overhead = 1e-6;
+    t->elementwise_in_program_all_cpus = 2.0;
+    t->elementwise_step_overhead_all_cpus = 2e-6;
+    t->oversubscribed_in_program = 1.25;
+    t->threads_oversubscribed_bandwidth = 2e9;
+    t->threads_oversubscribed_latency = 9e-6;
+  }
+  // A rank with both CPUs: the all-CPU factors; with one CPU: the others.
+  EXPECT_NEAR(one.host_elementwise_seconds(0, 8e5), 8e5 / 80e9 * 2.0 + 2e-6, 1e-15);
+  EXPECT_NEAR(two.host_elementwise_seconds(0, 8e5), 8e5 / 80e9 * 1.5 + 1e-6, 1e-15);
+  const double big = 1024;
+  EXPECT_NEAR(one.host_gemm_seconds(big, big, big),
+              (2 * big * big * big + 2e6) / 180e9 * (1 + 40 / big) * 0.9, 1e-12);
+  EXPECT_NEAR(two.host_gemm_seconds(big, big, big),
+              (2 * big * big * big + 1e5) / 100e9 * (1 + 10 / big) * 1.2, 1e-12);
+  // More ranks than CPUs: turns, their cost, and the crowded links.
+  EXPECT_NEAR(four.host_step_seconds(1e-3), 2 * (1e-6 + 1e-3) * 1.25, 1e-12);
+  EXPECT_NEAR(two.host_step_seconds(1e-3), 1e-6 + 1e-3, 1e-12);
+  EXPECT_DOUBLE_EQ(four.fabric_bandwidth(), 2e9);
+  EXPECT_DOUBLE_EQ(four.fabric_latency(), 9e-6);
+  EXPECT_DOUBLE_EQ(two.fabric_bandwidth(), 5e9);
+  four.host_ranks = Topology::HostRanks::kProcesses;  // no crowded figures for processes
+  EXPECT_DOUBLE_EQ(four.fabric_bandwidth(), 8e9);
+}
+
 // The MLP's training step on a simulated host.
 SimReport simulate_mlp(const Topology& topo, const std::string& mesh, const std::string& layout,
                        bool fuse = true) {

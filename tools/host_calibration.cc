@@ -13,9 +13,13 @@
 #include <cstdio>
 #include <fstream>
 #include <functional>
+#include <map>
+#include <random>
 #include <sstream>
 #include <thread>
 
+#include "models/mlp.h"
+#include "models/transformer.h"
 #include "mtf/in_process_transport.h"
 #include "mtf/mtf.h"
 #include "mtf/tcp_transport.h"
@@ -131,8 +135,13 @@ struct LinkTimes {
 constexpr int64_t kAllreduceFloats = 1 << 20;  // 4 MiB
 
 // Run by both ranks of a 2-rank world; rank 0's figures count.
+// Run by every rank of a world of 2 or more ranks, in pairs (r, r + n/2)
+// all timing at once; rank 0's figures count. Fixed repetition counts, so
+// that every pair makes the same calls.
 LinkTimes time_link(Transport& t) {
-  const int peer = 1 - t.rank();
+  const int half = t.size() / 2;
+  const int peer = t.rank() < half ? t.rank() + half : t.rank() - half;
+  const bool first = t.rank() < half;
   uint64_t tag = 1;
   LinkTimes r;
   char byte = 0;
@@ -141,7 +150,7 @@ LinkTimes time_link(Transport& t) {
   for (int batch = 0; batch < 7; ++batch) {
     const auto t0 = Clock::now();
     for (int i = 0; i < kRoundTrips; ++i, ++tag) {
-      if (t.rank() == 0) {
+      if (first) {
         t.send(peer, tag, &byte, 1);
         t.recv(peer, tag, &byte, 1);
       } else {
@@ -154,20 +163,23 @@ LinkTimes time_link(Transport& t) {
   std::sort(trips.begin(), trips.end());
   r.latency = trips[trips.size() / 2] / 2;
   std::vector<float> data(kAllreduceFloats, 1.f);
-  const Group g = Group::all(2, t.rank());
+  Group g;
+  g.ranks = {std::min(t.rank(), peer), std::max(t.rank(), peer)};
+  g.index = first ? 0 : 1;
   r.allreduce = time_median(
       [&] {
         allreduce(t, g, data.data(), kAllreduceFloats, float32, ReduceOp::kSum, tag++);
         std::fill(data.begin(), data.end(), 1.f);  // keep the sums finite
       },
-      9, 0.5);
+      9, 0);
   return r;
 }
 
-LinkTimes link_between_threads() {
+// Two ranks as threads, or 2 * cpus of them (more ranks than CPUs).
+LinkTimes link_between_threads(int ranks) {
   LinkTimes r;
   run_in_process(
-      2,
+      ranks,
       [&](Transport& t) {
         const LinkTimes mine = time_link(t);
         if (t.rank() == 0) r = mine;
@@ -193,22 +205,22 @@ int free_loopback_port() {
   return port;
 }
 
-// Two ranks connected as two processes of one machine would be (TCP set-up,
-// shared-memory rings), here in two threads.
-LinkTimes link_between_processes() {
+// Ranks connected as processes of one machine would be (TCP set-up,
+// shared-memory rings), here in threads: 2, or 2 * cpus.
+LinkTimes link_between_processes(int ranks) {
   const std::string coordinator = "127.0.0.1:" + std::to_string(free_loopback_port());
   LinkTimes r;
-  std::exception_ptr errors[2];
-  std::vector<std::thread> ranks;
-  for (int rank = 0; rank < 2; ++rank) {
-    ranks.emplace_back([&, rank] {
+  std::vector<std::exception_ptr> errors(ranks);
+  std::vector<std::thread> threads;
+  for (int rank = 0; rank < ranks; ++rank) {
+    threads.emplace_back([&, rank] {
       try {
         TcpOptions o;
         o.source = "mtf-sim --calibrate";
         o.rank = rank;
-        o.world_size = 2;
+        o.world_size = ranks;
         o.local_rank = rank;
-        o.local_size = 2;
+        o.local_size = ranks;
         o.coordinator = coordinator;
         o.listen_host = "127.0.0.1";
         o.token = "calibration-" + std::to_string(getpid());
@@ -222,7 +234,7 @@ LinkTimes link_between_processes() {
       }
     });
   }
-  for (auto& t : ranks) t.join();
+  for (auto& t : threads) t.join();
   for (auto& e : errors)
     if (e) std::rethrow_exception(e);
   return r;
@@ -272,6 +284,101 @@ void fit_gemm(const std::vector<Shape3>& shapes, const std::vector<double>& secs
   *narrow = excess.empty() ? 0 : excess[excess.size() / 2];
 }
 
+// A reference program's compute steps on one core, measured (profiled
+// runs) and simulated on `machine`: seconds per run of its matrix products
+// and of everything else.
+struct ProgramTimes {
+  double gemm_real = 0, gemm_sim = 0, other_real = 0, other_sim = 0;
+  std::vector<std::pair<double, double>> other_steps;  // (simulated, measured) per op
+};
+
+// measured = a * simulated + b over the points, weighted 1/measured (big and
+// small steps both count); a in [0.5, 5], b in [0, 100 us].
+void fit_line(const std::vector<std::pair<double, double>>& points, double* a, double* b) {
+  double sw = 0, sx = 0, sy = 0, sxx = 0, sxy = 0;
+  for (const auto& [x, y] : points) {
+    if (!(y > 0)) continue;
+    const double w = 1 / y;
+    sw += w;
+    sx += w * x;
+    sy += w * y;
+    sxx += w * x * x;
+    sxy += w * x * y;
+  }
+  const double det = sw * sxx - sx * sx;
+  *a = det > 0 ? (sw * sxy - sx * sy) / det : (sx > 0 ? sy / sx : 1);
+  *a = std::clamp(*a, 0.5, 5.0);
+  *b = sw > 0 ? std::clamp((sy - *a * sx) / sw, 0.0, 1e-4) : 0;
+}
+
+void time_program(Graph& graph, const Tensor& loss, const std::vector<Operation*>& train,
+                  const Feeds& feeds, const Topology& machine, ProgramTimes* t) {
+  MeshConfig real;
+  real.profile = true;
+  Session s(graph, real);
+  for (int i = 0; i < 3; ++i) s.run({loss}, feeds, train);
+  s.reset_profile();
+  for (int i = 0; i < 15; ++i) s.run({loss}, feeds, train);
+  const Profile profile = s.profile();
+  MeshConfig simulated;
+  simulated.impl = MeshImpl::kSimulated;
+  simulated.sim.mode = SimMode::kCostOnly;
+  simulated.sim.topology = machine;
+  Session sim(graph, simulated);
+  sim.run({loss}, {}, train);
+  std::map<std::string, double> sim_time;
+  for (const SimReport::OpRow& row : sim.simulation_report().ops) sim_time[row.op] += row.time;
+  if (profile.programs.empty()) return;
+  for (const ProfileRow& row : profile.programs.front().by_op) {
+    const std::string name = row.name.substr(0, row.name.find(' '));
+    auto it = sim_time.find(name);
+    if (it == sim_time.end() || row.type.find("allreduce") != std::string::npos) continue;
+    const bool gemm = row.type.rfind("einsum", 0) == 0;
+    (gemm ? t->gemm_real : t->other_real) += row.seconds;
+    (gemm ? t->gemm_sim : t->other_sim) += it->second;
+    if (!gemm && row.calls > 0)
+      t->other_steps.push_back({it->second / row.calls, row.seconds / row.calls});
+  }
+}
+
+// The reference programs: the MLP and a one-layer Transformer LM, smaller
+// than anything `bench/sim_validation.py` checks, on random data.
+ProgramTimes time_reference_programs(const Topology& machine) {
+  ProgramTimes t;
+  std::mt19937 rng(7);
+  {
+    examples::MlpConfig c;
+    c.batch_size = 64;
+    c.hidden = 512;
+    examples::Mlp mlp(c);
+    HostTensor x(mlp.images.shape(), float32), y(mlp.labels.shape(), int32);
+    for (int64_t i = 0; i < x.num_elements(); ++i) x.data<float>()[i] = (rng() % 256) / 255.f;
+    for (int64_t i = 0; i < y.num_elements(); ++i)
+      y.data<int32_t>()[i] = static_cast<int32_t>(rng() % 10);
+    time_program(mlp.graph(), mlp.loss, mlp.train_ops, {{mlp.images, x}, {mlp.labels, y}}, machine,
+                 &t);
+  }
+  {
+    examples::TransformerConfig c;
+    c.layers = 1;
+    c.d_model = 128;
+    c.d_ff = 512;
+    c.heads = 4;
+    c.d_kv = 32;
+    c.length = 128;
+    c.batch = 8;
+    examples::TransformerLm lm(c);
+    HostTensor in(lm.inputs.shape(), int32), tg(lm.targets.shape(), int32);
+    for (int64_t i = 0; i < in.num_elements(); ++i) {
+      in.data<int32_t>()[i] = static_cast<int32_t>(rng() % c.vocab);
+      tg.data<int32_t>()[i] = static_cast<int32_t>(rng() % c.vocab);
+    }
+    time_program(lm.graph(), lm.loss, lm.train_ops, {{lm.inputs, in}, {lm.targets, tg}}, machine,
+                 &t);
+  }
+  return t;
+}
+
 }  // namespace
 
 std::string Calibration::report() const {
@@ -303,6 +410,14 @@ Calibration calibrate_host(bool progress) {
   Topology& m = cal.machine;
   const int cpus = usable_cpus();
   const int blas_threads = openblas_get_num_threads();
+  // One node of one device per CPU; runs below choose devices_per_node.
+  m.name = "host";
+  m.network = Topology::Network::kSwitched;
+  m.nodes = 1;
+  m.devices_per_node = cpus;
+  m.cores_per_chip = 1;
+  m.node_fabric = Topology::NodeFabric::kSwitch;
+  m.host_cpus = cpus;
 
   // Single-thread figures first: one BLAS thread, as each rank of a mesh of
   // at least `cpus` ranks has.
@@ -388,15 +503,51 @@ Calibration calibrate_host(bool progress) {
   }
   openblas_set_num_threads(blas_threads);
 
+  // Reference programs: what their steps take over what the figures above
+  // give for them, on one BLAS thread and on all.
+  say("reference programs");
+  for (int threads : {1, all}) {
+    if (threads == all && all <= 1) break;
+    openblas_set_num_threads(threads);
+    Topology one_core = m;
+    one_core.name = "host";
+    one_core.network = Topology::Network::kSwitched;
+    one_core.nodes = 1;
+    one_core.devices_per_node = 1;
+    one_core.host_cpus = threads;
+    one_core.gemm_in_program = one_core.gemm_in_program_all_cpus = 1;
+    one_core.elementwise_in_program = one_core.elementwise_in_program_all_cpus = 1;
+    one_core.elementwise_step_overhead = one_core.elementwise_step_overhead_all_cpus = 0;
+    const ProgramTimes t = time_reference_programs(one_core);
+    const double gemm = t.gemm_sim > 0 ? std::clamp(t.gemm_real / t.gemm_sim, 0.5, 3.0) : 1.0;
+    (threads == 1 ? m.gemm_in_program : m.gemm_in_program_all_cpus) = gemm;
+    // Elementwise steps: a factor on their roofline time and a fixed cost
+    // per step, for each regime.
+    if (threads == 1)
+      fit_line(t.other_steps, &m.elementwise_in_program, &m.elementwise_step_overhead);
+    else
+      fit_line(t.other_steps, &m.elementwise_in_program_all_cpus,
+               &m.elementwise_step_overhead_all_cpus);
+    cal.points.push_back(
+        {cat("reference programs' products, ", threads, threads == 1 ? " thread" : " threads"),
+         t.gemm_real, 0, t.gemm_sim});
+    cal.points.push_back(
+        {cat("reference programs' other steps, ", threads, threads == 1 ? " thread" : " threads"),
+         t.other_real, 0, t.other_sim});
+  }
+  openblas_set_num_threads(blas_threads);
+
   say("a run of ranks as threads");
   m.threads_run_overhead = std::max(0.0, mesh_chain_seconds(cpus) - 2 * m.step_overhead);
   cal.points.push_back(
       {cat("run of 2 steps on ", cpus, " ranks as threads"), m.threads_run_overhead, 0, 0});
 
   say("ranks as threads (in-process transport)");
-  const LinkTimes threads = link_between_threads();
+  const LinkTimes threads = link_between_threads(2);
+  const LinkTimes threads_over = link_between_threads(2 * cpus);
   say("ranks as processes (TCP and shared memory)");
-  const LinkTimes processes = link_between_processes();
+  const LinkTimes processes = link_between_processes(2);
+  const LinkTimes processes_over = link_between_processes(2 * cpus);
   const double bytes = 4.0 * kAllreduceFloats;
   auto bandwidth = [&](const LinkTimes& l) {
     return bytes / std::max(l.allreduce - 2 * l.latency, 1e-9);
@@ -405,20 +556,60 @@ Calibration calibrate_host(bool progress) {
   m.node_link_bandwidth = bandwidth(threads);
   m.process_link_latency = processes.latency;
   m.process_link_bandwidth = bandwidth(processes);
+  m.threads_oversubscribed_latency = threads_over.latency;
+  m.threads_oversubscribed_bandwidth = bandwidth(threads_over);
+  m.processes_oversubscribed_latency = processes_over.latency;
+  m.processes_oversubscribed_bandwidth = bandwidth(processes_over);
+  const std::string over = cat(" (", 2 * cpus, " ranks)");
   cal.points.push_back({"1-byte message, threads (one way)", threads.latency, 0, 0});
   cal.points.push_back(
       {"allreduce 4 MiB on 2 threads", threads.allreduce, m.node_link_bandwidth, 0});
+  cal.points.push_back({"1-byte message, threads" + over, threads_over.latency, 0, 0});
+  cal.points.push_back({"allreduce 4 MiB, threads" + over, threads_over.allreduce,
+                        m.threads_oversubscribed_bandwidth, 0});
   cal.points.push_back({"1-byte message, processes (one way)", processes.latency, 0, 0});
   cal.points.push_back(
       {"allreduce 4 MiB on 2 processes", processes.allreduce, m.process_link_bandwidth, 0});
+  cal.points.push_back({"1-byte message, processes" + over, processes_over.latency, 0, 0});
+  cal.points.push_back({"allreduce 4 MiB, processes" + over, processes_over.allreduce,
+                        m.processes_oversubscribed_bandwidth, 0});
 
-  m.name = "host";
-  m.network = Topology::Network::kSwitched;
-  m.nodes = 1;
-  m.devices_per_node = cpus;
-  m.cores_per_chip = 1;
-  m.node_fabric = Topology::NodeFabric::kSwitch;
-  m.host_cpus = cpus;
+  // The reference MLP on twice as many ranks (as threads) as CPUs, against
+  // the simulation of it with the figures so far: what taking turns costs.
+  say("more ranks than CPUs");
+  {
+    const int ranks = 2 * cpus;
+    examples::MlpConfig c;
+    c.batch_size = 64 * ranks;
+    c.hidden = 512;
+    examples::Mlp mlp(c);
+    std::mt19937 rng(11);
+    HostTensor x(mlp.images.shape(), float32), y(mlp.labels.shape(), int32);
+    for (int64_t i = 0; i < x.num_elements(); ++i) x.data<float>()[i] = (rng() % 256) / 255.f;
+    for (int64_t i = 0; i < y.num_elements(); ++i)
+      y.data<int32_t>()[i] = static_cast<int32_t>(rng() % 10);
+    MeshConfig real;
+    real.mesh_shape = MeshShape("b:" + std::to_string(ranks));
+    real.layout = LayoutRules("batch:b");
+    Session s(mlp.graph(), real);
+    const double measured = time_median(
+        [&] {
+          s.run({mlp.loss}, {{mlp.images, x}, {mlp.labels, y}}, mlp.train_ops);
+        },
+        15, 0);
+    MeshConfig simulated = real;
+    simulated.impl = MeshImpl::kSimulated;
+    simulated.sim.mode = SimMode::kCostOnly;
+    simulated.sim.topology = m;
+    simulated.sim.topology.devices_per_node = ranks;
+    Session sim(mlp.graph(), simulated);
+    sim.run({mlp.loss}, {}, mlp.train_ops);
+    const double predicted = sim.simulation_report().step_time;
+    m.oversubscribed_in_program = std::clamp(measured / predicted, 1.0, 3.0);
+    cal.points.push_back(
+        {cat("reference MLP on ", ranks, " ranks as threads"), measured, 0, predicted});
+  }
+
   const double ram =
       static_cast<double>(sysconf(_SC_PHYS_PAGES)) * static_cast<double>(sysconf(_SC_PAGE_SIZE));
   if (ram > 0) m.core_memory = ram / cpus;

@@ -82,7 +82,9 @@ struct Topology {
   // the product is too small for OpenBLAS to share out (m*n*k at most
   // gemm_threads_from), and otherwise the figures with every CPU a rank
   // gets (gemm_*_all_cpus; between one and all, interpolated by threads).
-  // For anything else, work is the roofline of one thread: flops over
+  // Matrix products are then multiplied by gemm_in_program (interpolated
+  // the same way). For anything else, work is elementwise_step_overhead
+  // plus elementwise_in_program times the roofline of one thread: flops over
   // core_flops (exp, log, tanh and the like counted transcendental_cost
   // flops per element) against bytes over cache_bandwidth (bytes up to
   // cache_bytes) or chip_memory_bandwidth. A run costs run_overhead more
@@ -99,15 +101,35 @@ struct Topology {
   double gemm_narrow_all_cpus = 0;      //
   double gemm_threads_from = 262144;    // m*n*k above which BLAS shares out a product
   double transcendental_cost = 1;       // flops per element of exp, log, tanh, ...
-  double cache_bytes = 0;               // a step's bytes up to this run at cache_bandwidth
-  double cache_bandwidth = 0;           // bytes/s of one thread within its cache
-  double step_overhead = 0;             // seconds per compute step (executor, dispatch)
-  double run_overhead = 0;              // seconds per run (feeds, fetches, start)
-  double threads_run_overhead = 0;      // the same for a mesh of ranks as threads
+  // What a real program's steps take over what the figures above give for
+  // them (operands come cold from memory, kernels pay set-up): matrix
+  // products on one thread and on all, and everything else. Measured on
+  // reference programs by --calibrate; multiply the work.
+  double gemm_in_program = 1;
+  double gemm_in_program_all_cpus = 1;
+  double elementwise_in_program = 1;
+  double elementwise_step_overhead = 0;  // seconds more per elementwise step
+  // The same two for a rank with every CPU's BLAS threads (whose workers
+  // stay awake between products), interpolated by threads like gemm_*.
+  double elementwise_in_program_all_cpus = 1;
+  double elementwise_step_overhead_all_cpus = 0;
+  // With more ranks than CPUs, what taking turns costs beyond the turns
+  // (switches, each rank's data pushed out of cache by the others'):
+  // multiplies every compute step.
+  double oversubscribed_in_program = 1;
+  double cache_bytes = 0;           // a step's bytes up to this run at cache_bandwidth
+  double cache_bandwidth = 0;       // bytes/s of one thread within its cache
+  double step_overhead = 0;         // seconds per compute step (executor, dispatch)
+  double run_overhead = 0;          // seconds per run (feeds, fetches, start)
+  double threads_run_overhead = 0;  // the same for a mesh of ranks as threads
   HostRanks host_ranks = HostRanks::kThreads;
   double process_link_bandwidth = 1e9;  // bytes/s between ranks in separate processes
   double process_link_latency = 20e-6;  // seconds for a message between them
-  std::string sources;                  // where the figures come from
+  // The links with more ranks than CPUs (ranks wait to be scheduled; 0: as
+  // above).
+  double threads_oversubscribed_bandwidth = 0, threads_oversubscribed_latency = 0;
+  double processes_oversubscribed_bandwidth = 0, processes_oversubscribed_latency = 0;
+  std::string sources;  // where the figures come from
 
   int num_chips() const;
   int num_cores() const;

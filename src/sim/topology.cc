@@ -274,27 +274,36 @@ double Topology::host_gemm_seconds(double m, double n, double k) const {
   const int devices = devices_per_node * cores_per_chip;
   const int threads = std::max(1, host_cpus / std::min(devices, host_cpus));
   double peak = gemm_flops > 0 ? gemm_flops : core_flops, half = gemm_half_flops,
-         narrow = gemm_narrow;
+         narrow = gemm_narrow, in_program = gemm_in_program;
   if (threads > 1 && host_cpus > 1 && gemm_flops_all_cpus > 0 && m * n * k > gemm_threads_from) {
     const double x = static_cast<double>(threads - 1) / (host_cpus - 1);
     peak += x * (gemm_flops_all_cpus - peak);
     half += x * (gemm_half_flops_all_cpus - half);
     narrow += x * (gemm_narrow_all_cpus - narrow);
+    in_program += x * (gemm_in_program_all_cpus - in_program);
   }
   const double side = std::max(1.0, std::min({m, n, k}));
-  return (2 * m * n * k + half) / peak * (1 + narrow / side);
+  return (2 * m * n * k + half) / peak * (1 + narrow / side) * in_program;
 }
 
 double Topology::host_elementwise_seconds(double flops, double bytes) const {
   const double bw =
       bytes <= cache_bytes && cache_bandwidth > 0 ? cache_bandwidth : chip_memory_bandwidth;
-  return std::max(flops / core_flops, bytes / bw);
+  double factor = elementwise_in_program, overhead = elementwise_step_overhead;
+  const int devices = devices_per_node * cores_per_chip;
+  const int threads = std::max(1, host_cpus / std::min(devices, host_cpus));
+  if (threads > 1 && host_cpus > 1) {
+    const double x = static_cast<double>(threads - 1) / (host_cpus - 1);
+    factor += x * (elementwise_in_program_all_cpus - factor);
+    overhead += x * (elementwise_step_overhead_all_cpus - overhead);
+  }
+  return std::max(flops / core_flops, bytes / bw) * factor + overhead;
 }
 
 double Topology::host_step_seconds(double work) const {
   const int devices = devices_per_node * cores_per_chip;
   const double turns = std::max(1.0, static_cast<double>(devices) / host_cpus);
-  return (step_overhead + work) * turns;
+  return (step_overhead + work) * turns * (devices > host_cpus ? oversubscribed_in_program : 1.0);
 }
 
 double Topology::host_run_overhead(int64_t ranks) const {
@@ -303,13 +312,23 @@ double Topology::host_run_overhead(int64_t ranks) const {
 }
 
 double Topology::fabric_bandwidth() const {
-  return host_cpus > 0 && host_ranks == HostRanks::kProcesses ? process_link_bandwidth
-                                                              : node_link_bandwidth;
+  if (host_cpus <= 0) return node_link_bandwidth;
+  const bool processes = host_ranks == HostRanks::kProcesses;
+  const bool over = devices_per_node * cores_per_chip > host_cpus;
+  const double crowded =
+      processes ? processes_oversubscribed_bandwidth : threads_oversubscribed_bandwidth;
+  if (over && crowded > 0) return crowded;
+  return processes ? process_link_bandwidth : node_link_bandwidth;
 }
 
 double Topology::fabric_latency() const {
-  return host_cpus > 0 && host_ranks == HostRanks::kProcesses ? process_link_latency
-                                                              : node_link_latency;
+  if (host_cpus <= 0) return node_link_latency;
+  const bool processes = host_ranks == HostRanks::kProcesses;
+  const bool over = devices_per_node * cores_per_chip > host_cpus;
+  const double crowded =
+      processes ? processes_oversubscribed_latency : threads_oversubscribed_latency;
+  if (over && crowded > 0) return crowded;
+  return processes ? process_link_latency : node_link_latency;
 }
 
 void Topology::set(const std::string& key, const std::string& value) {
@@ -399,6 +418,13 @@ void Topology::set(const std::string& key, const std::string& value) {
         {"gemm_narrow_all_cpus", &Topology::gemm_narrow_all_cpus},
         {"gemm_threads_from", &Topology::gemm_threads_from},
         {"transcendental_cost", &Topology::transcendental_cost},
+        {"gemm_in_program", &Topology::gemm_in_program},
+        {"gemm_in_program_all_cpus", &Topology::gemm_in_program_all_cpus},
+        {"elementwise_in_program", &Topology::elementwise_in_program},
+        {"elementwise_step_overhead", &Topology::elementwise_step_overhead},
+        {"oversubscribed_in_program", &Topology::oversubscribed_in_program},
+        {"elementwise_in_program_all_cpus", &Topology::elementwise_in_program_all_cpus},
+        {"elementwise_step_overhead_all_cpus", &Topology::elementwise_step_overhead_all_cpus},
         {"cache_bytes", &Topology::cache_bytes},
         {"cache_bandwidth", &Topology::cache_bandwidth},
         {"step_overhead", &Topology::step_overhead},
@@ -406,6 +432,10 @@ void Topology::set(const std::string& key, const std::string& value) {
         {"threads_run_overhead", &Topology::threads_run_overhead},
         {"process_link_bandwidth", &Topology::process_link_bandwidth},
         {"process_link_latency", &Topology::process_link_latency},
+        {"threads_oversubscribed_bandwidth", &Topology::threads_oversubscribed_bandwidth},
+        {"threads_oversubscribed_latency", &Topology::threads_oversubscribed_latency},
+        {"processes_oversubscribed_bandwidth", &Topology::processes_oversubscribed_bandwidth},
+        {"processes_oversubscribed_latency", &Topology::processes_oversubscribed_latency},
     };
     if (auto c = counts.find(key); c != counts.end()) {
       this->*(c->second.first) = parse_count(
@@ -488,14 +518,33 @@ void Topology::validate() const {
                      "\": nodes, devices_per_node and nics_per_node must be at least 1");
   }
   positive(process_link_bandwidth, "process_link_bandwidth");
-  for (double v :
-       {gemm_flops, gemm_half_flops, gemm_narrow, gemm_flops_all_cpus, gemm_half_flops_all_cpus,
-        gemm_narrow_all_cpus, gemm_threads_from, transcendental_cost, cache_bytes, cache_bandwidth,
-        step_overhead, run_overhead, threads_run_overhead}) {
+  for (double v : {gemm_flops,
+                   gemm_half_flops,
+                   gemm_narrow,
+                   gemm_flops_all_cpus,
+                   gemm_half_flops_all_cpus,
+                   gemm_narrow_all_cpus,
+                   gemm_threads_from,
+                   transcendental_cost,
+                   gemm_in_program,
+                   gemm_in_program_all_cpus,
+                   elementwise_in_program,
+                   elementwise_step_overhead,
+                   elementwise_in_program_all_cpus,
+                   elementwise_step_overhead_all_cpus,
+                   cache_bytes,
+                   cache_bandwidth,
+                   step_overhead,
+                   run_overhead,
+                   threads_run_overhead,
+                   threads_oversubscribed_bandwidth,
+                   threads_oversubscribed_latency,
+                   processes_oversubscribed_bandwidth,
+                   processes_oversubscribed_latency}) {
     if (v < 0) {
       throw ValueError("topology \"" + name +
-                       "\": the host's figures (gemm_*, transcendental_cost, cache_*, "
-                       "*_overhead) cannot be negative");
+                       "\": the host's figures (gemm_*, transcendental_cost, *_in_program, "
+                       "cache_*, *_overhead) cannot be negative");
     }
   }
   if (link_latency < 0 || core_link_latency < 0 || node_link_latency < 0 || network_latency < 0 ||
@@ -593,6 +642,13 @@ std::string Topology::to_file() const {
   line("gemm_narrow_all_cpus", gemm_narrow_all_cpus);
   line("gemm_threads_from", gemm_threads_from);
   line("transcendental_cost", transcendental_cost);
+  line("gemm_in_program", gemm_in_program);
+  line("gemm_in_program_all_cpus", gemm_in_program_all_cpus);
+  line("elementwise_in_program", elementwise_in_program);
+  line("elementwise_step_overhead", elementwise_step_overhead);
+  line("oversubscribed_in_program", oversubscribed_in_program);
+  line("elementwise_in_program_all_cpus", elementwise_in_program_all_cpus);
+  line("elementwise_step_overhead_all_cpus", elementwise_step_overhead_all_cpus);
   line("cache_bytes", cache_bytes);
   line("cache_bandwidth", cache_bandwidth);
   line("step_overhead", step_overhead);
@@ -600,6 +656,10 @@ std::string Topology::to_file() const {
   line("threads_run_overhead", threads_run_overhead);
   line("process_link_bandwidth", process_link_bandwidth);
   line("process_link_latency", process_link_latency);
+  line("threads_oversubscribed_bandwidth", threads_oversubscribed_bandwidth);
+  line("threads_oversubscribed_latency", threads_oversubscribed_latency);
+  line("processes_oversubscribed_bandwidth", processes_oversubscribed_bandwidth);
+  line("processes_oversubscribed_latency", processes_oversubscribed_latency);
   line("host_ranks", host_ranks == HostRanks::kThreads ? "threads" : "processes");
   line("host_cpus", host_cpus);
   if (!sources.empty() && sources.find_first_of("#\n") == std::string::npos)
