@@ -72,7 +72,8 @@ struct Topology {
   double oversubscription = 1;    // leaf downlinks over uplinks (1: non-blocking)
   // A host (a CPU machine, as `mtf-sim --calibrate` measures one): with
   // host_cpus > 0 the devices of each node are mtf's ranks sharing that many
-  // CPUs, and the simulator runs the program mtf's executor runs (fused
+  // CPUs (a simulated Session gives a one-node host one device per rank of
+  // its mesh), and the simulator runs the program mtf's executor runs (fused
   // elementwise chains and updates). A compute step takes
   //   (step_overhead + work) * max(1, devices_per_node / host_cpus)
   // (more ranks than CPUs take turns). For a matrix product, work is the sum

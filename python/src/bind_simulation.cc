@@ -96,6 +96,16 @@ void bind_simulation(py::module_& m) {
       .def_readwrite("network_latency", &Topology::network_latency)
       .def_readwrite("nodes_per_leaf", &Topology::nodes_per_leaf)
       .def_readwrite("oversubscription", &Topology::oversubscription)
+      // A host (mtf-sim --calibrate's machine file): the other figures
+      // through set(key, value).
+      .def_readwrite("host_cpus", &Topology::host_cpus)
+      .def_property_readonly("host_ranks",
+                             [](const Topology& t) {
+                               return t.host_ranks == Topology::HostRanks::kThreads ? "threads"
+                                                                                    : "processes";
+                             })
+      .def("to_file", &Topology::to_file)
+      .def_static("host_machine_path", &Topology::host_machine_path)
       .def_property_readonly("network",
                              [](const Topology& t) {
                                return t.network == Topology::Network::kTorus ? "torus" : "switched";

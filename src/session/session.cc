@@ -47,6 +47,10 @@ class SessionImpl {
     config_.layout.validate(config_.mesh_shape);
     kernels::check_blas_core();  // says so, once, if OpenBLAS runs generic kernels
     if (config_.impl == MeshImpl::kSimulated) {
+      // A host's devices are the mesh's ranks, however many the file says.
+      Topology& topo = config_.sim.topology;
+      if (topo.host_cpus > 0 && topo.nodes == 1)
+        topo.devices_per_node = static_cast<int>(config_.mesh_shape.size()) / topo.cores_per_chip;
       engine_ = std::make_unique<sim::Engine>(config_.sim, config_.mesh_shape);
     }
     if (Transport* t = config_.process_transport.get()) {

@@ -90,6 +90,24 @@ def test_gpu_clusters_nodes_nics_and_dtype_peaks():
         mtf.Topology.preset("dgx-a100-1").set("node_fabric", "torus")
 
 
+def test_a_host_machine_file_round_trips_and_simulates(tmp_path):
+    t = mtf.Topology()
+    t.apply_overrides("name=host,network=switched,host_cpus=2,devices_per_node=2,"
+                      "gemm_flops=1e11,gemm_half_flops=1e5,core_flops=1e10,"
+                      "chip_memory_bandwidth=2e10,host_ranks=processes")
+    path = tmp_path / "host.machine"
+    path.write_text(t.to_file())
+    back = mtf.Topology()
+    back.load_file(str(path))
+    assert back.host_cpus == 2 and back.host_ranks == "processes"
+    assert back.to_file() == t.to_file()
+    g, x, loss, ops = model()
+    r = mtf.simulate(g, [loss], ops, mesh_shape="b:2", layout="batch:b", topology=back)
+    assert r["step_time"] > 0 and r["cores"] == 2
+    with pytest.raises(mtf.ValueError, match="threads .*processes"):
+        back.set("host_ranks", "fibers")
+
+
 def test_a_model_too_big_for_the_cores_is_an_out_of_memory_error():
     g, x, loss, ops = model(batch=64, d_model=8192, d_ff=65536)
     with pytest.raises(mtf.OutOfMemoryError, match="GiB|MiB"):
