@@ -24,7 +24,8 @@ MLP = ["--model", "mlp", "--batch", "200", "--hidden", "1024"]
 LM = ["--model", "transformer", "--layers", "2", "--d_model", "256", "--d_ff", "1024",
       "--heads", "8", "--d_kv", "32", "--length", "128", "--batch", "16", "--vocab", "256"]
 
-# (name, model flags, ranks, "threads" or "processes", mesh, layout)
+# (name, model flags, ranks, "threads", "processes" or "tcp" (processes with
+# MTF_SHM=0), mesh, layout)
 CONFIGS = [
     ("MLP, 1 core", MLP, 1, "threads", "", ""),
     ("MLP, data-parallel, 2 threads", MLP, 2, "threads", "b:2", "batch:b"),
@@ -32,6 +33,7 @@ CONFIGS = [
     ("MLP, hybrid 2x2, 4 threads", MLP, 4, "threads", "b:2;m:2", "batch:b;hidden:m"),
     ("MLP, data-parallel, 2 processes", MLP, 2, "processes", "b:2", "batch:b"),
     ("MLP, hybrid 2x2, 4 processes", MLP, 4, "processes", "b:2;m:2", "batch:b;hidden:m"),
+    ("MLP, data-parallel, 2 processes over TCP", MLP, 2, "tcp", "b:2", "batch:b"),
     ("LM, 1 core", LM, 1, "threads", "", ""),
     ("LM, data-parallel, 2 threads", LM, 2, "threads", "b:2", "batch:b"),
     ("LM, model-parallel, 2 threads", LM, 2, "threads", "m:2", "heads:m;d_ff:m"),
@@ -41,8 +43,8 @@ CONFIGS = [
 ]
 
 
-def run(cmd):
-    r = subprocess.run(cmd, capture_output=True, text=True)
+def run(cmd, env=None):
+    r = subprocess.run(cmd, capture_output=True, text=True, env=env)
     if r.returncode != 0:
         sys.exit(f"sim_validation: {' '.join(cmd)} failed ({r.returncode}):\n{r.stdout}{r.stderr}")
     return r.stdout
@@ -99,8 +101,11 @@ def main():
                                      "--predict", machine]
         if mesh:
             cmd += ["--mesh_shape", mesh, "--layout", layout]
-        if how == "processes":
+        env = None
+        if how in ("processes", "tcp"):
             cmd = [launch, "-n", str(ranks), "--"] + cmd
+        if how == "tcp":
+            env = dict(os.environ, MTF_SHM="0")
 
         def attempt(first):
             if (args.calibrate_each or not first) and not given:
@@ -111,7 +116,7 @@ def main():
             for repeat in range(args.repeats):
                 # The prediction (the same every time) from the first launch only.
                 c = cmd if repeat == 0 else [a for a in cmd if a not in ("--predict", machine)]
-                out = run(c)
+                out = run(c, env)
                 times.append(figure("median_ms", out, c))
                 if repeat == 0:
                     predicted = figure("predicted_ms", out, c)

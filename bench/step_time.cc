@@ -15,6 +15,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <functional>
 #include <memory>
 #include <random>
@@ -45,8 +46,11 @@ double predicted_step_seconds(Graph& graph, const Tensor& loss,
   mc.sim.mode = SimMode::kCostOnly;
   mc.sim.topology.load_file(machine_file);
   mc.sim.topology.devices_per_node = static_cast<int>(std::max<int64_t>(1, real.mesh_shape.size()));
-  mc.sim.topology.host_ranks =
-      real.process_transport ? Topology::HostRanks::kProcesses : Topology::HostRanks::kThreads;
+  // Processes talk through shared memory unless MTF_SHM=0 keeps them on TCP.
+  const char* shm = std::getenv("MTF_SHM");
+  mc.sim.topology.host_ranks = !real.process_transport          ? Topology::HostRanks::kThreads
+                               : shm && std::string(shm) == "0" ? Topology::HostRanks::kTcp
+                                                                : Topology::HostRanks::kProcesses;
   Session sim(graph, mc);
   sim.run({loss}, {}, train);
   return sim.simulation_report().step_time;

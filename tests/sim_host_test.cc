@@ -133,6 +133,14 @@ TEST(SimHost, ProgramFactorsAndCrowdedLinksApplyWhereTheyBelong) {
   EXPECT_DOUBLE_EQ(two.fabric_bandwidth(), 5e9);
   four.host_ranks = Topology::HostRanks::kProcesses;  // no crowded figures for processes
   EXPECT_DOUBLE_EQ(four.fabric_bandwidth(), 8e9);
+  // Processes over TCP only: their own link.
+  four.set("host_ranks", "tcp");
+  four.tcp_link_bandwidth = 1e9;
+  four.tcp_link_latency = 11e-6;
+  EXPECT_DOUBLE_EQ(four.fabric_bandwidth(), 1e9);
+  EXPECT_DOUBLE_EQ(four.fabric_latency(), 11e-6);
+  EXPECT_STREQ(four.host_ranks_name(), "tcp");
+  EXPECT_NE(four.to_file().find("host_ranks = tcp"), std::string::npos);
 }
 
 // The MLP's training step on a simulated host.

@@ -207,7 +207,7 @@ int free_loopback_port() {
 
 // Ranks connected as processes of one machine would be (TCP set-up,
 // shared-memory rings), here in threads: 2, or 2 * cpus.
-LinkTimes link_between_processes(int ranks) {
+LinkTimes link_between_processes(int ranks, bool shared_memory = true) {
   const std::string coordinator = "127.0.0.1:" + std::to_string(free_loopback_port());
   LinkTimes r;
   std::vector<std::exception_ptr> errors(ranks);
@@ -226,6 +226,7 @@ LinkTimes link_between_processes(int ranks) {
         o.token = "calibration-" + std::to_string(getpid());
         o.timeout = std::chrono::milliseconds(30000);
         o.connect_timeout = std::chrono::milliseconds(30000);
+        o.shared_memory = shared_memory;
         std::unique_ptr<Transport> t = connect_tcp(o);
         const LinkTimes mine = time_link(*t);
         if (rank == 0) r = mine;
@@ -548,6 +549,8 @@ Calibration calibrate_host(bool progress) {
   say("ranks as processes (TCP and shared memory)");
   const LinkTimes processes = link_between_processes(2);
   const LinkTimes processes_over = link_between_processes(2 * cpus);
+  say("ranks as processes over TCP only");
+  const LinkTimes tcp = link_between_processes(2, false);
   const double bytes = 4.0 * kAllreduceFloats;
   auto bandwidth = [&](const LinkTimes& l) {
     return bytes / std::max(l.allreduce - 2 * l.latency, 1e-9);
@@ -556,6 +559,8 @@ Calibration calibrate_host(bool progress) {
   m.node_link_bandwidth = bandwidth(threads);
   m.process_link_latency = processes.latency;
   m.process_link_bandwidth = bandwidth(processes);
+  m.tcp_link_latency = tcp.latency;
+  m.tcp_link_bandwidth = bandwidth(tcp);
   m.threads_oversubscribed_latency = threads_over.latency;
   m.threads_oversubscribed_bandwidth = bandwidth(threads_over);
   m.processes_oversubscribed_latency = processes_over.latency;
@@ -570,6 +575,9 @@ Calibration calibrate_host(bool progress) {
   cal.points.push_back({"1-byte message, processes (one way)", processes.latency, 0, 0});
   cal.points.push_back(
       {"allreduce 4 MiB on 2 processes", processes.allreduce, m.process_link_bandwidth, 0});
+  cal.points.push_back({"1-byte message, processes over TCP", tcp.latency, 0, 0});
+  cal.points.push_back(
+      {"allreduce 4 MiB on 2 processes over TCP", tcp.allreduce, m.tcp_link_bandwidth, 0});
   cal.points.push_back({"1-byte message, processes" + over, processes_over.latency, 0, 0});
   cal.points.push_back({"allreduce 4 MiB, processes" + over, processes_over.allreduce,
                         m.processes_oversubscribed_bandwidth, 0});

@@ -91,8 +91,10 @@ struct Topology {
   // cache_bytes) or chip_memory_bandwidth. A run costs run_overhead more
   // (threads_run_overhead for ranks as threads of one process). Ranks talk
   // over the node fabric: at node_link_* as threads, at process_link_* as
-  // processes (host_ranks).
-  enum class HostRanks { kThreads, kProcesses };
+  // processes, at tcp_link_* as processes over TCP only (host_ranks).
+  // Ranks as threads of one process, as processes (shared memory between
+  // them, mtf's default), or as processes over TCP only (MTF_SHM=0).
+  enum class HostRanks { kThreads, kProcesses, kTcp };
   int host_cpus = 0;
   double gemm_flops = 0;                // one thread's peak on matrix products
   double gemm_half_flops = 0;           // flops of a product that reaches half of it
@@ -126,6 +128,8 @@ struct Topology {
   HostRanks host_ranks = HostRanks::kThreads;
   double process_link_bandwidth = 1e9;  // bytes/s between ranks in separate processes
   double process_link_latency = 20e-6;  // seconds for a message between them
+  double tcp_link_bandwidth = 1e9;      // the same over TCP only (host_ranks = tcp)
+  double tcp_link_latency = 30e-6;
   // The links with more ranks than CPUs (ranks wait to be scheduled; 0: as
   // above).
   double threads_oversubscribed_bandwidth = 0, threads_oversubscribed_latency = 0;
@@ -147,6 +151,8 @@ struct Topology {
   double host_gemm_seconds(double m, double n, double k) const;
   double host_elementwise_seconds(double flops, double bytes) const;
   double host_step_seconds(double work) const;
+  // "threads", "processes" or "tcp".
+  const char* host_ranks_name() const;
   // Seconds a run costs beyond its steps on a host of `ranks` ranks.
   double host_run_overhead(int64_t ranks) const;
   // Bandwidth and latency of the node fabric's links as the devices use them

@@ -99,11 +99,7 @@ void bind_simulation(py::module_& m) {
       // A host (mtf-sim --calibrate's machine file): the other figures
       // through set(key, value).
       .def_readwrite("host_cpus", &Topology::host_cpus)
-      .def_property_readonly("host_ranks",
-                             [](const Topology& t) {
-                               return t.host_ranks == Topology::HostRanks::kThreads ? "threads"
-                                                                                    : "processes";
-                             })
+      .def_property_readonly("host_ranks", &Topology::host_ranks_name)
       .def("to_file", &Topology::to_file)
       .def_static("host_machine_path", &Topology::host_machine_path)
       .def_property_readonly("network",

@@ -306,6 +306,18 @@ double Topology::host_step_seconds(double work) const {
   return (step_overhead + work) * turns * (devices > host_cpus ? oversubscribed_in_program : 1.0);
 }
 
+const char* Topology::host_ranks_name() const {
+  switch (host_ranks) {
+    case HostRanks::kThreads:
+      return "threads";
+    case HostRanks::kProcesses:
+      return "processes";
+    case HostRanks::kTcp:
+      return "tcp";
+  }
+  return "?";
+}
+
 double Topology::host_run_overhead(int64_t ranks) const {
   if (host_cpus <= 0) return 0;
   return ranks > 1 && host_ranks == HostRanks::kThreads ? threads_run_overhead : run_overhead;
@@ -313,22 +325,26 @@ double Topology::host_run_overhead(int64_t ranks) const {
 
 double Topology::fabric_bandwidth() const {
   if (host_cpus <= 0) return node_link_bandwidth;
-  const bool processes = host_ranks == HostRanks::kProcesses;
+  const bool threads = host_ranks == HostRanks::kThreads;
   const bool over = devices_per_node * cores_per_chip > host_cpus;
   const double crowded =
-      processes ? processes_oversubscribed_bandwidth : threads_oversubscribed_bandwidth;
-  if (over && crowded > 0) return crowded;
-  return processes ? process_link_bandwidth : node_link_bandwidth;
+      threads ? threads_oversubscribed_bandwidth : processes_oversubscribed_bandwidth;
+  if (host_ranks != HostRanks::kTcp && over && crowded > 0) return crowded;
+  return threads                         ? node_link_bandwidth
+         : host_ranks == HostRanks::kTcp ? tcp_link_bandwidth
+                                         : process_link_bandwidth;
 }
 
 double Topology::fabric_latency() const {
   if (host_cpus <= 0) return node_link_latency;
-  const bool processes = host_ranks == HostRanks::kProcesses;
+  const bool threads = host_ranks == HostRanks::kThreads;
   const bool over = devices_per_node * cores_per_chip > host_cpus;
   const double crowded =
-      processes ? processes_oversubscribed_latency : threads_oversubscribed_latency;
-  if (over && crowded > 0) return crowded;
-  return processes ? process_link_latency : node_link_latency;
+      threads ? threads_oversubscribed_latency : processes_oversubscribed_latency;
+  if (host_ranks != HostRanks::kTcp && over && crowded > 0) return crowded;
+  return threads                         ? node_link_latency
+         : host_ranks == HostRanks::kTcp ? tcp_link_latency
+                                         : process_link_latency;
 }
 
 void Topology::set(const std::string& key, const std::string& value) {
@@ -369,13 +385,18 @@ void Topology::set(const std::string& key, const std::string& value) {
     }
     node_fabric = value == "switch" ? NodeFabric::kSwitch : NodeFabric::kRing;
   } else if (key == "host_ranks") {
-    if (value != "threads" && value != "processes") {
+    if (value == "threads") {
+      host_ranks = HostRanks::kThreads;
+    } else if (value == "processes") {
+      host_ranks = HostRanks::kProcesses;
+    } else if (value == "tcp") {
+      host_ranks = HostRanks::kTcp;
+    } else {
       throw ValueError(
-          "topology: \"host_ranks\" needs threads (ranks of one process) or "
-          "processes (a process per rank), got \"" +
+          "topology: \"host_ranks\" needs threads (ranks of one process), processes (a process "
+          "per rank, shared memory between them) or tcp (processes over TCP only), got \"" +
           value + "\"");
     }
-    host_ranks = value == "threads" ? HostRanks::kThreads : HostRanks::kProcesses;
   } else if (key.rfind("core_flops.", 0) == 0) {
     const std::string dtype = key.substr(11);
     for (DType d : {DType::kFloat32, DType::kInt32, DType::kBFloat16}) {
@@ -432,6 +453,8 @@ void Topology::set(const std::string& key, const std::string& value) {
         {"threads_run_overhead", &Topology::threads_run_overhead},
         {"process_link_bandwidth", &Topology::process_link_bandwidth},
         {"process_link_latency", &Topology::process_link_latency},
+        {"tcp_link_bandwidth", &Topology::tcp_link_bandwidth},
+        {"tcp_link_latency", &Topology::tcp_link_latency},
         {"threads_oversubscribed_bandwidth", &Topology::threads_oversubscribed_bandwidth},
         {"threads_oversubscribed_latency", &Topology::threads_oversubscribed_latency},
         {"processes_oversubscribed_bandwidth", &Topology::processes_oversubscribed_bandwidth},
@@ -518,6 +541,7 @@ void Topology::validate() const {
                      "\": nodes, devices_per_node and nics_per_node must be at least 1");
   }
   positive(process_link_bandwidth, "process_link_bandwidth");
+  positive(tcp_link_bandwidth, "tcp_link_bandwidth");
   for (double v : {gemm_flops,
                    gemm_half_flops,
                    gemm_narrow,
@@ -548,7 +572,7 @@ void Topology::validate() const {
     }
   }
   if (link_latency < 0 || core_link_latency < 0 || node_link_latency < 0 || network_latency < 0 ||
-      process_link_latency < 0) {
+      process_link_latency < 0 || tcp_link_latency < 0) {
     throw ValueError("topology \"" + name + "\": latencies cannot be negative");
   }
   if (chips.empty() || chips.size() > 3) {
@@ -563,9 +587,12 @@ std::string Topology::to_string() const {
       flops += detail::str_cat(" (", dtype_flops[static_cast<size_t>(d)] / 1e12, " ", dtype_name(d),
                                ")");
   if (network == Network::kSwitched && host_cpus > 0) {
-    const bool processes = host_ranks == HostRanks::kProcesses;
+    const bool processes = host_ranks != HostRanks::kThreads;
     return detail::str_cat(
-        name, ": ", nodes, " host(s) x ", devices_per_node, processes ? " processes" : " threads",
+        name, ": ", nodes, " host(s) x ", devices_per_node,
+        host_ranks == HostRanks::kThreads            ? " threads"
+        : processes && host_ranks == HostRanks::kTcp ? " processes over TCP"
+                                                     : " processes",
         " on ", host_cpus, " CPUs; matrix products at ", gemm_flops / 1e9,
         " GFLOP/s on one thread (half at ", gemm_half_flops / 1e6, " MFLOP), ",
         gemm_flops_all_cpus / 1e9, " on all (half at ", gemm_half_flops_all_cpus / 1e6,
@@ -656,11 +683,13 @@ std::string Topology::to_file() const {
   line("threads_run_overhead", threads_run_overhead);
   line("process_link_bandwidth", process_link_bandwidth);
   line("process_link_latency", process_link_latency);
+  line("tcp_link_bandwidth", tcp_link_bandwidth);
+  line("tcp_link_latency", tcp_link_latency);
   line("threads_oversubscribed_bandwidth", threads_oversubscribed_bandwidth);
   line("threads_oversubscribed_latency", threads_oversubscribed_latency);
   line("processes_oversubscribed_bandwidth", processes_oversubscribed_bandwidth);
   line("processes_oversubscribed_latency", processes_oversubscribed_latency);
-  line("host_ranks", host_ranks == HostRanks::kThreads ? "threads" : "processes");
+  line("host_ranks", host_ranks_name());
   line("host_cpus", host_cpus);
   if (!sources.empty() && sources.find_first_of("#\n") == std::string::npos)
     line("sources", sources);
