@@ -247,26 +247,35 @@ struct Shape3 {
   int64_t narrowest() const { return std::min({m, k, n}); }
 };
 
+// Weighted least squares of y = intercept + slope * x.
+struct WeightedSums {
+  double w = 0, x = 0, y = 0, xx = 0, xy = 0;
+  void add(double px, double py, double weight) {
+    w += weight;
+    x += weight * px;
+    y += weight * py;
+    xx += weight * px * px;
+    xy += weight * px * py;
+  }
+  double det() const { return w * xx - x * x; }
+  double intercept() const { return (xx * y - x * xy) / det(); }  // REQUIRES: det() > 0
+  double slope() const { return (w * xy - x * y) / det(); }       // REQUIRES: det() > 0
+};
+
 // Fits time = (f + half) / peak * (1 + narrow / min(m, k, n)): peak and half
 // by least squares of time / f = 1/peak + (half/peak) / f over the products
 // without a side under 64 (weighted for relative error), then narrow as the
 // median excess of the others.
 void fit_gemm(const std::vector<Shape3>& shapes, const std::vector<double>& secs, double* peak,
               double* half, double* narrow) {
-  double sw = 0, sx = 0, sy = 0, sxx = 0, sxy = 0;
+  WeightedSums sums;
   for (size_t i = 0; i < shapes.size(); ++i) {
     if (shapes[i].narrowest() < 64) continue;
-    const double f = shapes[i].flops();
-    const double x = 1 / f, y = secs[i] / f, w = 1 / (y * y);
-    sw += w;
-    sx += w * x;
-    sy += w * y;
-    sxx += w * x * x;
-    sxy += w * x * y;
+    const double f = shapes[i].flops(), y = secs[i] / f;
+    sums.add(1 / f, y, 1 / (y * y));
   }
-  const double det = sw * sxx - sx * sx;
-  double a = det > 0 ? (sxx * sy - sx * sxy) / det : (sw > 0 ? sy / sw : 0);
-  double b = det > 0 ? (sw * sxy - sx * sy) / det : 0;
+  double a = sums.det() > 0 ? sums.intercept() : (sums.w > 0 ? sums.y / sums.w : 0);
+  double b = sums.det() > 0 ? sums.slope() : 0;
   if (!(a > 0)) {
     a = 0;
     for (size_t i = 0; i < shapes.size(); ++i) a = std::max(a, secs[i] / shapes[i].flops());
@@ -296,20 +305,12 @@ struct ProgramTimes {
 // measured = a * simulated + b over the points, weighted 1/measured (big and
 // small steps both count); a in [0.5, 5], b in [0, 100 us].
 void fit_line(const std::vector<std::pair<double, double>>& points, double* a, double* b) {
-  double sw = 0, sx = 0, sy = 0, sxx = 0, sxy = 0;
-  for (const auto& [x, y] : points) {
-    if (!(y > 0)) continue;
-    const double w = 1 / y;
-    sw += w;
-    sx += w * x;
-    sy += w * y;
-    sxx += w * x * x;
-    sxy += w * x * y;
-  }
-  const double det = sw * sxx - sx * sx;
-  *a = det > 0 ? (sw * sxy - sx * sy) / det : (sx > 0 ? sy / sx : 1);
+  WeightedSums sums;
+  for (const auto& [x, y] : points)
+    if (y > 0) sums.add(x, y, 1 / y);
+  *a = sums.det() > 0 ? sums.slope() : (sums.x > 0 ? sums.y / sums.x : 1);
   *a = std::clamp(*a, 0.5, 5.0);
-  *b = sw > 0 ? std::clamp((sy - *a * sx) / sw, 0.0, 1e-4) : 0;
+  *b = sums.w > 0 ? std::clamp((sums.y - *a * sums.x) / sums.w, 0.0, 1e-4) : 0;
 }
 
 void time_program(Graph& graph, const Tensor& loss, const std::vector<Operation*>& train,
