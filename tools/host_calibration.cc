@@ -2,9 +2,7 @@
 #include "host_calibration.h"
 
 #include <cblas.h>
-#include <netinet/in.h>
 #include <sched.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -18,43 +16,21 @@
 #include <sstream>
 #include <thread>
 
+#include "calibration_timing.h"
 #include "models/mlp.h"
 #include "models/transformer.h"
 #include "mtf/in_process_transport.h"
 #include "mtf/mtf.h"
-#include "mtf/tcp_transport.h"
+#include "rank_links.h"
 
 namespace mtf::tools {
 namespace {
-
-using Clock = std::chrono::steady_clock;
 
 template <typename... Parts>
 std::string cat(const Parts&... parts) {
   std::ostringstream o;
   (o << ... << parts);
   return o.str();
-}
-
-double seconds_since(Clock::time_point t0) {
-  return std::chrono::duration<double>(Clock::now() - t0).count();
-}
-
-// Median seconds of fn: two untimed runs, then at least `min_reps` timed
-// ones, more while under `budget` seconds.
-double time_median(const std::function<void()>& fn, int min_reps = 7, double budget = 0.5) {
-  fn();
-  fn();
-  std::vector<double> t;
-  const auto start = Clock::now();
-  while (static_cast<int>(t.size()) < min_reps ||
-         (seconds_since(start) < budget && t.size() < 400)) {
-    const auto t0 = Clock::now();
-    fn();
-    t.push_back(seconds_since(t0));
-  }
-  std::sort(t.begin(), t.end());
-  return t[t.size() / 2];
 }
 
 int usable_cpus() {
@@ -126,119 +102,6 @@ double einsum_seconds(int64_t m, int64_t k, int64_t n) {
   Operation* write = assign(c, einsum({a, b}, Shape({dm, dn})));
   Session s(g, MeshConfig{});
   return time_median([&] { s.run(std::vector<Tensor>{}, {}, {write}); }, 5, 0.3);
-}
-
-struct LinkTimes {
-  double latency = 0;    // one way, tiny message
-  double allreduce = 0;  // kAllreduceFloats floats on 2 ranks
-};
-constexpr int64_t kAllreduceFloats = 1 << 20;  // 4 MiB
-
-// Run by both ranks of a 2-rank world; rank 0's figures count.
-// Run by every rank of a world of 2 or more ranks, in pairs (r, r + n/2)
-// all timing at once; rank 0's figures count. Fixed repetition counts, so
-// that every pair makes the same calls.
-LinkTimes time_link(Transport& t) {
-  const int half = t.size() / 2;
-  const int peer = t.rank() < half ? t.rank() + half : t.rank() - half;
-  const bool first = t.rank() < half;
-  uint64_t tag = 1;
-  LinkTimes r;
-  char byte = 0;
-  constexpr int kRoundTrips = 200;
-  std::vector<double> trips;
-  for (int batch = 0; batch < 7; ++batch) {
-    const auto t0 = Clock::now();
-    for (int i = 0; i < kRoundTrips; ++i, ++tag) {
-      if (first) {
-        t.send(peer, tag, &byte, 1);
-        t.recv(peer, tag, &byte, 1);
-      } else {
-        t.recv(peer, tag, &byte, 1);
-        t.send(peer, tag, &byte, 1);
-      }
-    }
-    trips.push_back(seconds_since(t0) / kRoundTrips);
-  }
-  std::sort(trips.begin(), trips.end());
-  r.latency = trips[trips.size() / 2] / 2;
-  std::vector<float> data(kAllreduceFloats, 1.f);
-  Group g;
-  g.ranks = {std::min(t.rank(), peer), std::max(t.rank(), peer)};
-  g.index = first ? 0 : 1;
-  r.allreduce = time_median(
-      [&] {
-        allreduce(t, g, data.data(), kAllreduceFloats, float32, ReduceOp::kSum, tag++);
-        std::fill(data.begin(), data.end(), 1.f);  // keep the sums finite
-      },
-      9, 0);
-  return r;
-}
-
-// Two ranks as threads, or 2 * cpus of them (more ranks than CPUs).
-LinkTimes link_between_threads(int ranks) {
-  LinkTimes r;
-  run_in_process(
-      ranks,
-      [&](Transport& t) {
-        const LinkTimes mine = time_link(t);
-        if (t.rank() == 0) r = mine;
-      },
-      RankExecution::kPool);
-  return r;
-}
-
-int free_loopback_port() {
-  const int fd = socket(AF_INET, SOCK_STREAM, 0);
-  if (fd < 0) throw IoError("calibration: cannot open a socket to find a free port");
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof(a);
-  if (bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) != 0 ||
-      getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) != 0) {
-    close(fd);
-    throw IoError("calibration: cannot bind a loopback socket to find a free port");
-  }
-  const int port = ntohs(a.sin_port);
-  close(fd);
-  return port;
-}
-
-// Ranks connected as processes of one machine would be (TCP set-up,
-// shared-memory rings), here in threads: 2, or 2 * cpus.
-LinkTimes link_between_processes(int ranks, bool shared_memory = true) {
-  const std::string coordinator = "127.0.0.1:" + std::to_string(free_loopback_port());
-  LinkTimes r;
-  std::vector<std::exception_ptr> errors(ranks);
-  std::vector<std::thread> threads;
-  for (int rank = 0; rank < ranks; ++rank) {
-    threads.emplace_back([&, rank] {
-      try {
-        TcpOptions o;
-        o.source = "mtf-sim --calibrate";
-        o.rank = rank;
-        o.world_size = ranks;
-        o.local_rank = rank;
-        o.local_size = ranks;
-        o.coordinator = coordinator;
-        o.listen_host = "127.0.0.1";
-        o.token = "calibration-" + std::to_string(getpid());
-        o.timeout = std::chrono::milliseconds(30000);
-        o.connect_timeout = std::chrono::milliseconds(30000);
-        o.shared_memory = shared_memory;
-        std::unique_ptr<Transport> t = connect_tcp(o);
-        const LinkTimes mine = time_link(*t);
-        if (rank == 0) r = mine;
-      } catch (...) {
-        errors[rank] = std::current_exception();
-      }
-    });
-  }
-  for (auto& t : threads) t.join();
-  for (auto& e : errors)
-    if (e) std::rethrow_exception(e);
-  return r;
 }
 
 struct Shape3 {
@@ -552,36 +415,27 @@ Calibration calibrate_host(bool progress) {
   const LinkTimes processes_over = link_between_processes(2 * cpus);
   say("ranks as processes over TCP only");
   const LinkTimes tcp = link_between_processes(2, false);
-  const double bytes = 4.0 * kAllreduceFloats;
-  auto bandwidth = [&](const LinkTimes& l) {
-    return bytes / std::max(l.allreduce - 2 * l.latency, 1e-9);
-  };
-  m.node_link_latency = threads.latency;
-  m.node_link_bandwidth = bandwidth(threads);
-  m.process_link_latency = processes.latency;
-  m.process_link_bandwidth = bandwidth(processes);
-  m.tcp_link_latency = tcp.latency;
-  m.tcp_link_bandwidth = bandwidth(tcp);
-  m.threads_oversubscribed_latency = threads_over.latency;
-  m.threads_oversubscribed_bandwidth = bandwidth(threads_over);
-  m.processes_oversubscribed_latency = processes_over.latency;
-  m.processes_oversubscribed_bandwidth = bandwidth(processes_over);
   const std::string over = cat(" (", 2 * cpus, " ranks)");
-  cal.points.push_back({"1-byte message, threads (one way)", threads.latency, 0, 0});
-  cal.points.push_back(
-      {"allreduce 4 MiB on 2 threads", threads.allreduce, m.node_link_bandwidth, 0});
-  cal.points.push_back({"1-byte message, threads" + over, threads_over.latency, 0, 0});
-  cal.points.push_back({"allreduce 4 MiB, threads" + over, threads_over.allreduce,
-                        m.threads_oversubscribed_bandwidth, 0});
-  cal.points.push_back({"1-byte message, processes (one way)", processes.latency, 0, 0});
-  cal.points.push_back(
-      {"allreduce 4 MiB on 2 processes", processes.allreduce, m.process_link_bandwidth, 0});
-  cal.points.push_back({"1-byte message, processes over TCP", tcp.latency, 0, 0});
-  cal.points.push_back(
-      {"allreduce 4 MiB on 2 processes over TCP", tcp.allreduce, m.tcp_link_bandwidth, 0});
-  cal.points.push_back({"1-byte message, processes" + over, processes_over.latency, 0, 0});
-  cal.points.push_back({"allreduce 4 MiB, processes" + over, processes_over.allreduce,
-                        m.processes_oversubscribed_bandwidth, 0});
+  const struct {
+    std::string what;
+    const LinkTimes& times;
+    double* bandwidth;
+    double* latency;
+  } links[] = {
+      {"2 threads", threads, &m.node_link_bandwidth, &m.node_link_latency},
+      {"threads" + over, threads_over, &m.threads_oversubscribed_bandwidth,
+       &m.threads_oversubscribed_latency},
+      {"2 processes", processes, &m.process_link_bandwidth, &m.process_link_latency},
+      {"2 processes over TCP", tcp, &m.tcp_link_bandwidth, &m.tcp_link_latency},
+      {"processes" + over, processes_over, &m.processes_oversubscribed_bandwidth,
+       &m.processes_oversubscribed_latency},
+  };
+  for (const auto& l : links) {
+    *l.latency = l.times.latency;
+    *l.bandwidth = l.times.bandwidth();
+    cal.points.push_back({"1-byte message one way, " + l.what, l.times.latency, 0, 0});
+    cal.points.push_back({"allreduce 4 MiB, " + l.what, l.times.allreduce, *l.bandwidth, 0});
+  }
 
   // The reference MLP on twice as many ranks (as threads) as CPUs, against
   // the simulation of it with the figures so far: what taking turns costs.

@@ -1,0 +1,35 @@
+// calibration_timing.h — wall-clock medians for mtf-sim --calibrate.
+#pragma once
+
+#include <algorithm>
+#include <chrono>
+#include <functional>
+#include <vector>
+
+namespace mtf::tools {
+
+using Clock = std::chrono::steady_clock;
+
+inline double seconds_since(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+// Median seconds of fn: two untimed runs, then at least `min_reps` timed
+// ones, more while under `budget` seconds (0: exactly min_reps, as ranks
+// that must make the same calls need).
+inline double time_median(const std::function<void()>& fn, int min_reps = 7, double budget = 0.5) {
+  fn();
+  fn();
+  std::vector<double> t;
+  const auto start = Clock::now();
+  while (static_cast<int>(t.size()) < min_reps ||
+         (seconds_since(start) < budget && t.size() < 400)) {
+    const auto t0 = Clock::now();
+    fn();
+    t.push_back(seconds_since(t0));
+  }
+  std::sort(t.begin(), t.end());
+  return t[t.size() / 2];
+}
+
+}  // namespace mtf::tools
