@@ -35,11 +35,14 @@ Topology ring_topology(std::vector<int> chips, double alpha = 1e-6, double bw = 
 }
 
 // Runs `body` on every core of a simulated machine; returns the step time.
+// ring_timing false: every collective message by message.
 double simulate(const Topology& topo, const MeshShape& mesh,
-                const std::function<void(Transport&)>& body, SimReport* report = nullptr) {
+                const std::function<void(Transport&)>& body, SimReport* report = nullptr,
+                bool ring_timing = true) {
   SimOptions o;
   o.topology = topo;
   o.mode = SimMode::kCostOnly;
+  o.ring_timing = ring_timing;
   sim::Engine engine(o, mesh);
   Program empty;
   empty.mesh = mesh;
@@ -164,6 +167,64 @@ TEST(SimCollectives, MatchClosedForms) {
   });
   auto ring_allreduce = [&](int q) { return 2 * (q - 1) * a + 2.0 * (q - 1) / q * (n / 2) * beta; };
   expect_within(t, ring_allreduce(4) + ring_allreduce(8), 0.01, "2-D allreduce");
+}
+
+// Recursive doubling (small allreduces) is timed round by round at once, in
+// the order its messages would be sent: the same times as message by
+// message, with the group's cores arriving together or apart, on a power
+// of two and with folded members.
+TEST(SimCollectives, RecursiveDoublingAtOnceEqualsMessageByMessage) {
+  for (int p : {2, 6, 8}) {
+    const Topology topo = ring_topology({p}, 1e-6, 1e9);
+    const MeshShape mesh(std::string("x:") + std::to_string(p));
+    for (bool skewed : {false, true}) {
+      auto body = [&](Transport& t) {
+        if (skewed && t.rank() == 0) t.send(1, 9, nullptr, 1 << 20);
+        if (skewed && t.rank() == 1) t.recv(0, 9, nullptr, 1 << 20);
+        allreduce(t, Group::all(p, t.rank()), nullptr, 1024, float32, ReduceOp::kSum, 1);
+        // A second round among the even cores (folded members when there
+        // are 6), while the odd ones wait.
+        if (t.rank() % 2 == 0) {
+          Group evens;
+          for (int r = 0; r < p; r += 2) evens.ranks.push_back(r);
+          evens.index = t.rank() / 2;
+          allreduce(t, evens, nullptr, 256, float32, ReduceOp::kSum, 2);
+        }
+      };
+      SimReport at_once, messages;
+      simulate(topo, mesh, body, &at_once, true);
+      simulate(topo, mesh, body, &messages, false);
+      const std::string what = std::to_string(p) + (skewed ? " cores, apart" : " cores");
+      EXPECT_EQ(at_once.step_time, messages.step_time) << what;
+      EXPECT_EQ(at_once.messages, messages.messages) << what;
+      for (int r = 0; r < p; ++r)
+        EXPECT_EQ(at_once.per_core[r].communication, messages.per_core[r].communication) << what;
+    }
+  }
+  // Two cores: one exchange, a latency and the buffer at the link's rate.
+  const double t = simulate(ring_topology({2}, 1e-6, 1e9), MeshShape("x:2"), [](Transport& tr) {
+    allreduce(tr, Group::all(2, tr.rank()), nullptr, 1024, float32, ReduceOp::kSum, 1);
+  });
+  expect_within(t, 1e-6 + 4096 / 1e9, 1e-9, "recursive doubling over 2");
+}
+
+TEST(SimErrors, RecursiveDoublingOfDifferentSizesIsAnErrorNotAHang) {
+  if (testing::kAddressSanitizer) GTEST_SKIP() << "exceptions on fiber stacks confuse ASan";
+  for (bool at_once : {true, false}) {
+    try {
+      simulate(
+          ring_topology({4}), MeshShape("x:4"),
+          [](Transport& t) {
+            const int64_t count = t.rank() == 3 ? 32 : 64;  // core 3 disagrees
+            allreduce(t, Group::all(4, t.rank()), nullptr, count, float32, ReduceOp::kSum, 1);
+          },
+          nullptr, at_once);
+      FAIL() << at_once;
+    } catch (const ValueError& e) {
+      EXPECT_NE(std::string(e.what()).find("different collectives or sizes"), std::string::npos)
+          << e.what();
+    }
+  }
 }
 
 TEST(SimLinks, ContentionDoublesTimeDisjointFlowsDoNot) {

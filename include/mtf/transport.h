@@ -64,6 +64,24 @@ struct RingPassTiming {
   int send_chunk = 0, recv_chunk = 0;
 };
 
+// A collective of a fixed pattern of rounds (recursive doubling and the
+// like) as this rank takes part in it: in each round it sends at most one
+// message (to send_to) and then receives at most one (from recv_from), as
+// send() then recv() would. Every rank of `group` describes the same
+// number of rounds with the same tag.
+struct ExchangeRound {
+  int send_to = -1;  // -1: no send this round
+  size_t send_bytes = 0;
+  int recv_from = -1;  // -1: no receive this round
+  size_t recv_bytes = 0;
+};
+struct ExchangeRoundsTiming {
+  const std::vector<int>* group = nullptr;  // the ranks taking part
+  int position = 0;                         // this rank's place in *group
+  uint64_t tag = 0;                         // every message's tag
+  std::vector<ExchangeRound> rounds;
+};
+
 class Transport {
  public:
   virtual ~Transport() = default;
@@ -92,6 +110,11 @@ class Transport {
   // same choice. A ring of n ranks then costs the simulator O(n) fiber
   // switches instead of O(n^2).
   virtual bool time_ring_passes(const std::vector<RingPassTiming>& passes);
+  // The same for a collective of rounds: times every round of every rank of
+  // the group at once and returns true (the caller then still moves the
+  // data message by message when carries_data(), untimed), or returns false
+  // having done nothing. O(group) fiber switches instead of one per message.
+  virtual bool time_exchange_rounds(const ExchangeRoundsTiming& timing);
 
   // Ring collectives move each step's chunk in segments of at most this many
   // bytes, one exchange() each, so what a step receives is reduced while it

@@ -64,24 +64,78 @@ void fold_out(Transport& t, const Group& g, const Fold& f, void* data, int64_t c
 
 }  // namespace
 
+namespace {
+
+// Recursive doubling as the rounds one member takes part in, which both
+// run it and describe it to a transport that times it at once: the fold
+// (if any), log2(pof2) exchanges of the whole buffer, the unfold (if any).
+// A received buffer is reduced into the data, except the unfold's, which
+// replaces it. Every member has the same number of rounds.
+struct DoublingRound {
+  ExchangeRound round;
+  bool reduce = false;
+};
+
+std::vector<DoublingRound> recursive_doubling_rounds(const Group& g, size_t bytes) {
+  const Fold f(g.size());
+  const int i = g.index;
+  const bool folds = i < 2 * f.rem;
+  std::vector<DoublingRound> rounds;
+  if (f.rem > 0) {
+    DoublingRound r;
+    if (folds && i % 2 == 0) r.round.send_to = g.ranks[i + 1];
+    if (folds && i % 2 == 1) r.round.recv_from = g.ranks[i - 1];
+    r.reduce = true;
+    rounds.push_back(r);
+  }
+  const int me = f.core_rank(i);
+  for (int mask = 1; mask < f.pof2; mask <<= 1) {
+    DoublingRound r;
+    if (me >= 0) r.round.send_to = r.round.recv_from = g.ranks[f.member(me ^ mask)];
+    r.reduce = true;
+    rounds.push_back(r);
+  }
+  if (f.rem > 0) {
+    DoublingRound r;
+    if (folds && i % 2 == 1) r.round.send_to = g.ranks[i - 1];
+    if (folds && i % 2 == 0) r.round.recv_from = g.ranks[i + 1];
+    rounds.push_back(r);
+  }
+  for (DoublingRound& r : rounds) {
+    if (r.round.send_to >= 0) r.round.send_bytes = bytes;
+    if (r.round.recv_from >= 0) r.round.recv_bytes = bytes;
+  }
+  return rounds;
+}
+
+}  // namespace
+
 void allreduce_recursive_doubling(Transport& t, const Group& g, void* data, int64_t count,
                                   DType dtype, ReduceOp op, uint64_t tag) {
   const size_t bytes = static_cast<size_t>(count) * element_size(dtype);
+  const uint64_t channel = subtag(tag, 5);
+  const std::vector<DoublingRound> rounds = recursive_doubling_rounds(g, bytes);
+  ExchangeRoundsTiming timing;
+  timing.group = &g.ranks;
+  timing.position = g.index;
+  timing.tag = channel;
+  for (const DoublingRound& r : rounds) timing.rounds.push_back(r.round);
+  if (t.time_exchange_rounds(timing) && !t.carries_data()) return;
   std::shared_ptr<detail::Buffer> scratch;  // pooled: no page faults per call
   if (t.carries_data()) scratch = detail::allocate_buffer(bytes);
   void* other = scratch ? scratch->data : nullptr;
-  const uint64_t channel = subtag(tag, 5);
-  const Fold f(g.size());
-  fold_in(t, g, f, data, other, count, dtype, op, channel);
-  if (const int me = f.core_rank(g.index); me >= 0) {
-    for (int mask = 1; mask < f.pof2; mask <<= 1) {
-      const int partner = g.ranks[f.member(me ^ mask)];
-      t.exchange({SendSpec{partner, channel, data, bytes}},
-                 {RecvSpec{partner, channel, other, bytes}});
-      if (t.carries_data()) reduce_into(data, other, count, dtype, op);
+  for (const DoublingRound& r : rounds) {
+    const int to = r.round.send_to, from = r.round.recv_from;
+    void* into = r.reduce ? other : data;
+    if (to >= 0 && from >= 0) {
+      t.exchange({SendSpec{to, channel, data, bytes}}, {RecvSpec{from, channel, into, bytes}});
+    } else if (to >= 0) {
+      t.send(to, channel, data, bytes);
+    } else if (from >= 0) {
+      t.recv(from, channel, into, bytes);
     }
+    if (from >= 0 && r.reduce && t.carries_data()) reduce_into(data, other, count, dtype, op);
   }
-  fold_out(t, g, f, data, count, dtype, channel);
 }
 
 void allreduce_halving_doubling(Transport& t, const Group& g, void* data, int64_t count,

@@ -47,6 +47,7 @@ class SimTransport : public Transport {
     check_peer(peer, "send");
     if (w_.failed) throw PeerLostError("simulation stopped: " + w_.failure);
     World::Core& me = w_.cores[rank_];
+    w_.take_turn(me);
     Message m;
     auto timed = timed_sends_.find(tag);
     if (timed == timed_sends_.end()) {
@@ -66,10 +67,20 @@ class SimTransport : public Transport {
   }
 
   bool time_ring_passes(const std::vector<RingPassTiming>& passes) override {
+    w_.take_turn(w_.cores[rank_]);
     if (!w_.rings.time(w_, rank_, passes)) return false;
     if (w_.carries_data)
       for (const RingPassTiming& p : passes)
         timed_sends_[p.tag] += static_cast<int64_t>(p.order->size()) - 1;
+    return true;
+  }
+
+  bool time_exchange_rounds(const ExchangeRoundsTiming& timing) override {
+    w_.take_turn(w_.cores[rank_]);
+    if (!w_.rings.time_rounds(w_, rank_, timing)) return false;
+    if (w_.carries_data)
+      for (const ExchangeRound& r : timing.rounds)
+        if (r.send_to >= 0) ++timed_sends_[timing.tag];
     return true;
   }
 
@@ -96,7 +107,7 @@ class SimTransport : public Transport {
     if (w_.carries_data && bytes) std::memcpy(data, m.data.data(), bytes);
     if (m.arrival > me.clock) {
       me.clock = m.arrival;
-      w_.yield_at(me);
+      me.behind = true;
     }
   }
 
@@ -137,7 +148,7 @@ class CoreHooks : public StepHooks {
         args += detail::str_cat(",\"bytes_sent\":", c.bytes_sent - sent_before_);
       w_.events.push_back({0, rank_, name, start_, c.clock, args});
     }
-    if (c.clock > start_) w_.yield_at(c);
+    if (c.clock > start_) c.behind = true;
   }
   bool dry() const override { return dry_; }
 
@@ -220,6 +231,7 @@ void run_cores(World& w, bool dry, const std::function<void(Transport&, StepHook
                               errors.record(std::current_exception());
                               w.fail(detail::str_cat("core ", r, " failed"));
                             }
+                            c.done = true;
                             --w.running;
                             if (w.check_deadlock())
                               errors.record(std::make_exception_ptr(TimeoutError(w.failure)));

@@ -2,6 +2,10 @@
 #include "sim/ring_timing.h"
 
 #include <algorithm>
+#include <functional>
+#include <queue>
+#include <string>
+#include <tuple>
 
 #include "core/check.h"
 #include "mtf/errors.h"
@@ -46,7 +50,7 @@ const RingTimer::Info& RingTimer::info(World& w, const RingKey& key,
 bool RingTimer::time(World& w, int rank, const std::vector<RingPassTiming>& passes) {
   if (disabled_ || passes.empty() || passes[0].order->size() < 2) return false;
   const RingKey key{passes[0].tag, passes[0].order->front()};
-  if (slow_ && slow_->count(key)) return false;
+  if (slow(key)) return false;
   auto it = meetings_.find(key);
   if (it == meetings_.end()) {
     const Info& ring = info(w, key, passes);
@@ -69,7 +73,7 @@ bool RingTimer::time(World& w, int rank, const std::vector<RingPassTiming>& pass
     run(w, rank, ring, m);
     // Gone before this core yields: its peers may meet again on this key.
     meetings_.erase(key);
-    if (me.clock > start) w.yield_at(me);
+    if (me.clock > start) me.behind = true;
     return true;
   }
   me.ring_timed = false;
@@ -127,13 +131,118 @@ void RingTimer::run(World& w, int rank, const Info& ring, const Meeting& m) {
     for (int j = 0; j < n; ++j)
       for (int p = 0; p < passes; ++p) clock[j] = std::max(clock[j], arrival[p * n + j]);
   }
-  for (int i = 0; i < n; ++i) {
-    World::Core& c = w.cores[ring.ranks[i]];
+  finish(w, rank, ring.ranks, clock);
+}
+
+void RingTimer::finish(World& w, int rank, const std::vector<int>& ranks,
+                       const std::vector<double>& clock) {
+  for (size_t i = 0; i < ranks.size(); ++i) {
+    World::Core& c = w.cores[ranks[i]];
     c.clock = clock[i];
-    if (ring.ranks[i] == rank) continue;
+    if (ranks[i] == rank) continue;
     c.ring_timed = true;
     w.wake(c, clock[i]);
   }
+}
+
+bool RingTimer::time_rounds(World& w, int rank, const ExchangeRoundsTiming& timing) {
+  const std::vector<int>& group = *timing.group;
+  const int n = static_cast<int>(group.size());
+  if (n < 2) return false;
+  const RingKey key{timing.tag, group.front()};
+  if (slow(key)) return false;
+  RoundsMeeting& m = round_meetings_[key];
+  if (m.members.empty()) m.members.assign(n, nullptr);
+  const int at = timing.position;
+  // Every core of a group makes the same calls: anything else is a bug.
+  MTF_CHECK(static_cast<int>(m.members.size()) == n && at >= 0 && at < n && group[at] == rank &&
+            !m.members[at]);
+  m.members[at] = &timing;
+  World::Core& me = w.cores[rank];
+  if (++m.arrived == n) {
+    const double start = me.clock;
+    run_rounds(w, rank, m);
+    round_meetings_.erase(key);  // before this core yields: peers may meet again on this key
+    if (me.clock > start) me.behind = true;
+    return true;
+  }
+  me.ring_timed = false;
+  std::unique_lock<boost::fibers::mutex> lock(me.mu);
+  while (!me.ring_timed) w.block(me, lock, group[(at + n - 1) % n], timing.tag);
+  return true;
+}
+
+void RingTimer::run_rounds(World& w, int rank, const RoundsMeeting& m) {
+  const ExchangeRoundsTiming& first = *m.members[0];
+  const std::vector<int>& group = *first.group;
+  const int n = static_cast<int>(group.size());
+  const size_t rounds = first.rounds.size();
+  parties_.push_back({first.tag, group.front()});
+  const int party = static_cast<int>(parties_.size());
+  position_.resize(w.cores.size(), -1);
+  for (int i = 0; i < n; ++i) position_[group[i]] = i;
+  auto mismatch = [&](int i, const std::string& what) {
+    for (int r : group) position_[r] = -1;
+    const std::string why =
+        detail::str_cat("collective of rounds (tag ", first.tag, "): core ", group[i], " ", what,
+                        "; the cores called different collectives or sizes");
+    w.fail(why);
+    throw ValueError(why);
+  };
+  for (int i = 0; i < n; ++i)
+    if (m.members[i]->rounds.size() != rounds || *m.members[i]->group != group)
+      mismatch(i, "describes other rounds or another group than core " + std::to_string(group[0]));
+  // The members' sends in time order (ties: the lower core first, as the
+  // scheduler would run them): each member's next send waits for its
+  // receive of the round before.
+  std::vector<double> clock(n), arrival(rounds * n, -1.0);
+  std::vector<size_t> round(n, 0);
+  std::vector<bool> waiting(n, false);
+  using Turn = std::tuple<double, int, int>;  // clock, core, position
+  std::priority_queue<Turn, std::vector<Turn>, std::greater<Turn>> turns;
+  auto next_round = [&](int i) {
+    if (++round[i] < rounds) turns.emplace(clock[i], group[i], i);
+  };
+  for (int i = 0; i < n; ++i) {
+    clock[i] = w.cores[group[i]].clock;
+    if (rounds > 0) turns.emplace(clock[i], group[i], i);
+  }
+  while (!turns.empty()) {
+    const int i = std::get<2>(turns.top());
+    turns.pop();
+    const size_t r = round[i];
+    const ExchangeRound& mine = m.members[i]->rounds[r];
+    if (mine.send_to >= 0) {
+      const int j =
+          mine.send_to < static_cast<int>(position_.size()) ? position_[mine.send_to] : -1;
+      if (j < 0 || m.members[j]->rounds[r].recv_from != group[i] ||
+          m.members[j]->rounds[r].recv_bytes != mine.send_bytes) {
+        mismatch(i, detail::str_cat("sends ", mine.send_bytes, " bytes to core ", mine.send_to,
+                                    " in round ", r, ", which does not expect them"));
+      }
+      double& got = arrival[r * n + j];
+      got = w.transmit(w.route(group[i], mine.send_to), group[i], mine.send_to, mine.send_bytes,
+                       clock[i], party);
+      if (waiting[j] && round[j] == r) {
+        waiting[j] = false;
+        clock[j] = std::max(clock[j], got);
+        next_round(j);
+      }
+    }
+    if (mine.recv_from < 0) {
+      next_round(i);
+    } else if (arrival[r * n + i] >= 0) {
+      clock[i] = std::max(clock[i], arrival[r * n + i]);
+      next_round(i);
+    } else {
+      waiting[i] = true;
+    }
+  }
+  for (int i = 0; i < n; ++i)
+    if (waiting[i])
+      mismatch(i, detail::str_cat("expects a message in round ", round[i], " that nobody sends"));
+  for (int r : group) position_[r] = -1;
+  finish(w, rank, group, clock);
 }
 
 void RingTimer::out_of_order(int a, int b) {

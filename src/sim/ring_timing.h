@@ -1,5 +1,7 @@
 // ring_timing.h — how the simulator times a lockstep ring collective
-// (Transport::time_ring_passes): once every core of the ring has reached it,
+// (Transport::time_ring_passes), and likewise a collective of rounds such as
+// recursive doubling (Transport::time_exchange_rounds, timed round by round
+// the same way): once every core of the ring has reached it,
 // the last to arrive times all their steps in one pass, step by step: at
 // step s every core, in ring order, books its messages of that step at its
 // clock (World::transmit, first come first served per link), then every
@@ -41,6 +43,10 @@ class RingTimer {
   // message by message; else waits for the ring's other cores, and the last
   // one to arrive times every core's steps and wakes them.
   bool time(World& w, int rank, const std::vector<RingPassTiming>& passes);
+  // Transport::time_exchange_rounds for core `rank`, the same way: round by
+  // round, every core's send at its clock, then every core's clock becomes
+  // the latest of its own and its receive's arrival.
+  bool time_rounds(World& w, int rank, const ExchangeRoundsTiming& timing);
 
   // World::transmit found messages of parties a and b (0: a message sent by
   // itself, else a ring timed here) booked on one link out of time order.
@@ -70,11 +76,22 @@ class RingTimer {
   const Info& info(World& w, const RingKey& key, const std::vector<RingPassTiming>& passes);
   // Times every core's steps and wakes the cores other than `rank`.
   void run(World& w, int rank, const Info& ring, const Meeting& m);
+  struct RoundsMeeting {
+    int arrived = 0;
+    std::vector<const ExchangeRoundsTiming*> members;  // by position in the group
+  };
+  void run_rounds(World& w, int rank, const RoundsMeeting& m);
+  // Whether the ring or collective `key` goes message by message.
+  bool slow(const RingKey& key) const { return disabled_ || (slow_ && slow_->count(key)); }
+  // Sets the cores' clocks after a timing and wakes those other than `rank`.
+  void finish(World& w, int rank, const std::vector<int>& ranks, const std::vector<double>& clock);
 
   const std::set<RingKey>* slow_;
   bool disabled_ = false;
   std::map<RingKey, Info> infos_;
   std::map<RingKey, Meeting> meetings_;
+  std::map<RingKey, RoundsMeeting> round_meetings_;
+  std::vector<int> position_;     // run_rounds' scratch: a core's place in the group, or -1
   std::vector<RingKey> parties_;  // party k is parties_[k - 1]
   std::set<RingKey> late_;
 };

@@ -14,6 +14,8 @@ void World::init(int n) {
   link_free.assign(machine.num_links(), 0.0);
   link_bytes.assign(machine.num_links(), 0);
   link_log.assign(machine.num_links(), LinkLog{});
+  horizon = 0;
+  until_horizon = 0;
   // One more slot for messages sent outside any step (collectives called
   // directly, as the tests do).
   step_time_sum.assign(program.steps.size() + 1, 0.0);
@@ -56,13 +58,32 @@ const Route& World::route(int from, int to) {
   return routes.emplace(key, std::move(r)).first->second;
 }
 
+void LinkLog::forget_before(double horizon) {
+  if (horizon <= forgot_at) return;
+  forgot_at = horizon;
+  // Bookings are busy intervals in time order: those that ended before the
+  // horizon (and so were sent before it) are a prefix, found without
+  // touching each.
+  const auto done = std::lower_bound(entries.begin() + first, entries.end(), horizon,
+                                     [](const Booking& b, double h) { return b.end < h; });
+  if (done == entries.begin() + first) return;
+  evicted_end = std::max(evicted_end, (done - 1)->end);
+  first = static_cast<int>(done - entries.begin());
+  if (first == static_cast<int>(entries.size())) {
+    entries.clear();
+    first = 0;
+  }
+}
+
 double LinkLog::fit(double sent, int party, double earliest, double serialize, bool ties_unordered,
                     int* at) const {
+  const int count = this->count();
+  if (sent < evicted_sent) return -1;  // what it would meet is forgotten
   if (count == 0) {
     *at = 0;
     return std::max(earliest, evicted_end);
   }
-  const Booking& last = entries[count - 1];
+  const Booking& last = this->at(count - 1);
   // In time order, or a party's own bookings (time order for messages sent
   // by themselves, ring order for a ring's): after everything. Messages
   // sent at the same instant are in no order when ties_unordered.
@@ -71,37 +92,64 @@ double LinkLog::fit(double sent, int party, double earliest, double serialize, b
     *at = count;
     return std::max(earliest, last.end);
   }
-  int p = count;
-  while (p > 0 && (entries[p - 1].sent > sent || (tie && entries[p - 1].sent == sent))) --p;
-  if (p == 0 && evicted && entries[0].sent > sent) return -1;  // what it would meet is forgotten
-  double start = std::max(earliest, p ? entries[p - 1].end : evicted_end);
+  // Where time order puts it: after the last booking sent before it (at
+  // the same instant too, unless ties are unordered), which is the first
+  // position from which every booking was sent after it.
+  int lo = 0, hi = count - 1;  // the last booking was sent after it (above)
+  while (lo < hi) {
+    const int mid = (lo + hi) / 2;
+    const double from = this->at(mid).sent_from_here;
+    if (from > sent || (tie && from == sent)) {
+      hi = mid;
+    } else {
+      lo = mid + 1;
+    }
+  }
+  const int p = lo;
+  double start = std::max(earliest, p ? this->at(p - 1).end : evicted_end);
   for (int i = p; i < count; ++i) {
-    if (start + serialize <= entries[i].start) {
+    if (start + serialize <= this->at(i).start) {
       *at = i;
       return start;
     }
-    start = std::max(start, entries[i].end);
+    start = std::max(start, this->at(i).end);
   }
   *at = count;
   return start;
 }
 
 void LinkLog::insert(int at, const Booking& b) {
-  if (count == kKept) {
-    evicted_end = std::max(evicted_end, entries[0].end);
-    evicted = true;
-    std::copy(entries.begin() + 1, entries.begin() + count, entries.begin());
-    --count;
-    --at;
+  if (count() == kMaxKept) {
+    evicted_end = std::max(evicted_end, entries[first].end);
+    evicted_sent = std::max(evicted_sent, entries[first].sent);
+    ++first;
+    if (--at < 0) at = 0;
   }
-  if (at < 0) at = 0;
-  std::copy_backward(entries.begin() + at, entries.begin() + count, entries.begin() + count + 1);
-  entries[at] = b;
-  ++count;
+  // Drop the forgotten prefix once it is as long as what is live.
+  if (first > 0 && first >= count()) {
+    entries.erase(entries.begin(), entries.begin() + first);
+    first = 0;
+  }
+  const int n = count();
+  Booking& placed = *entries.insert(entries.begin() + first + at, b);
+  placed.sent_from_here =
+      at < n ? std::min(b.sent, entries[first + at + 1].sent_from_here) : b.sent;
+  for (int k = first + at - 1; k >= first && entries[k].sent_from_here > b.sent; --k)
+    entries[k].sent_from_here = b.sent;
 }
 
 double World::transmit(const Route& r, int from, int to, size_t bytes, double sent, int party) {
   Core& me = cores[from];
+  if (--until_horizon < 0) {
+    // Every so many messages (amortized O(1) each): the latest time no
+    // running core's clock is behind. Clocks only grow, so a stale horizon
+    // is merely conservative.
+    double h = me.clock;
+    for (const Core& c : cores)
+      if (!c.done) h = std::min(h, c.clock);
+    horizon = std::max(horizon, h);
+    until_horizon = 4 * static_cast<int64_t>(cores.size());
+  }
   const double serialize = r.bandwidth > 0 ? static_cast<double>(bytes) / r.bandwidth : 0;
   const size_t links = r.links.size();
   std::vector<int>& at = place_scratch;
@@ -109,6 +157,7 @@ double World::transmit(const Route& r, int from, int to, size_t bytes, double se
   at.resize(links);
   starts.resize(links);
   bool known = true;
+  for (int l : r.links) link_log[l].forget_before(horizon);
   if (r.pipelined) {
     // Each link on its own, none before the previous one started.
     double start = sent;
@@ -124,7 +173,7 @@ double World::transmit(const Route& r, int from, int to, size_t bytes, double se
       double latest = start;
       for (size_t k = 0; k < links && known; ++k) {
         const double s = link_log[r.links[k]].fit(sent, party, start, serialize, false, &at[k]);
-        known = s >= 0 && round <= 4 * LinkLog::kKept;
+        known = s >= 0 && round <= 4 * LinkLog::kMaxKept;
         latest = std::max(latest, s);
       }
       if (latest == start) break;
@@ -137,14 +186,14 @@ double World::transmit(const Route& r, int from, int to, size_t bytes, double se
     // this attempt's figures are discarded (the rings involved go message
     // by message next time); book it after everything.
     for (int l : r.links)
-      for (int i = 0; i < link_log[l].count; ++i)
-        rings.out_of_order(party, link_log[l].entries[i].party);
+      for (int i = 0; i < link_log[l].count(); ++i)
+        rings.out_of_order(party, link_log[l].at(i).party);
     // Each link after what it holds (pipelined: none before the previous
     // one's start); a whole route at the latest of them.
     double start = sent;
     for (size_t k = 0; k < links; ++k) {
       starts[k] = start = std::max(start, link_free[r.links[k]]);
-      at[k] = link_log[r.links[k]].count;
+      at[k] = link_log[r.links[k]].count();
     }
     if (!r.pipelined) std::fill(starts.begin(), starts.end(), start);
   }

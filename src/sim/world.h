@@ -5,7 +5,6 @@
 // condition variables need. Internal to the simulator.
 #pragma once
 
-#include <array>
 #include <boost/fiber/all.hpp>
 #include <cstdint>
 #include <deque>
@@ -63,30 +62,42 @@ struct TraceFlow {
   double sent, arrived;
 };
 
-// The latest bookings of one directed link, in order of send time, so that
-// a booking that comes late (a ring timed ahead of other traffic, or other
-// traffic after it) can be placed where time order puts it, if it fits in
-// the gap there without moving anything.
+// The bookings of one directed link that later traffic can still meet, in
+// time order (busy intervals that do not overlap), so that a booking that
+// comes late (a ring timed ahead of other traffic, or other traffic after
+// it) can be placed where time order puts it, if it fits in the gap there
+// without moving anything. Bookings that ended before the run's horizon (no
+// core can send before it any more) are forgotten: nothing sent later goes
+// before them. At most kMaxKept are kept; a booking sent before one
+// dropped for room is reported as unknown.
 struct LinkLog {
   struct Booking {
     double sent, start, end;
     int party;  // 0: a message sent by itself; k: the k-th ring RingTimer timed
+    // The earliest send among this booking and every later one (set by
+    // insert): where time order puts a late booking is a binary search.
+    double sent_from_here = 0;
   };
-  static constexpr int kKept = 16;
-  std::array<Booking, kKept> entries{};
-  int count = 0;
-  bool evicted = false;    // older bookings were dropped
-  double evicted_end = 0;  // the latest end among them
-  int last_party() const { return count ? entries[count - 1].party : 0; }
+  static constexpr int kMaxKept = 2048;
+  std::vector<Booking> entries;  // live from entries[first]
+  int first = 0;
+  double evicted_end = 0;    // the latest end among the forgotten
+  double evicted_sent = -1;  // the latest send among those dropped for room
+  double forgot_at = 0;      // the horizon of the last forget_before
+  int count() const { return static_cast<int>(entries.size()) - first; }
+  const Booking& at(int i) const { return entries[first + i]; }
 
+  // Forgets the leading bookings that ended before `horizon`.
+  void forget_before(double horizon);
   // The earliest start, no earlier than `earliest`, of a booking of
   // `serialize` seconds sent at `sent` by `party`: after everything when it
   // comes in time order (or after its own party's); else in the first gap
   // from where time order puts it that holds it, without moving any kept
   // booking. With ties_unordered (a switch port, whose flows interleave),
   // bookings sent at the same instant as it are no obstacle either: it may
-  // take a gap before them. *at: where it goes in `entries`. -1 when it was
-  // sent before every kept booking (what it would meet is forgotten).
+  // take a gap before them. *at: where it goes among the live bookings. -1
+  // when it was sent before a booking dropped for room (what it would meet
+  // is forgotten).
   double fit(double sent, int party, double earliest, double serialize, bool ties_unordered,
              int* at) const;
   void insert(int at, const Booking& b);
@@ -123,6 +134,8 @@ struct World {
     size_t step = 0;          // the step being run
     double compute = 0, communication = 0;
     int64_t bytes_sent = 0;
+    bool done = false;    // core_main returned or threw
+    bool behind = false;  // its clock moved since it last took its turn
   };
   std::vector<Core> cores;
   // Per directed link: when it is free, the bytes it carried, its latest
@@ -130,6 +143,11 @@ struct World {
   std::vector<double> link_free;
   std::vector<int64_t> link_bytes;
   std::vector<LinkLog> link_log;
+  // No core sends before this any more (a lower bound of the running cores'
+  // clocks, refreshed every so many messages): the links forget bookings
+  // sent before it.
+  double horizon = 0;
+  int64_t until_horizon = 0;          // messages before the next refresh
   std::vector<double> step_time_sum;  // per step, over cores
   std::vector<double> compute_time;   // per step: its roofline time on one core
   std::vector<int64_t> step_bytes;    // per step, over cores
@@ -163,8 +181,16 @@ struct World {
 
   // Makes the current fiber wait its turn at its (new) clock.
   void yield_at(Core& c) {
+    c.behind = false;
     c.props->key = c.clock;
     boost::this_fiber::yield();
+  }
+  // Before a core books links or meets a ring: its turn at its clock, if
+  // that moved since its last turn. Compute steps and receives only move a
+  // core's own clock, so they need not yield at once: fewer fiber switches,
+  // the same bookings in the same time order.
+  void take_turn(Core& c) {
+    if (c.behind) yield_at(c);
   }
   // Waits once on c's condition variable (held by `lock`) for a message
   // from `peer` with `tag` (or a ring's timing), counted as blocked so that

@@ -25,6 +25,7 @@ void Transport::exchange(const std::vector<SendSpec>& sends, const std::vector<R
 }
 
 bool Transport::time_ring_passes(const std::vector<RingPassTiming>&) { return false; }
+bool Transport::time_exchange_rounds(const ExchangeRoundsTiming&) { return false; }
 
 void Transport::check_peer(int peer, const char* what) const {
   if (peer < 0 || peer >= size() || peer == rank()) {
