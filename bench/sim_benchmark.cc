@@ -15,6 +15,7 @@
 #include <cstdio>
 
 #include "models/mlp.h"
+#include "models/transformer.h"
 #include "paired.h"
 
 namespace {
@@ -76,6 +77,40 @@ void BM_SimulatedMlpStep(benchmark::State& state) {
   state.counters["simulated_ms"] = s.simulation_report().step_time * 1e3;
 }
 
+struct LmCase {
+  const char* topology;
+  const char* mesh;
+  int64_t batch;
+};
+
+const LmCase kLmCases[] = {
+    {"tpu-v2-512", "batch:16;model:32", 256},
+    {"tpu-v4-16x16x16", "batch:64;model:64", 1024},
+};
+
+void BM_SimulatedPaperLmStep(benchmark::State& state) {
+  const LmCase& k = kLmCases[state.range(0)];
+  examples::TransformerConfig tc = examples::TransformerConfig::paper(262144, 256);
+  tc.batch = k.batch;
+  examples::TransformerLm lm(tc);
+  MeshConfig c;
+  c.mesh_shape = MeshShape(k.mesh);
+  c.layout = LayoutRules("batch:batch;vocab:model;d_ff:model;heads:model");
+  c.impl = MeshImpl::kSimulated;
+  c.sim.topology = Topology::preset(k.topology);
+  c.sim.mode = SimMode::kCostOnly;
+  Session s(lm.graph(), c);
+  int64_t messages = 0;
+  for (auto _ : state) {
+    s.run({lm.loss}, {}, lm.train_ops);
+    messages += s.simulation_report().messages;
+  }
+  state.SetLabel(std::string(k.topology) + " " + k.mesh);
+  state.counters["messages/s"] =
+      benchmark::Counter(static_cast<double>(messages), benchmark::Counter::kIsRate);
+  state.counters["simulated_ms"] = s.simulation_report().step_time * 1e3;
+}
+
 void BM_FiberSwitch(benchmark::State& state) {
   const int64_t switches = 100000;
   for (auto _ : state) {
@@ -104,6 +139,14 @@ BENCHMARK(BM_SimulatedMlpStep)
     ->ArgNames({"case", "functional", "messages"})
     ->Unit(benchmark::kMillisecond)
     ->MinTime(0.5)
+    ->UseRealTime();
+
+BENCHMARK(BM_SimulatedPaperLmStep)
+    ->Arg(0)
+    ->Arg(1)
+    ->ArgName("case")
+    ->Unit(benchmark::kSecond)
+    ->Iterations(1)
     ->UseRealTime();
 
 int main(int argc, char** argv) {

@@ -260,8 +260,8 @@ int main(int argc, char** argv) {
                  "functional (real data on every core) or cost (shapes and clocks only)");
     flags.define("steps", "1", "training steps to simulate");
     flags.define("ring_timing", "true",
-                 "time each ring collective at once when all its cores reach it (false: message "
-                 "by message, slower; for comparison)");
+                 "time each ring collective and recursive doubling at once when all its cores "
+                 "reach it (false: message by message, slower; for comparison)");
     flags.define("trace", "",
                  "write a Chrome trace-event JSON of the last step (opens in Perfetto)");
     flags.define("json", "false", "print the report as JSON");

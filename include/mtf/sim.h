@@ -219,9 +219,9 @@ struct SimOptions {
   SimMode mode = SimMode::kFunctional;
   std::vector<int> physical_order;  // empty: CoreMapping::automatic
   std::string trace_path;           // Chrome trace-event JSON of each run, when set
-  // Ring collectives timed at once when all their cores have reached them
-  // (O(n) fiber switches for n cores); false: message by message, as every
-  // other collective (slower, for comparison).
+  // Ring collectives and recursive doubling timed at once when all their
+  // cores have reached them (O(n) fiber switches for n cores); false:
+  // message by message, as every other collective (slower, for comparison).
   bool ring_timing = true;
 };
 

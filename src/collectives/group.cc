@@ -35,6 +35,7 @@ Group Group::along_axes(const MeshShape& mesh, int64_t pnum, const std::vector<i
   int64_t members = 1;
   for (int a : axes) members *= mesh.dims()[a].size;
   Group g;
+  g.ranks.reserve(static_cast<size_t>(members));
   std::vector<int64_t> c = home;
   for (int64_t m = 0; m < members; ++m) {
     int64_t rest = m;
@@ -43,9 +44,12 @@ Group Group::along_axes(const MeshShape& mesh, int64_t pnum, const std::vector<i
       c[axes[j]] = rest % n;
       rest /= n;
     }
-    if (c == home) g.index = static_cast<int>(g.ranks.size());
     g.ranks.push_back(static_cast<int>(mesh.pnum(c)));
   }
+  // This processor's member number: its coordinates along `axes`, mixed radix.
+  int64_t index = 0;
+  for (int a : axes) index = index * mesh.dims()[a].size + home[a];
+  g.index = static_cast<int>(index);
   return g;
 }
 

@@ -22,11 +22,8 @@ RingPass::RingPass(Transport& t, std::vector<int> order, int position, char* dat
       kind_(kind),
       k_(owner_shift),
       tag_(tag) {
-  int64_t largest = 0;
-  for (int c = 0; c < n_; ++c) {
-    const ChunkRange r = chunk_of(lo_, hi_, n_, c);
-    largest = std::max(largest, r.end - r.begin);
-  }
+  // Chunks are len/n elements rounded down or up: the largest, rounded up.
+  const int64_t largest = (hi_ - lo_ + n_ - 1) / n_;
   // Segments: as many as the largest chunk needs, the same on every rank.
   m_ = segment_count(t_, largest, es_);
   if (kind_ == Kind::kReduceScatter && t_.carries_data())

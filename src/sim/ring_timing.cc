@@ -89,6 +89,7 @@ void RingTimer::run(World& w, int rank, const Info& ring, const Meeting& m) {
   const int party = static_cast<int>(parties_.size());
   std::vector<double> clock(n), arrival(static_cast<size_t>(passes) * n);
   for (int i = 0; i < n; ++i) clock[i] = w.cores[ring.ranks[i]].clock;
+  const double outside = w.earliest_clock_outside(ring.ranks);
   // Every core's chunks of each pass, checked against what its successor
   // expects; the sizes of the chunks, once (the same on every core).
   const size_t steps = static_cast<size_t>(n - 1);
@@ -128,8 +129,14 @@ void RingTimer::run(World& w, int rank, const Info& ring, const Meeting& m) {
         c = c == 0 ? n - 1 : c - 1;
       }
     }
-    for (int j = 0; j < n; ++j)
+    double earliest = outside;
+    for (int j = 0; j < n; ++j) {
       for (int p = 0; p < passes; ++p) clock[j] = std::max(clock[j], arrival[p * n + j]);
+      earliest = std::min(earliest, clock[j]);
+    }
+    // The ring's cores send no earlier than their clocks from here on, and
+    // the others no earlier than theirs: links may forget what ended before.
+    w.horizon = std::max(w.horizon, earliest);
   }
   finish(w, rank, ring.ranks, clock);
 }

@@ -2,6 +2,7 @@
 #include "sim/world.h"
 
 #include <algorithm>
+#include <limits>
 
 #include "core/check.h"
 #include "mtf/errors.h"
@@ -43,6 +44,15 @@ void World::init(int n) {
   }
 }
 
+double World::earliest_clock_outside(const std::vector<int>& ranks) {
+  member_scratch.assign(cores.size(), 0);
+  for (int r : ranks) member_scratch[r] = 1;
+  double earliest = std::numeric_limits<double>::infinity();
+  for (size_t r = 0; r < cores.size(); ++r)
+    if (!member_scratch[r] && !cores[r].done) earliest = std::min(earliest, cores[r].clock);
+  return earliest;
+}
+
 const Route& World::route(int from, int to) {
   const int64_t key = static_cast<int64_t>(from) * static_cast<int64_t>(cores.size()) + to;
   auto it = routes.find(key);
@@ -61,6 +71,7 @@ const Route& World::route(int from, int to) {
 void LinkLog::forget_before(double horizon) {
   if (horizon <= forgot_at) return;
   forgot_at = horizon;
+  if (first == static_cast<int>(entries.size()) || entries[first].end >= horizon) return;
   // Bookings are busy intervals in time order: those that ended before the
   // horizon (and so were sent before it) are a prefix, found without
   // touching each.

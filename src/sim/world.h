@@ -163,9 +163,13 @@ struct World {
   std::vector<int> machine_of_rank;
   std::vector<int> place_scratch;     // transmit's
   std::vector<double> start_scratch;  // transmit's
+  std::vector<char> member_scratch;   // earliest_clock_outside's
   RingTimer rings;
 
   void init(int n);
+  // The earliest clock of the running cores other than `ranks` (infinity if
+  // none): while a collective timed at once runs, the others stand still.
+  double earliest_clock_outside(const std::vector<int>& ranks);
   // The route between two logical processors (computed once; references stay valid).
   const Route& route(int from, int to);
   // Books a message of `bytes` from `from` to `to`, sent at time `sent` by
