@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <functional>
+#include <limits>
 #include <queue>
 #include <string>
 #include <tuple>
@@ -12,6 +13,11 @@
 #include "sim/world.h"
 
 namespace mtf::sim {
+
+namespace {
+// Rings of at least this many cores move the horizon step by step.
+constexpr int kForgetsAsItGoes = 32;
+}  // namespace
 
 const RingTimer::Info& RingTimer::info(World& w, const RingKey& key,
                                        const std::vector<RingPassTiming>& passes) {
@@ -89,7 +95,10 @@ void RingTimer::run(World& w, int rank, const Info& ring, const Meeting& m) {
   const int party = static_cast<int>(parties_.size());
   std::vector<double> clock(n), arrival(static_cast<size_t>(passes) * n);
   for (int i = 0; i < n; ++i) clock[i] = w.cores[ring.ranks[i]].clock;
-  const double outside = w.earliest_clock_outside(ring.ranks);
+  // A long ring books many steps ahead: the links may forget as it goes
+  // (a scan of every core, worth it only then).
+  const double outside = n >= kForgetsAsItGoes ? w.earliest_clock_outside(ring.ranks)
+                                               : -std::numeric_limits<double>::infinity();
   // Every core's chunks of each pass, checked against what its successor
   // expects; the sizes of the chunks, once (the same on every core).
   const size_t steps = static_cast<size_t>(n - 1);
