@@ -82,9 +82,7 @@ bool RingTimer::time(World& w, int rank, const std::vector<RingPassTiming>& pass
     if (me.clock > start) me.behind = true;
     return true;
   }
-  me.ring_timed = false;
-  std::unique_lock<boost::fibers::mutex> lock(me.mu);
-  while (!me.ring_timed) w.block(me, lock, ring.ranks[(at + n - 1) % n], passes[0].tag);
+  wait_until_timed(w, rank, ring.ranks[(at + n - 1) % n], passes[0].tag);
   return true;
 }
 
@@ -150,6 +148,13 @@ void RingTimer::run(World& w, int rank, const Info& ring, const Meeting& m) {
   finish(w, rank, ring.ranks, clock);
 }
 
+void RingTimer::wait_until_timed(World& w, int rank, int peer, uint64_t tag) {
+  World::Core& me = w.cores[rank];
+  me.ring_timed = false;
+  std::unique_lock<boost::fibers::mutex> lock(me.mu);
+  while (!me.ring_timed) w.block(me, lock, peer, tag);
+}
+
 void RingTimer::finish(World& w, int rank, const std::vector<int>& ranks,
                        const std::vector<double>& clock) {
   for (size_t i = 0; i < ranks.size(); ++i) {
@@ -182,9 +187,7 @@ bool RingTimer::time_rounds(World& w, int rank, const ExchangeRoundsTiming& timi
     if (me.clock > start) me.behind = true;
     return true;
   }
-  me.ring_timed = false;
-  std::unique_lock<boost::fibers::mutex> lock(me.mu);
-  while (!me.ring_timed) w.block(me, lock, group[(at + n - 1) % n], timing.tag);
+  wait_until_timed(w, rank, group[(at + n - 1) % n], timing.tag);
   return true;
 }
 

@@ -83,6 +83,9 @@ class RingTimer {
   void run_rounds(World& w, int rank, const RoundsMeeting& m);
   // Whether the ring or collective `key` goes message by message.
   bool slow(const RingKey& key) const { return disabled_ || (slow_ && slow_->count(key)); }
+  // Core `rank`, not the last to arrive: waits until the last one has
+  // timed it (`peer` and `tag` name what it waits for in a deadlock report).
+  void wait_until_timed(World& w, int rank, int peer, uint64_t tag);
   // Sets the cores' clocks after a timing and wakes those other than `rank`.
   void finish(World& w, int rank, const std::vector<int>& ranks, const std::vector<double>& clock);
 
