@@ -143,6 +143,30 @@ TEST(SimHost, ProgramFactorsAndCrowdedLinksApplyWhereTheyBelong) {
   EXPECT_NE(four.to_file().find("host_ranks = tcp"), std::string::npos);
 }
 
+TEST(SimHost, FillingTheCpusWithThreadsCostsTheBusyFactor) {
+  Topology one = host(1), two = host(2), four = host(4);
+  for (Topology* t : {&one, &two, &four}) {
+    t->busy_in_program = 1.2;
+    t->oversubscribed_in_program = 1.25;
+  }
+  // One rank keeps one CPU busy: no cost; two ranks as threads fill both.
+  EXPECT_NEAR(one.host_step_seconds(1e-3), 1e-6 + 1e-3, 1e-12);
+  EXPECT_NEAR(two.host_step_seconds(1e-3), (1e-6 + 1e-3) * 1.2, 1e-12);
+  // More ranks than CPUs: the turns and their own factor instead.
+  EXPECT_NEAR(four.host_step_seconds(1e-3), 2 * (1e-6 + 1e-3) * 1.25, 1e-12);
+  // Processes (each with every CPU's BLAS threads) keep 1.
+  two.host_ranks = Topology::HostRanks::kProcesses;
+  EXPECT_NEAR(two.host_step_seconds(1e-3), 1e-6 + 1e-3, 1e-12);
+  // Between one rank and all CPUs, by the share of the other CPUs filled.
+  Topology eight = host(3);
+  eight.host_cpus = 5;
+  eight.busy_in_program = 1.2;
+  EXPECT_NEAR(eight.host_step_seconds(1e-3), (1e-6 + 1e-3) * 1.1, 1e-12);
+  // It round-trips through a machine file, and cannot be negative.
+  EXPECT_NE(two.to_file().find("busy_in_program = 1.2"), std::string::npos);
+  EXPECT_THROW(two.set("busy_in_program", "-1"), ValueError);
+}
+
 // The MLP's training step on a simulated host.
 SimReport simulate_mlp(const Topology& topo, const std::string& mesh, const std::string& layout,
                        bool fuse = true) {

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <chrono>
 #include <functional>
+#include <utility>
 #include <vector>
 
 namespace mtf::tools {
@@ -12,6 +13,19 @@ using Clock = std::chrono::steady_clock;
 
 inline double seconds_since(Clock::time_point t0) {
   return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+// The median of `t` (the upper one of an even count). REQUIRES: t not empty.
+inline double median(std::vector<double> t) {
+  std::sort(t.begin(), t.end());
+  return t[t.size() / 2];
+}
+
+// Seconds of one call of fn.
+inline double time_once(const std::function<void()>& fn) {
+  const auto t0 = Clock::now();
+  fn();
+  return seconds_since(t0);
 }
 
 // Median seconds of fn: two untimed runs, then at least `min_reps` timed
@@ -24,12 +38,9 @@ inline double time_median(const std::function<void()>& fn, int min_reps = 7, dou
   const auto start = Clock::now();
   while (static_cast<int>(t.size()) < min_reps ||
          (seconds_since(start) < budget && t.size() < 400)) {
-    const auto t0 = Clock::now();
-    fn();
-    t.push_back(seconds_since(t0));
+    t.push_back(time_once(fn));
   }
-  std::sort(t.begin(), t.end());
-  return t[t.size() / 2];
+  return median(std::move(t));
 }
 
 }  // namespace mtf::tools

@@ -12,6 +12,7 @@
 #include <fstream>
 #include <functional>
 #include <map>
+#include <memory>
 #include <random>
 #include <sstream>
 #include <thread>
@@ -39,6 +40,42 @@ int usable_cpus() {
   if (sched_getaffinity(0, sizeof(set), &set) == 0) return std::max(1, CPU_COUNT(&set));
   return std::max(1u, std::thread::hardware_concurrency());
 }
+
+// The first CPU this process may run on.
+int first_cpu() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof(set), &set) == 0)
+    for (int c = 0; c < CPU_SETSIZE; ++c)
+      if (CPU_ISSET(c, &set)) return c;
+  return 0;
+}
+
+// Keeps the calling thread on one CPU while alive. The CPUs of a VM can
+// differ by 10% and more in speed (measured: one 10% slower on products and
+// 45% on elementwise steps than the other, for hours); one-thread figures
+// are all measured on the same one, and busy_factor compares every CPU's
+// pace with it.
+class PinnedTo {
+ public:
+  explicit PinnedTo(int cpu) {
+    CPU_ZERO(&saved_);
+    if (sched_getaffinity(0, sizeof(saved_), &saved_) != 0) return;
+    cpu_set_t one;
+    CPU_ZERO(&one);
+    CPU_SET(cpu, &one);
+    pinned_ = sched_setaffinity(0, sizeof(one), &one) == 0;
+  }
+  ~PinnedTo() {
+    if (pinned_) sched_setaffinity(0, sizeof(saved_), &saved_);
+  }
+  PinnedTo(const PinnedTo&) = delete;
+  PinnedTo& operator=(const PinnedTo&) = delete;
+
+ private:
+  cpu_set_t saved_;
+  bool pinned_ = false;
+};
 
 std::string cpu_model() {
   std::ifstream in("/proc/cpuinfo");
@@ -207,9 +244,11 @@ void time_program(Graph& graph, const Tensor& loss, const std::vector<Operation*
 }
 
 // The reference programs: the MLP and a one-layer Transformer LM, smaller
-// than anything `bench/sim_validation.py` checks, on random data.
-ProgramTimes time_reference_programs(const Topology& machine) {
-  ProgramTimes t;
+// than anything `bench/sim_validation.py` checks, on random data; `use`
+// gets each one's graph, loss, training ops and feeds.
+using ProgramUse = std::function<void(Graph&, const Tensor& loss,
+                                      const std::vector<Operation*>& train, const Feeds&)>;
+void for_each_reference_program(const ProgramUse& use) {
   std::mt19937 rng(7);
   {
     examples::MlpConfig c;
@@ -220,8 +259,7 @@ ProgramTimes time_reference_programs(const Topology& machine) {
     for (int64_t i = 0; i < x.num_elements(); ++i) x.data<float>()[i] = (rng() % 256) / 255.f;
     for (int64_t i = 0; i < y.num_elements(); ++i)
       y.data<int32_t>()[i] = static_cast<int32_t>(rng() % 10);
-    time_program(mlp.graph(), mlp.loss, mlp.train_ops, {{mlp.images, x}, {mlp.labels, y}}, machine,
-                 &t);
+    use(mlp.graph(), mlp.loss, mlp.train_ops, {{mlp.images, x}, {mlp.labels, y}});
   }
   {
     examples::TransformerConfig c;
@@ -238,10 +276,58 @@ ProgramTimes time_reference_programs(const Topology& machine) {
       in.data<int32_t>()[i] = static_cast<int32_t>(rng() % c.vocab);
       tg.data<int32_t>()[i] = static_cast<int32_t>(rng() % c.vocab);
     }
-    time_program(lm.graph(), lm.loss, lm.train_ops, {{lm.inputs, in}, {lm.targets, tg}}, machine,
-                 &t);
+    use(lm.graph(), lm.loss, lm.train_ops, {{lm.inputs, in}, {lm.targets, tg}});
   }
+}
+
+ProgramTimes time_reference_programs(const Topology& machine) {
+  ProgramTimes t;
+  for_each_reference_program([&](Graph& graph, const Tensor& loss,
+                                 const std::vector<Operation*>& train, const Feeds& feeds) {
+    time_program(graph, loss, train, feeds, machine, &t);
+  });
   return t;
+}
+
+// What filling every CPU costs a mesh's steps: the reference programs on
+// `cpus` replicated ranks as threads (each the whole program on one BLAS
+// thread, no messages; a run waits for its slowest rank) over the same on
+// one rank pinned to `cpu`, the CPU of the one-thread figures, runs
+// alternating so that the machine's drift falls on both. It holds what the
+// ranks cost each other (shared caches and memory) and how much slower the
+// slowest CPU is. Returns the ratio of the programs' summed run times less
+// the runs' overheads (time-weighted: the short MLP's run at once also
+// copies its feeds to every rank, which a split batch does not); `runs`
+// gets each program's (alone, at once) seconds per run. REQUIRES: one BLAS
+// thread.
+double busy_factor(int cpus, int cpu, double run_overhead, double threads_run_overhead,
+                   std::vector<std::pair<double, double>>* runs) {
+  double alone_work = 0, busy_work = 0;
+  for_each_reference_program([&](Graph& graph, const Tensor& loss,
+                                 const std::vector<Operation*>& train, const Feeds& feeds) {
+    MeshConfig busy_config;
+    busy_config.mesh_shape = MeshShape("all:" + std::to_string(cpus));
+    Session alone(graph, MeshConfig{}), busy(graph, busy_config);
+    auto run_alone = [&] {
+      PinnedTo pin(cpu);
+      alone.run({loss}, feeds, train);
+    };
+    auto run_busy = [&] { busy.run({loss}, feeds, train); };
+    for (int i = 0; i < 3; ++i) {
+      run_alone();
+      run_busy();
+    }
+    std::vector<double> a, b;
+    for (int i = 0; i < 15; ++i) {
+      a.push_back(time_once(run_alone));
+      b.push_back(time_once(run_busy));
+    }
+    const double alone_run = median(a), busy_run = median(b);
+    runs->push_back({alone_run, busy_run});
+    alone_work += std::max(0.0, alone_run - run_overhead);
+    busy_work += std::max(0.0, busy_run - threads_run_overhead);
+  });
+  return alone_work > 0 && busy_work > 0 ? busy_work / alone_work : 1.0;
 }
 
 }  // namespace
@@ -267,7 +353,9 @@ std::string Calibration::report() const {
   return o.str();
 }
 
-Calibration calibrate_host(bool progress) {
+namespace {
+
+Calibration calibrate_once(bool progress) {
   auto say = [&](const char* what) {
     if (progress) std::fprintf(stderr, "calibrating: %s\n", what);
   };
@@ -285,8 +373,10 @@ Calibration calibrate_host(bool progress) {
   m.host_cpus = cpus;
 
   // Single-thread figures first: one BLAS thread, as each rank of a mesh of
-  // at least `cpus` ranks has.
+  // at least `cpus` ranks has, all on one CPU.
+  const int cpu = first_cpu();
   openblas_set_num_threads(1);
+  auto pinned = std::make_unique<PinnedTo>(cpu);
   say("executor overheads");
   const double one = chain_seconds(16, 1, false), many = chain_seconds(16, 33, false);
   m.step_overhead = std::max(0.0, (many - one) / 32);
@@ -361,6 +451,7 @@ Calibration calibrate_host(bool progress) {
     }
   };
   gemm_curve(1, &m.gemm_flops, &m.gemm_half_flops, &m.gemm_narrow);
+  pinned.reset();
   const int all = std::min(cpus, blas_threads);
   if (all > 1) {
     say("matrix products on every CPU");
@@ -383,8 +474,14 @@ Calibration calibrate_host(bool progress) {
     one_core.gemm_in_program = one_core.gemm_in_program_all_cpus = 1;
     one_core.elementwise_in_program = one_core.elementwise_in_program_all_cpus = 1;
     one_core.elementwise_step_overhead = one_core.elementwise_step_overhead_all_cpus = 0;
+    std::unique_ptr<PinnedTo> pin_one;
+    if (threads == 1) pin_one = std::make_unique<PinnedTo>(cpu);
     const ProgramTimes t = time_reference_programs(one_core);
-    const double gemm = t.gemm_sim > 0 ? std::clamp(t.gemm_real / t.gemm_sim, 0.5, 3.0) : 1.0;
+    // At least 1: a product inside a program is no faster than the same
+    // product timed alone, warm (a factor under 1 is the curve's error on
+    // the reference programs' shapes, which the validation's larger
+    // products do not share).
+    const double gemm = t.gemm_sim > 0 ? std::clamp(t.gemm_real / t.gemm_sim, 1.0, 3.0) : 1.0;
     (threads == 1 ? m.gemm_in_program : m.gemm_in_program_all_cpus) = gemm;
     // Elementwise steps: a factor on their roofline time and a fixed cost
     // per step, for each regime.
@@ -407,14 +504,43 @@ Calibration calibrate_host(bool progress) {
   cal.points.push_back(
       {cat("run of 2 steps on ", cpus, " ranks as threads"), m.threads_run_overhead, 0, 0});
 
+  if (cpus > 1) {
+    say("every CPU computing at once");
+    openblas_set_num_threads(1);
+    std::vector<std::pair<double, double>> runs;
+    m.busy_in_program = std::clamp(
+        busy_factor(cpus, cpu, m.run_overhead, m.threads_run_overhead, &runs), 1.0, 3.0);
+    for (const auto& [alone, busy] : runs) {
+      cal.points.push_back({cat("a reference program's run on CPU ", cpu), alone, 0, 0});
+      cal.points.push_back({cat("the same on ", cpus, " ranks at once"), busy, 0, 0});
+    }
+    openblas_set_num_threads(blas_threads);
+  }
+
+  // Each link measured on 3 fresh sets of ranks, the medians kept: one set
+  // can read twice as slow as the next (loopback TCP: 1.0 or 2.2 ms for a
+  // 4 MiB allreduce, by where the kernel puts its threads).
+  auto median_of_3 = [](const std::function<LinkTimes()>& measure) {
+    std::vector<double> latency, allreduce;
+    for (int i = 0; i < 3; ++i) {
+      const LinkTimes t = measure();
+      latency.push_back(t.latency);
+      allreduce.push_back(t.allreduce);
+    }
+    LinkTimes r;
+    r.latency = median(latency);
+    r.allreduce = median(allreduce);
+    return r;
+  };
   say("ranks as threads (in-process transport)");
-  const LinkTimes threads = link_between_threads(2);
-  const LinkTimes threads_over = link_between_threads(2 * cpus);
+  const LinkTimes threads = median_of_3([] { return link_between_threads(2); });
+  const LinkTimes threads_over = median_of_3([&] { return link_between_threads(2 * cpus); });
   say("ranks as processes (TCP and shared memory)");
-  const LinkTimes processes = link_between_processes(2);
-  const LinkTimes processes_over = link_between_processes(2 * cpus);
+  const LinkTimes processes = median_of_3([] { return link_between_processes(2); });
+  const LinkTimes processes_over =
+      median_of_3([&] { return link_between_processes(2 * cpus); });
   say("ranks as processes over TCP only");
-  const LinkTimes tcp = link_between_processes(2, false);
+  const LinkTimes tcp = median_of_3([] { return link_between_processes(2, false); });
   const std::string over = cat(" (", 2 * cpus, " ranks)");
   const struct {
     std::string what;
@@ -478,6 +604,69 @@ Calibration calibrate_host(bool progress) {
   if (ram > 0) m.core_memory = ram / cpus;
   m.sources = cat("measured by mtf-sim --calibrate: ", cpu_model(), ", ", cpus,
                   " CPUs, OpenBLAS core ", openblas_get_corename());
+  m.validate();
+  return cal;
+}
+
+// A machine file's `key = value` lines.
+std::map<std::string, std::string> file_values(const Topology& t) {
+  std::map<std::string, std::string> values;
+  std::istringstream in(t.to_file());
+  std::string line;
+  while (std::getline(in, line)) {
+    const size_t eq = line.find(" = ");
+    if (eq != std::string::npos) values[line.substr(0, eq)] = line.substr(eq + 3);
+  }
+  return values;
+}
+
+}  // namespace
+
+Calibration calibrate_host(bool progress, int rounds) {
+  std::vector<Calibration> all;
+  for (int r = 0; r < std::max(1, rounds); ++r) {
+    if (progress && rounds > 1) std::fprintf(stderr, "calibrating: round %d of %d\n", r + 1, rounds);
+    all.push_back(calibrate_once(progress));
+  }
+  Calibration cal = all.front();
+  if (all.size() == 1) return cal;
+  // Every figure the median of the rounds; a fitted curve's three figures
+  // together, from the round with the median peak.
+  std::vector<std::map<std::string, std::string>> values;
+  for (const Calibration& c : all) values.push_back(file_values(c.machine));
+  const std::vector<std::vector<std::string>> curves = {
+      {"gemm_flops", "gemm_half_flops", "gemm_narrow"},
+      {"gemm_flops_all_cpus", "gemm_half_flops_all_cpus", "gemm_narrow_all_cpus"}};
+  std::map<std::string, bool> in_curve;
+  for (const auto& curve : curves)
+    for (const std::string& key : curve) in_curve[key] = true;
+  Topology& m = cal.machine;
+  for (const auto& [key, first] : values.front()) {
+    if (in_curve.count(key)) continue;
+    std::vector<double> v;
+    for (const auto& round : values) {
+      char* end = nullptr;
+      const std::string& text = round.at(key);
+      const double x = std::strtod(text.c_str(), &end);
+      if (end == text.c_str() || *end != '\0') break;  // not a number: the first round's
+      v.push_back(x);
+    }
+    if (v.size() != values.size()) continue;
+    std::ostringstream o;
+    o.precision(17);
+    o << median(v);
+    m.set(key, o.str());
+  }
+  for (const auto& curve : curves) {
+    std::vector<std::pair<double, size_t>> peaks;
+    for (size_t r = 0; r < values.size(); ++r)
+      peaks.push_back({std::strtod(values[r].at(curve[0]).c_str(), nullptr), r});
+    std::sort(peaks.begin(), peaks.end());
+    const size_t r = peaks[peaks.size() / 2].second;
+    for (const std::string& key : curve) m.set(key, values[r].at(key));
+  }
+  m.sources = all.front().machine.sources + " (each figure the median of " +
+              std::to_string(all.size()) + " rounds)";
   m.validate();
   return cal;
 }

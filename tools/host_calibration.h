@@ -35,7 +35,10 @@ struct Calibration {
   std::string report() const;  // one line per point, then the machine
 };
 
-// Takes a few tens of seconds; `progress` lines go to stderr when set.
-Calibration calibrate_host(bool progress);
+// Measures `rounds` times and keeps each figure's median (this VM's speed
+// moves by 10-30% within minutes; one round's figures move with it); the
+// points are the first round's. About 10 s a round; `progress` lines go to
+// stderr when set.
+Calibration calibrate_host(bool progress, int rounds = 3);
 
 }  // namespace mtf::tools

@@ -76,7 +76,9 @@ struct Topology {
   // its mesh), and the simulator runs the program mtf's executor runs (fused
   // elementwise chains and updates). A compute step takes
   //   (step_overhead + work) * max(1, devices_per_node / host_cpus)
-  // (more ranks than CPUs take turns). For a matrix product, work is the sum
+  // (more ranks than CPUs take turns), times oversubscribed_in_program when
+  // ranks outnumber the CPUs, or busy_in_program for ranks as threads that
+  // fill them. For a matrix product, work is the sum
   // over the BLAS calls its kernel makes (batched products count each) of
   //   (2mnk + half) / peak * (1 + narrow / min(m, n, k))
   // with one thread's figures (gemm_*) when the rank has one CPU or less, or
@@ -120,6 +122,13 @@ struct Topology {
   // (switches, each rank's data pushed out of cache by the others'):
   // multiplies every compute step.
   double oversubscribed_in_program = 1;
+  // What filling every CPU with ranks as threads costs their compute steps:
+  // the ranks' share of caches and memory, and the pace of the slowest CPU
+  // (a run waits for its slowest rank; a VM's CPUs can differ by 10% and
+  // more). Interpolated by the CPUs the ranks fill (1 for a single rank).
+  // Measured for threads only: processes, each with every CPU's BLAS
+  // threads, were measured faster than it says, and keep 1.
+  double busy_in_program = 1;
   double cache_bytes = 0;           // a step's bytes up to this run at cache_bandwidth
   double cache_bandwidth = 0;       // bytes/s of one thread within its cache
   double step_overhead = 0;         // seconds per compute step (executor, dispatch)

@@ -72,7 +72,15 @@ double Topology::host_elementwise_seconds(double flops, double bytes) const {
 double Topology::host_step_seconds(double work) const {
   const int devices = devices_per_node * cores_per_chip;
   const double turns = std::max(1.0, static_cast<double>(devices) / host_cpus);
-  return (step_overhead + work) * turns * (devices > host_cpus ? oversubscribed_in_program : 1.0);
+  double factor = 1;
+  if (devices > host_cpus) {
+    factor = oversubscribed_in_program;
+  } else if (host_ranks == HostRanks::kThreads && host_cpus > 1) {
+    // The other CPUs the ranks keep busy, as a share of all the others.
+    factor = between(1.0, busy_in_program,
+                     static_cast<double>(devices - 1) / static_cast<double>(host_cpus - 1));
+  }
+  return (step_overhead + work) * turns * factor;
 }
 
 const char* Topology::host_ranks_name() const {
