@@ -282,10 +282,9 @@ void for_each_reference_program(const ProgramUse& use) {
 
 ProgramTimes time_reference_programs(const Topology& machine) {
   ProgramTimes t;
-  for_each_reference_program([&](Graph& graph, const Tensor& loss,
-                                 const std::vector<Operation*>& train, const Feeds& feeds) {
-    time_program(graph, loss, train, feeds, machine, &t);
-  });
+  for_each_reference_program(
+      [&](Graph& graph, const Tensor& loss, const std::vector<Operation*>& train,
+          const Feeds& feeds) { time_program(graph, loss, train, feeds, machine, &t); });
   return t;
 }
 
@@ -508,8 +507,8 @@ Calibration calibrate_once(bool progress) {
     say("every CPU computing at once");
     openblas_set_num_threads(1);
     std::vector<std::pair<double, double>> runs;
-    m.busy_in_program = std::clamp(
-        busy_factor(cpus, cpu, m.run_overhead, m.threads_run_overhead, &runs), 1.0, 3.0);
+    m.busy_in_program =
+        std::clamp(busy_factor(cpus, cpu, m.run_overhead, m.threads_run_overhead, &runs), 1.0, 3.0);
     for (const auto& [alone, busy] : runs) {
       cal.points.push_back({cat("a reference program's run on CPU ", cpu), alone, 0, 0});
       cal.points.push_back({cat("the same on ", cpus, " ranks at once"), busy, 0, 0});
@@ -537,8 +536,7 @@ Calibration calibrate_once(bool progress) {
   const LinkTimes threads_over = median_of_3([&] { return link_between_threads(2 * cpus); });
   say("ranks as processes (TCP and shared memory)");
   const LinkTimes processes = median_of_3([] { return link_between_processes(2); });
-  const LinkTimes processes_over =
-      median_of_3([&] { return link_between_processes(2 * cpus); });
+  const LinkTimes processes_over = median_of_3([&] { return link_between_processes(2 * cpus); });
   say("ranks as processes over TCP only");
   const LinkTimes tcp = median_of_3([] { return link_between_processes(2, false); });
   const std::string over = cat(" (", 2 * cpus, " ranks)");
@@ -625,7 +623,8 @@ std::map<std::string, std::string> file_values(const Topology& t) {
 Calibration calibrate_host(bool progress, int rounds) {
   std::vector<Calibration> all;
   for (int r = 0; r < std::max(1, rounds); ++r) {
-    if (progress && rounds > 1) std::fprintf(stderr, "calibrating: round %d of %d\n", r + 1, rounds);
+    if (progress && rounds > 1)
+      std::fprintf(stderr, "calibrating: round %d of %d\n", r + 1, rounds);
     all.push_back(calibrate_once(progress));
   }
   Calibration cal = all.front();
