@@ -14,6 +14,7 @@
 
 #include "core/buffer_pool.h"
 #include "core/check.h"
+#include "core/cpus.h"
 #include "mtf/errors.h"
 
 namespace mtf {
@@ -49,12 +50,18 @@ struct Mailbox {
   boost::fibers::condition_variable cv;
   std::map<std::pair<int, uint64_t>, std::deque<Message>> queues;
   std::vector<Posted*> posted;  // the owner's posted receives, in posting order
+  // Bumped (under mu) by every change a waiting owner may be waiting for:
+  // spinning owners watch it without taking mu, which senders then find free.
+  std::atomic<uint64_t> arrivals{0};
 };
 
 class World final : public InProcessWorld {
  public:
   World(int n, RankExecution execution)
-      : spin_(rank_threads(n, execution) > 1), dead_(n), store_(make_in_memory_store()) {
+      : spin_(rank_threads(n, execution) > 1),
+        yield_thread_(rank_threads(n, execution) > available_cpus()),
+        dead_(n),
+        store_(make_in_memory_store()) {
     for (int i = 0; i < n; ++i) boxes_.push_back(std::make_unique<Mailbox>());
     for (auto& d : dead_) d = false;
   }
@@ -68,6 +75,7 @@ class World final : public InProcessWorld {
     dead_[rank] = true;
     for (auto& box : boxes_) {
       Lock lock(box->mu);
+      box->arrivals.fetch_add(1, std::memory_order_release);
       box->cv.notify_all();
     }
   }
@@ -94,6 +102,7 @@ class World final : public InProcessWorld {
           lock.lock();
           p->filling = false;
           p->done = true;
+          box.arrivals.fetch_add(1, std::memory_order_release);
           box.cv.notify_all();
           return;
         }
@@ -106,6 +115,7 @@ class World final : public InProcessWorld {
     m.ready = Clock::now() + std::chrono::microseconds(delay_us_.load());
     Lock lock(box.mu);
     box.queues[{src, tag}].push_back(std::move(m));
+    box.arrivals.fetch_add(1, std::memory_order_release);
     box.cv.notify_all();
   }
 
@@ -151,8 +161,10 @@ class World final : public InProcessWorld {
     send_all();
     // Poll briefly before blocking: a blocking cross-core wake-up costs
     // ~25-30 us here, far more than a short spin when the message is about to
-    // arrive. Each poll yields to other fibers of this thread and to other
-    // threads of this core, so a spinning rank never starves its peers.
+    // arrive. Each poll yields to other fibers of this thread and, with more
+    // rank threads than CPUs, to other threads of this core, so a spinning
+    // rank never starves its peers (sched_yield costs a microsecond and more
+    // on a VM: with a CPU per thread, it only delays the poll).
     const auto spin_until = Clock::now() + std::chrono::microseconds(spin_ ? 30 : 0);
     Lock lock(box.mu);
     while (true) {
@@ -179,9 +191,18 @@ class World final : public InProcessWorld {
             "program (raise the timeout if it is only slow)"));
       }
       if (now < spin_until) {
+        // Watch the mailbox without holding its lock until something
+        // arrives (or the spin ends): a sender never waits for the lock.
+        const uint64_t seen = box.arrivals.load(std::memory_order_acquire);
         lock.unlock();
-        boost::this_fiber::yield();
-        std::this_thread::yield();
+        do {
+          boost::this_fiber::yield();
+          if (yield_thread_) {
+            std::this_thread::yield();
+          } else {
+            spin_pause();
+          }
+        } while (box.arrivals.load(std::memory_order_acquire) == seen && Clock::now() < spin_until);
         lock.lock();
         continue;
       }
@@ -215,6 +236,7 @@ class World final : public InProcessWorld {
   }
 
   const bool spin_;
+  const bool yield_thread_;  // more rank threads than CPUs
   std::vector<std::unique_ptr<Mailbox>> boxes_;
   std::vector<std::atomic<bool>> dead_;
   std::atomic<int64_t> delay_us_{0};

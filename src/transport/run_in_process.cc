@@ -1,7 +1,6 @@
 // run_in_process: N ranks of one in-process world as fibers, threads, or
 // fibers on a pool of threads.
 #include <pthread.h>
-#include <sched.h>
 
 #include <algorithm>
 #include <atomic>
@@ -15,6 +14,7 @@
 #include <string>
 #include <thread>
 
+#include "core/cpus.h"
 #include "mtf/errors.h"
 #include "mtf/in_process_transport.h"
 #include "transport/first_error.h"
@@ -26,14 +26,6 @@ namespace {
 // Rank stacks: kernels (and OpenBLAS) may use a fair amount of stack; the
 // pages are only touched when used.
 constexpr size_t kFiberStackBytes = 512 * 1024;
-
-// CPUs this process may run on (its affinity mask, which containers and
-// taskset narrow), at least 1.
-int available_cpus() {
-  cpu_set_t set;
-  if (sched_getaffinity(0, sizeof set, &set) == 0) return std::max(1, CPU_COUNT(&set));
-  return std::max(1u, std::thread::hardware_concurrency());
-}
 
 // Threads that run the blocks of rank fibers, kept from one run to the next:
 // a long-lived thread tends to wake on the CPU it last ran on, where its

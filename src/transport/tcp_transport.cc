@@ -19,6 +19,7 @@
 #include <thread>
 
 #include "core/check.h"
+#include "core/cpus.h"
 #include "mtf/errors.h"
 #include "transport/frames.h"
 #include "transport/shm_link.h"
@@ -55,6 +56,9 @@ class TcpTransport : public Transport {
                             "machine failed: ", e.what()));
     }
     for (int p = 0; p < size(); ++p) peers_[p].link = shm_->link(p);
+    int here = 0;
+    for (int m : shm_->machines()) here += m == shm_->machines()[rank()] ? 1 : 0;
+    spin_freely_ = shm_->count() > 0 && here <= available_cpus();
   }
 
   ~TcpTransport() override {
@@ -208,7 +212,17 @@ class TcpTransport : public Transport {
       if (Clock::now() < spin_until) {
         for (const Posted& y : posted_)
           if (!y.done) read_available(y.peer);
-        if (first_waiting() >= 0) std::this_thread::yield();  // others may share our core
+        if (first_waiting() >= 0) {
+          // With a CPU for every rank of this machine, poll the rings without
+          // a system call (sched_yield costs a microsecond and more on a VM,
+          // several times a small message's trip through shared memory);
+          // with more ranks than CPUs, give the CPU to the others.
+          if (spin_freely_) {
+            spin_pause();
+          } else {
+            std::this_thread::yield();
+          }
+        }
       } else {
         progress(deadline, -1);
       }
@@ -503,6 +517,7 @@ class TcpTransport : public Transport {
   std::vector<Peer> peers_;
   std::vector<Posted> posted_;  // the receives of the exchange in progress
   std::unique_ptr<ShmLinks> shm_;
+  bool spin_freely_ = false;  // linked, and no more ranks here than CPUs
 };
 
 }  // namespace
