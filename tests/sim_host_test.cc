@@ -143,7 +143,7 @@ TEST(SimHost, ProgramFactorsAndCrowdedLinksApplyWhereTheyBelong) {
   EXPECT_NE(four.to_file().find("host_ranks = tcp"), std::string::npos);
 }
 
-TEST(SimHost, FillingTheCpusWithThreadsCostsTheBusyFactor) {
+TEST(SimHost, FillingTheCpusCostsTheBusyFactor) {
   Topology one = host(1), two = host(2), four = host(4);
   for (Topology* t : {&one, &two, &four}) {
     t->busy_in_program = 1.2;
@@ -154,9 +154,9 @@ TEST(SimHost, FillingTheCpusWithThreadsCostsTheBusyFactor) {
   EXPECT_NEAR(two.host_step_seconds(1e-3), (1e-6 + 1e-3) * 1.2, 1e-12);
   // More ranks than CPUs: the turns and their own factor instead.
   EXPECT_NEAR(four.host_step_seconds(1e-3), 2 * (1e-6 + 1e-3) * 1.25, 1e-12);
-  // Processes (each with every CPU's BLAS threads) keep 1.
+  // Processes fill the CPUs the same way.
   two.host_ranks = Topology::HostRanks::kProcesses;
-  EXPECT_NEAR(two.host_step_seconds(1e-3), 1e-6 + 1e-3, 1e-12);
+  EXPECT_NEAR(two.host_step_seconds(1e-3), (1e-6 + 1e-3) * 1.2, 1e-12);
   // Between one rank and all CPUs, by the share of the other CPUs filled.
   Topology eight = host(3);
   eight.host_cpus = 5;
@@ -192,6 +192,26 @@ SimReport simulate_mlp(const Topology& topo, const std::string& mesh, const std:
   Session s(graph, c);
   s.run({loss}, {}, train);
   return s.simulation_report();
+}
+
+TEST(SimHost, MoreRanksThanCpusWaitAtEachCollective) {
+  Topology two = host(2), four = host(4);
+  two.oversubscribed_wait = four.oversubscribed_wait = 1e-3;
+  EXPECT_DOUBLE_EQ(two.host_collective_wait(), 0);
+  EXPECT_DOUBLE_EQ(four.host_collective_wait(), 1e-3);
+  Topology four_without = four;
+  four_without.oversubscribed_wait = 0;
+  // The data-parallel MLP's gradients: allreduces, each 1 ms later.
+  const double with = simulate_mlp(four, "b:4", "batch:b").step_time;
+  const double without = simulate_mlp(four_without, "b:4", "batch:b").step_time;
+  EXPECT_GE(with - without, 2e-3);
+  EXPECT_LE(with - without, 10e-3);
+  // Ranks that fit the CPUs do not wait.
+  Topology two_without = two;
+  two_without.oversubscribed_wait = 0;
+  EXPECT_DOUBLE_EQ(simulate_mlp(two, "b:2", "batch:b").step_time,
+                   simulate_mlp(two_without, "b:2", "batch:b").step_time);
+  EXPECT_NE(four.to_file().find("oversubscribed_wait = 0.001"), std::string::npos);
 }
 
 TEST(SimHost, RunsTheFusedProgramAndAddsTheRunsOverhead) {

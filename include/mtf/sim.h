@@ -77,9 +77,8 @@ struct Topology {
   // elementwise chains and updates). A compute step takes
   //   (step_overhead + work) * max(1, devices_per_node / host_cpus)
   // (more ranks than CPUs take turns), times oversubscribed_in_program when
-  // ranks outnumber the CPUs, or busy_in_program for ranks as threads that
-  // fill them. For a matrix product, work is the sum
-  // over the BLAS calls its kernel makes (batched products count each) of
+  // ranks outnumber the CPUs, or busy_in_program when they fill them. For a matrix product, work is
+  // the sum over the BLAS calls its kernel makes (batched products count each) of
   //   (2mnk + half) / peak * (1 + narrow / min(m, n, k))
   // with one thread's figures (gemm_*) when the rank has one CPU or less, or
   // the product is too small for OpenBLAS to share out (m*n*k at most
@@ -122,13 +121,19 @@ struct Topology {
   // (switches, each rank's data pushed out of cache by the others'):
   // multiplies every compute step.
   double oversubscribed_in_program = 1;
-  // What filling every CPU with ranks as threads costs their compute steps:
-  // the ranks' share of caches and memory, and the pace of the slowest CPU
-  // (a run waits for its slowest rank; a VM's CPUs can differ by 10% and
-  // more). Interpolated by the CPUs the ranks fill (1 for a single rank).
-  // Measured for threads only: processes, each with every CPU's BLAS
-  // threads, were measured faster than it says, and keep 1.
+  // What filling every CPU with ranks costs their compute steps: the ranks'
+  // share of caches and memory, and the pace of the slowest CPU (a run
+  // waits for its slowest rank; a VM's CPUs can differ by 10% and more).
+  // Interpolated by the CPUs the ranks fill (1 for a single rank); with
+  // more ranks than CPUs, oversubscribed_* instead.
   double busy_in_program = 1;
+  // With more ranks than CPUs, what a rank loses at each collective step
+  // (seconds): a rank that waits gives up its CPU, and gets one back only
+  // when another rank's turn ends. Measured on the reference MLP; the
+  // program factor above then stays 1 (a cost per collective, not per
+  // flop: the LM's long steps pay far less for taking turns than the
+  // MLP's short ones).
+  double oversubscribed_wait = 0;
   double cache_bytes = 0;           // a step's bytes up to this run at cache_bandwidth
   double cache_bandwidth = 0;       // bytes/s of one thread within its cache
   double step_overhead = 0;         // seconds per compute step (executor, dispatch)
@@ -160,6 +165,9 @@ struct Topology {
   double host_gemm_seconds(double m, double n, double k) const;
   double host_elementwise_seconds(double flops, double bytes) const;
   double host_step_seconds(double work) const;
+  // Seconds a rank loses before each collective step: oversubscribed_wait
+  // on a host with more ranks than CPUs, else 0.
+  double host_collective_wait() const;
   // "threads", "processes" or "tcp".
   const char* host_ranks_name() const;
   // Seconds a run costs beyond its steps on a host of `ranks` ranks.

@@ -126,6 +126,7 @@ class CoreHooks : public StepHooks {
     c.step = index;
     start_ = c.clock;
     sent_before_ = c.bytes_sent;
+    c.clock += w_.wait_before[index];
   }
   void after_step(const Step& s, size_t index) override {
     World::Core& c = w_.cores[rank_];

@@ -75,12 +75,17 @@ double Topology::host_step_seconds(double work) const {
   double factor = 1;
   if (devices > host_cpus) {
     factor = oversubscribed_in_program;
-  } else if (host_ranks == HostRanks::kThreads && host_cpus > 1) {
+  } else if (host_cpus > 1) {
     // The other CPUs the ranks keep busy, as a share of all the others.
     factor = between(1.0, busy_in_program,
                      static_cast<double>(devices - 1) / static_cast<double>(host_cpus - 1));
   }
   return (step_overhead + work) * turns * factor;
+}
+
+double Topology::host_collective_wait() const {
+  if (host_cpus <= 0) return 0;
+  return devices_per_node * cores_per_chip > host_cpus ? oversubscribed_wait : 0.0;
 }
 
 const char* Topology::host_ranks_name() const {

@@ -158,6 +158,7 @@ void Topology::set(const std::string& key, const std::string& value) {
         {"elementwise_step_overhead", &Topology::elementwise_step_overhead},
         {"oversubscribed_in_program", &Topology::oversubscribed_in_program},
         {"busy_in_program", &Topology::busy_in_program},
+        {"oversubscribed_wait", &Topology::oversubscribed_wait},
         {"elementwise_in_program_all_cpus", &Topology::elementwise_in_program_all_cpus},
         {"elementwise_step_overhead_all_cpus", &Topology::elementwise_step_overhead_all_cpus},
         {"cache_bytes", &Topology::cache_bytes},
@@ -272,6 +273,7 @@ void Topology::validate() const {
                    elementwise_step_overhead_all_cpus,
                    oversubscribed_in_program,
                    busy_in_program,
+                   oversubscribed_wait,
                    cache_bytes,
                    cache_bandwidth,
                    step_overhead,
@@ -391,6 +393,7 @@ std::string Topology::to_file() const {
   line("elementwise_step_overhead", elementwise_step_overhead);
   line("oversubscribed_in_program", oversubscribed_in_program);
   line("busy_in_program", busy_in_program);
+  line("oversubscribed_wait", oversubscribed_wait);
   line("elementwise_in_program_all_cpus", elementwise_in_program_all_cpus);
   line("elementwise_step_overhead_all_cpus", elementwise_step_overhead_all_cpus);
   line("cache_bytes", cache_bytes);

@@ -23,10 +23,15 @@ void World::init(int n) {
   // Every core runs the same steps on slices of the same shapes: time
   // each compute step once.
   compute_time.assign(program.steps.size(), 0.0);
+  wait_before.assign(program.steps.size(), 0.0);
+  const double collective_wait = machine.topology().host_collective_wait();
   for (size_t i = 0; i < program.steps.size(); ++i) {
     const Step& s = program.steps[i];
-    if (s.kind == Step::Kind::kCompute || s.kind == Step::Kind::kSplit)
+    if (s.kind == Step::Kind::kCompute || s.kind == Step::Kind::kSplit) {
       compute_time[i] = step_compute_time(program, s, machine.topology());
+    } else {
+      wait_before[i] = collective_wait;
+    }
   }
   step_bytes.assign(program.steps.size() + 1, 0);
   for (Core& c : cores) c.step = program.steps.size();

@@ -150,7 +150,10 @@ struct World {
   int64_t until_horizon = 0;          // messages before the next refresh
   std::vector<double> step_time_sum;  // per step, over cores
   std::vector<double> compute_time;   // per step: its roofline time on one core
-  std::vector<int64_t> step_bytes;    // per step, over cores
+  // Per step: what a core loses before it (a collective on a host with more
+  // ranks than CPUs: Topology::host_collective_wait).
+  std::vector<double> wait_before;
+  std::vector<int64_t> step_bytes;  // per step, over cores
   std::vector<TraceEvent> events;
   std::vector<TraceFlow> flows;
   int64_t messages = 0;
