@@ -23,6 +23,7 @@
 #include "mtf/in_process_transport.h"
 #include "mtf/mtf.h"
 #include "rank_links.h"
+#include "reference_programs.h"
 
 namespace mtf::tools {
 namespace {
@@ -50,32 +51,6 @@ int first_cpu() {
       if (CPU_ISSET(c, &set)) return c;
   return 0;
 }
-
-// Keeps the calling thread on one CPU while alive. The CPUs of a VM can
-// differ by 10% and more in speed (measured: one 10% slower on products and
-// 45% on elementwise steps than the other, for hours); one-thread figures
-// are all measured on the same one, and busy_factor compares every CPU's
-// pace with it.
-class PinnedTo {
- public:
-  explicit PinnedTo(int cpu) {
-    CPU_ZERO(&saved_);
-    if (sched_getaffinity(0, sizeof(saved_), &saved_) != 0) return;
-    cpu_set_t one;
-    CPU_ZERO(&one);
-    CPU_SET(cpu, &one);
-    pinned_ = sched_setaffinity(0, sizeof(one), &one) == 0;
-  }
-  ~PinnedTo() {
-    if (pinned_) sched_setaffinity(0, sizeof(saved_), &saved_);
-  }
-  PinnedTo(const PinnedTo&) = delete;
-  PinnedTo& operator=(const PinnedTo&) = delete;
-
- private:
-  cpu_set_t saved_;
-  bool pinned_ = false;
-};
 
 std::string cpu_model() {
   std::ifstream in("/proc/cpuinfo");
@@ -194,14 +169,6 @@ void fit_gemm(const std::vector<Shape3>& shapes, const std::vector<double>& secs
   *narrow = excess.empty() ? 0 : excess[excess.size() / 2];
 }
 
-// A reference program's compute steps on one core, measured (profiled
-// runs) and simulated on `machine`: seconds per run of its matrix products
-// and of everything else.
-struct ProgramTimes {
-  double gemm_real = 0, gemm_sim = 0, other_real = 0, other_sim = 0;
-  std::vector<std::pair<double, double>> other_steps;  // (simulated, measured) per op
-};
-
 // measured = a * simulated + b over the points, weighted 1/measured (big and
 // small steps both count); a in [0.5, 5], b in [0, 100 us].
 void fit_line(const std::vector<std::pair<double, double>>& points, double* a, double* b) {
@@ -211,122 +178,6 @@ void fit_line(const std::vector<std::pair<double, double>>& points, double* a, d
   *a = sums.det() > 0 ? sums.slope() : (sums.x > 0 ? sums.y / sums.x : 1);
   *a = std::clamp(*a, 0.5, 5.0);
   *b = sums.w > 0 ? std::clamp((sums.y - *a * sums.x) / sums.w, 0.0, 1e-4) : 0;
-}
-
-void time_program(Graph& graph, const Tensor& loss, const std::vector<Operation*>& train,
-                  const Feeds& feeds, const Topology& machine, ProgramTimes* t) {
-  MeshConfig real;
-  real.profile = true;
-  Session s(graph, real);
-  for (int i = 0; i < 3; ++i) s.run({loss}, feeds, train);
-  s.reset_profile();
-  for (int i = 0; i < 15; ++i) s.run({loss}, feeds, train);
-  const Profile profile = s.profile();
-  MeshConfig simulated;
-  simulated.impl = MeshImpl::kSimulated;
-  simulated.sim.mode = SimMode::kCostOnly;
-  simulated.sim.topology = machine;
-  Session sim(graph, simulated);
-  sim.run({loss}, {}, train);
-  std::map<std::string, double> sim_time;
-  for (const SimReport::OpRow& row : sim.simulation_report().ops) sim_time[row.op] += row.time;
-  if (profile.programs.empty()) return;
-  for (const ProfileRow& row : profile.programs.front().by_op) {
-    const std::string name = row.name.substr(0, row.name.find(' '));
-    auto it = sim_time.find(name);
-    if (it == sim_time.end() || row.type.find("allreduce") != std::string::npos) continue;
-    const bool gemm = row.type.rfind("einsum", 0) == 0;
-    (gemm ? t->gemm_real : t->other_real) += row.seconds;
-    (gemm ? t->gemm_sim : t->other_sim) += it->second;
-    if (!gemm && row.calls > 0)
-      t->other_steps.push_back({it->second / row.calls, row.seconds / row.calls});
-  }
-}
-
-// The reference programs: the MLP and a one-layer Transformer LM, smaller
-// than anything `bench/sim_validation.py` checks, on random data; `use`
-// gets each one's graph, loss, training ops and feeds.
-using ProgramUse = std::function<void(Graph&, const Tensor& loss,
-                                      const std::vector<Operation*>& train, const Feeds&)>;
-void for_each_reference_program(const ProgramUse& use) {
-  std::mt19937 rng(7);
-  {
-    examples::MlpConfig c;
-    c.batch_size = 64;
-    c.hidden = 512;
-    examples::Mlp mlp(c);
-    HostTensor x(mlp.images.shape(), float32), y(mlp.labels.shape(), int32);
-    for (int64_t i = 0; i < x.num_elements(); ++i) x.data<float>()[i] = (rng() % 256) / 255.f;
-    for (int64_t i = 0; i < y.num_elements(); ++i)
-      y.data<int32_t>()[i] = static_cast<int32_t>(rng() % 10);
-    use(mlp.graph(), mlp.loss, mlp.train_ops, {{mlp.images, x}, {mlp.labels, y}});
-  }
-  {
-    examples::TransformerConfig c;
-    c.layers = 1;
-    c.d_model = 128;
-    c.d_ff = 512;
-    c.heads = 4;
-    c.d_kv = 32;
-    c.length = 128;
-    c.batch = 8;
-    examples::TransformerLm lm(c);
-    HostTensor in(lm.inputs.shape(), int32), tg(lm.targets.shape(), int32);
-    for (int64_t i = 0; i < in.num_elements(); ++i) {
-      in.data<int32_t>()[i] = static_cast<int32_t>(rng() % c.vocab);
-      tg.data<int32_t>()[i] = static_cast<int32_t>(rng() % c.vocab);
-    }
-    use(lm.graph(), lm.loss, lm.train_ops, {{lm.inputs, in}, {lm.targets, tg}});
-  }
-}
-
-ProgramTimes time_reference_programs(const Topology& machine) {
-  ProgramTimes t;
-  for_each_reference_program(
-      [&](Graph& graph, const Tensor& loss, const std::vector<Operation*>& train,
-          const Feeds& feeds) { time_program(graph, loss, train, feeds, machine, &t); });
-  return t;
-}
-
-// What filling every CPU costs a mesh's steps: the reference programs on
-// `cpus` replicated ranks as threads (each the whole program on one BLAS
-// thread, no messages; a run waits for its slowest rank) over the same on
-// one rank pinned to `cpu`, the CPU of the one-thread figures, runs
-// alternating so that the machine's drift falls on both. It holds what the
-// ranks cost each other (shared caches and memory) and how much slower the
-// slowest CPU is. Returns the ratio of the programs' summed run times less
-// the runs' overheads (time-weighted: the short MLP's run at once also
-// copies its feeds to every rank, which a split batch does not); `runs`
-// gets each program's (alone, at once) seconds per run. REQUIRES: one BLAS
-// thread.
-double busy_factor(int cpus, int cpu, double run_overhead, double threads_run_overhead,
-                   std::vector<std::pair<double, double>>* runs) {
-  double alone_work = 0, busy_work = 0;
-  for_each_reference_program([&](Graph& graph, const Tensor& loss,
-                                 const std::vector<Operation*>& train, const Feeds& feeds) {
-    MeshConfig busy_config;
-    busy_config.mesh_shape = MeshShape("all:" + std::to_string(cpus));
-    Session alone(graph, MeshConfig{}), busy(graph, busy_config);
-    auto run_alone = [&] {
-      PinnedTo pin(cpu);
-      alone.run({loss}, feeds, train);
-    };
-    auto run_busy = [&] { busy.run({loss}, feeds, train); };
-    for (int i = 0; i < 3; ++i) {
-      run_alone();
-      run_busy();
-    }
-    std::vector<double> a, b;
-    for (int i = 0; i < 15; ++i) {
-      a.push_back(time_once(run_alone));
-      b.push_back(time_once(run_busy));
-    }
-    const double alone_run = median(a), busy_run = median(b);
-    runs->push_back({alone_run, busy_run});
-    alone_work += std::max(0.0, alone_run - run_overhead);
-    busy_work += std::max(0.0, busy_run - threads_run_overhead);
-  });
-  return alone_work > 0 && busy_work > 0 ? busy_work / alone_work : 1.0;
 }
 
 }  // namespace

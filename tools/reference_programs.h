@@ -1,0 +1,66 @@
+// reference_programs.h — the calibration's reference programs (the MLP and
+// a one-layer Transformer LM, smaller than anything the validation checks),
+// and what mtf-sim --calibrate measures on them: how a real program's steps
+// differ from kernels timed alone, and what filling every CPU costs.
+#pragma once
+
+#include <sched.h>
+
+#include <functional>
+#include <utility>
+#include <vector>
+
+#include "mtf/mtf.h"
+
+namespace mtf::tools {
+
+// Keeps the calling thread on one CPU while alive. The CPUs of a VM can
+// differ by 10% and more in speed (measured: one 10% slower on products and
+// 45% on elementwise steps than the other, for hours); one-thread figures
+// are all measured on the same one, and busy_factor compares every CPU's
+// pace with it.
+class PinnedTo {
+ public:
+  explicit PinnedTo(int cpu) {
+    CPU_ZERO(&saved_);
+    if (sched_getaffinity(0, sizeof(saved_), &saved_) != 0) return;
+    cpu_set_t one;
+    CPU_ZERO(&one);
+    CPU_SET(cpu, &one);
+    pinned_ = sched_setaffinity(0, sizeof(one), &one) == 0;
+  }
+  ~PinnedTo() {
+    if (pinned_) sched_setaffinity(0, sizeof(saved_), &saved_);
+  }
+  PinnedTo(const PinnedTo&) = delete;
+  PinnedTo& operator=(const PinnedTo&) = delete;
+
+ private:
+  cpu_set_t saved_;
+  bool pinned_ = false;
+};
+
+// A reference program's compute steps on one core, measured (profiled
+// runs) and simulated on `machine`: seconds per run of its matrix products
+// and of everything else.
+struct ProgramTimes {
+  double gemm_real = 0, gemm_sim = 0, other_real = 0, other_sim = 0;
+  std::vector<std::pair<double, double>> other_steps;  // (simulated, measured) per op
+};
+
+// Each reference program on random data: `use` gets its graph, loss,
+// training ops and feeds.
+using ProgramUse = std::function<void(Graph&, const Tensor& loss,
+                                      const std::vector<Operation*>& train, const Feeds&)>;
+void for_each_reference_program(const ProgramUse& use);
+
+// The reference programs profiled op by op on one core, against their
+// simulation on `machine` (products and everything else, summed).
+ProgramTimes time_reference_programs(const Topology& machine);
+
+// What filling `cpus` CPUs with ranks costs their steps, against one rank
+// pinned to `cpu` (the definition is beside the code).
+double busy_factor(int cpus, int cpu, double run_overhead, double threads_run_overhead,
+                   std::vector<std::pair<double, double>>* runs);
+
+}  // namespace mtf::tools
