@@ -56,8 +56,8 @@ class TcpTransport : public Transport {
                             "machine failed: ", e.what()));
     }
     for (int p = 0; p < size(); ++p) peers_[p].link = shm_->link(p);
-    int here = 0;
-    for (int m : shm_->machines()) here += m == shm_->machines()[rank()] ? 1 : 0;
+    const std::vector<int>& machines = shm_->machines();
+    const auto here = std::count(machines.begin(), machines.end(), machines[rank()]);
     spin_freely_ = shm_->count() > 0 && here <= available_cpus();
   }
 
