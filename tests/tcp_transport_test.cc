@@ -235,6 +235,9 @@ TEST(TcpTransport, BadOptionsAreClearErrors) {
   o = tcp_options(0, 2, 1);
   o.coordinator = "no-port";
   EXPECT_THROW(connect_tcp(o), ValueError);
+  o = tcp_options(0, 2, 1);
+  o.shm_ring_bytes = 100;
+  EXPECT_THROW(connect_tcp(o), ValueError);
 }
 
 TEST(Frames, PayloadsThatArriveEarlyReuseMemoryAlreadyFaultedIn) {

@@ -12,6 +12,7 @@
 #include <fstream>
 
 #include "core/check.h"
+#include "mtf/errors.h"
 
 namespace mtf::transport {
 
@@ -20,10 +21,16 @@ struct alignas(64) ShmSegmentHeader {
   std::atomic<uint32_t> reader_waiting{0};
 };
 
-// One single-producer single-consumer ring; its bytes follow the header.
-// head and tail count bytes ever written and read.
+// One single-producer single-consumer ring of records; its bytes follow the
+// header. A record starts on a cache line: an 8-byte stamp (its position in
+// the stream of ring bytes, plus 1), a 4-byte length, the data, padding to
+// the next line. The writer publishes a record by storing its stamp last,
+// so a reader polls the line that carries the data itself: a small message
+// reaches it in one cache-line transfer, where a separate head counter
+// costs a second. Stale bytes never pass for a stamp: before publishing a
+// record, the writer zeroes the word where the next one will start. tail
+// is the position up to which the reader has freed space.
 struct alignas(64) ShmRing {
-  alignas(64) std::atomic<uint64_t> head{0};
   alignas(64) std::atomic<uint64_t> tail{0};
   alignas(64) std::atomic<uint32_t> writer_waiting{0};
   uint64_t capacity = 0;
@@ -61,54 +68,110 @@ ShmLink::~ShmLink() {
 
 void ShmLink::ring_peer() { ring_doorbell(their_doorbell_); }
 
+namespace {
+
+constexpr uint64_t kLine = 64;
+constexpr uint64_t kRecordHeader = 12;  // stamp, length
+
+uint64_t record_bytes(uint64_t len) { return (kRecordHeader + len + kLine - 1) / kLine * kLine; }
+
+uint64_t* stamp_at(char* ring, uint64_t cap, uint64_t pos) {
+  return reinterpret_cast<uint64_t*>(ring + pos % cap);
+}
+
+// The largest record's data, and how often the reader frees space: a
+// quarter of the ring at most, so a writer always has a record's room
+// while the reader works through the rest, and the reader frees space
+// while the writer fills the next record.
+uint64_t chunk_bytes(uint64_t cap) { return std::min<uint64_t>(64 << 10, cap / 4); }
+
+}  // namespace
+
 size_t ShmLink::write(const iovec* iov, int n) {
   const uint64_t cap = out_->capacity;
-  const uint64_t head = out_->head.load(std::memory_order_relaxed);
-  const uint64_t free = cap - (head - out_->tail.load(std::memory_order_acquire));
+  char* ring = out_->bytes();
+  uint64_t want = 0;
+  for (int i = 0; i < n; ++i) want += iov[i].iov_len;
+  // Room for the record and for zeroing the line after it.
+  const auto room = [&] { return cap - (head_ - seen_tail_); };
+  if (room() < std::min(record_bytes(want), record_bytes(chunk_bytes(cap))) + kLine)
+    seen_tail_ = out_->tail.load(std::memory_order_acquire);
   uint64_t done = 0;
-  for (int i = 0; i < n && done < free; ++i) {
-    const char* src = static_cast<const char*>(iov[i].iov_base);
-    uint64_t len = std::min<uint64_t>(iov[i].iov_len, free - done);
-    while (len) {
-      const uint64_t at = (head + done) % cap;
-      const uint64_t piece = std::min(len, cap - at);
-      std::memcpy(out_->bytes() + at, src, piece);
-      src += piece;
-      len -= piece;
-      done += piece;
+  int vi = 0;
+  size_t voff = 0;
+  while (done < want && room() >= 2 * kLine) {
+    const uint64_t at = head_ % cap;
+    const uint64_t fits = std::min(room() - kLine, cap - at) - kRecordHeader;
+    const uint64_t len = std::min({want - done, fits, chunk_bytes(cap)});
+    char* data = ring + at + kRecordHeader;
+    for (uint64_t copied = 0; copied < len;) {
+      const size_t piece = std::min<size_t>(iov[vi].iov_len - voff, len - copied);
+      std::memcpy(data + copied, static_cast<const char*>(iov[vi].iov_base) + voff, piece);
+      copied += piece;
+      voff += piece;
+      if (voff == iov[vi].iov_len) ++vi, voff = 0;
     }
+    const uint64_t next = head_ + record_bytes(len);
+    __atomic_store_n(stamp_at(ring, cap, next), uint64_t{0}, __ATOMIC_RELAXED);
+    const auto len32 = static_cast<uint32_t>(len);
+    std::memcpy(ring + at + 8, &len32, 4);
+    // seq_cst: the stamp is seen before we read the flag, as the reader
+    // sets the flag before it looks for a record for the last time (no
+    // lost wake-up).
+    __atomic_store_n(stamp_at(ring, cap, head_), head_ + 1, __ATOMIC_SEQ_CST);
+    head_ = next;
+    done += len;
   }
-  if (done == 0) return 0;
-  out_->head.store(head + done, std::memory_order_seq_cst);
-  if (theirs_->reader_waiting.load(std::memory_order_seq_cst)) ring_peer();
+  if (done && theirs_->reader_waiting.load(std::memory_order_seq_cst)) ring_peer();
   return done;
 }
 
 size_t ShmLink::read(void* buf, size_t n) {
   const uint64_t cap = in_->capacity;
-  const uint64_t tail = in_->tail.load(std::memory_order_relaxed);
-  const uint64_t avail = in_->head.load(std::memory_order_acquire) - tail;
-  const uint64_t take = std::min<uint64_t>(avail, n);
+  char* ring = in_->bytes();
   char* dst = static_cast<char*>(buf);
-  for (uint64_t done = 0; done < take;) {
-    const uint64_t at = (tail + done) % cap;
-    const uint64_t piece = std::min(take - done, cap - at);
-    std::memcpy(dst + done, in_->bytes() + at, piece);
-    done += piece;
+  size_t done = 0;
+  while (done < n && __atomic_load_n(stamp_at(ring, cap, read_), __ATOMIC_ACQUIRE) == read_ + 1) {
+    uint32_t len;
+    std::memcpy(&len, ring + read_ % cap + 8, 4);
+    if (len == 0 || len > cap - read_ % cap - kRecordHeader) {
+      throw IoError("a shared-memory ring holds a record of " + std::to_string(len) +
+                    " bytes at offset " + std::to_string(read_ % cap) + " of " +
+                    std::to_string(cap) + ": the peer's process wrote over it (protocol error)");
+    }
+    const size_t take = std::min<size_t>(len - in_record_, n - done);
+    std::memcpy(dst + done, ring + read_ % cap + kRecordHeader + in_record_, take);
+    done += take;
+    in_record_ += take;
+    if (in_record_ < len) break;
+    read_ += record_bytes(len);
+    in_record_ = 0;
+    if (read_ - published_ >= chunk_bytes(cap) ||
+        in_->writer_waiting.load(std::memory_order_relaxed))
+      publish(read_);
   }
-  if (take == 0) return 0;
-  in_->tail.store(tail + take, std::memory_order_seq_cst);
+  return done;
+}
+
+void ShmLink::publish(uint64_t read_pos) {
+  published_ = read_pos;
+  // seq_cst, paired with want_space(): a writer that found the ring full and
+  // said so is either seen here or sees this tail.
+  in_->tail.store(read_pos, std::memory_order_seq_cst);
   if (in_->writer_waiting.load(std::memory_order_seq_cst)) ring_peer();
-  return take;
+}
+
+void ShmLink::publish_read() {
+  if (read_ != published_) publish(read_);
 }
 
 bool ShmLink::readable() const {
-  return in_->head.load(std::memory_order_seq_cst) != in_->tail.load(std::memory_order_relaxed);
+  return __atomic_load_n(stamp_at(in_->bytes(), in_->capacity, read_), __ATOMIC_SEQ_CST) ==
+         read_ + 1;
 }
 
 bool ShmLink::writable() const {
-  return out_->head.load(std::memory_order_relaxed) - out_->tail.load(std::memory_order_seq_cst) <
-         out_->capacity;
+  return out_->capacity - (head_ - out_->tail.load(std::memory_order_seq_cst)) >= 2 * kLine;
 }
 
 void ShmLink::want_space() { out_->writer_waiting.store(1, std::memory_order_seq_cst); }
@@ -128,8 +191,12 @@ int ShmLinks::count() const {
 }
 
 void ShmLinks::arm() {
-  if (map_)
-    static_cast<ShmSegmentHeader*>(map_)->reader_waiting.store(1, std::memory_order_seq_cst);
+  if (!map_) return;
+  // Before sleeping, free what we read: a writer must not wait for space
+  // held back by a reader that sleeps.
+  for (const auto& l : links_)
+    if (l) l->publish_read();
+  static_cast<ShmSegmentHeader*>(map_)->reader_waiting.store(1, std::memory_order_seq_cst);
 }
 
 void ShmLinks::disarm() {
@@ -189,7 +256,7 @@ void exchange_with(const std::vector<int>& peers, const std::vector<int>& fds, c
     read_exact(fds[peers[i]], &(*theirs)[i], sizeof(T), deadline);
 }
 
-size_t ring_stride(size_t ring_bytes) { return sizeof(ShmRing) + ((ring_bytes + 63) / 64) * 64; }
+size_t ring_stride(size_t ring_bytes) { return sizeof(ShmRing) + ring_bytes; }
 
 }  // namespace
 
@@ -205,6 +272,7 @@ std::string host_identity() {
 std::unique_ptr<ShmLinks> link_local_peers(int rank, int world, const std::vector<int>& fds,
                                            bool enabled, size_t ring_bytes,
                                            Clock::time_point deadline) {
+  ring_bytes = (ring_bytes + kLine - 1) / kLine * kLine;
   auto out = std::make_unique<ShmLinks>();
   out->links_.resize(world);
   out->machines_.assign(static_cast<size_t>(world), 0);

@@ -15,7 +15,13 @@
 // fits into the peer's ring for us, read() takes what has arrived in ours.
 // Waiting (ShmLinks::arm / the doorbell fd in poll()) has no lost wake-ups:
 // a writer rings the reader's doorbell when the reader has said it waits,
-// a reader rings the writer's when the writer waits for space. Liveness
+// a reader rings the writer's when the writer waits for space. Each ring
+// holds records that carry their own ready mark in their first cache line
+// (shm_link.cc), and a small message costs the writer no read of the
+// reader's tail and the reader no write to it: the writer looks at the
+// tail only when its own copy says the ring is full, and the reader
+// publishes its tail every 64 KiB (a quarter ring at most), when the
+// writer waits for space, and before it sleeps. Liveness
 // stays with the TCP connection, which the kernel closes when a process
 // dies: the transport reads a closed connection of a linked peer as lost
 // unless the peer said goodbye through its ring first.
@@ -55,9 +61,14 @@ class ShmLink {
   // ring our doorbell when it frees some. Cleared by ShmLinks::disarm.
   void want_space();
   void clear_want_space();
+  // Tells the writer about every byte read so far (read() does so only
+  // now and then, sparing the writer a cache miss per message).
+  // Called before this rank sleeps and when it closes.
+  void publish_read();
 
  private:
   void ring_peer();
+  void publish(uint64_t read_pos);
   ShmRing* in_;
   ShmRing* out_;
   ShmSegmentHeader* mine_;
@@ -65,6 +76,12 @@ class ShmLink {
   void* their_map_;
   size_t their_map_bytes_;
   int their_doorbell_;
+  // Writing: where our next record goes, and the reader's tail as last
+  // seen (looked at again only when these say the ring is full). Reading:
+  // where the record being read starts, the bytes of it taken, and the
+  // position the writer has been told of.
+  uint64_t head_ = 0, seen_tail_ = 0;
+  uint64_t read_ = 0, in_record_ = 0, published_ = 0;
 };
 
 // Every link of one rank, and its own segment and doorbell.

@@ -372,6 +372,11 @@ std::unique_ptr<Transport> connect_tcp(const TcpOptions& o) {
         "TCP transport: the job token (MTF_JOB_TOKEN) must have at least 8 "
         "characters; launchers make a random one");
   }
+  if (o.shm_ring_bytes < 4096 || o.shm_ring_bytes > (size_t{1} << 30)) {
+    throw ValueError(str_cat("TCP transport: shm_ring_bytes ", o.shm_ring_bytes,
+                             " is outside 4096..1073741824 (each direction of each pair of ranks "
+                             "on one machine has a ring of this size)"));
+  }
   if (o.world_size > 1 && o.coordinator.empty()) {
     throw ValueError("TCP transport: MTF_COORDINATOR (host:port of rank 0) is not set");
   }

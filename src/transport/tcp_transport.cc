@@ -193,23 +193,25 @@ class TcpTransport : public Transport {
 
   // Blocks until every posted receive is done (or an error, or the deadline).
   void wait_posted() {
-    const Clock::time_point deadline = Clock::now() + timeout();
-    const Clock::time_point spin_until = Clock::now() + std::chrono::microseconds(50);
+    const Clock::time_point start = Clock::now();
+    const Clock::time_point deadline = start + timeout();
+    const Clock::time_point spin_until = start + std::chrono::microseconds(50);
     for (int w; (w = first_waiting()) >= 0;) {
+      const Clock::time_point now = Clock::now();
       throw_if_lost();
       const Posted& x = posted_[w];
       const Peer& p = peers_[x.peer];
       for (const Posted& y : posted_)
         if (!y.done) check_order(y.peer);
       if (!x.filling && p.finished && p.state == Peer::kReadingHeader) throw_finished(x.peer);
-      if (Clock::now() >= deadline) {
+      if (now >= deadline) {
         throw TimeoutError(str_cat("rank ", rank(), " waited ", timeout().count(), " ms for rank ",
                                    x.peer, " (tag ", x.tag, ") in ",
                                    current_collective().describe(), "; rank ", x.peer,
                                    " is alive but did not send (stuck, or it "
                                    "is in another collective)"));
       }
-      if (Clock::now() < spin_until) {
+      if (now < spin_until) {
         for (const Posted& y : posted_)
           if (!y.done) read_available(y.peer);
         if (first_waiting() >= 0) {
