@@ -252,5 +252,37 @@ TEST(Frames, PayloadsThatArriveEarlyReuseMemoryAlreadyFaultedIn) {
   EXPECT_EQ(transport::Frame::for_header(h).data(), memory);
 }
 
+// A header without the call's names is the fixed part alone, and decoding
+// it keeps the names the reader had (the previous frame's on the stream).
+TEST(Frames, NamesTravelOnlyWhenAsked) {
+  CollectiveCall call;
+  call.seq = 7;
+  call.kind = "allreduce";
+  call.op = "a rather long op name, over 15 characters";
+  call.bytes = 64;
+  const transport::FrameHeader sent = transport::FrameHeader::for_call(call, 3, 64);
+  char with[transport::kHeader], without[transport::kHeader];
+  ASSERT_EQ(sent.encode(with, true), transport::kHeader);
+  ASSERT_EQ(sent.encode(without, false), transport::kHeaderFixed);
+  EXPECT_TRUE(transport::FrameHeader::has_names(with));
+  EXPECT_FALSE(transport::FrameHeader::has_names(without));
+
+  transport::FrameHeader got;
+  ASSERT_EQ(got.decode(with), "");
+  EXPECT_EQ(got.kind, "allreduce");
+  EXPECT_EQ(got.op, call.op.substr(0, transport::kOpBytes));
+  transport::FrameHeader next = sent;
+  next.seq = 8;
+  next.tag = 4;
+  next.encode(without, false);
+  ASSERT_EQ(got.decode(without), "");
+  EXPECT_EQ(got.seq, 8u);
+  EXPECT_EQ(got.tag, 4u);
+  EXPECT_EQ(got.kind, "allreduce");
+  EXPECT_EQ(got.op, call.op.substr(0, transport::kOpBytes));
+  EXPECT_NO_THROW(
+      transport::check_same_call(0, CollectiveCall{8, "allreduce", call.op, 64}, 1, got));
+}
+
 }  // namespace
 }  // namespace mtf

@@ -19,17 +19,24 @@ FrameHeader FrameHeader::for_call(const CollectiveCall& call, uint64_t tag, uint
   return h;
 }
 
-void FrameHeader::encode(char* out) const {
-  std::memset(out, 0, kHeader);
+size_t FrameHeader::encode(char* out, bool names) const {
+  const uint16_t f = names ? flags | kFlagNames : flags & ~kFlagNames;
   std::memcpy(out, "MTFD", 4);
   std::memcpy(out + 4, &kProtocolVersion, 2);
-  std::memcpy(out + 6, &flags, 2);
+  std::memcpy(out + 6, &f, 2);
   std::memcpy(out + 8, &tag, 8);
   std::memcpy(out + 16, &length, 8);
   std::memcpy(out + 24, &seq, 8);
   std::memcpy(out + 32, &call_bytes, 8);
+  if (!names) return kHeaderFixed;
+  std::memset(out + kHeaderFixed, 0, kKindBytes + kOpBytes);
   std::memcpy(out + 40, kind.data(), std::min(kind.size(), kKindBytes));
   std::memcpy(out + 56, op.data(), std::min(op.size(), kOpBytes));
+  return kHeader;
+}
+
+bool FrameHeader::has_names(const char* in) {
+  return (detail::load<uint16_t>(in + 6) & kFlagNames) != 0;
 }
 
 std::string FrameHeader::decode(const char* in) {
@@ -41,8 +48,10 @@ std::string FrameHeader::decode(const char* in) {
   length = detail::load<uint64_t>(in + 16);
   seq = detail::load<uint64_t>(in + 24);
   call_bytes = detail::load<int64_t>(in + 32);
-  kind.assign(in + 40, strnlen(in + 40, kKindBytes));
-  op.assign(in + 56, strnlen(in + 56, kOpBytes));
+  if (flags & kFlagNames) {
+    kind.assign(in + 40, strnlen(in + 40, kKindBytes));
+    op.assign(in + 56, strnlen(in + 56, kOpBytes));
+  }
   return "";
 }
 

@@ -1,8 +1,13 @@
 // frames.h — what every message of a multi-process transport carries: a
-// fixed 88-byte header with the tag, the payload length, and the collective
-// call the sender is in (sequence number, kind, op, bytes), so a receiver can
-// tell that two ranks diverged instead of waiting forever. Used by the TCP
-// and MPI transports. Internal.
+// header with the tag, the payload length, and the collective call the
+// sender is in (sequence number, kind, op, bytes), so a receiver can tell
+// that two ranks diverged instead of waiting forever. Used by the TCP and
+// MPI transports. Internal.
+//
+// The header is 40 bytes, then the call's kind and op names (48 bytes)
+// when kFlagNames is set. MPI sends them every time; the TCP transport's
+// streams only when they differ from the previous frame's on that stream,
+// so a small message over shared memory fits one cache line.
 #pragma once
 
 #include <cstdint>
@@ -15,10 +20,13 @@
 
 namespace mtf::transport {
 
-constexpr uint16_t kProtocolVersion = 2;  // 2: a refusal of an authenticated peer says why (MTFN)
-constexpr size_t kHeader = 88;
+// 2: a refusal of an authenticated peer says why (MTFN); 3: names only
+// when they change.
+constexpr uint16_t kProtocolVersion = 3;
 constexpr size_t kKindBytes = 16, kOpBytes = 32;
-constexpr uint16_t kFlagBye = 1;  // the sender is done: its exit is not a crash
+constexpr size_t kHeaderFixed = 40, kHeader = kHeaderFixed + kKindBytes + kOpBytes;
+constexpr uint16_t kFlagBye = 1;    // the sender is done: its exit is not a crash
+constexpr uint16_t kFlagNames = 2;  // kind and op follow the fixed part
 
 struct FrameHeader {
   uint16_t flags = 0;
@@ -28,8 +36,14 @@ struct FrameHeader {
 
   // The header of a message sent during `call`.
   static FrameHeader for_call(const CollectiveCall& call, uint64_t tag, uint64_t length);
-  void encode(char* out) const;  // kHeader bytes
-  // Empty on success, else what is wrong with the bytes.
+  // Writes the header, with the names when `names` (kHeader bytes) or
+  // without (kHeaderFixed); returns the bytes written.
+  size_t encode(char* out, bool names = true) const;
+  // Whether a header whose fixed part is `in` goes on with the names.
+  static bool has_names(const char* in);
+  // Empty on success, else what is wrong with the bytes (kHeader of them
+  // when has_names, else kHeaderFixed; kind and op are then left as they
+  // were, the previous frame's).
   std::string decode(const char* in);
   std::string describe() const;
 };

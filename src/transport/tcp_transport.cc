@@ -66,20 +66,20 @@ class TcpTransport : public Transport {
     FrameHeader bye;
     bye.flags = kFlagBye;
     char h[kHeader];
-    bye.encode(h);
+    const size_t n = bye.encode(h, false);
     for (int p = 0; p < size(); ++p) {
       if (p == rank() || peers_[p].lost) continue;
       try {
         const Clock::time_point deadline = Clock::now() + std::chrono::milliseconds(500);
         if (ShmLink* link = peers_[p].link) {
-          iovec v{h, kHeader};
-          for (size_t done = 0; done < kHeader && Clock::now() < deadline;) {
-            v = {h + done, kHeader - done};
+          iovec v{h, n};
+          for (size_t done = 0; done < n && Clock::now() < deadline;) {
+            v = {h + done, n - done};
             done += link->write(&v, 1);
-            if (done < kHeader) std::this_thread::yield();
+            if (done < n) std::this_thread::yield();
           }
         } else {
-          write_all(peers_[p].fd, h, kHeader, deadline);
+          write_all(peers_[p].fd, h, n, deadline);
         }
       } catch (const Refused&) {
       }
@@ -144,15 +144,22 @@ class TcpTransport : public Transport {
     if (p.finished) throw_finished(peer);
     FrameHeader h = FrameHeader::for_call(current_collective(), tag, bytes);
     char head[kHeader];
-    h.encode(head);
+    // The call's names only when they changed on this stream (the reader
+    // keeps the last ones it got).
+    const bool names = h.kind != p.sent_kind || h.op != p.sent_op;
+    const size_t head_bytes = h.encode(head, names);
+    if (names) {
+      p.sent_kind = h.kind;
+      p.sent_op = h.op;
+    }
     const Clock::time_point deadline = Clock::now() + timeout();
     size_t done = 0;
-    const size_t total = kHeader + bytes;
+    const size_t total = head_bytes + bytes;
     while (done < total) {
       iovec iov[2];
       int n = 0;
-      if (done < kHeader) iov[n++] = {head + done, kHeader - done};
-      const size_t data_done = done > kHeader ? done - kHeader : 0;
+      if (done < head_bytes) iov[n++] = {head + done, head_bytes - done};
+      const size_t data_done = done > head_bytes ? done - head_bytes : 0;
       if (bytes > data_done)
         iov[n++] = {const_cast<char*>(static_cast<const char*>(data)) + data_done,
                     bytes - data_done};
@@ -243,6 +250,7 @@ class TcpTransport : public Transport {
     bool direct = false;  // dest is posted_[posted]'s buffer
     int posted = -1;
     EarlyFrames queue;
+    std::string sent_kind, sent_op;  // the call's names last sent to this peer
     bool finished = false, lost = false, closed = false;
     std::string why;
   };
@@ -421,6 +429,12 @@ class TcpTransport : public Transport {
     return -1;
   }
 
+  // The header being read: its fixed part, then the names if it says they
+  // follow.
+  static size_t header_bytes(const Peer& p) {
+    return p.got >= kHeaderFixed && FrameHeader::has_names(p.head) ? kHeader : kHeaderFixed;
+  }
+
   // Reads whatever peer p has sent, frame by frame, without blocking.
   void read_available(int peer) {
     Peer& p = peers_[peer];
@@ -429,7 +443,7 @@ class TcpTransport : public Transport {
       size_t want;
       if (p.state == Peer::kReadingHeader) {
         dst = p.head + p.got;
-        want = kHeader - p.got;
+        want = header_bytes(p) - p.got;
       } else {
         dst = p.dest + p.got;
         want = p.cur.length - p.got;
@@ -451,7 +465,8 @@ class TcpTransport : public Transport {
         return;
       }
       p.got += static_cast<size_t>(std::max<ssize_t>(r, 0));
-      if (p.state == Peer::kReadingHeader && p.got == kHeader) {
+      if (p.state == Peer::kReadingHeader && p.got == header_bytes(p)) {
+        // p.cur keeps the previous frame's names unless new ones came.
         const std::string bad = p.cur.decode(p.head);
         if (!bad.empty()) {
           mark_lost(peer, "it sent " + bad + " (protocol error)");
