@@ -444,6 +444,27 @@ TEST(CollectivesMeshTest, MisuseIsAClearError) {
               ReduceOp::kSum, 1);
   };
   EXPECT_THROW(run_in_process(2, disagree, threads, std::chrono::milliseconds(2000)), ValueError);
+  // A group that names a rank twice or one outside the job, small (checked
+  // pair by pair) or large (checked against a table of the job's ranks).
+  for (const int n : {3, 40}) {
+    for (const int bad : {1, -1, n}) {
+      auto malformed = [&](Transport& t) {
+        Group g;
+        for (int r = 0; r < n; ++r) g.ranks.push_back(r);
+        g.ranks[n - 1] = bad;  // the caller, rank 0, stays at position 0
+        g.index = 0;
+        float v = 0;
+        if (t.rank() == 0) allreduce(t, g, &v, 1, float32, ReduceOp::kSum, 1);
+      };
+      try {
+        run_in_process(n, malformed, threads, std::chrono::milliseconds(2000));
+        ADD_FAILURE() << "no error for rank " << bad << " in a group of " << n;
+      } catch (const ValueError& e) {
+        EXPECT_NE(std::string(e.what()).find("is repeated or outside the job"), std::string::npos)
+            << e.what();
+      }
+    }
+  }
 }
 
 }  // namespace

@@ -123,8 +123,9 @@ void allgather_within(Transport& t, const std::vector<int>& local, int me, char*
 }  // namespace
 
 bool spans_machines(const Transport& t, const Group& g) {
+  if (g.size() < 3) return false;
   const std::vector<int> of = t.machines();
-  if (of.empty() || g.size() < 3) return false;
+  if (of.empty()) return false;
   std::map<int, int> count;
   for (int r : g.ranks) ++count[of.at(static_cast<size_t>(r))];
   if (count.size() < 2) return false;

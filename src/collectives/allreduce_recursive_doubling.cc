@@ -70,42 +70,45 @@ namespace {
 // run it and describe it to a transport that times it at once: the fold
 // (if any), log2(pof2) exchanges of the whole buffer, the unfold (if any).
 // A received buffer is reduced into the data, except the unfold's, which
-// replaces it. Every member has the same number of rounds.
-struct DoublingRound {
-  ExchangeRound round;
-  bool reduce = false;
-};
-
-std::vector<DoublingRound> recursive_doubling_rounds(const Group& g, size_t bytes) {
+// replaces it (the last round when the group folds). Every member has the
+// same number of rounds.
+ExchangeRoundsTiming recursive_doubling_rounds(const Group& g, size_t bytes, uint64_t channel,
+                                               bool* unfolds) {
   const Fold f(g.size());
   const int i = g.index;
   const bool folds = i < 2 * f.rem;
-  std::vector<DoublingRound> rounds;
+  ExchangeRoundsTiming timing;
+  timing.group = &g.ranks;
+  timing.position = g.index;
+  timing.tag = channel;
+  std::vector<ExchangeRound>& rounds = timing.rounds;
+  int steps = 0;
+  for (int mask = 1; mask < f.pof2; mask <<= 1) ++steps;
+  rounds.reserve(static_cast<size_t>(steps + (f.rem > 0 ? 2 : 0)));
   if (f.rem > 0) {
-    DoublingRound r;
-    if (folds && i % 2 == 0) r.round.send_to = g.ranks[i + 1];
-    if (folds && i % 2 == 1) r.round.recv_from = g.ranks[i - 1];
-    r.reduce = true;
+    ExchangeRound r;
+    if (folds && i % 2 == 0) r.send_to = g.ranks[i + 1];
+    if (folds && i % 2 == 1) r.recv_from = g.ranks[i - 1];
     rounds.push_back(r);
   }
   const int me = f.core_rank(i);
   for (int mask = 1; mask < f.pof2; mask <<= 1) {
-    DoublingRound r;
-    if (me >= 0) r.round.send_to = r.round.recv_from = g.ranks[f.member(me ^ mask)];
-    r.reduce = true;
+    ExchangeRound r;
+    if (me >= 0) r.send_to = r.recv_from = g.ranks[f.member(me ^ mask)];
     rounds.push_back(r);
   }
   if (f.rem > 0) {
-    DoublingRound r;
-    if (folds && i % 2 == 1) r.round.send_to = g.ranks[i - 1];
-    if (folds && i % 2 == 0) r.round.recv_from = g.ranks[i + 1];
+    ExchangeRound r;
+    if (folds && i % 2 == 1) r.send_to = g.ranks[i - 1];
+    if (folds && i % 2 == 0) r.recv_from = g.ranks[i + 1];
     rounds.push_back(r);
   }
-  for (DoublingRound& r : rounds) {
-    if (r.round.send_to >= 0) r.round.send_bytes = bytes;
-    if (r.round.recv_from >= 0) r.round.recv_bytes = bytes;
+  for (ExchangeRound& r : rounds) {
+    if (r.send_to >= 0) r.send_bytes = bytes;
+    if (r.recv_from >= 0) r.recv_bytes = bytes;
   }
-  return rounds;
+  *unfolds = f.rem > 0;
+  return timing;
 }
 
 }  // namespace
@@ -114,19 +117,24 @@ void allreduce_recursive_doubling(Transport& t, const Group& g, void* data, int6
                                   DType dtype, ReduceOp op, uint64_t tag) {
   const size_t bytes = static_cast<size_t>(count) * element_size(dtype);
   const uint64_t channel = subtag(tag, 5);
-  const std::vector<DoublingRound> rounds = recursive_doubling_rounds(g, bytes);
-  ExchangeRoundsTiming timing;
-  timing.group = &g.ranks;
-  timing.position = g.index;
-  timing.tag = channel;
-  for (const DoublingRound& r : rounds) timing.rounds.push_back(r.round);
+  bool unfolds = false;
+  const ExchangeRoundsTiming timing = recursive_doubling_rounds(g, bytes, channel, &unfolds);
   if (t.time_exchange_rounds(timing) && !t.carries_data()) return;
-  std::shared_ptr<detail::Buffer> scratch;  // pooled: no page faults per call
-  if (t.carries_data()) scratch = detail::allocate_buffer(bytes);
-  void* other = scratch ? scratch->data : nullptr;
-  for (const DoublingRound& r : rounds) {
-    const int to = r.round.send_to, from = r.round.recv_from;
-    void* into = r.reduce ? other : data;
+  // Small buffers' partner copies go on the stack; larger ones in pooled
+  // memory (no page faults per call).
+  alignas(64) unsigned char small[512];
+  std::shared_ptr<detail::Buffer> scratch;
+  void* other = nullptr;
+  if (t.carries_data()) {
+    if (bytes > sizeof(small)) scratch = detail::allocate_buffer(bytes);
+    other = scratch ? scratch->data : small;
+  }
+  const size_t last = timing.rounds.size() - 1;
+  for (size_t k = 0; k < timing.rounds.size(); ++k) {
+    const ExchangeRound& r = timing.rounds[k];
+    const int to = r.send_to, from = r.recv_from;
+    const bool reduce = !(unfolds && k == last);
+    void* into = reduce ? other : data;
     if (to >= 0 && from >= 0) {
       t.exchange({SendSpec{to, channel, data, bytes}}, {RecvSpec{from, channel, into, bytes}});
     } else if (to >= 0) {
@@ -134,7 +142,7 @@ void allreduce_recursive_doubling(Transport& t, const Group& g, void* data, int6
     } else if (from >= 0) {
       t.recv(from, channel, into, bytes);
     }
-    if (from >= 0 && r.reduce && t.carries_data()) reduce_into(data, other, count, dtype, op);
+    if (from >= 0 && reduce && t.carries_data()) reduce_into(data, other, count, dtype, op);
   }
 }
 

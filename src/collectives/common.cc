@@ -59,13 +59,19 @@ void check_group(const Transport& t, const Group& g, const char* what) {
                                      " at position ", g.index, " but the caller is rank ",
                                      t.rank()));
   }
-  std::vector<bool> seen(static_cast<size_t>(t.size()), false);
-  for (int r : g.ranks) {
-    if (r < 0 || r >= t.size() || seen[r]) {
+  // Small groups (every call of a small-message collective checks its
+  // group) compare pairs instead of allocating a table of the job's ranks.
+  const size_t n = g.ranks.size();
+  std::vector<bool> seen(n > 32 ? static_cast<size_t>(t.size()) : 0, false);
+  for (size_t i = 0; i < n; ++i) {
+    const int r = g.ranks[i];
+    bool repeated = r >= 0 && r < t.size() && n > 32 && seen[r];
+    for (size_t j = 0; j < i && n <= 32 && !repeated; ++j) repeated = g.ranks[j] == r;
+    if (r < 0 || r >= t.size() || repeated) {
       throw ValueError(detail::str_cat(what, ": group rank ", r,
                                        " is repeated or outside the job of ", t.size(), " ranks"));
     }
-    seen[r] = true;
+    if (n > 32) seen[r] = true;
   }
 }
 
