@@ -214,6 +214,27 @@ TEST(SimHost, MoreRanksThanCpusWaitAtEachCollective) {
   EXPECT_NE(four.to_file().find("oversubscribed_wait = 0.001"), std::string::npos);
 }
 
+// Ranks as processes wait in their own transport's way: their own figure
+// when the machine file has one, the threads' figure otherwise.
+TEST(SimHost, ProcessesWaitTheirOwnWayWhenMeasured) {
+  Topology four = host(4);
+  four.oversubscribed_wait = 1e-3;
+  four.host_ranks = Topology::HostRanks::kProcesses;
+  EXPECT_DOUBLE_EQ(four.host_collective_wait(), 1e-3);  // not measured: as threads
+  four.processes_oversubscribed_wait = 3e-3;
+  EXPECT_DOUBLE_EQ(four.host_collective_wait(), 3e-3);
+  four.host_ranks = Topology::HostRanks::kTcp;
+  EXPECT_DOUBLE_EQ(four.host_collective_wait(), 3e-3);
+  four.host_ranks = Topology::HostRanks::kThreads;
+  EXPECT_DOUBLE_EQ(four.host_collective_wait(), 1e-3);
+  // It is a machine file's key, and cannot be negative.
+  EXPECT_NE(four.to_file().find("processes_oversubscribed_wait = 0.003"), std::string::npos);
+  four.apply_overrides("processes_oversubscribed_wait=5e-3");
+  EXPECT_DOUBLE_EQ(four.processes_oversubscribed_wait, 5e-3);
+  four.processes_oversubscribed_wait = -1;
+  EXPECT_THROW(four.validate(), ValueError);
+}
+
 TEST(SimHost, RunsTheFusedProgramAndAddsTheRunsOverhead) {
   const SimReport fused = simulate_mlp(host(1), "all:1", "");
   const SimReport unfused = simulate_mlp(host(1), "all:1", "", false);

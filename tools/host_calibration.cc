@@ -205,6 +205,83 @@ std::string Calibration::report() const {
 
 namespace {
 
+// The reference MLP of the oversubscribed wait below on `ranks` ranks: the
+// median time of one rank's steps (every rank makes the same calls).
+examples::MlpConfig reference_mlp(int ranks) {
+  examples::MlpConfig c;
+  c.batch_size = 64 * ranks;
+  c.hidden = 512;
+  return c;
+}
+
+MeshConfig reference_mlp_mesh(int ranks) {
+  MeshConfig real;
+  real.mesh_shape = MeshShape("b:" + std::to_string(ranks));
+  real.layout = LayoutRules("batch:b");
+  return real;
+}
+
+double time_reference_mlp(int ranks, const MeshConfig& config) {
+  examples::Mlp mlp(reference_mlp(ranks));
+  std::mt19937 rng(11);
+  HostTensor x(mlp.images.shape(), float32), y(mlp.labels.shape(), int32);
+  for (int64_t i = 0; i < x.num_elements(); ++i) x.data<float>()[i] = (rng() % 256) / 255.f;
+  for (int64_t i = 0; i < y.num_elements(); ++i)
+    y.data<int32_t>()[i] = static_cast<int32_t>(rng() % 10);
+  Session s(mlp.graph(), config);
+  return time_median(
+      [&] {
+        s.run({mlp.loss}, {{mlp.images, x}, {mlp.labels, y}}, mlp.train_ops);
+      },
+      15, 0);
+}
+
+// The reference MLP measured on `ranks` ranks (more than CPUs) of the kind
+// `how` (threads, or processes over TCP and shared memory), the wait per
+// collective step that makes its simulation on machine m match, and the
+// simulation with that wait.
+struct WaitFit {
+  double wait = 0, measured = 0, predicted = 0;
+};
+
+WaitFit oversubscribed_wait(const Topology& m, Topology::HostRanks how, int ranks) {
+  const examples::MlpConfig c = reference_mlp(ranks);
+  const MeshConfig real = reference_mlp_mesh(ranks);
+  WaitFit fit;
+  if (how == Topology::HostRanks::kThreads) {
+    fit.measured = time_reference_mlp(ranks, real);
+  } else {
+    const std::string answer = run_ranks_as_processes("mlp", ranks, true);
+    fit.measured = std::atof(answer.c_str());
+    if (!(fit.measured > 0))
+      throw IoError("calibration: rank 0 of the reference MLP answered \"" + answer + "\"");
+  }
+  // Simulated with no wait, and with 0.1 ms per collective: how much a
+  // second of wait per collective adds to the step (its collectives on the
+  // critical path), which turns the step's excess into the wait.
+  auto predict = [&](double wait) {
+    examples::Mlp mlp(c);
+    MeshConfig simulated = real;
+    simulated.impl = MeshImpl::kSimulated;
+    simulated.sim.mode = SimMode::kCostOnly;
+    simulated.sim.topology = m;
+    simulated.sim.topology.devices_per_node = ranks;
+    simulated.sim.topology.host_ranks = how;
+    simulated.sim.topology.oversubscribed_in_program = 1;
+    simulated.sim.topology.oversubscribed_wait = wait;
+    simulated.sim.topology.processes_oversubscribed_wait = wait;
+    Session sim(mlp.graph(), simulated);
+    sim.run({mlp.loss}, {}, mlp.train_ops);
+    return sim.simulation_report().step_time;
+  };
+  constexpr double kProbe = 1e-4;
+  const double without = predict(0);
+  const double per_wait = (predict(kProbe) - without) / kProbe;
+  fit.wait = per_wait > 0 ? std::clamp((fit.measured - without) / per_wait, 0.0, 0.01) : 0.0;
+  fit.predicted = without + per_wait * fit.wait;
+  return fit;
+}
+
 Calibration calibrate_once(bool progress) {
   auto say = [&](const char* what) {
     if (progress) std::fprintf(stderr, "calibrating: %s\n", what);
@@ -412,54 +489,21 @@ Calibration calibrate_once(bool progress) {
     cal.points.push_back({"allreduce 4 MiB, " + l.what, l.times.allreduce, *l.bandwidth, 0});
   }
 
-  // The reference MLP on twice as many ranks (as threads) as CPUs, against
-  // the simulation of it with the figures so far: what taking turns costs,
-  // as a wait at each collective.
+  // The reference MLP on twice as many ranks as CPUs, as threads and as
+  // processes, against the simulation of it with the figures so far: what
+  // taking turns costs, as a wait at each collective.
   say("more ranks than CPUs");
-  {
-    const int ranks = 2 * cpus;
-    examples::MlpConfig c;
-    c.batch_size = 64 * ranks;
-    c.hidden = 512;
-    examples::Mlp mlp(c);
-    std::mt19937 rng(11);
-    HostTensor x(mlp.images.shape(), float32), y(mlp.labels.shape(), int32);
-    for (int64_t i = 0; i < x.num_elements(); ++i) x.data<float>()[i] = (rng() % 256) / 255.f;
-    for (int64_t i = 0; i < y.num_elements(); ++i)
-      y.data<int32_t>()[i] = static_cast<int32_t>(rng() % 10);
-    MeshConfig real;
-    real.mesh_shape = MeshShape("b:" + std::to_string(ranks));
-    real.layout = LayoutRules("batch:b");
-    Session s(mlp.graph(), real);
-    const double measured = time_median(
-        [&] {
-          s.run({mlp.loss}, {{mlp.images, x}, {mlp.labels, y}}, mlp.train_ops);
-        },
-        15, 0);
-    // Simulated with no wait, and with 0.1 ms per collective: how much a
-    // second of wait per collective adds to the step (its collectives on
-    // the critical path), which turns the step's excess into the wait.
-    auto predict = [&](double wait) {
-      MeshConfig simulated = real;
-      simulated.impl = MeshImpl::kSimulated;
-      simulated.sim.mode = SimMode::kCostOnly;
-      simulated.sim.topology = m;
-      simulated.sim.topology.devices_per_node = ranks;
-      simulated.sim.topology.oversubscribed_in_program = 1;
-      simulated.sim.topology.oversubscribed_wait = wait;
-      Session sim(mlp.graph(), simulated);
-      sim.run({mlp.loss}, {}, mlp.train_ops);
-      return sim.simulation_report().step_time;
-    };
-    constexpr double kProbe = 1e-4;
-    const double without = predict(0);
-    const double per_wait = (predict(kProbe) - without) / kProbe;
-    m.oversubscribed_in_program = 1;
-    m.oversubscribed_wait =
-        per_wait > 0 ? std::clamp((measured - without) / per_wait, 0.0, 0.01) : 0.0;
-    cal.points.push_back({cat("reference MLP on ", ranks, " ranks as threads"), measured, 0,
-                          without + per_wait * m.oversubscribed_wait});
-  }
+  const int crowd = 2 * cpus;
+  const auto threads_wait = oversubscribed_wait(m, Topology::HostRanks::kThreads, crowd);
+  m.oversubscribed_wait = threads_wait.wait;
+  cal.points.push_back({cat("reference MLP on ", crowd, " ranks as threads"), threads_wait.measured,
+                        0, threads_wait.predicted});
+  const auto processes_wait = oversubscribed_wait(m, Topology::HostRanks::kProcesses, crowd);
+  // At least a nanosecond: 0 in a machine file means "as threads".
+  m.processes_oversubscribed_wait = std::max(processes_wait.wait, 1e-9);
+  cal.points.push_back({cat("reference MLP on ", crowd, " ranks as processes"),
+                        processes_wait.measured, 0, processes_wait.predicted});
+  m.oversubscribed_in_program = 1;
 
   const double ram =
       static_cast<double>(sysconf(_SC_PHYS_PAGES)) * static_cast<double>(sysconf(_SC_PAGE_SIZE));
@@ -482,7 +526,22 @@ std::map<std::string, std::string> file_values(const Topology& t) {
   return values;
 }
 
+// What a rank started by run_ranks_as_processes does, by job name.
+std::string calibration_job(const std::string& job, Transport& t) {
+  if (job == "link") return link_answer(t);
+  if (job == "mlp") {
+    MeshConfig rank = reference_mlp_mesh(t.size());
+    rank.process_transport = std::shared_ptr<Transport>(&t, [](Transport*) {});
+    return cat(time_reference_mlp(t.size(), rank), "\n");
+  }
+  throw ValueError("unknown calibration job \"" + job + "\"");
+}
+
 }  // namespace
+
+int calibration_rank(int argc, char** argv) {
+  return calibration_rank_main(argc, argv, calibration_job);
+}
 
 Calibration calibrate_host(bool progress, int rounds) {
   std::vector<Calibration> all;

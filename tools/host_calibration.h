@@ -9,8 +9,8 @@
 // what all CPUs reach on a large product, elementwise memory bandwidth and
 // flop rate, and the latency and bandwidth between two ranks as threads of
 // one process (the in-process transport) and as processes (TCP with shared
-// memory between ranks of one machine: two ranks in threads of this process
-// connect exactly as two processes would). The result is one node of
+// memory between ranks of one machine, in processes of their own). The
+// result is one node of
 // `cpus` devices (one per CPU) on a switch fabric; choose the ranks of a run
 // with devices_per_node and host_ranks.
 #pragma once
@@ -40,5 +40,9 @@ struct Calibration {
 // points are the first round's. About 10 s a round; `progress` lines go to
 // stderr when set.
 Calibration calibrate_host(bool progress, int rounds = 3);
+
+// The main of a rank that calibration starts as a process of its own (see
+// rank_links.h); mtf-sim's main hands over when is_calibration_rank().
+int calibration_rank(int argc, char** argv);
 
 }  // namespace mtf::tools

@@ -19,6 +19,7 @@
 #include "models/transformer_decoder.h"
 #include "models/unet3d.h"
 #include "mtf/mtf.h"
+#include "rank_links.h"
 
 namespace {
 
@@ -214,6 +215,7 @@ void progress(int64_t done, int64_t total, double seconds) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  if (tools::is_calibration_rank(argc, argv)) return tools::calibration_rank(argc, argv);
   try {
     data::Flags flags;
     flags.define("model", "mlp",

@@ -1,14 +1,21 @@
 // Latency and bandwidth between ranks; see rank_links.h.
 #include "rank_links.h"
 
+#include <fcntl.h>
 #include <netinet/in.h>
+#include <spawn.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <exception>
+#include <functional>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "calibration_timing.h"
@@ -19,12 +26,9 @@
 
 namespace mtf::tools {
 namespace {
-
 constexpr int64_t kAllreduceFloats = kLinkAllreduceBytes / 4;
+}  // namespace
 
-// Run by every rank of a world of 2 or more ranks, in pairs (r, r + n/2)
-// all timing at once; rank 0's figures count. Fixed repetition counts, so
-// that every pair makes the same calls.
 LinkTimes time_link(Transport& t) {
   const int half = t.size() / 2;
   const int peer = t.rank() < half ? t.rank() + half : t.rank() - half;
@@ -62,6 +66,8 @@ LinkTimes time_link(Transport& t) {
   return r;
 }
 
+namespace {
+
 int free_loopback_port() {
   const int fd = socket(AF_INET, SOCK_STREAM, 0);
   if (fd < 0) throw IoError("calibration: cannot open a socket to find a free port");
@@ -98,40 +104,122 @@ LinkTimes link_between_threads(int ranks) {
   return r;
 }
 
-// Ranks connected as processes of one machine would be (TCP set-up,
-// shared-memory rings), here in threads: 2, or 2 * cpus.
-LinkTimes link_between_processes(int ranks, bool shared_memory) {
-  const std::string coordinator = "127.0.0.1:" + std::to_string(free_loopback_port());
-  LinkTimes r;
-  std::vector<std::exception_ptr> errors(ranks);
-  std::vector<std::thread> threads;
-  for (int rank = 0; rank < ranks; ++rank) {
-    threads.emplace_back([&, rank] {
-      try {
-        TcpOptions o;
-        o.source = "mtf-sim --calibrate";
-        o.rank = rank;
-        o.world_size = ranks;
-        o.local_rank = rank;
-        o.local_size = ranks;
-        o.coordinator = coordinator;
-        o.listen_host = "127.0.0.1";
-        o.token = "calibration-" + std::to_string(getpid());
-        o.timeout = std::chrono::milliseconds(30000);
-        o.connect_timeout = std::chrono::milliseconds(30000);
-        o.shared_memory = shared_memory;
-        std::unique_ptr<Transport> t = connect_tcp(o);
-        const LinkTimes mine = time_link(*t);
-        if (rank == 0) r = mine;
-      } catch (...) {
-        errors[rank] = std::current_exception();
-      }
-    });
+namespace {
+
+constexpr const char* kRankFlag = "--calibration_rank";
+
+TcpOptions rank_options(int rank, int world, int port, const std::string& token,
+                        bool shared_memory) {
+  TcpOptions o;
+  o.source = "mtf-sim --calibrate";
+  o.rank = rank;
+  o.world_size = world;
+  o.local_rank = rank;
+  o.local_size = world;
+  o.coordinator = "127.0.0.1:" + std::to_string(port);
+  o.listen_host = "127.0.0.1";
+  o.token = token;
+  o.timeout = std::chrono::milliseconds(30000);
+  o.connect_timeout = std::chrono::milliseconds(30000);
+  o.shared_memory = shared_memory;
+  return o;
+}
+
+}  // namespace
+
+std::string run_ranks_as_processes(const std::string& job, int ranks, bool shared_memory) {
+  const std::string port = std::to_string(free_loopback_port());
+  const std::string token = "calibration-" + std::to_string(getpid());
+  const std::string world = std::to_string(ranks), shm = shared_memory ? "1" : "0";
+  int out[2];
+  if (pipe2(out, O_CLOEXEC) != 0) throw IoError("calibration: pipe2 failed");
+  std::vector<pid_t> children;
+  std::string failure;
+  for (int rank = 0; rank < ranks && failure.empty(); ++rank) {
+    const std::string r = std::to_string(rank);
+    std::vector<std::string> args = {"mtf-sim", kRankFlag, job, r, world, port, token, shm};
+    std::vector<char*> argv;
+    for (std::string& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    posix_spawn_file_actions_t actions;
+    posix_spawn_file_actions_init(&actions);
+    // Rank 0 answers on the pipe; the others' stdout goes nowhere.
+    if (rank == 0) {
+      posix_spawn_file_actions_adddup2(&actions, out[1], STDOUT_FILENO);
+    } else {
+      posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, "/dev/null", O_WRONLY, 0);
+    }
+    pid_t pid = 0;
+    const int e = posix_spawn(&pid, "/proc/self/exe", &actions, nullptr, argv.data(), environ);
+    posix_spawn_file_actions_destroy(&actions);
+    if (e != 0) {
+      failure = std::string("starting a rank (/proc/self/exe) failed: ") + std::strerror(e);
+    } else {
+      children.push_back(pid);
+    }
   }
-  for (auto& t : threads) t.join();
-  for (auto& e : errors)
-    if (e) std::rethrow_exception(e);
+  close(out[1]);
+  std::string answer;
+  char buf[256];
+  for (ssize_t n; (n = read(out[0], buf, sizeof(buf))) != 0;) {
+    if (n > 0) answer.append(buf, static_cast<size_t>(n));
+    if (n < 0 && errno != EINTR) break;
+  }
+  close(out[0]);
+  for (size_t i = 0; i < children.size(); ++i) {
+    int status = 0;
+    while (waitpid(children[i], &status, 0) < 0 && errno == EINTR) {
+    }
+    if (failure.empty() && !(WIFEXITED(status) && WEXITSTATUS(status) == 0)) {
+      failure = "rank " + std::to_string(i) + " of " + world + " " +
+                (WIFEXITED(status) ? "exited with status " + std::to_string(WEXITSTATUS(status))
+                                   : "was killed by signal " + std::to_string(WTERMSIG(status)));
+    }
+  }
+  if (!failure.empty()) {
+    throw IoError("calibration: ranks as processes (" + job + ", " + world + " ranks): " + failure +
+                  "; its error, if any, is on stderr above");
+  }
+  return answer;
+}
+
+bool is_calibration_rank(int argc, char** argv) {
+  return argc > 1 && std::string(argv[1]) == kRankFlag;
+}
+
+int calibration_rank_main(int argc, char** argv,
+                          const std::function<std::string(const std::string&, Transport&)>& job) {
+  if (argc != 8) {
+    std::fprintf(stderr, "%s is mtf-sim --calibrate's own: JOB RANK WORLD PORT TOKEN SHM\n",
+                 kRankFlag);
+    return 2;
+  }
+  try {
+    const TcpOptions o = rank_options(std::atoi(argv[3]), std::atoi(argv[4]), std::atoi(argv[5]),
+                                      argv[6], std::string(argv[7]) == "1");
+    std::unique_ptr<Transport> t = connect_tcp(o);
+    const std::string answer = job(argv[2], *t);
+    if (t->rank() == 0) std::fputs(answer.c_str(), stdout);
+    return 0;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "mtf-sim calibration rank %s: %s\n", argv[3], e.what());
+    return 1;
+  }
+}
+
+LinkTimes link_between_processes(int ranks, bool shared_memory) {
+  const std::string answer = run_ranks_as_processes("link", ranks, shared_memory);
+  LinkTimes r;
+  if (std::sscanf(answer.c_str(), "%lf %lf", &r.latency, &r.allreduce) != 2)
+    throw IoError("calibration: rank 0 of the link measurement answered \"" + answer + "\"");
   return r;
+}
+
+std::string link_answer(Transport& t) {
+  const LinkTimes r = time_link(t);
+  char line[96];
+  std::snprintf(line, sizeof(line), "%.17g %.17g\n", r.latency, r.allreduce);
+  return line;
 }
 
 }  // namespace mtf::tools

@@ -134,6 +134,10 @@ struct Topology {
   // flop: the LM's long steps pay far less for taking turns than the
   // MLP's short ones).
   double oversubscribed_wait = 0;
+  // The same for ranks as processes (host_ranks processes or tcp), which
+  // wait in their transport's own way (spin, then sleep on a doorbell);
+  // measured on the reference MLP as processes. 0: as oversubscribed_wait.
+  double processes_oversubscribed_wait = 0;
   double cache_bytes = 0;           // a step's bytes up to this run at cache_bandwidth
   double cache_bandwidth = 0;       // bytes/s of one thread within its cache
   double step_overhead = 0;         // seconds per compute step (executor, dispatch)
@@ -166,7 +170,8 @@ struct Topology {
   double host_elementwise_seconds(double flops, double bytes) const;
   double host_step_seconds(double work) const;
   // Seconds a rank loses before each collective step: oversubscribed_wait
-  // on a host with more ranks than CPUs, else 0.
+  // (processes_oversubscribed_wait for ranks as processes, when set) on a
+  // host with more ranks than CPUs, else 0.
   double host_collective_wait() const;
   // "threads", "processes" or "tcp".
   const char* host_ranks_name() const;

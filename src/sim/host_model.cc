@@ -85,7 +85,10 @@ double Topology::host_step_seconds(double work) const {
 
 double Topology::host_collective_wait() const {
   if (host_cpus <= 0) return 0;
-  return devices_per_node * cores_per_chip > host_cpus ? oversubscribed_wait : 0.0;
+  if (devices_per_node * cores_per_chip <= host_cpus) return 0.0;
+  if (host_ranks != HostRanks::kThreads && processes_oversubscribed_wait > 0)
+    return processes_oversubscribed_wait;
+  return oversubscribed_wait;
 }
 
 const char* Topology::host_ranks_name() const {

@@ -159,6 +159,7 @@ void Topology::set(const std::string& key, const std::string& value) {
         {"oversubscribed_in_program", &Topology::oversubscribed_in_program},
         {"busy_in_program", &Topology::busy_in_program},
         {"oversubscribed_wait", &Topology::oversubscribed_wait},
+        {"processes_oversubscribed_wait", &Topology::processes_oversubscribed_wait},
         {"elementwise_in_program_all_cpus", &Topology::elementwise_in_program_all_cpus},
         {"elementwise_step_overhead_all_cpus", &Topology::elementwise_step_overhead_all_cpus},
         {"cache_bytes", &Topology::cache_bytes},
@@ -274,6 +275,7 @@ void Topology::validate() const {
                    oversubscribed_in_program,
                    busy_in_program,
                    oversubscribed_wait,
+                   processes_oversubscribed_wait,
                    cache_bytes,
                    cache_bandwidth,
                    step_overhead,
@@ -394,6 +396,7 @@ std::string Topology::to_file() const {
   line("oversubscribed_in_program", oversubscribed_in_program);
   line("busy_in_program", busy_in_program);
   line("oversubscribed_wait", oversubscribed_wait);
+  line("processes_oversubscribed_wait", processes_oversubscribed_wait);
   line("elementwise_in_program_all_cpus", elementwise_in_program_all_cpus);
   line("elementwise_step_overhead_all_cpus", elementwise_step_overhead_all_cpus);
   line("cache_bytes", cache_bytes);
