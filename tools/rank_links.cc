@@ -3,6 +3,7 @@
 
 #include <fcntl.h>
 #include <netinet/in.h>
+#include <signal.h>
 #include <spawn.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
@@ -159,6 +160,10 @@ std::string run_ranks_as_processes(const std::string& job, int ranks, bool share
     }
   }
   close(out[1]);
+  // Ranks started before one failed to start would wait for it until their
+  // connect deadline.
+  if (!failure.empty())
+    for (pid_t pid : children) kill(pid, SIGTERM);
   std::string answer;
   char buf[256];
   for (ssize_t n; (n = read(out[0], buf, sizeof(buf))) != 0;) {
