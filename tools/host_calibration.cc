@@ -214,10 +214,17 @@ examples::MlpConfig reference_mlp(int ranks) {
   return c;
 }
 
-MeshConfig reference_mlp_mesh(int ranks) {
+// Data-parallel, or hybrid (half the ranks along the batch, pairs along
+// the hidden units: many small collectives).
+MeshConfig reference_mlp_mesh(int ranks, bool hybrid = false) {
   MeshConfig real;
-  real.mesh_shape = MeshShape("b:" + std::to_string(ranks));
-  real.layout = LayoutRules("batch:b");
+  if (hybrid) {
+    real.mesh_shape = MeshShape("b:" + std::to_string(ranks / 2) + ";m:2");
+    real.layout = LayoutRules("batch:b;hidden:m");
+  } else {
+    real.mesh_shape = MeshShape("b:" + std::to_string(ranks));
+    real.layout = LayoutRules("batch:b");
+  }
   return real;
 }
 
@@ -239,29 +246,30 @@ double time_reference_mlp(int ranks, const MeshConfig& config) {
 // The reference MLP measured on `ranks` ranks (more than CPUs) of the kind
 // `how` (threads, or processes over TCP and shared memory), the wait per
 // collective step that makes its simulation on machine m match, and the
-// simulation with that wait.
+// simulation with that wait (of the data-parallel layout). With `hybrid`,
+// the hybrid layout too, and the wait that fits both best (least squares
+// of the relative errors): the data-parallel MLP has few collectives, and a
+// wait fitted on it alone over-counts for layouts with many small ones.
 struct WaitFit {
   double wait = 0, measured = 0, predicted = 0;
+  double hybrid_measured = 0, hybrid_predicted = 0;
 };
 
-WaitFit oversubscribed_wait(const Topology& m, Topology::HostRanks how, int ranks) {
+WaitFit oversubscribed_wait(const Topology& m, Topology::HostRanks how, int ranks, bool hybrid) {
   const examples::MlpConfig c = reference_mlp(ranks);
-  const MeshConfig real = reference_mlp_mesh(ranks);
-  WaitFit fit;
-  if (how == Topology::HostRanks::kThreads) {
-    fit.measured = time_reference_mlp(ranks, real);
-  } else {
-    const std::string answer = run_ranks_as_processes("mlp", ranks, true);
-    fit.measured = std::atof(answer.c_str());
-    if (!(fit.measured > 0))
+  auto measure = [&](bool h) {
+    if (how == Topology::HostRanks::kThreads)
+      return time_reference_mlp(ranks, reference_mlp_mesh(ranks, h));
+    const std::string answer = run_ranks_as_processes(h ? "mlp-hybrid" : "mlp", ranks, true);
+    const double t = std::atof(answer.c_str());
+    if (!(t > 0))
       throw IoError("calibration: rank 0 of the reference MLP answered \"" + answer + "\"");
-  }
-  // Simulated with no wait, and with 0.1 ms per collective: how much a
-  // second of wait per collective adds to the step (its collectives on the
-  // critical path), which turns the step's excess into the wait.
-  auto predict = [&](double wait) {
+    return t;
+  };
+  // Simulated with a wait per collective.
+  auto predict = [&](bool h, double wait) {
     examples::Mlp mlp(c);
-    MeshConfig simulated = real;
+    MeshConfig simulated = reference_mlp_mesh(ranks, h);
     simulated.impl = MeshImpl::kSimulated;
     simulated.sim.mode = SimMode::kCostOnly;
     simulated.sim.topology = m;
@@ -274,11 +282,37 @@ WaitFit oversubscribed_wait(const Topology& m, Topology::HostRanks how, int rank
     sim.run({mlp.loss}, {}, mlp.train_ops);
     return sim.simulation_report().step_time;
   };
+  // Each reference's step with no wait and what a second of wait per
+  // collective adds (its collectives on the critical path), from 0 and
+  // 0.1 ms: prediction(w) = without + per_wait * w.
   constexpr double kProbe = 1e-4;
-  const double without = predict(0);
-  const double per_wait = (predict(kProbe) - without) / kProbe;
-  fit.wait = per_wait > 0 ? std::clamp((fit.measured - without) / per_wait, 0.0, 0.01) : 0.0;
-  fit.predicted = without + per_wait * fit.wait;
+  struct Ref {
+    double measured, without, per_wait;
+  };
+  std::vector<Ref> refs;
+  for (const bool h : {false, true}) {
+    if (h && !hybrid) continue;
+    Ref r;
+    r.measured = measure(h);
+    r.without = predict(h, 0);
+    r.per_wait = (predict(h, kProbe) - r.without) / kProbe;
+    refs.push_back(r);
+  }
+  // Minimise sum((without + per_wait * w) / measured - 1)^2.
+  double num = 0, den = 0;
+  for (const Ref& r : refs) {
+    const double a = r.per_wait / r.measured, b = r.without / r.measured - 1;
+    num -= a * b;
+    den += a * a;
+  }
+  WaitFit fit;
+  fit.wait = den > 0 ? std::clamp(num / den, 0.0, 0.01) : 0.0;
+  fit.measured = refs[0].measured;
+  fit.predicted = refs[0].without + refs[0].per_wait * fit.wait;
+  if (refs.size() > 1) {
+    fit.hybrid_measured = refs[1].measured;
+    fit.hybrid_predicted = refs[1].without + refs[1].per_wait * fit.wait;
+  }
   return fit;
 }
 
@@ -494,15 +528,17 @@ Calibration calibrate_once(bool progress) {
   // taking turns costs, as a wait at each collective.
   say("more ranks than CPUs");
   const int crowd = 2 * cpus;
-  const auto threads_wait = oversubscribed_wait(m, Topology::HostRanks::kThreads, crowd);
+  const auto threads_wait = oversubscribed_wait(m, Topology::HostRanks::kThreads, crowd, false);
   m.oversubscribed_wait = threads_wait.wait;
   cal.points.push_back({cat("reference MLP on ", crowd, " ranks as threads"), threads_wait.measured,
                         0, threads_wait.predicted});
-  const auto processes_wait = oversubscribed_wait(m, Topology::HostRanks::kProcesses, crowd);
+  const auto processes_wait = oversubscribed_wait(m, Topology::HostRanks::kProcesses, crowd, true);
   // At least a nanosecond: 0 in a machine file means "as threads".
   m.processes_oversubscribed_wait = std::max(processes_wait.wait, 1e-9);
   cal.points.push_back({cat("reference MLP on ", crowd, " ranks as processes"),
                         processes_wait.measured, 0, processes_wait.predicted});
+  cal.points.push_back({cat("reference MLP on ", crowd, " ranks as processes, hybrid"),
+                        processes_wait.hybrid_measured, 0, processes_wait.hybrid_predicted});
   m.oversubscribed_in_program = 1;
 
   const double ram =
@@ -529,8 +565,8 @@ std::map<std::string, std::string> file_values(const Topology& t) {
 // What a rank started by run_ranks_as_processes does, by job name.
 std::string calibration_job(const std::string& job, Transport& t) {
   if (job == "link") return link_answer(t);
-  if (job == "mlp") {
-    MeshConfig rank = reference_mlp_mesh(t.size());
+  if (job == "mlp" || job == "mlp-hybrid") {
+    MeshConfig rank = reference_mlp_mesh(t.size(), job == "mlp-hybrid");
     rank.process_transport = std::shared_ptr<Transport>(&t, [](Transport*) {});
     return cat(time_reference_mlp(t.size(), rank), "\n");
   }
