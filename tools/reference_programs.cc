@@ -3,12 +3,15 @@
 
 #include <algorithm>
 #include <map>
+#include <memory>
 #include <random>
 #include <string>
 
 #include "calibration_timing.h"
 #include "models/mlp.h"
 #include "models/transformer.h"
+#include "mtf/errors.h"
+#include "rank_links.h"
 
 namespace mtf::tools {
 namespace {
@@ -129,6 +132,115 @@ double busy_factor(int cpus, int cpu, double run_overhead, double threads_run_ov
     busy_work += std::max(0.0, busy_run - threads_run_overhead);
   });
   return alone_work > 0 && busy_work > 0 ? busy_work / alone_work : 1.0;
+}
+
+namespace {
+
+// The reference MLP of the oversubscribed wait below on `ranks` ranks: the
+// median time of one rank's steps (every rank makes the same calls).
+examples::MlpConfig reference_mlp(int ranks) {
+  examples::MlpConfig c;
+  c.batch_size = 64 * ranks;
+  c.hidden = 512;
+  return c;
+}
+
+// Data-parallel, or hybrid (half the ranks along the batch, pairs along
+// the hidden units: many small collectives).
+MeshConfig reference_mlp_mesh(int ranks, bool hybrid = false) {
+  MeshConfig real;
+  if (hybrid) {
+    real.mesh_shape = MeshShape("b:" + std::to_string(ranks / 2) + ";m:2");
+    real.layout = LayoutRules("batch:b;hidden:m");
+  } else {
+    real.mesh_shape = MeshShape("b:" + std::to_string(ranks));
+    real.layout = LayoutRules("batch:b");
+  }
+  return real;
+}
+
+double time_reference_mlp(int ranks, const MeshConfig& config) {
+  examples::Mlp mlp(reference_mlp(ranks));
+  std::mt19937 rng(11);
+  HostTensor x(mlp.images.shape(), float32), y(mlp.labels.shape(), int32);
+  for (int64_t i = 0; i < x.num_elements(); ++i) x.data<float>()[i] = (rng() % 256) / 255.f;
+  for (int64_t i = 0; i < y.num_elements(); ++i)
+    y.data<int32_t>()[i] = static_cast<int32_t>(rng() % 10);
+  Session s(mlp.graph(), config);
+  return time_median(
+      [&] {
+        s.run({mlp.loss}, {{mlp.images, x}, {mlp.labels, y}}, mlp.train_ops);
+      },
+      15, 0);
+}
+
+}  // namespace
+
+double time_reference_mlp_rank(Transport& t, bool hybrid) {
+  MeshConfig rank = reference_mlp_mesh(t.size(), hybrid);
+  rank.process_transport = std::shared_ptr<Transport>(&t, [](Transport*) {});
+  return time_reference_mlp(t.size(), rank);
+}
+
+WaitFit oversubscribed_wait(const Topology& m, Topology::HostRanks how, int ranks, bool hybrid) {
+  const examples::MlpConfig c = reference_mlp(ranks);
+  auto measure = [&](bool h) {
+    if (how == Topology::HostRanks::kThreads)
+      return time_reference_mlp(ranks, reference_mlp_mesh(ranks, h));
+    const std::string answer = run_ranks_as_processes(h ? "mlp-hybrid" : "mlp", ranks, true);
+    const double t = std::atof(answer.c_str());
+    if (!(t > 0))
+      throw IoError("calibration: rank 0 of the reference MLP answered \"" + answer + "\"");
+    return t;
+  };
+  // Simulated with a wait per collective.
+  auto predict = [&](bool h, double wait) {
+    examples::Mlp mlp(c);
+    MeshConfig simulated = reference_mlp_mesh(ranks, h);
+    simulated.impl = MeshImpl::kSimulated;
+    simulated.sim.mode = SimMode::kCostOnly;
+    simulated.sim.topology = m;
+    simulated.sim.topology.devices_per_node = ranks;
+    simulated.sim.topology.host_ranks = how;
+    simulated.sim.topology.oversubscribed_in_program = 1;
+    simulated.sim.topology.oversubscribed_wait = wait;
+    simulated.sim.topology.processes_oversubscribed_wait = wait;
+    Session sim(mlp.graph(), simulated);
+    sim.run({mlp.loss}, {}, mlp.train_ops);
+    return sim.simulation_report().step_time;
+  };
+  // Each reference's step with no wait and what a second of wait per
+  // collective adds (its collectives on the critical path), from 0 and
+  // 0.1 ms: prediction(w) = without + per_wait * w.
+  constexpr double kProbe = 1e-4;
+  struct Ref {
+    double measured, without, per_wait;
+  };
+  std::vector<Ref> refs;
+  for (const bool h : {false, true}) {
+    if (h && !hybrid) continue;
+    Ref r;
+    r.measured = measure(h);
+    r.without = predict(h, 0);
+    r.per_wait = (predict(h, kProbe) - r.without) / kProbe;
+    refs.push_back(r);
+  }
+  // Minimise sum((without + per_wait * w) / measured - 1)^2.
+  double num = 0, den = 0;
+  for (const Ref& r : refs) {
+    const double a = r.per_wait / r.measured, b = r.without / r.measured - 1;
+    num -= a * b;
+    den += a * a;
+  }
+  WaitFit fit;
+  fit.wait = den > 0 ? std::clamp(num / den, 0.0, 0.01) : 0.0;
+  fit.measured = refs[0].measured;
+  fit.predicted = refs[0].without + refs[0].per_wait * fit.wait;
+  if (refs.size() > 1) {
+    fit.hybrid_measured = refs[1].measured;
+    fit.hybrid_predicted = refs[1].without + refs[1].per_wait * fit.wait;
+  }
+  return fit;
 }
 
 }  // namespace mtf::tools

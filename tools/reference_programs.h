@@ -1,7 +1,8 @@
 // reference_programs.h — the calibration's reference programs (the MLP and
 // a one-layer Transformer LM, smaller than anything the validation checks),
 // and what mtf-sim --calibrate measures on them: how a real program's steps
-// differ from kernels timed alone, and what filling every CPU costs.
+// differ from kernels timed alone, what filling every CPU costs, and what a
+// rank loses at each collective when ranks outnumber the CPUs.
 #pragma once
 
 #include <sched.h>
@@ -62,5 +63,22 @@ ProgramTimes time_reference_programs(const Topology& machine);
 // pinned to `cpu` (the definition is beside the code).
 double busy_factor(int cpus, int cpu, double run_overhead, double threads_run_overhead,
                    std::vector<std::pair<double, double>>* runs);
+
+// The reference MLP measured on `ranks` ranks (more than CPUs) of the kind
+// `how` (threads, or processes over TCP and shared memory), the wait per
+// collective step that makes its simulation on machine m match, and the
+// simulation with that wait (of the data-parallel layout). With `hybrid`,
+// the hybrid layout too, and the wait that fits both best (least squares
+// of the relative errors): the data-parallel MLP has few collectives, and a
+// wait fitted on it alone over-counts for layouts with many small ones.
+struct WaitFit {
+  double wait = 0, measured = 0, predicted = 0;
+  double hybrid_measured = 0, hybrid_predicted = 0;
+};
+WaitFit oversubscribed_wait(const Topology& m, Topology::HostRanks how, int ranks, bool hybrid);
+
+// One rank's part of that measurement as a process of its own (the
+// calibration's "mlp" and "mlp-hybrid" jobs): the median step time.
+double time_reference_mlp_rank(Transport& t, bool hybrid);
 
 }  // namespace mtf::tools
