@@ -62,16 +62,20 @@ void check_group(const Transport& t, const Group& g, const char* what) {
   // Small groups (every call of a small-message collective checks its
   // group) compare pairs instead of allocating a table of the job's ranks.
   const size_t n = g.ranks.size();
-  std::vector<bool> seen(n > 32 ? static_cast<size_t>(t.size()) : 0, false);
+  const bool small = n <= 32;
+  std::vector<bool> seen(small ? 0 : static_cast<size_t>(t.size()), false);
   for (size_t i = 0; i < n; ++i) {
     const int r = g.ranks[i];
-    bool repeated = r >= 0 && r < t.size() && n > 32 && seen[r];
-    for (size_t j = 0; j < i && n <= 32 && !repeated; ++j) repeated = g.ranks[j] == r;
-    if (r < 0 || r >= t.size() || repeated) {
+    bool bad = r < 0 || r >= t.size();
+    if (!bad && !small) {
+      bad = seen[r];
+      seen[r] = true;
+    }
+    for (size_t j = 0; j < i && small && !bad; ++j) bad = g.ranks[j] == r;
+    if (bad) {
       throw ValueError(detail::str_cat(what, ": group rank ", r,
                                        " is repeated or outside the job of ", t.size(), " ranks"));
     }
-    if (n > 32) seen[r] = true;
   }
 }
 
