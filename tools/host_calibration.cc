@@ -421,6 +421,11 @@ Calibration calibrate_once(bool progress) {
   const auto processes_wait = oversubscribed_wait(m, Topology::HostRanks::kProcesses, crowd, true);
   // At least a nanosecond: 0 in a machine file means "as threads".
   m.processes_oversubscribed_wait = std::max(processes_wait.wait, 1e-9);
+  // A message to a rank that waits for its turn: the 1-byte ping-pong
+  // (ranks that only spin for each other) leaves out the scheduling delay.
+  m.processes_oversubscribed_latency += processes_wait.extra_latency;
+  cal.points.push_back(
+      {cat("latency in a program, processes", over), m.processes_oversubscribed_latency, 0, 0});
   cal.points.push_back({cat("reference MLP on ", crowd, " ranks as processes"),
                         processes_wait.measured, 0, processes_wait.predicted});
   cal.points.push_back({cat("reference MLP on ", crowd, " ranks as processes, hybrid"),

@@ -6,12 +6,15 @@
 #include <memory>
 #include <random>
 #include <string>
+#include <tuple>
+#include <vector>
 
 #include "calibration_timing.h"
 #include "models/mlp.h"
 #include "models/transformer.h"
 #include "mtf/errors.h"
 #include "rank_links.h"
+#include "wait_fit.h"
 
 namespace mtf::tools {
 namespace {
@@ -184,61 +187,56 @@ double time_reference_mlp_rank(Transport& t, bool hybrid) {
 
 WaitFit oversubscribed_wait(const Topology& m, Topology::HostRanks how, int ranks, bool hybrid) {
   const examples::MlpConfig c = reference_mlp(ranks);
+  const bool threads = how == Topology::HostRanks::kThreads;
   auto measure = [&](bool h) {
-    if (how == Topology::HostRanks::kThreads)
-      return time_reference_mlp(ranks, reference_mlp_mesh(ranks, h));
+    if (threads) return time_reference_mlp(ranks, reference_mlp_mesh(ranks, h));
     const std::string answer = run_ranks_as_processes(h ? "mlp-hybrid" : "mlp", ranks, true);
     const double t = std::atof(answer.c_str());
     if (!(t > 0))
       throw IoError("calibration: rank 0 of the reference MLP answered \"" + answer + "\"");
     return t;
   };
-  // Simulated with a wait per collective.
-  auto predict = [&](bool h, double wait) {
+  // Simulated with a wait per collective and `extra` seconds on the crowded
+  // links' latency (ranks as processes only).
+  auto predict = [&](bool h, double wait, double extra) {
     examples::Mlp mlp(c);
     MeshConfig simulated = reference_mlp_mesh(ranks, h);
     simulated.impl = MeshImpl::kSimulated;
     simulated.sim.mode = SimMode::kCostOnly;
     simulated.sim.topology = m;
-    simulated.sim.topology.devices_per_node = ranks;
-    simulated.sim.topology.host_ranks = how;
-    simulated.sim.topology.oversubscribed_in_program = 1;
-    simulated.sim.topology.oversubscribed_wait = wait;
-    simulated.sim.topology.processes_oversubscribed_wait = wait;
+    Topology& t = simulated.sim.topology;
+    t.devices_per_node = ranks;
+    t.host_ranks = how;
+    t.oversubscribed_in_program = 1;
+    t.oversubscribed_wait = wait;
+    t.processes_oversubscribed_wait = wait;
+    t.processes_oversubscribed_latency += extra;
     Session sim(mlp.graph(), simulated);
     sim.run({mlp.loss}, {}, mlp.train_ops);
     return sim.simulation_report().step_time;
   };
-  // Each reference's step with no wait and what a second of wait per
-  // collective adds (its collectives on the critical path), from 0 and
-  // 0.1 ms: prediction(w) = without + per_wait * w.
+  // Each reference's step with neither, and what a second of each adds (its
+  // collectives, and its messages, on the critical path), probed from 0:
+  // prediction(w, e) = without + per_wait * w + per_extra * e.
   constexpr double kProbe = 1e-4;
-  struct Ref {
-    double measured, without, per_wait;
-  };
-  std::vector<Ref> refs;
+  const bool fit_latency = !threads && hybrid;
+  std::vector<WaitReference> refs;
   for (const bool h : {false, true}) {
     if (h && !hybrid) continue;
-    Ref r;
+    WaitReference r;
     r.measured = measure(h);
-    r.without = predict(h, 0);
-    r.per_wait = (predict(h, kProbe) - r.without) / kProbe;
+    r.without = predict(h, 0, 0);
+    r.per_wait = (predict(h, kProbe, 0) - r.without) / kProbe;
+    r.per_extra = fit_latency ? (predict(h, 0, kProbe) - r.without) / kProbe : 0;
     refs.push_back(r);
   }
-  // Minimise sum((without + per_wait * w) / measured - 1)^2.
-  double num = 0, den = 0;
-  for (const Ref& r : refs) {
-    const double a = r.per_wait / r.measured, b = r.without / r.measured - 1;
-    num -= a * b;
-    den += a * a;
-  }
   WaitFit fit;
-  fit.wait = den > 0 ? std::clamp(num / den, 0.0, 0.01) : 0.0;
+  std::tie(fit.wait, fit.extra_latency) = fit_wait_and_latency(refs, 0.01, 0.01);
   fit.measured = refs[0].measured;
-  fit.predicted = refs[0].without + refs[0].per_wait * fit.wait;
+  fit.predicted = predict(false, fit.wait, fit.extra_latency);
   if (refs.size() > 1) {
     fit.hybrid_measured = refs[1].measured;
-    fit.hybrid_predicted = refs[1].without + refs[1].per_wait * fit.wait;
+    fit.hybrid_predicted = predict(true, fit.wait, fit.extra_latency);
   }
   return fit;
 }

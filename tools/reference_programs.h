@@ -67,12 +67,14 @@ double busy_factor(int cpus, int cpu, double run_overhead, double threads_run_ov
 // The reference MLP measured on `ranks` ranks (more than CPUs) of the kind
 // `how` (threads, or processes over TCP and shared memory), the wait per
 // collective step that makes its simulation on machine m match, and the
-// simulation with that wait (of the data-parallel layout). With `hybrid`,
-// the hybrid layout too, and the wait that fits both best (least squares
-// of the relative errors): the data-parallel MLP has few collectives, and a
-// wait fitted on it alone over-counts for layouts with many small ones.
+// simulation with that wait (of the data-parallel layout). With `hybrid`
+// (processes only), the hybrid layout too, and the wait and the latency
+// added to the crowded links' that fit both best (least squares of the
+// relative errors, both >= 0): a wait per collective alone cannot fit both
+// (the data-parallel MLP has few collectives but more rounds in each than
+// the hybrid's), a cost per message can.
 struct WaitFit {
-  double wait = 0, measured = 0, predicted = 0;
+  double wait = 0, extra_latency = 0, measured = 0, predicted = 0;
   double hybrid_measured = 0, hybrid_predicted = 0;
 };
 WaitFit oversubscribed_wait(const Topology& m, Topology::HostRanks how, int ranks, bool hybrid);
