@@ -149,7 +149,9 @@ struct Topology {
   double tcp_link_bandwidth = 1e9;      // the same over TCP only (host_ranks = tcp)
   double tcp_link_latency = 30e-6;
   // The links with more ranks than CPUs (ranks wait to be scheduled; 0: as
-  // above).
+  // above). Calibration fits the processes' latency on the reference MLP
+  // (with processes_oversubscribed_wait): a message to a rank waiting for
+  // its turn costs more than a ping-pong of ranks that only spin shows.
   double threads_oversubscribed_bandwidth = 0, threads_oversubscribed_latency = 0;
   double processes_oversubscribed_bandwidth = 0, processes_oversubscribed_latency = 0;
   std::string sources;  // where the figures come from
