@@ -8,9 +8,11 @@
 
 #include <cstring>
 #include <random>
+#include <set>
 #include <tuple>
 
 #include "collectives/allreduce_algorithms.h"
+#include "collectives/tags.h"
 #include "mtf/errors.h"
 #include "mtf/in_process_transport.h"
 
@@ -313,6 +315,26 @@ TEST(CollectivesMeshTest, AllreduceAlongEachAxisOf2DAnd3DMeshes) {
         },
         RankExecution::kThreads);
   }
+}
+
+// Nine axes, one after another: every axis gets a tag of its own (an
+// earlier numbering reused the first axis's tag for the ninth).
+TEST(CollectivesMeshTest, AllreduceOverNineAxes) {
+  const MeshShape mesh("a:2;b:2;c:2;d:2;e:2;f:2;g:2;h:2;i:2");
+  std::vector<int> axes;
+  for (int a = 0; a < mesh.ndims(); ++a) axes.push_back(a);
+  run_in_process(static_cast<int>(mesh.size()), [&](Transport& t) {
+    std::vector<int32_t> v = make<int32_t>(t.rank(), 5);
+    allreduce_over_axes(t, mesh, t.rank(), axes, v.data(), 5, int32, ReduceOp::kSum, 3);
+    for (int64_t i = 0; i < 5; ++i) {
+      int want = 0;
+      for (int r = 0; r < t.size(); ++r) want += value(r, i);
+      ASSERT_EQ(v[i], want);
+    }
+  });
+  std::set<uint64_t> tags;
+  for (int a = 0; a < 30; ++a) tags.insert(collectives::axis_tag(3, a));
+  EXPECT_EQ(tags.size(), 30u);
 }
 
 TEST(CollectivesMeshTest, FloatAllreduceIsBitwiseRepeatableAndEqualOnAllRanks) {

@@ -16,7 +16,7 @@ void allgather(Transport& t, const Group& g, const void* in, void* out, int64_t 
   if (n == 1) return;
   std::vector<collectives::RingPass> pass;
   pass.emplace_back(t, g.ranks, g.index, o, 0, block * n, dtype, ReduceOp::kSum,
-                    collectives::RingPass::Kind::kAllgather, 0, collectives::subtag(tag, 0));
+                    collectives::RingPass::Kind::kAllgather, 0, collectives::subtag(tag, collectives::Channel::kOnly));
   collectives::run_lockstep(pass);
 }
 

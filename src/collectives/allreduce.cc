@@ -30,17 +30,19 @@ void allreduce_ring(Transport& t, const Group& g, void* data, int64_t count, DTy
   const int rpos = n - 1 - g.index;
   const int64_t half = count / 2;
   char* p = static_cast<char*>(data);
-  auto passes = [&](RingPass::Kind kind, int sub) {
+  auto passes = [&](RingPass::Kind kind, Channel forward, Channel backward) {
     std::vector<RingPass> v;
-    v.emplace_back(t, g.ranks, g.index, p, half, count, dtype, op, kind, 1, subtag(tag, sub));
+    v.emplace_back(t, g.ranks, g.index, p, half, count, dtype, op, kind, 1, subtag(tag, forward));
     if (half > 0) {
-      v.emplace_back(t, reversed, rpos, p, 0, half, dtype, op, kind, 1, subtag(tag, sub + 1));
+      v.emplace_back(t, reversed, rpos, p, 0, half, dtype, op, kind, 1, subtag(tag, backward));
     }
     return v;
   };
-  auto scatter = passes(RingPass::Kind::kReduceScatter, 0);
+  auto scatter = passes(RingPass::Kind::kReduceScatter, Channel::kRingScatterForward,
+                        Channel::kRingScatterBackward);
   run_lockstep(scatter);
-  auto gather = passes(RingPass::Kind::kAllgather, 2);
+  auto gather = passes(RingPass::Kind::kAllgather, Channel::kRingGatherForward,
+                       Channel::kRingGatherBackward);
   run_lockstep(gather);
 }
 
@@ -76,9 +78,13 @@ void allreduce(Transport& t, const Group& g, void* data, int64_t count, DType dt
 void allreduce_over_axes(Transport& t, const MeshShape& mesh, int64_t pnum,
                          const std::vector<int>& axes, void* data, int64_t count, DType dtype,
                          ReduceOp op, uint64_t tag) {
-  for (size_t i = 0; i < axes.size(); ++i) {
-    allreduce(t, Group::along_axes(mesh, pnum, {axes[i]}), data, count, dtype, op,
-              (tag << 3) | static_cast<uint64_t>(i & 7));
+  // Axes of one processor need no allreduce; the others are numbered in
+  // order, each with its own tag.
+  int axis_index = 0;
+  for (int axis : axes) {
+    const Group group = Group::along_axes(mesh, pnum, {axis});
+    if (group.size() == 1) continue;
+    allreduce(t, group, data, count, dtype, op, collectives::axis_tag(tag, axis_index++));
   }
 }
 

@@ -116,7 +116,7 @@ ExchangeRoundsTiming recursive_doubling_rounds(const Group& g, size_t bytes, uin
 void allreduce_recursive_doubling(Transport& t, const Group& g, void* data, int64_t count,
                                   DType dtype, ReduceOp op, uint64_t tag) {
   const size_t bytes = static_cast<size_t>(count) * element_size(dtype);
-  const uint64_t channel = subtag(tag, 5);
+  const uint64_t channel = subtag(tag, Channel::kRecursiveDoubling);
   bool unfolds = false;
   const ExchangeRoundsTiming timing = recursive_doubling_rounds(g, bytes, channel, &unfolds);
   if (t.time_exchange_rounds(timing) && !t.carries_data()) return;
@@ -151,7 +151,7 @@ void allreduce_halving_doubling(Transport& t, const Group& g, void* data, int64_
   const size_t es = element_size(dtype);
   const bool real = t.carries_data();
   char* d = static_cast<char*>(data);
-  const uint64_t channel = subtag(tag, 6);
+  const uint64_t channel = subtag(tag, Channel::kHalvingDoubling);
   const Fold f(g.size());
   // Exchanges of a halving round go in segments, as ring steps do; the
   // first round's are the largest.

@@ -11,8 +11,8 @@ void barrier(Transport& t, const Group& g, uint64_t tag) {
   for (int step = 1; step < n; step *= 2, ++round) {
     const char token = 1;
     char got = 0;
-    t.send(g.rank_at(step), collectives::subtag(tag, round), &token, 1);
-    t.recv(g.rank_at(-step), collectives::subtag(tag, round), &got, 1);
+    t.send(g.rank_at(step), collectives::subtag(tag, collectives::barrier_round(round)), &token, 1);
+    t.recv(g.rank_at(-step), collectives::subtag(tag, collectives::barrier_round(round)), &got, 1);
   }
 }
 

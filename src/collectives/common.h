@@ -6,6 +6,7 @@
 
 #include <cstdint>
 
+#include "collectives/tags.h"
 #include "mtf/collectives.h"
 
 namespace mtf::collectives {
@@ -13,8 +14,6 @@ namespace mtf::collectives {
 size_t element_size(DType dtype);  // DTypeError for dtypes collectives lack
 // dst[i] = op(dst[i], src[i]) for count elements.
 void reduce_into(void* dst, const void* src, int64_t count, DType dtype, ReduceOp op);
-// Tags of a collective's messages: the caller's tag and a sub-channel.
-inline uint64_t subtag(uint64_t tag, int sub) { return (tag << 4) | static_cast<uint64_t>(sub); }
 // ValueError unless g names the transport's rank at g.index, sizes are sane.
 void check_group(const Transport& t, const Group& g, const char* what);
 

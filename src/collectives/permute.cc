@@ -26,13 +26,13 @@ void permute(Transport& t, const Group& g, const void* in, void* out, int64_t co
     if (dest[p] >= 0) source[dest[p]] = p;
   }
   if (dest[i] >= 0 && dest[i] != i)
-    t.send(g.ranks[dest[i]], collectives::subtag(tag, 0), in, bytes);
+    t.send(g.ranks[dest[i]], collectives::subtag(tag, collectives::Channel::kOnly), in, bytes);
   if (source[i] < 0) {
     if (bytes && t.carries_data()) std::memset(out, 0, bytes);
   } else if (source[i] == i) {
     if (bytes && out != in && t.carries_data()) std::memmove(out, in, bytes);
   } else {
-    t.recv(g.ranks[source[i]], collectives::subtag(tag, 0), out, bytes);
+    t.recv(g.ranks[source[i]], collectives::subtag(tag, collectives::Channel::kOnly), out, bytes);
   }
 }
 

@@ -17,7 +17,7 @@ void reduce_scatter(Transport& t, const Group& g, const void* in, void* out, int
   if (n > 1) {
     std::vector<collectives::RingPass> pass;
     pass.emplace_back(t, g.ranks, g.index, work.data(), 0, block * n, dtype, op,
-                      collectives::RingPass::Kind::kReduceScatter, 0, collectives::subtag(tag, 0));
+                      collectives::RingPass::Kind::kReduceScatter, 0, collectives::subtag(tag, collectives::Channel::kOnly));
     collectives::run_lockstep(pass);
   }
   if (block && data) std::memcpy(out, work.data() + g.index * block * es, block * es);
