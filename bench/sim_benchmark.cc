@@ -43,17 +43,17 @@ const Case kCases[] = {
 void BM_SimulatedMlpStep(benchmark::State& state) {
   const Case& k = kCases[state.range(0)];
   const SimMode mode = state.range(1) ? SimMode::kFunctional : SimMode::kCostOnly;
-  examples::MlpConfig mc;
+  models::MlpConfig mc;
   mc.batch_size = k.batch;
-  examples::Mlp mlp(mc);
+  models::Mlp mlp(mc);
   MeshConfig c;
   c.mesh_shape = MeshShape(k.mesh);
   c.layout = LayoutRules(k.layout);
   c.impl = MeshImpl::kSimulated;
-  c.sim.topology = Topology::preset(k.topology);
-  c.sim.topology.apply_overrides(k.topology_set);
-  c.sim.mode = mode;
-  c.sim.ring_timing = state.range(2) == 0;
+  c.sim->topology = Topology::preset(k.topology);
+  c.sim->topology.apply_overrides(k.topology_set);
+  c.sim->mode = mode;
+  c.sim->ring_timing = state.range(2) == 0;
   Session s(mlp.graph(), c);
   Feeds feeds;
   if (mode == SimMode::kFunctional) {
@@ -69,7 +69,7 @@ void BM_SimulatedMlpStep(benchmark::State& state) {
     messages += s.simulation_report().messages;
   }
   state.SetLabel(std::string(k.mesh) + " " + k.layout +
-                 (c.sim.ring_timing ? "" : ", rings message by message"));
+                 (c.sim->ring_timing ? "" : ", rings message by message"));
   state.counters["messages/s"] =
       benchmark::Counter(static_cast<double>(messages), benchmark::Counter::kIsRate);
   state.counters["ns/message"] = benchmark::Counter(
@@ -90,15 +90,15 @@ const LmCase kLmCases[] = {
 
 void BM_SimulatedPaperLmStep(benchmark::State& state) {
   const LmCase& k = kLmCases[state.range(0)];
-  examples::TransformerConfig tc = examples::TransformerConfig::paper(262144, 256);
+  models::TransformerConfig tc = models::TransformerConfig::paper(262144, 256);
   tc.batch = k.batch;
-  examples::TransformerLm lm(tc);
+  models::TransformerLm lm(tc);
   MeshConfig c;
   c.mesh_shape = MeshShape(k.mesh);
   c.layout = LayoutRules("batch:batch;vocab:model;d_ff:model;heads:model");
   c.impl = MeshImpl::kSimulated;
-  c.sim.topology = Topology::preset(k.topology);
-  c.sim.mode = SimMode::kCostOnly;
+  c.sim->topology = Topology::preset(k.topology);
+  c.sim->mode = SimMode::kCostOnly;
   Session s(lm.graph(), c);
   int64_t messages = 0;
   for (auto _ : state) {

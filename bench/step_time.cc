@@ -43,12 +43,12 @@ double predicted_step_seconds(Graph& graph, const Tensor& loss,
   mc.reproducible = real.reproducible;
   mc.fuse = real.fuse;
   mc.impl = MeshImpl::kSimulated;
-  mc.sim.mode = SimMode::kCostOnly;
-  mc.sim.topology.load_file(machine_file);
-  mc.sim.topology.devices_per_node = static_cast<int>(std::max<int64_t>(1, real.mesh_shape.size()));
+  mc.sim->mode = SimMode::kCostOnly;
+  mc.sim->topology.load_file(machine_file);
+  mc.sim->topology.devices_per_node = static_cast<int>(std::max<int64_t>(1, real.mesh_shape.size()));
   // Processes talk through shared memory unless MTF_SHM=0 keeps them on TCP.
   const char* shm = std::getenv("MTF_SHM");
-  mc.sim.topology.host_ranks = !real.process_transport          ? Topology::HostRanks::kThreads
+  mc.sim->topology.host_ranks = !real.process_transport          ? Topology::HostRanks::kThreads
                                : shm && std::string(shm) == "0" ? Topology::HostRanks::kTcp
                                                                 : Topology::HostRanks::kProcesses;
   Session sim(graph, mc);
@@ -59,15 +59,15 @@ double predicted_step_seconds(Graph& graph, const Tensor& loss,
 }  // namespace
 
 int main(int argc, char** argv) {
-  return data::run_example("step_time", [&] {
-    data::Flags flags;
+  return cli::run_example("step_time", [&] {
+    cli::Flags flags;
     flags.define("model", "transformer", "transformer, mlp or cnn");
-    examples::TransformerConfig defaults;
-    examples::define_transformer_flags(flags, defaults, /*with_vocab=*/true);
+    models::TransformerConfig defaults;
+    models::define_transformer_flags(flags, defaults, /*with_vocab=*/true);
     flags.define("hidden", "1024", "mlp: hidden units");
     flags.define("steps", "10", "timed steps");
     flags.define("warmup", "3", "untimed steps first");
-    data::define_mesh_flags(flags);
+    cli::define_mesh_flags(flags);
     flags.define("predict", "",
                  "also simulate the step on this machine file (mtf-sim --calibrate's, its devices "
                  "the mesh's ranks) and print predicted_ms; under mtf-launch, rank 0 only");
@@ -78,18 +78,18 @@ int main(int argc, char** argv) {
     if (!flags.parse(argc, argv)) return 0;
     const std::string model = flags.str("model");
     std::string transport_name;
-    const MeshConfig mc = data::mesh_config_from_flags(flags, &transport_name);
+    const MeshConfig mc = cli::mesh_config_from_flags(flags, &transport_name);
     std::mt19937 rng(1);
     std::function<void()> step;
-    std::unique_ptr<examples::TransformerLm> lm;
-    std::unique_ptr<examples::Mlp> mlp;
-    std::unique_ptr<examples::Cnn> cnn;
+    std::unique_ptr<models::TransformerLm> lm;
+    std::unique_ptr<models::Mlp> mlp;
+    std::unique_ptr<models::Cnn> cnn;
     std::unique_ptr<Session> session;
     HostTensor in, tg;
     if (model == "transformer") {
-      examples::TransformerConfig cfg =
-          examples::transformer_config_from_flags(flags, defaults, true);
-      lm = std::make_unique<examples::TransformerLm>(cfg);
+      models::TransformerConfig cfg =
+          models::transformer_config_from_flags(flags, defaults, true);
+      lm = std::make_unique<models::TransformerLm>(cfg);
       session = std::make_unique<Session>(lm->graph(), mc);
       in = HostTensor(lm->inputs.shape(), int32);
       tg = HostTensor(lm->targets.shape(), int32);
@@ -101,10 +101,10 @@ int main(int argc, char** argv) {
         session->run({lm->loss}, {{lm->inputs, in}, {lm->targets, tg}}, lm->train_ops);
       };
     } else if (model == "mlp") {
-      examples::MlpConfig cfg;
+      models::MlpConfig cfg;
       cfg.batch_size = flags.i64("batch");
       cfg.hidden = flags.i64("hidden");
-      mlp = std::make_unique<examples::Mlp>(cfg);
+      mlp = std::make_unique<models::Mlp>(cfg);
       session = std::make_unique<Session>(mlp->graph(), mc);
       in = HostTensor(mlp->images.shape(), float32);
       tg = HostTensor(mlp->labels.shape(), int32);
@@ -113,9 +113,9 @@ int main(int argc, char** argv) {
         tg.data<int32_t>()[i] = static_cast<int32_t>(rng() % 10);
       step = [&] { mlp->train_step(*session, in, tg); };
     } else if (model == "cnn") {
-      examples::CnnConfig cfg;
+      models::CnnConfig cfg;
       cfg.batch_size = flags.i64("batch");
-      cnn = std::make_unique<examples::Cnn>(cfg);
+      cnn = std::make_unique<models::Cnn>(cfg);
       session = std::make_unique<Session>(cnn->graph(), mc);
       in = HostTensor(cnn->images.shape(), float32);
       tg = HostTensor(cnn->labels.shape(), int32);

@@ -6,7 +6,7 @@
 #include "mtf/errors.h"
 #include "mtf/process_transport.h"
 
-namespace mtf::data {
+namespace mtf::cli {
 
 void define_mesh_flags(Flags& flags, bool reproducible) {
   flags.define("mesh_shape", "", "mesh of processors, e.g. \"rows:2;cols:2\" (empty: one)");
@@ -35,9 +35,13 @@ void define_mesh_flags(Flags& flags, bool reproducible) {
 MeshConfig mesh_config_from_flags(const Flags& flags, std::string* transport_name) {
   MeshConfig mesh;
   const std::string impl = flags.str("mesh_impl");
-  if (impl != "simd" && impl != "placement")
-    throw ValueError("--mesh_impl must be simd or placement, not \"" + impl + "\"");
-  mesh.impl = impl == "simd" ? MeshImpl::kSimd : MeshImpl::kPlacement;
+  try {
+    mesh.impl = parse_mesh_impl(impl);
+  } catch (const ValueError& e) {
+    throw ValueError(std::string("--") + e.what());
+  }
+  if (mesh.impl == MeshImpl::kSimulated)
+    throw ValueError("--mesh_impl simulated: the examples run simd or placement; mtf-sim simulates");
   try {
     mesh.execution = parse_rank_execution(flags.str("execution"));
   } catch (const ValueError& e) {
@@ -99,4 +103,4 @@ std::string describe_mesh(const MeshConfig& config, const std::string& transport
          config.layout.to_string() + "\", " + where + (config.reproducible ? ", reproducible" : "");
 }
 
-}  // namespace mtf::data
+}  // namespace mtf::cli

@@ -10,8 +10,8 @@ namespace {
 // at least as fast as the paper's layout, fits, and the search (with its
 // simulations) takes at most 30 s.
 TEST(AutoLayoutScaleTest, PaperTransformerOnThePod) {
-  const examples::TransformerConfig c = examples::TransformerConfig::paper(262144, 256);
-  examples::TransformerLm lm(c);
+  const models::TransformerConfig c = models::TransformerConfig::paper(262144, 256);
+  models::TransformerLm lm(c);
   AutoLayoutOptions o;
   o.topology = Topology::preset("tpu-v2-512");
   const MeshShape mesh("batch:16;model:32");
@@ -31,8 +31,8 @@ TEST(AutoLayoutScaleTest, PaperTransformerOnThePod) {
     cfg.mesh_shape = mesh;
     cfg.layout = paper;
     cfg.impl = MeshImpl::kSimulated;
-    cfg.sim.topology = o.topology;
-    cfg.sim.mode = SimMode::kCostOnly;
+    cfg.sim->topology = o.topology;
+    cfg.sim->mode = SimMode::kCostOnly;
     Session s(lm.graph(), cfg);
     s.run({lm.loss}, {}, lm.train_ops);
     paper_time = s.simulation_report().step_time;

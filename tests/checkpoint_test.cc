@@ -79,7 +79,7 @@ TEST(Checkpoint, RestoresIntoTheSimulatorFunctionalMode) {
   const std::string path = temp_dir("sim") + "/c.h5";
   save_checkpoint(sa, path, 1);
   MeshConfig c = fast_config("all:8", "hidden:all", MeshImpl::kSimulated);
-  c.sim.topology = Topology::preset("tpu-v2-8");
+  c.sim->topology = Topology::preset("tpu-v2-8");
   Session sb(b.g, c);
   restore_checkpoint(sb, path);
   for (const std::string& name : sa.variable_names())

@@ -2,23 +2,13 @@
 // tensor, which dimension and what was expected.
 #include <gtest/gtest.h>
 
+#include "expect_error.h"
 #include "mtf/mtf.h"
 
 namespace mtf {
 namespace {
 
-// Runs f, expects exception E, and checks that its message contains every needle.
-template <typename E, typename F>
-void expect_error(F f, const std::vector<std::string>& needles) {
-  try {
-    f();
-    ADD_FAILURE() << "expected an exception";
-  } catch (const E& e) {
-    for (const auto& n : needles)
-      EXPECT_NE(std::string(e.what()).find(n), std::string::npos)
-          << "message \"" << e.what() << "\" lacks \"" << n << "\"";
-  }
-}
+using testing::expect_error;
 
 class ErrorsTest : public ::testing::Test {
  protected:
@@ -205,8 +195,8 @@ TEST_F(LayoutErrorsTest, TheSessionChecksVariablesWhenItIsMade) {
   expect_error<LayoutError>([&] { Session(g, on("r:8", "v:r")); }, {"\"w:0\"", "size 12"});
   MeshConfig sim = on("r:8", "v:r");
   sim.impl = MeshImpl::kSimulated;
-  sim.sim.topology = Topology::preset("tpu-v2-8");
-  sim.sim.mode = SimMode::kCostOnly;
+  sim.sim->topology = Topology::preset("tpu-v2-8");
+  sim.sim->mode = SimMode::kCostOnly;
   expect_error<LayoutError>([&] { Session(g, sim); }, {"\"w:0\"", "size 12"});
 }
 

@@ -46,7 +46,7 @@ TEST_P(Interrupt, StopsTheRunAndChangesNothing) {
     GTEST_SKIP() << "exceptions on fiber stacks confuse ASan";
   if (kind == "simulated") {
     c.impl = MeshImpl::kSimulated;
-    c.sim.topology.chips = {4, 1};
+    c.sim->topology.chips = {4, 1};
   }
   Session s(m.graph, c);
   s.run({m.loss}, {}, m.train);

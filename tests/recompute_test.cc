@@ -62,8 +62,8 @@ TEST(RecomputeGradTest, PeakMemoryFallsInTheSimulatorsEstimate) {
     Net net(recompute, 512, 4096);
     MeshConfig mc;
     mc.impl = MeshImpl::kSimulated;
-    mc.sim.topology = Topology::preset("tpu-v2-8");
-    mc.sim.mode = SimMode::kCostOnly;
+    mc.sim->topology = Topology::preset("tpu-v2-8");
+    mc.sim->mode = SimMode::kCostOnly;
     mc.mesh_shape = MeshShape("r:8");
     mc.layout = LayoutRules("b:r");
     Session s(net.g, mc);

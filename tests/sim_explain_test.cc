@@ -46,8 +46,8 @@ MeshConfig simulated(const char* mesh, const char* layout) {
   c.mesh_shape = MeshShape(mesh);
   c.layout = LayoutRules(layout);
   c.impl = MeshImpl::kSimulated;
-  c.sim.topology.chips = {2, 2};
-  c.sim.mode = SimMode::kCostOnly;
+  c.sim->topology.chips = {2, 2};
+  c.sim->mode = SimMode::kCostOnly;
   return c;
 }
 
@@ -95,11 +95,11 @@ TEST(Explain, DataParallelNeedsNoPictureOfSplitWeights) {
 TEST(SimTrace, SlicesCarryBytesAndMessagesAreFlows) {
   TwoLayerNet net;
   MeshConfig c = simulated("all:4", "batch:all");
-  c.sim.topology.chips = {4, 1};
-  c.sim.trace_path = ::testing::TempDir() + "/explain_trace.json";
+  c.sim->topology.chips = {4, 1};
+  c.sim->trace_path = ::testing::TempDir() + "/explain_trace.json";
   Session s(net.g, c);
   s.run({net.loss}, {}, net.train);
-  std::ifstream in(c.sim.trace_path);
+  std::ifstream in(c.sim->trace_path);
   const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   // Core 0's slices: the bytes each sent add up to what the report says.
   int64_t total = 0;

@@ -187,8 +187,8 @@ SimReport simulate_mlp(const Topology& topo, const std::string& mesh, const std:
   c.layout = LayoutRules(layout);
   c.fuse = fuse;
   c.impl = MeshImpl::kSimulated;
-  c.sim.mode = SimMode::kCostOnly;
-  c.sim.topology = topo;
+  c.sim->mode = SimMode::kCostOnly;
+  c.sim->topology = topo;
   Session s(graph, c);
   s.run({loss}, {}, train);
   return s.simulation_report();

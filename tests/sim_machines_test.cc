@@ -251,8 +251,8 @@ TEST(SimMachines, EachDtypeRunsAtItsOwnPeak) {
     config.mesh_shape = MeshShape("all:8");
     config.layout = LayoutRules("a:all");
     config.impl = MeshImpl::kSimulated;
-    config.sim.topology = Topology::preset("dgx-a100-1");
-    config.sim.mode = SimMode::kCostOnly;
+    config.sim->topology = Topology::preset("dgx-a100-1");
+    config.sim->mode = SimMode::kCostOnly;
     Session s(g, config);
     s.run({y}, {});
     for (const SimReport::OpRow& row : s.simulation_report().ops)

@@ -14,17 +14,17 @@ namespace {
 
 SimReport run_mlp(const char* topology, const char* mesh, const char* layout, SimMode mode,
                   bool ring_timing) {
-  examples::MlpConfig mc;
+  models::MlpConfig mc;
   mc.batch_size = 256;
   mc.hidden = 1024;
-  examples::Mlp mlp(mc);
+  models::Mlp mlp(mc);
   MeshConfig c;
   c.mesh_shape = MeshShape(mesh);
   c.layout = LayoutRules(layout);
   c.impl = MeshImpl::kSimulated;
-  c.sim.topology = Topology::preset(topology);
-  c.sim.mode = mode;
-  c.sim.ring_timing = ring_timing;
+  c.sim->topology = Topology::preset(topology);
+  c.sim->mode = mode;
+  c.sim->ring_timing = ring_timing;
   Session s(mlp.graph(), c);
   Feeds feeds;
   if (mode == SimMode::kFunctional) {

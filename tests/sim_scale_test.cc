@@ -21,16 +21,16 @@ struct ScaleRun {
 };
 
 ScaleRun run_mlp(const char* mesh, const char* layout, SimMode mode, int64_t batch) {
-  examples::MlpConfig mc;
+  models::MlpConfig mc;
   mc.batch_size = batch;
   mc.hidden = 1024;
-  examples::Mlp mlp(mc);
+  models::Mlp mlp(mc);
   MeshConfig c;
   c.mesh_shape = MeshShape(mesh);
   c.layout = LayoutRules(layout);
   c.impl = MeshImpl::kSimulated;
-  c.sim.topology = Topology::preset("tpu-v2-512");
-  c.sim.mode = mode;
+  c.sim->topology = Topology::preset("tpu-v2-512");
+  c.sim->mode = mode;
   Session s(mlp.graph(), c);
   Feeds feeds;
   if (mode == SimMode::kFunctional) {

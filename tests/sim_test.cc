@@ -277,11 +277,11 @@ SimReport simulate_two_layer(int64_t b, int64_t d, int64_t h, const char* mesh, 
   c.mesh_shape = MeshShape(mesh);
   c.layout = LayoutRules(layout);
   c.impl = MeshImpl::kSimulated;
-  c.sim.topology = ring_topology({static_cast<int>(c.mesh_shape.size())});
+  c.sim->topology = ring_topology({static_cast<int>(c.mesh_shape.size())});
   if (c.mesh_shape.ndims() == 2)
-    c.sim.topology = ring_topology({static_cast<int>(c.mesh_shape.dims()[0].size),
+    c.sim->topology = ring_topology({static_cast<int>(c.mesh_shape.dims()[0].size),
                                     static_cast<int>(c.mesh_shape.dims()[1].size)});
-  c.sim.mode = mode;
+  c.sim->mode = mode;
   Session s(net.g, c);
   Feeds feeds;
   if (mode == SimMode::kFunctional) feeds = {{net.x, testing::random_tensor(net.x.shape(), 3)}};
@@ -363,8 +363,8 @@ TEST(SimFunctional, EqualsInProcessSimdBitForBitAndCostOnlyTimesAgree) {
   simd.layout = LayoutRules("batch:rows;hidden:cols");
   MeshConfig simc = simd;
   simc.impl = MeshImpl::kSimulated;
-  simc.sim.topology = Topology::preset("tpu-v2-8");
-  simc.sim.topology.apply_overrides("chips=2x1");
+  simc.sim->topology = Topology::preset("tpu-v2-8");
+  simc.sim->topology.apply_overrides("chips=2x1");
   Session s1(a.g, simd), s2(b.g, simc);
   for (int step = 0; step < 3; ++step) {
     Feeds f1 = {{a.x, testing::random_tensor(a.x.shape(), step)}};
@@ -383,7 +383,7 @@ TEST(SimFunctional, EqualsInProcessSimdBitForBitAndCostOnlyTimesAgree) {
   EXPECT_GT(functional.messages, 0);
 
   TwoLayer c(16, 8, 32);
-  simc.sim.mode = SimMode::kCostOnly;
+  simc.sim->mode = SimMode::kCostOnly;
   Session s3(c.g, simc);
   const std::vector<HostTensor> out = s3.run({c.loss}, {}, c.train);
   EXPECT_FALSE(out[0].valid());
@@ -401,9 +401,9 @@ TEST(SimErrors, OutOfMemoryNamesTheLargestTensors) {
   c.mesh_shape = MeshShape("all:4");
   c.layout = LayoutRules("batch:all");
   c.impl = MeshImpl::kSimulated;
-  c.sim.topology = ring_topology({4});
-  c.sim.topology.core_memory = 8 << 20;  // 8 MiB; w1 and w2 take 4 MiB each replicated
-  c.sim.mode = SimMode::kCostOnly;
+  c.sim->topology = ring_topology({4});
+  c.sim->topology.core_memory = 8 << 20;  // 8 MiB; w1 and w2 take 4 MiB each replicated
+  c.sim->mode = SimMode::kCostOnly;
   Session s(net.g, c);
   try {
     s.run({net.loss}, {}, net.train);
@@ -427,7 +427,7 @@ TEST(SimErrors, MeshMustMatchTheMachine) {
   MeshConfig c;
   c.mesh_shape = MeshShape("all:4");
   c.impl = MeshImpl::kSimulated;
-  c.sim.topology = Topology::preset("tpu-v2-8");
+  c.sim->topology = Topology::preset("tpu-v2-8");
   try {
     Session s(net.g, c);
     FAIL();
@@ -456,12 +456,12 @@ TEST(SimTrace, WritesChromeTraceJson) {
   c.mesh_shape = MeshShape("all:4");
   c.layout = LayoutRules("batch:all");
   c.impl = MeshImpl::kSimulated;
-  c.sim.topology = ring_topology({4});
-  c.sim.mode = SimMode::kCostOnly;
-  c.sim.trace_path = ::testing::TempDir() + "/trace.json";
+  c.sim->topology = ring_topology({4});
+  c.sim->mode = SimMode::kCostOnly;
+  c.sim->trace_path = ::testing::TempDir() + "/trace.json";
   Session s(net.g, c);
   s.run({net.loss}, {}, net.train);
-  std::ifstream in(c.sim.trace_path);
+  std::ifstream in(c.sim->trace_path);
   const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   EXPECT_EQ(text.rfind("{\"displayTimeUnit\"", 0), 0u);
   EXPECT_NE(text.find("\"ph\":\"X\""), std::string::npos);

@@ -27,7 +27,7 @@ using namespace mtf;
 
 // Synthetic Fashion-MNIST-shaped batches: a simulation needs shapes, and in
 // functional mode some data; it does not need the data set.
-Feeds mlp_feeds(examples::Mlp& mlp, uint64_t step) {
+Feeds mlp_feeds(models::Mlp& mlp, uint64_t step) {
   std::mt19937_64 rng(1000 + step);
   std::uniform_real_distribution<float> pixel(0.f, 1.f);
   std::uniform_int_distribution<int32_t> label(0, 9);
@@ -39,7 +39,7 @@ Feeds mlp_feeds(examples::Mlp& mlp, uint64_t step) {
 }
 
 // Random token windows for the LM in functional mode.
-Feeds lm_feeds(examples::TransformerLm& lm, uint64_t step) {
+Feeds lm_feeds(models::TransformerLm& lm, uint64_t step) {
   std::mt19937_64 rng(2000 + step);
   HostTensor in(lm.inputs.shape(), int32), tg(lm.targets.shape(), int32);
   const auto v = static_cast<uint64_t>(lm.vocab.size);
@@ -51,7 +51,7 @@ Feeds lm_feeds(examples::TransformerLm& lm, uint64_t step) {
 }
 
 // Random volumes and per-voxel classes for the U-Net in functional mode.
-Feeds unet_feeds(examples::UNet3d& unet, uint64_t step) {
+Feeds unet_feeds(models::UNet3d& unet, uint64_t step) {
   std::mt19937_64 rng(3000 + step);
   std::uniform_real_distribution<float> voxel(0.f, 1.f);
   HostTensor x(unet.volumes.shape(), float32), y(unet.labels.shape(), int32);
@@ -62,7 +62,7 @@ Feeds unet_feeds(examples::UNet3d& unet, uint64_t step) {
   return {{unet.volumes, x}, {unet.labels, y}};
 }
 
-std::string describe_lm(const examples::TransformerConfig& c) {
+std::string describe_lm(const models::TransformerConfig& c) {
   char buf[256];
   std::snprintf(buf, sizeof(buf),
                 "model: transformer, %lld layers, d_model %lld, d_ff %lld, %lld heads of %lld, "
@@ -104,13 +104,13 @@ struct Model {
 
 // The LM and its decoder, for --decode: a step is one token per sequence.
 struct DecodingLm {
-  explicit DecodingLm(const examples::TransformerConfig& c, int64_t batch)
+  explicit DecodingLm(const models::TransformerConfig& c, int64_t batch)
       : lm(c), decoder(lm, batch) {}
-  examples::TransformerLm lm;
-  examples::TransformerDecoder decoder;
+  models::TransformerLm lm;
+  models::TransformerDecoder decoder;
 };
 
-Model decoding_model(const examples::TransformerConfig& tc, int64_t batch) {
+Model decoding_model(const models::TransformerConfig& tc, int64_t batch) {
   auto d = std::make_shared<DecodingLm>(tc, batch);
   Model r;
   r.graph = &d->lm.graph();
@@ -130,36 +130,36 @@ Model decoding_model(const examples::TransformerConfig& tc, int64_t batch) {
   return r;
 }
 
-Model make_model(const std::string& name, const data::Flags& flags) {
+Model make_model(const std::string& name, const cli::Flags& flags) {
   const int64_t batch = flags.i64("batch_size");
   if (batch < 0) throw ValueError("--batch_size must be positive (or 0 for the model's default)");
   if (flags.boolean("decode") && name != "transformer")
     throw ValueError("--decode needs --model transformer");
   if (name == "mlp") {
-    examples::MlpConfig mc;
+    models::MlpConfig mc;
     mc.batch_size = batch ? batch : 512;
     mc.hidden = flags.i64("hidden");
-    auto m = std::make_shared<examples::Mlp>(mc);
+    auto m = std::make_shared<models::Mlp>(mc);
     return Model::of(m, mlp_feeds, "model: mlp, batch " + std::to_string(mc.batch_size));
   }
   if (name == "transformer") {
-    const examples::TransformerConfig tc = examples::transformer_config_from_flags(
-        flags, examples::TransformerConfig::paper(4096, 4), true);
+    const models::TransformerConfig tc = models::transformer_config_from_flags(
+        flags, models::TransformerConfig::paper(4096, 4), true);
     if (flags.boolean("decode")) {
       const int64_t b = flags.i64("decode_batch");
       if (b < 1) throw ValueError("--decode_batch must be at least 1");
       return decoding_model(tc, b);
     }
-    auto m = std::make_shared<examples::TransformerLm>(tc);
+    auto m = std::make_shared<models::TransformerLm>(tc);
     return Model::of(m, lm_feeds, describe_lm(tc));
   }
   if (name == "unet3d") {
-    examples::UNet3dConfig uc;
+    models::UNet3dConfig uc;
     if (batch) uc.batch = batch;
     uc.side = flags.i64("side");
     uc.channels = flags.i64("channels");
     uc.levels = flags.i64("levels");
-    auto m = std::make_shared<examples::UNet3d>(uc);
+    auto m = std::make_shared<models::UNet3d>(uc);
     const std::string d = m->describe();
     return Model::of(m, unet_feeds, d);
   }
@@ -217,7 +217,7 @@ void progress(int64_t done, int64_t total, double seconds) {
 int main(int argc, char** argv) {
   if (tools::is_calibration_rank(argc, argv)) return tools::calibration_rank(argc, argv);
   try {
-    data::Flags flags;
+    cli::Flags flags;
     flags.define("model", "mlp",
                  "built-in model: mlp (the Fashion-MNIST MLP), transformer (the paper's LM) or "
                  "unet3d (a 3-D U-Net on volumes); synthetic data");
@@ -228,7 +228,7 @@ int main(int argc, char** argv) {
     flags.define("levels", "4", "unet3d: resolution levels");
     flags.define("hidden", "1024", "mlp: size of the hidden dimension");
     // The transformer's sizes default to the paper's smallest language model.
-    examples::define_transformer_flags(flags, examples::TransformerConfig::paper(4096, 4), true);
+    models::define_transformer_flags(flags, models::TransformerConfig::paper(4096, 4), true);
     flags.define("decode", "false",
                  "transformer: simulate one step of incremental decoding (a token per sequence, "
                  "key/value caches) instead of a training step: its time is the latency per "
@@ -310,22 +310,22 @@ int main(int argc, char** argv) {
     config.mesh_shape = MeshShape(flags.str("mesh_shape"));
     config.layout = LayoutRules(flags.str("layout"));
     config.impl = MeshImpl::kSimulated;
-    config.sim.topology = Topology::preset(flags.str("topology"));
+    config.sim->topology = Topology::preset(flags.str("topology"));
     if (!flags.str("topology_file").empty())
-      config.sim.topology.load_file(flags.str("topology_file"));
+      config.sim->topology.load_file(flags.str("topology_file"));
     // A host's devices are the mesh's ranks.
-    if (config.sim.topology.host_cpus > 0)
-      config.sim.topology.devices_per_node = static_cast<int>(config.mesh_shape.size());
-    config.sim.topology.apply_overrides(flags.str("topology_set"));
-    config.sim.mode = mode == "functional" ? SimMode::kFunctional : SimMode::kCostOnly;
-    config.sim.physical_order = parse_mapping(flags.str("mapping"));
-    config.sim.ring_timing = flags.boolean("ring_timing");
-    config.sim.trace_path = flags.str("trace");  // each step rewrites it: the last one stays
+    if (config.sim->topology.host_cpus > 0)
+      config.sim->topology.devices_per_node = static_cast<int>(config.mesh_shape.size());
+    config.sim->topology.apply_overrides(flags.str("topology_set"));
+    config.sim->mode = mode == "functional" ? SimMode::kFunctional : SimMode::kCostOnly;
+    config.sim->physical_order = parse_mapping(flags.str("mapping"));
+    config.sim->ring_timing = flags.boolean("ring_timing");
+    config.sim->trace_path = flags.str("trace");  // each step rewrites it: the last one stays
 
     Model model = make_model(flags.str("model"), flags);
     if (auto_layout_flag) {
       AutoLayoutOptions opt;
-      opt.topology = config.sim.topology;
+      opt.topology = config.sim->topology;
       opt.fixed = LayoutRules(flags.str("fixed_layout"));
       opt.memory_limit = flags.f64("memory_limit_gib") * double(1 << 30);
       opt.time_budget = flags.f64("time_budget");
@@ -346,13 +346,13 @@ int main(int argc, char** argv) {
     }
     Session session(*model.graph, config);
     if (!json) {
-      std::printf("%s\n%s\n", config.sim.topology.to_string().c_str(), model.description.c_str());
+      std::printf("%s\n%s\n", config.sim->topology.to_string().c_str(), model.description.c_str());
     }
 
     const auto start = std::chrono::steady_clock::now();
     for (int64_t step = 0; step < steps; ++step) {
       Feeds feeds;
-      if (config.sim.mode == SimMode::kFunctional) feeds = model.feeds(static_cast<uint64_t>(step));
+      if (config.sim->mode == SimMode::kFunctional) feeds = model.feeds(static_cast<uint64_t>(step));
       session.run({model.loss}, feeds, *model.train_ops);
       progress(step + 1, steps,
                std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());

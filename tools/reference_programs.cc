@@ -32,8 +32,8 @@ void time_program(Graph& graph, const Tensor& loss, const std::vector<Operation*
   const Profile profile = s.profile();
   MeshConfig simulated;
   simulated.impl = MeshImpl::kSimulated;
-  simulated.sim.mode = SimMode::kCostOnly;
-  simulated.sim.topology = machine;
+  simulated.sim->mode = SimMode::kCostOnly;
+  simulated.sim->topology = machine;
   Session sim(graph, simulated);
   sim.run({loss}, {}, train);
   std::map<std::string, double> sim_time;
@@ -59,10 +59,10 @@ void time_program(Graph& graph, const Tensor& loss, const std::vector<Operation*
 void for_each_reference_program(const ProgramUse& use) {
   std::mt19937 rng(7);
   {
-    examples::MlpConfig c;
+    models::MlpConfig c;
     c.batch_size = 64;
     c.hidden = 512;
-    examples::Mlp mlp(c);
+    models::Mlp mlp(c);
     HostTensor x(mlp.images.shape(), float32), y(mlp.labels.shape(), int32);
     for (int64_t i = 0; i < x.num_elements(); ++i) x.data<float>()[i] = (rng() % 256) / 255.f;
     for (int64_t i = 0; i < y.num_elements(); ++i)
@@ -70,7 +70,7 @@ void for_each_reference_program(const ProgramUse& use) {
     use(mlp.graph(), mlp.loss, mlp.train_ops, {{mlp.images, x}, {mlp.labels, y}});
   }
   {
-    examples::TransformerConfig c;
+    models::TransformerConfig c;
     c.layers = 1;
     c.d_model = 128;
     c.d_ff = 512;
@@ -78,7 +78,7 @@ void for_each_reference_program(const ProgramUse& use) {
     c.d_kv = 32;
     c.length = 128;
     c.batch = 8;
-    examples::TransformerLm lm(c);
+    models::TransformerLm lm(c);
     HostTensor in(lm.inputs.shape(), int32), tg(lm.targets.shape(), int32);
     for (int64_t i = 0; i < in.num_elements(); ++i) {
       in.data<int32_t>()[i] = static_cast<int32_t>(rng() % c.vocab);
@@ -141,8 +141,8 @@ namespace {
 
 // The reference MLP of the oversubscribed wait below on `ranks` ranks: the
 // median time of one rank's steps (every rank makes the same calls).
-examples::MlpConfig reference_mlp(int ranks) {
-  examples::MlpConfig c;
+models::MlpConfig reference_mlp(int ranks) {
+  models::MlpConfig c;
   c.batch_size = 64 * ranks;
   c.hidden = 512;
   return c;
@@ -163,7 +163,7 @@ MeshConfig reference_mlp_mesh(int ranks, bool hybrid = false) {
 }
 
 double time_reference_mlp(int ranks, const MeshConfig& config) {
-  examples::Mlp mlp(reference_mlp(ranks));
+  models::Mlp mlp(reference_mlp(ranks));
   std::mt19937 rng(11);
   HostTensor x(mlp.images.shape(), float32), y(mlp.labels.shape(), int32);
   for (int64_t i = 0; i < x.num_elements(); ++i) x.data<float>()[i] = (rng() % 256) / 255.f;
@@ -186,7 +186,7 @@ double time_reference_mlp_rank(Transport& t, bool hybrid) {
 }
 
 WaitFit oversubscribed_wait(const Topology& m, Topology::HostRanks how, int ranks, bool hybrid) {
-  const examples::MlpConfig c = reference_mlp(ranks);
+  const models::MlpConfig c = reference_mlp(ranks);
   const bool threads = how == Topology::HostRanks::kThreads;
   auto measure = [&](bool h) {
     if (threads) return time_reference_mlp(ranks, reference_mlp_mesh(ranks, h));
@@ -199,12 +199,12 @@ WaitFit oversubscribed_wait(const Topology& m, Topology::HostRanks how, int rank
   // Simulated with a wait per collective and `extra` seconds on the crowded
   // links' latency (ranks as processes only).
   auto predict = [&](bool h, double wait, double extra) {
-    examples::Mlp mlp(c);
+    models::Mlp mlp(c);
     MeshConfig simulated = reference_mlp_mesh(ranks, h);
     simulated.impl = MeshImpl::kSimulated;
-    simulated.sim.mode = SimMode::kCostOnly;
-    simulated.sim.topology = m;
-    Topology& t = simulated.sim.topology;
+    simulated.sim->mode = SimMode::kCostOnly;
+    simulated.sim->topology = m;
+    Topology& t = simulated.sim->topology;
     t.devices_per_node = ranks;
     t.host_ranks = how;
     t.oversubscribed_in_program = 1;

@@ -11,6 +11,10 @@
 
 namespace mtf {
 
+// ValueError naming the accepted values unless `which` is auto, tcp, mpi or
+// none: the one check of a transport's name, from flags and from Python.
+void check_process_transport_name(const std::string& which);
+
 // What `which` joins, without connecting: "tcp", "mpi" or "none". For
 // "auto": TCP under mtf-launch (MTF_* variables); MPI under an MPI launcher
 // (mpirun, srun --mpi=pmix) when this build has MPI; TCP under srun without

@@ -43,7 +43,6 @@
 #include "mtf/in_process_transport.h"
 #include "mtf/layout.h"
 #include "mtf/profile.h"
-#include "mtf/sim.h"
 
 namespace mtf {
 
@@ -53,7 +52,35 @@ class SessionImpl;
 
 using Feeds = std::vector<std::pair<Tensor, HostTensor>>;
 
+struct SimOptions;  // mtf/sim.h
+struct SimReport;   // mtf/sim.h
+
+// A SimOptions held by value without its definition, so that this header
+// does not bring in the simulator's: copies copy the options. Read and set
+// them through `->` with mtf/sim.h included (`config.sim->topology = ...`).
+class SimOptionsBox {
+ public:
+  SimOptionsBox();  // SimOptions{}
+  SimOptionsBox(const SimOptions& options);  // NOLINT: implicit, as a SimOptions value
+  SimOptionsBox(const SimOptionsBox& other);
+  SimOptionsBox& operator=(const SimOptionsBox& other);
+  ~SimOptionsBox();
+  SimOptions* operator->() { return options_.get(); }
+  const SimOptions* operator->() const { return options_.get(); }
+  SimOptions& operator*() { return *options_; }
+  const SimOptions& operator*() const { return *options_; }
+
+ private:
+  std::unique_ptr<SimOptions> options_;  // never null
+};
+
 enum class MeshImpl { kSimd, kPlacement, kSimulated };
+
+// "simd", "placement" or "simulated" (the C++ flags' and the Python
+// module's names); parse_mesh_impl reads them back, ValueError naming the
+// accepted names otherwise.
+const char* mesh_impl_name(MeshImpl impl);
+MeshImpl parse_mesh_impl(const std::string& name);
 
 struct MeshConfig {
   MeshShape mesh_shape;  // default: one processor
@@ -81,7 +108,7 @@ struct MeshConfig {
   // Time every step of every run (not simulated ones) per op and op type;
   // read with Session::profile(). Two clock reads per step.
   bool profile = false;
-  SimOptions sim;  // kSimulated: the machine, mode, core mapping and trace
+  SimOptionsBox sim;  // kSimulated: the machine, mode, core mapping and trace
   // Multi-process jobs (kSimd only): this process is rank
   // process_transport->rank() of a job of mesh-size processes and runs that
   // processor alone (e.g. connect_tcp(TcpOptions::from_environment())).
@@ -191,7 +218,7 @@ class Session {
                       const std::vector<Operation*>& targets = {}, int max_blocks = 8);
   const MeshConfig& config() const;
   // kSimulated: the report of the last run (ValueError before any run or
-  // for another mesh implementation).
+  // for another mesh implementation). Include mtf/sim.h to read it.
   const SimReport& simulation_report() const;
   // MeshConfig::profile: where the runs' time went, per program run (its
   // fetches and targets), per op type and per op, as means per run since the

@@ -20,9 +20,7 @@ std::shared_ptr<Transport> process_transport(const std::string& which) {
   static std::shared_ptr<Transport> transport;
   static std::string kind;
   std::lock_guard<std::mutex> lock(mu);
-  if (which != "auto" && which != "tcp" && which != "mpi" && which != "none") {
-    throw ValueError("transport must be auto, tcp, mpi or none, not \"" + which + "\"");
-  }
+  check_process_transport_name(which);
   if (which == "none") return nullptr;
   if (!transport) {
     std::string name;
@@ -33,13 +31,6 @@ std::shared_ptr<Transport> process_transport(const std::string& which) {
                      "; every Session of a process uses that transport");
   }
   return transport;
-}
-
-MeshImpl parse_impl(const std::string& s) {
-  if (s == "simd") return MeshImpl::kSimd;
-  if (s == "placement") return MeshImpl::kPlacement;
-  if (s == "simulated") return MeshImpl::kSimulated;
-  throw ValueError("mesh_impl must be simd, placement or simulated, not \"" + s + "\"");
 }
 
 class PySession {
@@ -129,7 +120,7 @@ void bind_session(py::module_& m) {
              MeshConfig c;
              c.mesh_shape = MeshShape(mesh_shape);
              c.layout = LayoutRules(layout);
-             c.impl = parse_impl(mesh_impl);
+             c.impl = parse_mesh_impl(mesh_impl);
              c.execution = parse_rank_execution(execution);
              c.reproducible = reproducible;
              c.fuse = fuse;

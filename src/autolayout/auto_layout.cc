@@ -295,9 +295,9 @@ AutoLayoutResult finish(Graph& graph, const std::vector<Tensor>& fetches,
     cfg.mesh_shape = e.c.mesh;
     cfg.layout = e.c.rules;
     cfg.impl = MeshImpl::kSimulated;
-    cfg.sim.topology = options.topology;
-    cfg.sim.topology.core_memory = std::max(options.topology.core_memory, memory_limit(options));
-    cfg.sim.mode = SimMode::kCostOnly;
+    cfg.sim->topology = options.topology;
+    cfg.sim->topology.core_memory = std::max(options.topology.core_memory, memory_limit(options));
+    cfg.sim->mode = SimMode::kCostOnly;
     Session session(graph, cfg);
     session.run(fetches, {}, targets);
     const SimReport& rep = session.simulation_report();

@@ -1,12 +1,20 @@
-#include "session/explain.h"
-
+// Session::explain: from the compiled program of a run, every variable's,
+// input's and fetch's blocks over the mesh (sharding_picture), then each
+// op's collectives with their bytes per processor, and, after a simulated
+// run, the bytes a core sent in the op and its time. Built on the Session's
+// parts; nothing in the Session depends on it.
 #include <cstdio>
 #include <map>
 #include <set>
 
 #include "core/check.h"
+#include "mtf/sim.h"
+#include "session/session_impl.h"
 
-namespace mtf::detail {
+namespace mtf {
+namespace {
+
+using detail::str_cat;
 
 std::string explain_program(const Program& program, const Graph& graph, const MeshConfig& config,
                             const std::vector<Tensor>& fetches, const SimReport* report,
@@ -63,4 +71,12 @@ std::string explain_program(const Program& program, const Graph& graph, const Me
   return out;
 }
 
-}  // namespace mtf::detail
+}  // namespace
+
+std::string Session::explain(const std::vector<Tensor>& fetches,
+                             const std::vector<Operation*>& targets, int max_blocks) {
+  return explain_program(impl_->program(fetches, targets), impl_->graph(), impl_->config(),
+                         fetches, impl_->executor().report(), max_blocks);
+}
+
+}  // namespace mtf

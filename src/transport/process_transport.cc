@@ -7,11 +7,14 @@
 
 namespace mtf {
 
-std::string process_transport_kind(const std::string& which) {
-  if (which == "tcp" || which == "mpi" || which == "none") return which;
-  if (which != "auto") {
+void check_process_transport_name(const std::string& which) {
+  if (which != "auto" && which != "tcp" && which != "mpi" && which != "none")
     throw ValueError("transport must be auto, tcp, mpi or none, not \"" + which + "\"");
-  }
+}
+
+std::string process_transport_kind(const std::string& which) {
+  check_process_transport_name(which);
+  if (which != "auto") return which;
   // mtf-launch's (or hand-set) MTF_* variables name TCP outright. Under an
   // MPI launcher (mpirun, srun --mpi=pmix) MPI, when this build has it;
   // Slurm's and torchrun's own variables otherwise mean TCP.
