@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "expect_error.h"
 #include "test_util.h"
 #include "tiny_transformer.h"
 
@@ -26,9 +27,9 @@ double log_prob(const float* row, int64_t vocab, int32_t v) {
 
 // The log-probability of seq's tokens after its first `n`, by recomputing
 // the whole window (seq in row 0 of the batch).
-double recomputed_log_prob(examples::TransformerLm& lm, Session& s, const std::vector<int32_t>& seq,
+double recomputed_log_prob(models::TransformerLm& lm, Session& s, const std::vector<int32_t>& seq,
                            size_t n) {
-  const examples::TransformerConfig& c = lm.config();
+  const models::TransformerConfig& c = lm.config();
   std::vector<int32_t> windows(c.batch * c.length, 0);
   std::copy(seq.begin(), seq.end(), windows.begin());
   const std::vector<float> l = window_logits(lm, s, windows);
@@ -39,22 +40,22 @@ double recomputed_log_prob(examples::TransformerLm& lm, Session& s, const std::v
 }
 
 struct Model {
-  examples::TransformerConfig c = testing::tiny_transformer_config();
-  examples::TransformerLm lm{c};
+  models::TransformerConfig c = testing::tiny_transformer_config();
+  models::TransformerLm lm{c};
 };
 
 TEST(BeamSearchTest, OneBeamIsGreedyAndScoresItsTokens) {
   Model m;
-  examples::TransformerDecoder dec(m.lm, 2);
+  models::TransformerDecoder dec(m.lm, 2);
   Session s(m.lm.graph());
   train_a_little(m.lm, s);
   const std::vector<std::vector<int32_t>> prompts = {{3, 4}, {5}};
-  examples::BeamOptions one;
+  models::BeamOptions one;
   one.beams = 1;
   one.alpha = 0;
-  EXPECT_THROW(examples::beam_search(dec, s, prompts, 4, one), ValueError);  // lengths differ
+  EXPECT_THROW(models::beam_search(dec, s, prompts, 4, one), ValueError);  // lengths differ
   const std::vector<std::vector<int32_t>> same = {{3, 4}, {5, 6}};
-  const examples::BeamResult r = examples::beam_search(dec, s, same, 4, one);
+  const models::BeamResult r = models::beam_search(dec, s, same, 4, one);
   EXPECT_EQ(r.sequences, dec.greedy(s, same, 4));
   for (size_t i = 0; i < same.size(); ++i) {
     EXPECT_NEAR(r.log_probs[i], recomputed_log_prob(m.lm, s, r.sequences[i], 2), 1e-4);
@@ -65,14 +66,14 @@ TEST(BeamSearchTest, OneBeamIsGreedyAndScoresItsTokens) {
 TEST(BeamSearchTest, AsManyBeamsAsTokensFindTheBestTwoTokens) {
   Model m;
   const int64_t v = m.c.vocab;
-  examples::TransformerDecoder dec(m.lm, 2 * v);
+  models::TransformerDecoder dec(m.lm, 2 * v);
   Session s(m.lm.graph());
   train_a_little(m.lm, s);
   const std::vector<std::vector<int32_t>> prompts = {{3, 9, 4}, {5, 1, 6}};
-  examples::BeamOptions all;
+  models::BeamOptions all;
   all.beams = v;
   all.alpha = 0;
-  const examples::BeamResult r = examples::beam_search(dec, s, prompts, 2, all);
+  const models::BeamResult r = models::beam_search(dec, s, prompts, 2, all);
   for (size_t i = 0; i < prompts.size(); ++i) {
     // Brute force: every first token, then its best second token.
     double best = -1e300;
@@ -105,18 +106,18 @@ TEST(BeamSearchTest, AsManyBeamsAsTokensFindTheBestTwoTokens) {
 
 TEST(BeamSearchTest, MoreBeamsScoreAtLeastGreedyAndAStopTokenEndsHypotheses) {
   Model m;
-  examples::TransformerDecoder dec1(m.lm, 1), dec4(m.lm, 4), dec16(m.lm, 16);
+  models::TransformerDecoder dec1(m.lm, 1), dec4(m.lm, 4), dec16(m.lm, 16);
   Session s(m.lm.graph());
   train_a_little(m.lm, s);
   const std::vector<std::vector<int32_t>> prompt = {{2, 8}};
   const auto greedy = dec1.greedy(s, prompt, 6)[0];
-  examples::BeamOptions o;
+  models::BeamOptions o;
   o.alpha = 0;
   double previous = recomputed_log_prob(m.lm, s, greedy, 2);
   for (int64_t beams : {4, 16}) {
     o.beams = beams;
-    const examples::BeamResult r =
-        examples::beam_search(beams == 4 ? dec4 : dec16, s, prompt, 6, o);
+    const models::BeamResult r =
+        models::beam_search(beams == 4 ? dec4 : dec16, s, prompt, 6, o);
     SCOPED_TRACE(std::to_string(beams) + " beams");
     EXPECT_EQ(r.sequences[0].size(), greedy.size());
     EXPECT_GE(r.log_probs[0], previous - 1e-6);
@@ -128,50 +129,46 @@ TEST(BeamSearchTest, MoreBeamsScoreAtLeastGreedyAndAStopTokenEndsHypotheses) {
   // The greedy first token as the stop: no longer hypothesis can beat the
   // one that stops at once (alpha 0: log-probabilities only fall).
   o.stop = greedy[2];
-  const examples::BeamResult stopped = examples::beam_search(dec4, s, prompt, 6, o);
+  const models::BeamResult stopped = models::beam_search(dec4, s, prompt, 6, o);
   EXPECT_EQ(stopped.sequences[0], std::vector<int32_t>(greedy.begin(), greedy.begin() + 3));
   // With a length penalty the scores are log-probability / ((5 + n) / 6)^alpha.
   o.stop = -1;
   o.alpha = 1.0;
-  const examples::BeamResult penalised = examples::beam_search(dec4, s, prompt, 6, o);
+  const models::BeamResult penalised = models::beam_search(dec4, s, prompt, 6, o);
   EXPECT_NEAR(penalised.scores[0], penalised.log_probs[0] / ((5.0 + 6) / 6.0), 1e-12);
 }
 
 TEST(BeamSearchTest, AMeshGivesOneCoresResult) {
-  const examples::TransformerConfig c = testing::tiny_transformer_config();
+  const models::TransformerConfig c = testing::tiny_transformer_config();
   auto search = [&](const MeshConfig& mesh) {
-    examples::TransformerLm lm(c);
-    examples::TransformerDecoder dec(lm, 4);
+    models::TransformerLm lm(c);
+    models::TransformerDecoder dec(lm, 4);
     Session s(lm.graph(), mesh);
     train_a_little(lm, s);
-    examples::BeamOptions o;
+    models::BeamOptions o;
     o.beams = 2;
-    return examples::beam_search(dec, s, {{1, 2}, {3, 4}}, 5, o);
+    return models::beam_search(dec, s, {{1, 2}, {3, 4}}, 5, o);
   };
   MeshConfig one;
   one.reproducible = true;
-  const examples::BeamResult want = search(one);
+  const models::BeamResult want = search(one);
   MeshConfig mc = one;
   mc.mesh_shape = MeshShape("batch:2;model:2");
   mc.layout = LayoutRules("batch:batch;vocab:model;d_ff:model;heads:model");
-  const examples::BeamResult got = search(mc);
+  const models::BeamResult got = search(mc);
   EXPECT_EQ(got.sequences, want.sequences);
   EXPECT_EQ(got.log_probs, want.log_probs);
 }
 
 TEST(BeamSearchTest, BadOptionsAreClearErrors) {
   Model m;
-  examples::TransformerDecoder dec(m.lm, 4);
+  models::TransformerDecoder dec(m.lm, 4);
   Session s(m.lm.graph());
-  auto expect_error = [&](const examples::BeamOptions& o, const char* says) {
-    try {
-      examples::beam_search(dec, s, {{1}, {2}}, 2, o);
-      ADD_FAILURE() << "no error for " << says;
-    } catch (const ValueError& e) {
-      EXPECT_NE(std::string(e.what()).find(says), std::string::npos) << e.what();
-    }
+  auto expect_error = [&](const models::BeamOptions& o, const char* says) {
+    testing::expect_error<ValueError>([&] { models::beam_search(dec, s, {{1}, {2}}, 2, o); },
+                                      says);
   };
-  examples::BeamOptions o;
+  models::BeamOptions o;
   o.beams = 0;
   expect_error(o, "beams must be >= 1");
   o.beams = 2;

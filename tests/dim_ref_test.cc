@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "expect_error.h"
 #include "mtf/layers.h"
 #include "test_util.h"
 
@@ -14,18 +15,6 @@ namespace {
 
 using testing::eval;
 using testing::random_tensor;
-
-// Runs f, expects a ShapeError whose message holds every needle.
-void expect_shape_error(const std::function<void()>& f, const std::vector<std::string>& needles) {
-  try {
-    f();
-    ADD_FAILURE() << "expected a ShapeError";
-  } catch (const ShapeError& e) {
-    for (const std::string& n : needles)
-      EXPECT_NE(std::string(e.what()).find(n), std::string::npos)
-          << "message \"" << e.what() << "\" lacks \"" << n << "\"";
-  }
-}
 
 class DimRefTest : public ::testing::Test {
  protected:
@@ -89,19 +78,19 @@ TEST_F(DimRefTest, ByNameAndByDimensionGiveTheSameValues) {
 TEST_F(DimRefTest, WrongNamesAndSizesAreShapeErrorsNamingTheOp) {
   for (const DimRef& bad : {DimRef("w"), DimRef(Dimension{"v", 5})}) {
     const std::string needle = bad.name() == "w" ? "\"w\"" : "disagrees in size";
-    expect_shape_error([&] { reduce_sum(x, bad); }, {"reduce_sum", needle});
-    expect_shape_error([&] { softmax(x, bad); }, {"softmax", needle});
-    expect_shape_error([&] { top_k(x, bad, Dimension{"k", 2}); }, {"top_k", needle});
-    expect_shape_error([&] { split(x, bad, 2); }, {"split", needle});
-    expect_shape_error([&] { unstack(x, bad); }, {"unstack", needle});
-    expect_shape_error([&] { shift(x, 1, bad, true); }, {"shift", needle});
-    expect_shape_error([&] { cumsum(x, bad); }, {"cumsum", needle});
-    expect_shape_error([&] { gather(x, zeros(mesh, Shape("l:2"), int32), bad); },
+    testing::expect_error<ShapeError>([&] { reduce_sum(x, bad); }, {"reduce_sum", needle});
+    testing::expect_error<ShapeError>([&] { softmax(x, bad); }, {"softmax", needle});
+    testing::expect_error<ShapeError>([&] { top_k(x, bad, Dimension{"k", 2}); }, {"top_k", needle});
+    testing::expect_error<ShapeError>([&] { split(x, bad, 2); }, {"split", needle});
+    testing::expect_error<ShapeError>([&] { unstack(x, bad); }, {"unstack", needle});
+    testing::expect_error<ShapeError>([&] { shift(x, 1, bad, true); }, {"shift", needle});
+    testing::expect_error<ShapeError>([&] { cumsum(x, bad); }, {"cumsum", needle});
+    testing::expect_error<ShapeError>([&] { gather(x, zeros(mesh, Shape("l:2"), int32), bad); },
                        {"gather", needle});
-    expect_shape_error([&] { layers::layer_norm(x, bad, "ln2"); }, {"layer_norm", needle});
-    expect_shape_error([&] { slice(x, 0, 1, bad); }, {"slice", needle});
-    expect_shape_error([&] { pad(x, 0, 1, bad); }, {"pad", needle});
-    expect_shape_error([&] { rename_dimension(x, bad, "u"); }, {"rename_dimension", needle});
+    testing::expect_error<ShapeError>([&] { layers::layer_norm(x, bad, "ln2"); }, {"layer_norm", needle});
+    testing::expect_error<ShapeError>([&] { slice(x, 0, 1, bad); }, {"slice", needle});
+    testing::expect_error<ShapeError>([&] { pad(x, 0, 1, bad); }, {"pad", needle});
+    testing::expect_error<ShapeError>([&] { rename_dimension(x, bad, "u"); }, {"rename_dimension", needle});
   }
 }
 
@@ -112,7 +101,7 @@ TEST_F(DimRefTest, ReductionStringsAreShapesWithAColonAndNamesWithout) {
   EXPECT_EQ(reduce_sum(x, {x.shape().get("b")}).shape(), Shape("b:3"));
   EXPECT_EQ(reduce_sum(x, x.shape().get("b")).shape(), Shape("a:2;v:6"));
   EXPECT_EQ(eval(reduce_sum(x, "v")), eval(reduce_sum(x, Shape("a:2;b:3"))));
-  expect_shape_error([&] { reduce_sum(x, "v:6;q"); }, {"malformed shape string"});
+  testing::expect_error<ShapeError>([&] { reduce_sum(x, "v:6;q"); }, {"malformed shape string"});
 }
 
 }  // namespace
