@@ -26,9 +26,9 @@
 using namespace mtf;
 
 int main(int argc, char** argv) {
-  return data::run_example("decode_benchmark", [&] {
-    data::Flags flags;
-    examples::TransformerConfig defaults;
+  return cli::run_example("decode_benchmark", [&] {
+    cli::Flags flags;
+    models::TransformerConfig defaults;
     defaults.layers = 6;
     defaults.d_model = 1024;
     defaults.d_ff = 4096;
@@ -36,23 +36,23 @@ int main(int argc, char** argv) {
     defaults.d_kv = 64;
     defaults.length = 128;
     defaults.batch = 1;
-    examples::define_transformer_flags(flags, defaults, /*with_vocab=*/true);
+    models::define_transformer_flags(flags, defaults, /*with_vocab=*/true);
     flags.define("decode_batch", "1", "sequences decoded together");
     flags.define("tokens", "128", "timed steps");
     flags.define("warmup", "8", "untimed steps first");
-    data::define_mesh_flags(flags);
+    cli::define_mesh_flags(flags);
     if (!flags.parse(argc, argv)) return 0;
-    const examples::TransformerConfig cfg =
-        examples::transformer_config_from_flags(flags, defaults, true);
+    const models::TransformerConfig cfg =
+        models::transformer_config_from_flags(flags, defaults, true);
     const int64_t batch = flags.i64("decode_batch");
     const int64_t tokens = flags.i64("tokens");
     if (batch < 1 || tokens < 1) throw ValueError("--decode_batch and --tokens must be >= 1");
     std::string transport;
-    const MeshConfig mesh = data::mesh_config_from_flags(flags, &transport);
-    examples::TransformerLm lm(cfg);
-    examples::TransformerDecoder decoder(lm, batch);
+    const MeshConfig mesh = cli::mesh_config_from_flags(flags, &transport);
+    models::TransformerLm lm(cfg);
+    models::TransformerDecoder decoder(lm, batch);
     Session session(lm.graph(), mesh);
-    std::printf("%s\n", data::describe_mesh(mesh, transport).c_str());
+    std::printf("%s\n", cli::describe_mesh(mesh, transport).c_str());
     std::mt19937 rng(1);
     std::vector<int32_t> ids(batch);
     int64_t p = 0;

@@ -131,7 +131,7 @@ void BM_LayerNorm(benchmark::State& state) {
 }
 
 void BM_TransformerStep(benchmark::State& state) {
-  examples::TransformerConfig cfg;
+  models::TransformerConfig cfg;
   if (state.range(0) == 512) {
     cfg.d_model = 512;
     cfg.d_ff = 2048;
@@ -140,7 +140,7 @@ void BM_TransformerStep(benchmark::State& state) {
     cfg.batch = 8;
     cfg.length = 128;
   }
-  examples::TransformerLm lm(cfg);
+  models::TransformerLm lm(cfg);
   Session unfused(lm.graph(), with_fuse(false)), fused(lm.graph(), with_fuse(true));
   HostTensor in(lm.inputs.shape(), int32), tg(lm.targets.shape(), int32);
   std::mt19937 rng(1);
@@ -157,9 +157,9 @@ void BM_TransformerStep(benchmark::State& state) {
 }
 
 void BM_MlpStep(benchmark::State& state) {
-  examples::MlpConfig config;
+  models::MlpConfig config;
   config.batch_size = state.range(0);
-  examples::Mlp mlp(config);
+  models::Mlp mlp(config);
   Session unfused(mlp.graph(), with_fuse(false)), fused(mlp.graph(), with_fuse(true));
   std::mt19937 rng(1);
   HostTensor images(mlp.images.shape(), float32), labels(mlp.labels.shape(), int32);

@@ -63,9 +63,9 @@ void BM_Memcpy(benchmark::State& state) {
 void BM_MlpStepMeshVsOneCore(benchmark::State& state) {
   const int cores = static_cast<int>(state.range(0));
   const int64_t batch = state.range(1);
-  examples::MlpConfig config;
+  models::MlpConfig config;
   config.batch_size = batch;
-  examples::Mlp one(config), meshed(config);
+  models::Mlp one(config), meshed(config);
   Session s1(one.graph());
   MeshConfig mc;
   mc.mesh_shape = MeshShape("all:" + std::to_string(cores));

@@ -25,9 +25,9 @@ double matmul_flops(int64_t b) {
 // One training step against its five GEMMs called directly, paired.
 void BM_MlpStepVsGemms(benchmark::State& state) {
   const int64_t batch = state.range(0);
-  examples::MlpConfig config;
+  models::MlpConfig config;
   config.batch_size = batch;
-  examples::Mlp mlp(config);
+  models::Mlp mlp(config);
   Session session(mlp.graph());
   std::mt19937 rng(1);
   HostTensor images(mlp.images.shape(), float32), labels(mlp.labels.shape(), int32);

@@ -19,8 +19,8 @@ namespace {
 
 using namespace mtf;
 
-examples::TransformerConfig config_at(int64_t d_model) {
-  examples::TransformerConfig c;
+models::TransformerConfig config_at(int64_t d_model) {
+  models::TransformerConfig c;
   c.layers = 2;
   c.d_model = d_model;
   c.d_ff = 4 * d_model;
@@ -43,8 +43,8 @@ double einsum_flops(const Graph& g) {
 void BM_TransformerStep(benchmark::State& state) {
   const int64_t d_model = state.range(0);
   const bool mesh = state.range(1) != 0;
-  const examples::TransformerConfig cfg = config_at(d_model);
-  examples::TransformerLm lm(cfg);
+  const models::TransformerConfig cfg = config_at(d_model);
+  models::TransformerLm lm(cfg);
   MeshConfig mc;
   if (mesh) {
     mc.mesh_shape = MeshShape("rows:2;cols:2");

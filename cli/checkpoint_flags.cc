@@ -4,7 +4,7 @@
 
 #include "mtf/errors.h"
 
-namespace mtf::data {
+namespace mtf::cli {
 
 void define_checkpoint_flags(Flags& flags, int64_t save_every) {
   flags.define("checkpoint_dir", "",
@@ -24,4 +24,4 @@ std::unique_ptr<CheckpointManager> checkpoints_from_flags(const Flags& flags, in
   return std::make_unique<CheckpointManager>(dir, static_cast<int>(keep));
 }
 
-}  // namespace mtf::data
+}  // namespace mtf::cli

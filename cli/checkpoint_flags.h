@@ -9,7 +9,7 @@
 #include "cli/flags.h"
 #include "mtf/checkpoint.h"
 
-namespace mtf::data {
+namespace mtf::cli {
 
 // Declares the three flags; `save_every` is --save_every's default.
 void define_checkpoint_flags(Flags& flags, int64_t save_every);
@@ -18,4 +18,4 @@ void define_checkpoint_flags(Flags& flags, int64_t save_every);
 // *save_every receives --save_every (ValueError below 1).
 std::unique_ptr<CheckpointManager> checkpoints_from_flags(const Flags& flags, int64_t* save_every);
 
-}  // namespace mtf::data
+}  // namespace mtf::cli

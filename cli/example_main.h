@@ -9,7 +9,7 @@
 
 #include "mtf/errors.h"
 
-namespace mtf::data {
+namespace mtf::cli {
 
 inline int run_example(const char* name, const std::function<int()>& body) {
   try {
@@ -24,4 +24,4 @@ inline int run_example(const char* name, const std::function<int()>& body) {
   return 1;
 }
 
-}  // namespace mtf::data
+}  // namespace mtf::cli

@@ -4,7 +4,7 @@
 
 #include "mtf/errors.h"
 
-namespace mtf::data {
+namespace mtf::cli {
 
 void Flags::define(const std::string& name, const std::string& default_value,
                    const std::string& help) {
@@ -85,4 +85,4 @@ std::string Flags::usage() const {
   return s;
 }
 
-}  // namespace mtf::data
+}  // namespace mtf::cli

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-namespace mtf::data {
+namespace mtf::cli {
 
 class Flags {
  public:
@@ -32,4 +32,4 @@ class Flags {
   std::string program_;
 };
 
-}  // namespace mtf::data
+}  // namespace mtf::cli

@@ -10,7 +10,7 @@
 #include "cli/flags.h"
 #include "mtf/session.h"
 
-namespace mtf::data {
+namespace mtf::cli {
 
 // Declares --mesh_shape, --layout, --mesh_impl, --execution, --reproducible,
 // --profile, --fuse, --transport.
@@ -35,4 +35,4 @@ void resolve_auto_layout(const Flags& flags, MeshConfig& config, Graph& graph,
 // processes over TCP"), for the examples' first lines.
 std::string describe_mesh(const MeshConfig& config, const std::string& transport_name);
 
-}  // namespace mtf::data
+}  // namespace mtf::cli

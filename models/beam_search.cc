@@ -6,7 +6,7 @@
 #include <numeric>
 #include <string>
 
-namespace mtf::examples {
+namespace mtf::models {
 
 void BeamOptions::validate(int64_t vocab) const {
   if (beams < 1) throw ValueError("beam search: beams must be >= 1, got " + std::to_string(beams));
@@ -161,4 +161,4 @@ BeamResult beam_search(const TransformerDecoder& decoder, Session& session,
   return result;
 }
 
-}  // namespace mtf::examples
+}  // namespace mtf::models

@@ -11,7 +11,7 @@
 
 #include "models/transformer_decoder.h"
 
-namespace mtf::examples {
+namespace mtf::models {
 
 struct BeamOptions {
   int64_t beams = 4;
@@ -39,4 +39,4 @@ BeamResult beam_search(const TransformerDecoder& decoder, Session& session,
                        const std::vector<std::vector<int32_t>>& prompts, int64_t steps,
                        const BeamOptions& options);
 
-}  // namespace mtf::examples
+}  // namespace mtf::models

@@ -4,7 +4,7 @@
 
 #include "models/mlp.h"
 
-namespace mtf::examples {
+namespace mtf::models {
 
 Cnn::Cnn(const CnnConfig& config)
     : batch_dim{"batch", config.batch_size}, config_(config), mesh_(graph_, "mesh") {
@@ -36,7 +36,7 @@ float Cnn::train_step(Session& session, const HostTensor& x, const HostTensor& y
   return session.run({loss}, {{images, x}, {labels, y}}, train_ops)[0].data<float>()[0];
 }
 
-float Cnn::train_step(Session& session, const data::Dataset& ds,
+float Cnn::train_step(Session& session, const models::Dataset& ds,
                       const std::vector<int64_t>& index) {
   const Session::FeedBlock x = session.local_feed_block(images);
   const Session::FeedBlock y = session.local_feed_block(labels);
@@ -63,19 +63,19 @@ Cnn::EvalGraph& Cnn::eval_graph(int64_t n) {
   return *evals_.back();
 }
 
-double Cnn::accuracy(Session& session, const data::Dataset& ds) {
+double Cnn::accuracy(Session& session, const models::Dataset& ds) {
   return accuracy_in_batches(ds, config_.eval_batch, [&](const std::vector<int64_t>& index) {
     EvalGraph& e = eval_graph(static_cast<int64_t>(index.size()));
     return session.run(e.predictions, {{e.images, images_batch(ds, index, e.batch)}});
   });
 }
 
-HostTensor Cnn::images_batch(const data::Dataset& ds, const std::vector<int64_t>& index,
+HostTensor Cnn::images_batch(const models::Dataset& ds, const std::vector<int64_t>& index,
                              const Dimension& batch) {
   return images_block(ds, index, batch, 0, Dimension{"h", kSide}, 0, Dimension{"w", kSide});
 }
 
-HostTensor Cnn::images_block(const data::Dataset& ds, const std::vector<int64_t>& index,
+HostTensor Cnn::images_block(const models::Dataset& ds, const std::vector<int64_t>& index,
                              const Dimension& batch, int64_t h_begin, const Dimension& h,
                              int64_t w_begin, const Dimension& w) {
   const int64_t rows = ds.images.rows, cols = ds.images.cols;
@@ -109,4 +109,4 @@ HostTensor Cnn::images_block(const data::Dataset& ds, const std::vector<int64_t>
   return t;
 }
 
-}  // namespace mtf::examples
+}  // namespace mtf::models

@@ -16,7 +16,7 @@
 #include "models/idx_reader.h"
 #include "mtf/mtf.h"
 
-namespace mtf::examples {
+namespace mtf::models {
 
 struct CnnConfig {
   int64_t batch_size = 100;
@@ -36,18 +36,18 @@ class Cnn {
   // only the block of each input this process needs
   // (Session::local_feed_block): the examples of its batch share, and of
   // each image only the rows and columns its processors hold.
-  float train_step(Session& session, const data::Dataset& ds, const std::vector<int64_t>& index);
+  float train_step(Session& session, const models::Dataset& ds, const std::vector<int64_t>& index);
   // Fraction of the examples classified correctly (all of them).
-  double accuracy(Session& session, const data::Dataset& ds);
+  double accuracy(Session& session, const models::Dataset& ds);
 
   Graph& graph() { return graph_; }
   // Pixels of the examples at `index` scaled to [0,1] and centred in 32x32,
   // as [batch, h, w, ch].
-  static HostTensor images_batch(const data::Dataset& ds, const std::vector<int64_t>& index,
+  static HostTensor images_batch(const models::Dataset& ds, const std::vector<int64_t>& index,
                                  const Dimension& batch);
   // The block of those pixels at rows [h_begin, h_begin + h.size) and
   // columns [w_begin, w_begin + w.size) of the 32x32 image, as [batch, h, w, ch].
-  static HostTensor images_block(const data::Dataset& ds, const std::vector<int64_t>& index,
+  static HostTensor images_block(const models::Dataset& ds, const std::vector<int64_t>& index,
                                  const Dimension& batch, int64_t h_begin, const Dimension& h,
                                  int64_t w_begin, const Dimension& w);
 
@@ -71,4 +71,4 @@ class Cnn {
   std::vector<std::unique_ptr<EvalGraph>> evals_;
 };
 
-}  // namespace mtf::examples
+}  // namespace mtf::models

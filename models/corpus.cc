@@ -10,7 +10,7 @@
 
 #include "mtf/errors.h"
 
-namespace mtf::examples {
+namespace mtf::models {
 
 Corpus load_text_corpus(const std::string& dir, int heldout_every) {
   if (heldout_every < 2) throw ValueError("load_text_corpus: heldout_every must be at least 2");
@@ -132,4 +132,4 @@ double unigram_bits_per_byte(const std::string& train, const std::string& text) 
   return text.size() > 1 ? bits / static_cast<double>(text.size() - 1) : 0.0;
 }
 
-}  // namespace mtf::examples
+}  // namespace mtf::models

@@ -10,7 +10,7 @@
 
 #include "mtf/host_tensor.h"
 
-namespace mtf::examples {
+namespace mtf::models {
 
 struct Corpus {
   std::string train, heldout;
@@ -56,4 +56,4 @@ void window_batch(const std::string& text, int64_t index, HostTensor& inputs, Ho
 // (add-one smoothing): the baseline a language model has to beat.
 double unigram_bits_per_byte(const std::string& train, const std::string& text);
 
-}  // namespace mtf::examples
+}  // namespace mtf::models

@@ -7,7 +7,7 @@
 
 #include "mtf/errors.h"
 
-namespace mtf::data {
+namespace mtf::models {
 namespace {
 
 // gzread reads plain files too, so one reader serves .gz and raw IDX.
@@ -133,4 +133,4 @@ Dataset load_mnist_split(const std::string& dir, const std::string& split) {
   return d;
 }
 
-}  // namespace mtf::data
+}  // namespace mtf::models

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-namespace mtf::data {
+namespace mtf::models {
 
 struct IdxImages {
   int64_t count = 0, rows = 0, cols = 0;
@@ -32,4 +32,4 @@ struct Dataset {
 };
 Dataset load_mnist_split(const std::string& dir, const std::string& split);
 
-}  // namespace mtf::data
+}  // namespace mtf::models

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 
-namespace mtf::examples {
+namespace mtf::models {
 
 Mlp::Mlp(const MlpConfig& config)
     : batch_dim{"batch", config.batch_size},
@@ -31,7 +31,7 @@ float Mlp::train_step(Session& session, const HostTensor& x, const HostTensor& y
   return session.run({loss}, {{images, x}, {labels, y}}, train_ops)[0].data<float>()[0];
 }
 
-float Mlp::train_step(Session& session, const data::Dataset& ds,
+float Mlp::train_step(Session& session, const models::Dataset& ds,
                       const std::vector<int64_t>& index) {
   const Session::FeedBlock block = session.local_feed_block(images);
   const Session::FeedBlock label_block = session.local_feed_block(labels);
@@ -63,7 +63,7 @@ Mlp::EvalGraph& Mlp::eval_graph(int64_t n) {
   return *evals_.back();
 }
 
-double Mlp::accuracy(Session& session, const data::Dataset& ds) {
+double Mlp::accuracy(Session& session, const models::Dataset& ds) {
   return accuracy_in_batches(ds, config_.eval_batch, [&](const std::vector<int64_t>& index) {
     EvalGraph& e = eval_graph(static_cast<int64_t>(index.size()));
     return session.run(e.predictions, {{e.images, images_batch(ds, index, e.batch)}});
@@ -71,7 +71,7 @@ double Mlp::accuracy(Session& session, const data::Dataset& ds) {
 }
 
 double accuracy_in_batches(
-    const data::Dataset& ds, int64_t batch,
+    const models::Dataset& ds, int64_t batch,
     const std::function<HostTensor(const std::vector<int64_t>& index)>& predict) {
   const int64_t total = ds.images.count;
   int64_t correct = 0;
@@ -86,7 +86,7 @@ double accuracy_in_batches(
   return total ? static_cast<double>(correct) / static_cast<double>(total) : 0.0;
 }
 
-HostTensor Mlp::images_batch(const data::Dataset& ds, const std::vector<int64_t>& index,
+HostTensor Mlp::images_batch(const models::Dataset& ds, const std::vector<int64_t>& index,
                              const Dimension& batch) {
   const int64_t pixels = ds.images.rows * ds.images.cols;
   HostTensor t(Shape({batch, {"rows", ds.images.rows}, {"cols", ds.images.cols}}), float32);
@@ -98,7 +98,7 @@ HostTensor Mlp::images_batch(const data::Dataset& ds, const std::vector<int64_t>
   return t;
 }
 
-HostTensor Mlp::labels_batch(const data::Dataset& ds, const std::vector<int64_t>& index,
+HostTensor Mlp::labels_batch(const models::Dataset& ds, const std::vector<int64_t>& index,
                              const Dimension& batch) {
   HostTensor t(Shape({batch}), int32);
   int32_t* p = t.data<int32_t>();
@@ -149,4 +149,4 @@ std::vector<int64_t> BatchSampler::next() {
   return b;
 }
 
-}  // namespace mtf::examples
+}  // namespace mtf::models

@@ -14,7 +14,7 @@
 #include "models/idx_reader.h"
 #include "mtf/mtf.h"
 
-namespace mtf::examples {
+namespace mtf::models {
 
 struct MlpConfig {
   int64_t batch_size = 100;
@@ -33,17 +33,17 @@ class Mlp {
   // The same on the examples `index` of `ds` (the whole batch's), reading
   // and feeding only those this process's processors hold
   // (Session::local_feed_block): on n data-parallel ranks, 1/n of the batch.
-  float train_step(Session& session, const data::Dataset& ds, const std::vector<int64_t>& index);
+  float train_step(Session& session, const models::Dataset& ds, const std::vector<int64_t>& index);
   // Fraction of the examples classified correctly (all of them, in batches
   // of eval_batch; a remainder is evaluated too).
-  double accuracy(Session& session, const data::Dataset& ds);
+  double accuracy(Session& session, const models::Dataset& ds);
 
   Graph& graph() { return graph_; }
   const MlpConfig& config() const { return config_; }
   // Pixels of examples [first, first+n) of ds scaled to [0,1], as [batch, rows, cols].
-  static HostTensor images_batch(const data::Dataset& ds, const std::vector<int64_t>& index,
+  static HostTensor images_batch(const models::Dataset& ds, const std::vector<int64_t>& index,
                                  const Dimension& batch);
-  static HostTensor labels_batch(const data::Dataset& ds, const std::vector<int64_t>& index,
+  static HostTensor labels_batch(const models::Dataset& ds, const std::vector<int64_t>& index,
                                  const Dimension& batch);
 
   Dimension batch_dim, rows_dim{"rows", 28}, cols_dim{"cols", 28}, hidden_dim,
@@ -71,7 +71,7 @@ class Mlp {
 // per example, from predict(indices)) is their label, in batches of at most
 // `batch` examples (a remainder is predicted too).
 double accuracy_in_batches(
-    const data::Dataset& ds, int64_t batch,
+    const models::Dataset& ds, int64_t batch,
     const std::function<HostTensor(const std::vector<int64_t>& index)>& predict);
 
 // Epoch-wise shuffled batches, deterministic for a seed (own Fisher-Yates on
@@ -95,4 +95,4 @@ class BatchSampler {
   int64_t pos_ = 0;
 };
 
-}  // namespace mtf::examples
+}  // namespace mtf::models

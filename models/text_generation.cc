@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <random>
 
-namespace mtf::examples {
+namespace mtf::models {
 
 std::string continue_text(const TransformerDecoder& decoder, Session& session,
                           const std::string& text, int64_t bytes,
@@ -53,4 +53,4 @@ std::string continue_text(const TransformerDecoder& decoder, Session& session,
   return out;
 }
 
-}  // namespace mtf::examples
+}  // namespace mtf::models

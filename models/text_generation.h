@@ -10,7 +10,7 @@
 #include "models/beam_search.h"
 #include "models/transformer_decoder.h"
 
-namespace mtf::examples {
+namespace mtf::models {
 
 struct GenerationOptions {
   SamplingOptions sampling;  // its stop token ends the text
@@ -24,4 +24,4 @@ struct GenerationOptions {
 std::string continue_text(const TransformerDecoder& decoder, Session& session,
                           const std::string& text, int64_t bytes, const GenerationOptions& options);
 
-}  // namespace mtf::examples
+}  // namespace mtf::models

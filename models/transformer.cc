@@ -3,7 +3,7 @@
 #include <string>
 #include <utility>
 
-namespace mtf::examples {
+namespace mtf::models {
 
 void TransformerConfig::validate() const {
   const std::pair<const char*, int64_t> fields[] = {
@@ -56,7 +56,7 @@ const SizeFlag kSizeFlags[] = {
 };
 }  // namespace
 
-void define_transformer_flags(data::Flags& flags, const TransformerConfig& defaults,
+void define_transformer_flags(cli::Flags& flags, const TransformerConfig& defaults,
                               bool with_vocab) {
   for (const SizeFlag& f : kSizeFlags) {
     if (!with_vocab && std::string(f.name) == "vocab") continue;
@@ -67,7 +67,7 @@ void define_transformer_flags(data::Flags& flags, const TransformerConfig& defau
                "them (less memory, more compute)");
 }
 
-TransformerConfig transformer_config_from_flags(const data::Flags& flags,
+TransformerConfig transformer_config_from_flags(const cli::Flags& flags,
                                                 TransformerConfig defaults, bool with_vocab) {
   for (const SizeFlag& f : kSizeFlags) {
     if (!with_vocab && std::string(f.name) == "vocab") continue;
@@ -154,4 +154,4 @@ Tensor TransformerLm::logits_of(const Tensor& ids, float keep_prob, bool recompu
   return layers::dense(x, {vocab}, {d_model}, "logits", no_bias);
 }
 
-}  // namespace mtf::examples
+}  // namespace mtf::models

@@ -15,7 +15,7 @@
 #include "cli/flags.h"
 #include "mtf/mtf.h"
 
-namespace mtf::examples {
+namespace mtf::models {
 
 struct TransformerConfig {
   int64_t layers = 2;
@@ -52,9 +52,9 @@ struct TransformerConfig {
 // --length --batch, and --vocab when with_vocab), --moe_experts and --recompute,
 // defaulting to `defaults`; and the config they give (other fields from
 // `defaults`).
-void define_transformer_flags(data::Flags& flags, const TransformerConfig& defaults,
+void define_transformer_flags(cli::Flags& flags, const TransformerConfig& defaults,
                               bool with_vocab);
-TransformerConfig transformer_config_from_flags(const data::Flags& flags,
+TransformerConfig transformer_config_from_flags(const cli::Flags& flags,
                                                 TransformerConfig defaults, bool with_vocab);
 
 class TransformerLm {
@@ -84,4 +84,4 @@ class TransformerLm {
   Mesh mesh_;
 };
 
-}  // namespace mtf::examples
+}  // namespace mtf::models

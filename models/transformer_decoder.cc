@@ -5,7 +5,7 @@
 #include <numeric>
 #include <string>
 
-namespace mtf::examples {
+namespace mtf::models {
 
 void SamplingOptions::validate(int64_t vocab) const {
   if (!(temperature >= 0))
@@ -265,4 +265,4 @@ std::vector<std::vector<int32_t>> TransformerDecoder::generate(
   return out;
 }
 
-}  // namespace mtf::examples
+}  // namespace mtf::models

@@ -16,7 +16,7 @@
 
 #include "models/transformer.h"
 
-namespace mtf::examples {
+namespace mtf::models {
 
 // How the next token is chosen from a row of logits: temperature 0 takes
 // the highest logit (the lowest id on ties); otherwise a draw from
@@ -115,4 +115,4 @@ class TransformerDecoder {
   int64_t length_, vocab_;
 };
 
-}  // namespace mtf::examples
+}  // namespace mtf::models

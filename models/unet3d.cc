@@ -2,7 +2,7 @@
 
 #include <cstdio>
 
-namespace mtf::examples {
+namespace mtf::models {
 namespace {
 
 UNet3dConfig checked(const UNet3dConfig& c) {
@@ -93,4 +93,4 @@ std::string UNet3d::describe() const {
   return buf;
 }
 
-}  // namespace mtf::examples
+}  // namespace mtf::models

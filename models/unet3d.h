@@ -17,7 +17,7 @@
 
 #include "mtf/mtf.h"
 
-namespace mtf::examples {
+namespace mtf::models {
 
 struct UNet3dConfig {
   int64_t batch = 32;
@@ -54,4 +54,4 @@ class UNet3d {
   Mesh mesh_;
 };
 
-}  // namespace mtf::examples
+}  // namespace mtf::models

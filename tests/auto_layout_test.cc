@@ -80,10 +80,10 @@ TEST(AutoLayoutTest, SearchFindsTheExhaustiveOptimumOnRandomGraphs) {
 
 AutoLayoutResult mlp_layout(int64_t batch, int64_t hidden, const char* topology, const char* mesh,
                             double memory_limit = 0) {
-  examples::MlpConfig c;
+  models::MlpConfig c;
   c.batch_size = batch;
   c.hidden = hidden;
-  examples::Mlp mlp(c);
+  models::Mlp mlp(c);
   AutoLayoutOptions o;
   o.topology = Topology::preset(topology);
   o.memory_limit = memory_limit;
@@ -107,7 +107,7 @@ TEST(AutoLayoutTest, MlpSplitsBatchOrHiddenOrBoth) {
 // every layout that splits no model dimension (the data-parallel ones), the
 // choice splits one and fits.
 TEST(AutoLayoutTest, MemoryLimitMovesTheChoiceToModelSplitting) {
-  examples::TransformerConfig c;
+  models::TransformerConfig c;
   c.d_model = 512;
   c.d_ff = 2048;
   c.heads = 8;
@@ -115,7 +115,7 @@ TEST(AutoLayoutTest, MemoryLimitMovesTheChoiceToModelSplitting) {
   c.vocab = 32768;
   c.length = 128;
   c.batch = 64;
-  examples::TransformerLm lm(c);
+  models::TransformerLm lm(c);
   AutoLayoutOptions o;
   o.topology = Topology::preset("tpu-v2-8");
   o.simulate_top = 1;
@@ -159,10 +159,10 @@ TEST(AutoLayoutTest, FitsNowhereNamesTheLargestTensors) {
 }
 
 TEST(AutoLayoutTest, FixedRulesAreKeptAndBadOnesRejected) {
-  examples::MlpConfig c;
+  models::MlpConfig c;
   c.batch_size = 4096;
   c.hidden = 4096;
-  examples::Mlp mlp(c);
+  models::Mlp mlp(c);
   AutoLayoutOptions o;
   o.topology = Topology::preset("tpu-v2-8");
   o.fixed = LayoutRules("hidden:x");
@@ -178,10 +178,10 @@ TEST(AutoLayoutTest, FixedRulesAreKeptAndBadOnesRejected) {
 }
 
 TEST(AutoLayoutTest, MeshShapesOfTheCoreCountAreSearched) {
-  examples::MlpConfig c;
+  models::MlpConfig c;
   c.batch_size = 4096;
   c.hidden = 16384;
-  examples::Mlp mlp(c);
+  models::Mlp mlp(c);
   AutoLayoutOptions o;
   o.topology = Topology::preset("tpu-v2-32");
   const AutoLayoutResult r =
@@ -209,8 +209,8 @@ TEST(AutoLayoutTest, MeshShapesOfTheCoreCountAreSearched) {
 // estimate must follow the simulation (it was 2.6x too slow, which hid the
 // best layout from the search).
 TEST(AutoLayoutTest, DecodingEstimateFollowsTheSimulatorOnATorus) {
-  examples::TransformerLm lm(examples::TransformerConfig::paper(262144, 256));
-  examples::TransformerDecoder decoder(lm, 1);
+  models::TransformerLm lm(models::TransformerConfig::paper(262144, 256));
+  models::TransformerDecoder decoder(lm, 1);
   AutoLayoutOptions o;
   o.topology = Topology::preset("tpu-v2-128");
   o.fixed = LayoutRules("heads:x;d_ff:x;vocab:x");

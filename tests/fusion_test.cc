@@ -294,8 +294,8 @@ TEST(FusionPassTest, OutputsTakeOverDyingInputsThatNothingElseShares) {
 // meshes (reproducible mode there: sums whole, fixed-order einsums).
 TEST(FusionPassTest, TransformerTrainingHasTheSameBitsFusedOrNot) {
   auto train = [](MeshConfig mc) {
-    examples::TransformerConfig c = testing::tiny_transformer_config();
-    examples::TransformerLm lm(c);
+    models::TransformerConfig c = testing::tiny_transformer_config();
+    models::TransformerLm lm(c);
     Session s(lm.graph(), mc);
     HostTensor in(lm.inputs.shape(), int32), tg(lm.targets.shape(), int32);
     std::vector<HostTensor> out;

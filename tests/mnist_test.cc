@@ -46,14 +46,14 @@ std::string error_of(F f) {
 }
 
 TEST_F(DataErrorsTest, MissingDirectoryNamesIt) {
-  std::string msg = error_of([] { data::load_mnist_split("/no/such/dir", "train"); });
+  std::string msg = error_of([] { models::load_mnist_split("/no/such/dir", "train"); });
   EXPECT_NE(msg.find("/no/such/dir"), std::string::npos) << msg;
   EXPECT_NE(msg.find("does not exist"), std::string::npos) << msg;
 }
 
 TEST_F(DataErrorsTest, WrongMagicNamesTheFile) {
   std::string p = write("x-images-idx3-ubyte.gz", {0, 0, 8, 1, 0, 0, 0, 1});
-  std::string msg = error_of([&] { data::read_idx_images(p); });
+  std::string msg = error_of([&] { models::read_idx_images(p); });
   EXPECT_NE(msg.find(p), std::string::npos) << msg;
   EXPECT_NE(msg.find("magic number 0x00000801, expected 0x00000803"), std::string::npos) << msg;
 }
@@ -62,17 +62,17 @@ TEST_F(DataErrorsTest, TruncatedFileNamesTheFile) {
   // Header says 2 images of 2x2 but only 5 pixel bytes follow.
   std::string p = write("t-images-idx3-ubyte.gz",
                         {0, 0, 8, 3, 0, 0, 0, 2, 0, 0, 0, 2, 0, 0, 0, 2, 1, 2, 3, 4, 5});
-  std::string msg = error_of([&] { data::read_idx_images(p); });
+  std::string msg = error_of([&] { models::read_idx_images(p); });
   EXPECT_NE(msg.find(p), std::string::npos) << msg;
   EXPECT_NE(msg.find("truncated"), std::string::npos) << msg;
   std::string lp = write("l-labels-idx1-ubyte.gz", {0, 0, 8, 1, 0, 0, 0, 9, 1});
-  EXPECT_NE(error_of([&] { data::read_idx_labels(lp); }).find("truncated"), std::string::npos);
+  EXPECT_NE(error_of([&] { models::read_idx_labels(lp); }).find("truncated"), std::string::npos);
 }
 
 TEST_F(DataErrorsTest, ReadsAValidFile) {
   std::string p =
       write("ok-images-idx3-ubyte.gz", {0, 0, 8, 3, 0, 0, 0, 1, 0, 0, 0, 1, 0, 0, 0, 2, 7, 9});
-  auto im = data::read_idx_images(p);
+  auto im = models::read_idx_images(p);
   EXPECT_EQ(im.count, 1);
   EXPECT_EQ(im.pixels, (std::vector<uint8_t>{7, 9}));
 }
@@ -85,7 +85,7 @@ TEST_F(DataErrorsTest, ReadsAValidFile) {
 // each image (sharded input): every block is the matching part of the whole
 // padded image, border included.
 TEST_F(DataErrorsTest, CnnImageBlocksAreSlicesOfTheWholeBatch) {
-  data::Dataset ds;
+  models::Dataset ds;
   ds.images.count = 3;
   ds.images.rows = 28;
   ds.images.cols = 28;
@@ -94,15 +94,15 @@ TEST_F(DataErrorsTest, CnnImageBlocksAreSlicesOfTheWholeBatch) {
     ds.images.pixels[i] = static_cast<uint8_t>(i * 7 + 1);
   const std::vector<int64_t> index = {2, 0};
   const Dimension batch{"batch", 2};
-  const HostTensor whole = examples::Cnn::images_batch(ds, index, batch);
-  const int64_t side = examples::Cnn::kSide;
+  const HostTensor whole = models::Cnn::images_batch(ds, index, batch);
+  const int64_t side = models::Cnn::kSide;
   for (int64_t h0 : {0, 1, 8, 16, 30})
     for (int64_t hn : {2, 16})
       for (int64_t w0 : {0, 3, 16})
         for (int64_t wn : {1, 16}) {
           if (h0 + hn > side || w0 + wn > side) continue;
           const HostTensor b =
-              examples::Cnn::images_block(ds, index, batch, h0, {"h", hn}, w0, {"w", wn});
+              models::Cnn::images_block(ds, index, batch, h0, {"h", hn}, w0, {"w", wn});
           ASSERT_EQ(b.shape().to_string(),
                     Shape({batch, {"h", hn}, {"w", wn}, {"ch", 1}}).to_string());
           for (int64_t i = 0; i < 2; ++i)
@@ -112,29 +112,29 @@ TEST_F(DataErrorsTest, CnnImageBlocksAreSlicesOfTheWholeBatch) {
                           whole.data<float>()[(i * side + h0 + r) * side + w0 + c])
                     << "image " << i << " row " << h0 + r << " column " << w0 + c;
         }
-  EXPECT_THROW(examples::Cnn::images_block(ds, index, batch, 20, {"h", 16}, 0, {"w", 32}),
+  EXPECT_THROW(models::Cnn::images_block(ds, index, batch, 20, {"h", 16}, 0, {"w", 32}),
                ValueError);
-  EXPECT_THROW(examples::Cnn::images_block(ds, index, batch, 0, {"h", 16}, -1, {"w", 4}),
+  EXPECT_THROW(models::Cnn::images_block(ds, index, batch, 0, {"h", 16}, -1, {"w", 4}),
                ValueError);
 }
 
 TEST(MnistTrainingTest, MeshLayoutsFollowTheOneProcessorTrajectory) {
   if (!std::filesystem::exists(kDataDir)) GTEST_SKIP() << "Fashion-MNIST not installed";
-  auto train = data::load_mnist_split(kDataDir, "train");
-  examples::MlpConfig config;
+  auto train = models::load_mnist_split(kDataDir, "train");
+  models::MlpConfig config;
   auto trajectory = [&](const char* mesh, const char* layout) {
-    examples::Mlp mlp(config);
+    models::Mlp mlp(config);
     MeshConfig c;
     c.mesh_shape = MeshShape(mesh);
     c.layout = LayoutRules(layout);
     Session session(mlp.graph(), c);
-    examples::BatchSampler sampler(train.images.count, config.batch_size, config.seed);
+    models::BatchSampler sampler(train.images.count, config.batch_size, config.seed);
     std::vector<float> losses;
     for (int step = 0; step < 12; ++step) {
       auto idx = sampler.next();
       losses.push_back(mlp.train_step(session,
-                                      examples::Mlp::images_batch(train, idx, mlp.batch_dim),
-                                      examples::Mlp::labels_batch(train, idx, mlp.batch_dim)));
+                                      models::Mlp::images_batch(train, idx, mlp.batch_dim),
+                                      models::Mlp::labels_batch(train, idx, mlp.batch_dim)));
     }
     return losses;
   };
@@ -149,18 +149,18 @@ TEST(MnistTrainingTest, MeshLayoutsFollowTheOneProcessorTrajectory) {
 
 TEST(MnistTrainingTest, DefaultSettingsReachTheAdvertisedAccuracy) {
   if (!std::filesystem::exists(kDataDir)) GTEST_SKIP() << "Fashion-MNIST not installed";
-  auto train = data::load_mnist_split(kDataDir, "train");
-  auto test = data::load_mnist_split(kDataDir, "t10k");
-  examples::MlpConfig config;  // the example's defaults
-  examples::Mlp mlp(config);
+  auto train = models::load_mnist_split(kDataDir, "train");
+  auto test = models::load_mnist_split(kDataDir, "t10k");
+  models::MlpConfig config;  // the example's defaults
+  models::Mlp mlp(config);
   Session session(mlp.graph());
-  examples::BatchSampler sampler(train.images.count, config.batch_size, config.seed);
+  models::BatchSampler sampler(train.images.count, config.batch_size, config.seed);
   const int steps = 3000;  // the example's default --steps
   double first = 0, last = 0;
   for (int step = 0; step < steps; ++step) {
     auto idx = sampler.next();
-    float loss = mlp.train_step(session, examples::Mlp::images_batch(train, idx, mlp.batch_dim),
-                                examples::Mlp::labels_batch(train, idx, mlp.batch_dim));
+    float loss = mlp.train_step(session, models::Mlp::images_batch(train, idx, mlp.batch_dim),
+                                models::Mlp::labels_batch(train, idx, mlp.batch_dim));
     ASSERT_TRUE(std::isfinite(loss)) << "step " << step;
     if (step < 100) first += loss;
     if (step >= steps - 100) last += loss;

@@ -9,8 +9,8 @@
 
 namespace mtf::testing {
 
-inline examples::TransformerConfig tiny_transformer_config() {
-  examples::TransformerConfig c;
+inline models::TransformerConfig tiny_transformer_config() {
+  models::TransformerConfig c;
   c.layers = 2;
   c.d_model = 16;
   c.d_ff = 32;
@@ -23,7 +23,7 @@ inline examples::TransformerConfig tiny_transformer_config() {
 }
 
 // Four Adafactor steps so that the weights are not the initial ones.
-inline void train_a_little(examples::TransformerLm& lm, Session& s) {
+inline void train_a_little(models::TransformerLm& lm, Session& s) {
   HostTensor in(lm.inputs.shape(), int32), tg(lm.targets.shape(), int32);
   for (int step = 0; step < 4; ++step) {
     for (int64_t i = 0; i < in.num_elements(); ++i) {
@@ -35,7 +35,7 @@ inline void train_a_little(examples::TransformerLm& lm, Session& s) {
 }
 
 // The whole window's logits [batch, length, vocab] for `windows`.
-inline std::vector<float> window_logits(examples::TransformerLm& lm, Session& s,
+inline std::vector<float> window_logits(models::TransformerLm& lm, Session& s,
                                         const std::vector<int32_t>& windows) {
   const HostTensor in = HostTensor::from_ints(lm.inputs.shape(), windows);
   return s.run(lm.eval_logits, {{lm.inputs, in}, {lm.targets, in}}).to_floats();

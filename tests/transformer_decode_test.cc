@@ -18,7 +18,7 @@ using testing::train_a_little;
 using testing::window_logits;
 
 // `batch` windows of the tiny model's length, different for each `seed`.
-std::vector<int32_t> some_windows(const examples::TransformerConfig& c, int seed) {
+std::vector<int32_t> some_windows(const models::TransformerConfig& c, int seed) {
   std::vector<int32_t> w(c.batch * c.length);
   for (size_t i = 0; i < w.size(); ++i)
     w[i] = static_cast<int32_t>((i * 11 + seed * 5 + 3) % c.vocab);
@@ -26,7 +26,7 @@ std::vector<int32_t> some_windows(const examples::TransformerConfig& c, int seed
 }
 
 // Rows [b, p, :] of window logits [batch, length, vocab], one after another.
-std::vector<float> rows_at(const std::vector<float>& logits, const examples::TransformerConfig& c,
+std::vector<float> rows_at(const std::vector<float>& logits, const models::TransformerConfig& c,
                            int64_t p) {
   std::vector<float> out;
   for (int64_t b = 0; b < c.batch; ++b) {
@@ -37,9 +37,9 @@ std::vector<float> rows_at(const std::vector<float>& logits, const examples::Tra
 }
 
 TEST(TransformerDecodeTest, EachStepMatchesTheWholeWindow) {
-  const examples::TransformerConfig c = testing::tiny_transformer_config();
-  examples::TransformerLm lm(c);
-  examples::TransformerDecoder dec(lm, c.batch);
+  const models::TransformerConfig c = testing::tiny_transformer_config();
+  models::TransformerLm lm(c);
+  models::TransformerDecoder dec(lm, c.batch);
   Session s(lm.graph());
   train_a_little(lm, s);
   // Two sets of windows: the second starts again at position 0 over the
@@ -57,9 +57,9 @@ TEST(TransformerDecodeTest, EachStepMatchesTheWholeWindow) {
 }
 
 TEST(TransformerDecodeTest, GreedyPicksTheTokensOfFullRecomputation) {
-  const examples::TransformerConfig c = testing::tiny_transformer_config();
-  examples::TransformerLm lm(c);
-  examples::TransformerDecoder dec(lm, c.batch);
+  const models::TransformerConfig c = testing::tiny_transformer_config();
+  models::TransformerLm lm(c);
+  models::TransformerDecoder dec(lm, c.batch);
   Session s(lm.graph());
   train_a_little(lm, s);
   for (size_t prompt_length : {1, 3}) {
@@ -86,9 +86,9 @@ TEST(TransformerDecodeTest, GreedyPicksTheTokensOfFullRecomputation) {
 }
 
 TEST(TransformerDecodeTest, PrefillMatchesTheWholeWindowAndStepsGoOnFromIt) {
-  const examples::TransformerConfig c = testing::tiny_transformer_config();
-  examples::TransformerLm lm(c);
-  examples::TransformerDecoder dec(lm, c.batch);
+  const models::TransformerConfig c = testing::tiny_transformer_config();
+  models::TransformerLm lm(c);
+  models::TransformerDecoder dec(lm, c.batch);
   Session s(lm.graph());
   train_a_little(lm, s);
   int seed = 0;
@@ -113,9 +113,9 @@ TEST(TransformerDecodeTest, PrefillMatchesTheWholeWindowAndStepsGoOnFromIt) {
 }
 
 TEST(TransformerDecodeTest, ReorderHandsEachSequenceItsParentsCaches) {
-  const examples::TransformerConfig c = testing::tiny_transformer_config();
-  examples::TransformerLm lm(c);
-  examples::TransformerDecoder dec(lm, c.batch);
+  const models::TransformerConfig c = testing::tiny_transformer_config();
+  models::TransformerLm lm(c);
+  models::TransformerDecoder dec(lm, c.batch);
   Session s(lm.graph());
   train_a_little(lm, s);
   const std::vector<int32_t> windows = some_windows(c, 4);
@@ -139,10 +139,10 @@ TEST(TransformerDecodeTest, ReorderHandsEachSequenceItsParentsCaches) {
 }
 
 TEST(TransformerDecodeTest, AMeshGivesOneCoresBits) {
-  const examples::TransformerConfig c = testing::tiny_transformer_config();
+  const models::TransformerConfig c = testing::tiny_transformer_config();
   auto decode = [&](const MeshConfig& mesh) {
-    examples::TransformerLm lm(c);
-    examples::TransformerDecoder dec(lm, 2);
+    models::TransformerLm lm(c);
+    models::TransformerDecoder dec(lm, 2);
     Session s(lm.graph(), mesh);
     train_a_little(lm, s);
     std::vector<float> all;
@@ -176,14 +176,14 @@ TEST(TransformerDecodeTest, AMeshGivesOneCoresBits) {
 TEST(SamplingTest, DrawsFromTheTemperedRestrictedSoftmax) {
   const float row[] = {2.f, 1.f, 0.f, -1.f, 3.f, 3.f};
   std::mt19937_64 rng(5);
-  examples::SamplingOptions greedy;
-  EXPECT_EQ(examples::choose_next(row, 6, greedy, rng), 4);  // the lowest of the tied ids
-  auto frequencies = [&](const examples::SamplingOptions& o) {
+  models::SamplingOptions greedy;
+  EXPECT_EQ(models::choose_next(row, 6, greedy, rng), 4);  // the lowest of the tied ids
+  auto frequencies = [&](const models::SamplingOptions& o) {
     std::vector<double> f(6, 0);
-    for (int i = 0; i < 20000; ++i) f[examples::choose_next(row, 6, o, rng)] += 1.0 / 20000;
+    for (int i = 0; i < 20000; ++i) f[models::choose_next(row, 6, o, rng)] += 1.0 / 20000;
     return f;
   };
-  examples::SamplingOptions o;
+  models::SamplingOptions o;
   o.temperature = 2.0;
   std::vector<double> want(6);
   double z = 0;
@@ -203,22 +203,22 @@ TEST(SamplingTest, DrawsFromTheTemperedRestrictedSoftmax) {
 }
 
 TEST(TransformerDecodeTest, GenerateSamplesStopsAndRepeatsItsDraws) {
-  const examples::TransformerConfig c = testing::tiny_transformer_config();
-  examples::TransformerLm lm(c);
-  examples::TransformerDecoder dec(lm, 2);
+  const models::TransformerConfig c = testing::tiny_transformer_config();
+  models::TransformerLm lm(c);
+  models::TransformerDecoder dec(lm, 2);
   Session s(lm.graph());
   train_a_little(lm, s);
   const std::vector<std::vector<int32_t>> prompts = {{3, 4}, {5, 6}};
   const auto greedy = dec.greedy(s, prompts, 4);
-  EXPECT_EQ(dec.generate(s, prompts, 4, examples::SamplingOptions()), greedy);
-  examples::SamplingOptions hot;
+  EXPECT_EQ(dec.generate(s, prompts, 4, models::SamplingOptions()), greedy);
+  models::SamplingOptions hot;
   hot.temperature = 1.5;
   hot.seed = 9;
   const auto a = dec.generate(s, prompts, 5, hot), b = dec.generate(s, prompts, 5, hot);
   EXPECT_EQ(a, b);
   EXPECT_EQ(a[0].size(), 7u);
   // A stop token ends the sequence that emits it; the other goes on.
-  examples::SamplingOptions stop;
+  models::SamplingOptions stop;
   stop.stop = greedy[0][2];
   const auto stopped = dec.generate(s, prompts, 4, stop);
   EXPECT_EQ(stopped[0], std::vector<int32_t>(greedy[0].begin(), greedy[0].begin() + 3));
@@ -228,9 +228,9 @@ TEST(TransformerDecodeTest, GenerateSamplesStopsAndRepeatsItsDraws) {
 }
 
 TEST(TransformerDecodeTest, BadInputIsAClearError) {
-  const examples::TransformerConfig c = testing::tiny_transformer_config();
-  examples::TransformerLm lm(c);
-  examples::TransformerDecoder dec(lm, 2);
+  const models::TransformerConfig c = testing::tiny_transformer_config();
+  models::TransformerLm lm(c);
+  models::TransformerDecoder dec(lm, 2);
   Session s(lm.graph());
   EXPECT_THROW(dec.step(s, {1, 2}, c.length), ValueError);
   EXPECT_THROW(dec.step(s, {1, 2}, -1), ValueError);
@@ -244,20 +244,20 @@ TEST(TransformerDecodeTest, BadInputIsAClearError) {
   EXPECT_THROW(dec.greedy(s, {{1}}, 1), ValueError);
   EXPECT_THROW(dec.prefill(s, {{1}, {int32_t(c.vocab)}}), ValueError);
   EXPECT_THROW(dec.prefill(s, {{}, {}}), ValueError);
-  for (const auto& set : std::vector<std::function<void(examples::SamplingOptions&)>>{
-           [](examples::SamplingOptions& o) { o.temperature = -1; },
-           [](examples::SamplingOptions& o) { o.top_k = -1; },
-           [](examples::SamplingOptions& o) { o.top_p = 0; },
-           [](examples::SamplingOptions& o) { o.top_p = 1.5; },
-           [&](examples::SamplingOptions& o) { o.stop = static_cast<int32_t>(c.vocab); }}) {
-    examples::SamplingOptions o;
+  for (const auto& set : std::vector<std::function<void(models::SamplingOptions&)>>{
+           [](models::SamplingOptions& o) { o.temperature = -1; },
+           [](models::SamplingOptions& o) { o.top_k = -1; },
+           [](models::SamplingOptions& o) { o.top_p = 0; },
+           [](models::SamplingOptions& o) { o.top_p = 1.5; },
+           [&](models::SamplingOptions& o) { o.stop = static_cast<int32_t>(c.vocab); }}) {
+    models::SamplingOptions o;
     set(o);
     EXPECT_THROW(dec.generate(s, {{1}, {2}}, 1, o), ValueError);
   }
-  examples::TransformerConfig moe = c;
+  models::TransformerConfig moe = c;
   moe.moe_experts = 2;
-  examples::TransformerLm moe_lm(moe);
-  EXPECT_THROW(examples::TransformerDecoder(moe_lm, 1), ValueError);
+  models::TransformerLm moe_lm(moe);
+  EXPECT_THROW(models::TransformerDecoder(moe_lm, 1), ValueError);
 }
 
 }  // namespace

@@ -21,13 +21,13 @@ TEST(TransformerTest, ParameterCountsMatchThePaper) {
   } rows[] = {{4096, 4, 0.14},   {8192, 8, 0.22},     {16384, 16, 0.37},  {32768, 32, 0.67},
               {65536, 64, 1.28}, {131072, 128, 2.48}, {262144, 256, 4.90}};
   for (const auto& r : rows) {
-    const double got = examples::TransformerConfig::paper(r.d_ff, r.heads).num_parameters() / 1e9;
+    const double got = models::TransformerConfig::paper(r.d_ff, r.heads).num_parameters() / 1e9;
     EXPECT_NEAR(got, r.billions, 0.005 + 1e-9) << "d_ff " << r.d_ff << " heads " << r.heads;
   }
 }
 
 TEST(TransformerTest, ParameterCountIsTheVariablesSize) {
-  examples::TransformerConfig c;
+  models::TransformerConfig c;
   c.layers = 3;
   c.d_model = 16;
   c.d_ff = 24;
@@ -38,7 +38,7 @@ TEST(TransformerTest, ParameterCountIsTheVariablesSize) {
   c.batch = 2;
   for (int64_t experts : {0, 3}) {
     c.moe_experts = experts;
-    examples::TransformerLm lm(c);
+    models::TransformerLm lm(c);
     int64_t n = 0;
     for (const Tensor& v : lm.graph().trainable_variables()) n += v.shape().num_elements();
     EXPECT_EQ(n, c.num_parameters()) << experts << " experts";
@@ -47,10 +47,10 @@ TEST(TransformerTest, ParameterCountIsTheVariablesSize) {
 
 // Four Adafactor steps on fixed windows; returns the losses.
 std::vector<double> trajectory(const MeshConfig& mesh, bool recompute = false) {
-  examples::TransformerConfig c = testing::tiny_transformer_config();
+  models::TransformerConfig c = testing::tiny_transformer_config();
   c.dropout = 0.1f;
   c.recompute = recompute;
-  examples::TransformerLm lm(c);
+  models::TransformerLm lm(c);
   Session s(lm.graph(), mesh);
   HostTensor in(lm.inputs.shape(), int32), tg(lm.targets.shape(), int32);
   std::vector<double> losses;
@@ -110,9 +110,9 @@ TEST(TransformerTest, RecomputedLayersGiveTheSameTrajectory) {
 // splitting the experts (or their hidden dimension) change no bit.
 TEST(TransformerTest, MixtureOfExpertsTrajectoryUnderLayouts) {
   auto trajectory_moe = [](const MeshConfig& mesh) {
-    examples::TransformerConfig c = testing::tiny_transformer_config();
+    models::TransformerConfig c = testing::tiny_transformer_config();
     c.moe_experts = 4;
-    examples::TransformerLm lm(c);
+    models::TransformerLm lm(c);
     Session s(lm.graph(), mesh);
     HostTensor in(lm.inputs.shape(), int32), tg(lm.targets.shape(), int32);
     std::vector<float> losses;
@@ -141,15 +141,15 @@ TEST(TransformerTest, MixtureOfExpertsTrajectoryUnderLayouts) {
     mc.layout = LayoutRules(l);
     EXPECT_EQ(trajectory_moe(mc), want);
   }
-  examples::TransformerConfig bad = testing::tiny_transformer_config();
+  models::TransformerConfig bad = testing::tiny_transformer_config();
   bad.moe_experts = 1;
   EXPECT_THROW(bad.validate(), ValueError);
 }
 
 TEST(TransformerTest, BadConfigIsAnError) {
-  examples::TransformerConfig c;
+  models::TransformerConfig c;
   c.heads = 0;
-  EXPECT_THROW(examples::TransformerLm lm(c), ValueError);
+  EXPECT_THROW(models::TransformerLm lm(c), ValueError);
 }
 
 TEST(CorpusTest, SplitsEntriesAndSkipsIndexesAndLinks) {
@@ -162,22 +162,22 @@ TEST(CorpusTest, SplitsEntriesAndSkipsIndexesAndLinks) {
     bin.write("x\0y", 3);
   }
   std::system(("ln -s a " + dir + "/a.u8").c_str());
-  const examples::Corpus c = examples::load_text_corpus(dir, 2);
+  const models::Corpus c = models::load_text_corpus(dir, 2);
   EXPECT_EQ(c.files, std::vector<std::string>{"a"});
   EXPECT_EQ(c.train, "one\n%\nthree\n%\n");
   EXPECT_EQ(c.heldout, "two\n%\nfour\n%\n");
-  EXPECT_THROW(examples::load_text_corpus(dir + "/missing"), IoError);
+  EXPECT_THROW(models::load_text_corpus(dir + "/missing"), IoError);
 }
 
 TEST(CorpusTest, WindowsAndSamplerState) {
   const std::string text = "abcdefghijklmnopqrstuvwxyz";
   HostTensor in(Shape("batch:2;length:4"), int32), tg(Shape("batch:2;length:4"), int32);
-  examples::window_batch(text, 1, in, tg);  // windows at 8 and 12
+  models::window_batch(text, 1, in, tg);  // windows at 8 and 12
   EXPECT_EQ(in.data<int32_t>()[0], 'i');
   EXPECT_EQ(tg.data<int32_t>()[3], 'm');
   EXPECT_EQ(in.data<int32_t>()[4], 'm');
-  EXPECT_EQ(examples::window_batches(text, 2, 4), 3);
-  examples::WindowSampler a(text, 2, 4, 9), b(text, 2, 4, 9);
+  EXPECT_EQ(models::window_batches(text, 2, 4), 3);
+  models::WindowSampler a(text, 2, 4, 9), b(text, 2, 4, 9);
   HostTensor x(in.shape(), int32), y(in.shape(), int32);
   a.next(x, y);
   a.next(x, y);
@@ -188,14 +188,14 @@ TEST(CorpusTest, WindowsAndSamplerState) {
   EXPECT_EQ(in.to_floats(), x.to_floats());
   EXPECT_THROW(b.restore("x"), ValueError);
   // Baseline: a text of one repeated byte costs ~0 bits under its own frequencies.
-  EXPECT_LT(examples::unigram_bits_per_byte(std::string(1000, 'a'), std::string(100, 'a')), 0.5);
+  EXPECT_LT(models::unigram_bits_per_byte(std::string(1000, 'a'), std::string(100, 'a')), 0.5);
 }
 
 // A process's rows of a batch (sharded input) are the whole batch's rows,
 // and the draws stay in step for the batches after.
 TEST(CorpusTest, SamplerRowsAreTheBatchsRows) {
   const std::string text = "the quick brown fox jumps over the lazy dog, twice over";
-  examples::WindowSampler whole(text, 4, 5, 3), part(text, 4, 5, 3);
+  models::WindowSampler whole(text, 4, 5, 3), part(text, 4, 5, 3);
   HostTensor in(Shape("batch:4;length:5"), int32), tg(Shape("batch:4;length:5"), int32);
   HostTensor in2(Shape("batch:2;length:5"), int32), tg2(Shape("batch:2;length:5"), int32);
   for (int step = 0; step < 3; ++step) {

@@ -16,15 +16,15 @@
 
 int main(int argc, char** argv) {
   using namespace mtf;
-  return mtf::data::run_example("cnn", [&]() -> int {
-    data::Flags flags;
+  return mtf::cli::run_example("cnn", [&]() -> int {
+    cli::Flags flags;
     flags.define("data_dir", "/usr/share/datasets/fashion-mnist", "directory of the IDX files");
     flags.define("steps", "2000", "training steps");
     flags.define("batch_size", "100", "examples per step");
     flags.define("lr", "0.002", "Adam learning rate");
     flags.define("seed", "1", "seed for initialisation and data order");
     flags.define("eval_every", "200", "print the mean training loss every this many steps");
-    data::define_mesh_flags(flags);
+    cli::define_mesh_flags(flags);
     flags.define("mesh_shape", "rows:2", "mesh of processors, e.g. \"rows:2;cols:2\" (empty: one)");
     flags.define("layout", "h:rows",
                  "layout rules, e.g. \"h:rows\" (spatial), \"batch:rows\" (data), or auto");
@@ -33,7 +33,7 @@ int main(int argc, char** argv) {
                  "print the training step's program counters (flops, bytes per collective)");
     if (!flags.parse(argc, argv)) return 0;
 
-    examples::CnnConfig config;
+    models::CnnConfig config;
     config.batch_size = flags.i64("batch_size");
     config.learning_rate = static_cast<float>(flags.f64("lr"));
     config.seed = static_cast<uint64_t>(flags.i64("seed"));
@@ -44,23 +44,23 @@ int main(int argc, char** argv) {
     const bool print_counters = flags.boolean("print_counters");
 
     const std::string dir = flags.str("data_dir");
-    data::Dataset train = data::load_mnist_split(dir, "train");
-    data::Dataset test = data::load_mnist_split(dir, "t10k");
+    models::Dataset train = models::load_mnist_split(dir, "train");
+    models::Dataset test = models::load_mnist_split(dir, "t10k");
     std::printf("data: %lld training and %lld test images from %s\n",
                 static_cast<long long>(train.images.count),
                 static_cast<long long>(test.images.count), dir.c_str());
 
     std::string transport_name;
-    MeshConfig mesh = data::mesh_config_from_flags(flags, &transport_name);
-    examples::Cnn cnn(config);
-    data::resolve_auto_layout(flags, mesh, cnn.graph(), {cnn.loss}, cnn.train_ops);
+    MeshConfig mesh = cli::mesh_config_from_flags(flags, &transport_name);
+    models::Cnn cnn(config);
+    cli::resolve_auto_layout(flags, mesh, cnn.graph(), {cnn.loss}, cnn.train_ops);
     Session session(cnn.graph(), mesh);
-    std::printf("%s\n", data::describe_mesh(mesh, transport_name).c_str());
+    std::printf("%s\n", cli::describe_mesh(mesh, transport_name).c_str());
     // Lowering the training step checks every tensor's layout before training.
     const std::string step_counters = session.counters_text({cnn.loss}, cnn.train_ops);
     if (print_counters) std::printf("training step counters:\n%s", step_counters.c_str());
 
-    examples::BatchSampler sampler(train.images.count, config.batch_size, config.seed);
+    models::BatchSampler sampler(train.images.count, config.batch_size, config.seed);
     double interval_loss = 0;
     int64_t interval_steps = 0;
     const auto start = std::chrono::steady_clock::now();
@@ -70,7 +70,7 @@ int main(int argc, char** argv) {
       const float loss = cnn.train_step(session, train, idx);
       if (step == 1 && mesh.process_transport) {
         const int64_t whole =
-            config.batch_size * (examples::Cnn::kSide * examples::Cnn::kSide * 4 + 4);
+            config.batch_size * (models::Cnn::kSide * models::Cnn::kSide * 4 + 4);
         std::printf("input: this process read %lld of the batch's %lld bytes per step\n",
                     static_cast<long long>(session.last_fed_bytes()),
                     static_cast<long long>(whole));

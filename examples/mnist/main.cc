@@ -14,8 +14,8 @@
 
 int main(int argc, char** argv) {
   using namespace mtf;
-  return mtf::data::run_example("mnist", [&]() -> int {
-    data::Flags flags;
+  return mtf::cli::run_example("mnist", [&]() -> int {
+    cli::Flags flags;
     flags.define("data_dir", "/usr/share/datasets/fashion-mnist", "directory of the IDX files");
     flags.define("steps", "3000", "training steps");
     flags.define("batch_size", "100", "examples per step");
@@ -25,14 +25,14 @@ int main(int argc, char** argv) {
     flags.define("eval_every", "500", "print the mean training loss every this many steps");
     // Reproducible by default: the example shows that layouts do not change
     // the loss trajectory, to the bit (--reproducible false: BLAS speed).
-    data::define_mesh_flags(flags, /*reproducible=*/true);
-    data::define_checkpoint_flags(flags, /*save_every=*/500);
+    cli::define_mesh_flags(flags, /*reproducible=*/true);
+    cli::define_checkpoint_flags(flags, /*save_every=*/500);
     flags.define("loss_digits", "6", "significant digits of printed losses (17: exact)");
     flags.define("print_counters", "false",
                  "print the training step's program counters (flops, bytes per collective)");
     if (!flags.parse(argc, argv)) return 0;
 
-    examples::MlpConfig config;
+    models::MlpConfig config;
     config.batch_size = flags.i64("batch_size");
     config.hidden = flags.i64("hidden");
     config.learning_rate = static_cast<float>(flags.f64("lr"));
@@ -43,30 +43,30 @@ int main(int argc, char** argv) {
     if (steps < 0) throw ValueError("--steps must be >= 0");
 
     const std::string dir = flags.str("data_dir");
-    data::Dataset train = data::load_mnist_split(dir, "train");
-    data::Dataset test = data::load_mnist_split(dir, "t10k");
+    models::Dataset train = models::load_mnist_split(dir, "train");
+    models::Dataset test = models::load_mnist_split(dir, "t10k");
     std::printf("data: %lld training and %lld test images from %s\n",
                 static_cast<long long>(train.images.count),
                 static_cast<long long>(test.images.count), dir.c_str());
 
     std::string transport_name;
-    MeshConfig mesh = data::mesh_config_from_flags(flags, &transport_name);
+    MeshConfig mesh = cli::mesh_config_from_flags(flags, &transport_name);
     const bool print_counters = flags.boolean("print_counters");
 
-    examples::Mlp mlp(config);
-    data::resolve_auto_layout(flags, mesh, mlp.graph(), {mlp.loss}, mlp.train_ops);
+    models::Mlp mlp(config);
+    cli::resolve_auto_layout(flags, mesh, mlp.graph(), {mlp.loss}, mlp.train_ops);
     Session session(mlp.graph(), mesh);
-    std::printf("%s\n", data::describe_mesh(mesh, transport_name).c_str());
+    std::printf("%s\n", cli::describe_mesh(mesh, transport_name).c_str());
     // Lowering the training step checks every tensor's layout before training.
     const std::string step_counters = session.counters_text({mlp.loss}, mlp.train_ops);
     if (print_counters) std::printf("training step counters:\n%s", step_counters.c_str());
-    examples::BatchSampler sampler(train.images.count, config.batch_size, config.seed);
+    models::BatchSampler sampler(train.images.count, config.batch_size, config.seed);
     double interval_loss = 0;
     int64_t interval_steps = 0;
     int64_t first_step = 1;
     int64_t save_every = 0;
     const std::unique_ptr<CheckpointManager> checkpoints =
-        data::checkpoints_from_flags(flags, &save_every);
+        cli::checkpoints_from_flags(flags, &save_every);
     if (checkpoints) {
       // Weights, optimizer state, run counter, data position and the loss
       // accumulated since the last print: the run goes on as if never stopped.

@@ -28,12 +28,12 @@ namespace {
 using namespace mtf;
 
 // Mean held-out loss (nats per byte) over the first `batches` batches.
-double heldout_loss(Session& session, examples::TransformerLm& lm, const std::string& text,
+double heldout_loss(Session& session, models::TransformerLm& lm, const std::string& text,
                     int64_t batches) {
   HostTensor in(lm.inputs.shape(), int32), tg(lm.targets.shape(), int32);
   double sum = 0;
   for (int64_t i = 0; i < batches; ++i) {
-    examples::window_batch(text, i, in, tg);
+    models::window_batch(text, i, in, tg);
     sum += session.run(lm.eval_loss, {{lm.inputs, in}, {lm.targets, tg}}).data<float>()[0];
   }
   return sum / static_cast<double>(batches);
@@ -42,8 +42,8 @@ double heldout_loss(Session& session, examples::TransformerLm& lm, const std::st
 // A mixture-of-experts LM has no cached decoder (expert capacity is per
 // sequence): it extends `text` by `n` bytes with one forward pass of the
 // evaluation graph per byte over the last `length` bytes.
-std::string sample_by_recomputation(Session& session, examples::TransformerLm& lm, std::string text,
-                                    int64_t n, const examples::SamplingOptions& options) {
+std::string sample_by_recomputation(Session& session, models::TransformerLm& lm, std::string text,
+                                    int64_t n, const models::SamplingOptions& options) {
   const int64_t length = lm.length.size, batch = lm.batch.size, vocab = lm.vocab.size;
   HostTensor in(lm.inputs.shape(), int32), tg(lm.targets.shape(), int32);
   std::fill(tg.data<int32_t>(), tg.data<int32_t>() + tg.num_elements(), 0);
@@ -57,7 +57,7 @@ std::string sample_by_recomputation(Session& session, examples::TransformerLm& l
             i < used ? static_cast<unsigned char>(ctx[i]) : static_cast<int32_t>(' ');
     const HostTensor logits = session.run(lm.eval_logits, {{lm.inputs, in}, {lm.targets, tg}});
     const int32_t next =
-        examples::choose_next(logits.data<float>() + (used - 1) * vocab, vocab, options, rng);
+        models::choose_next(logits.data<float>() + (used - 1) * vocab, vocab, options, rng);
     text.push_back(static_cast<char>(next));
     if (next == options.stop) break;
   }
@@ -65,7 +65,7 @@ std::string sample_by_recomputation(Session& session, examples::TransformerLm& l
 }
 
 // The model's sizes, kept in its checkpoints so that --generate rebuilds it.
-std::map<std::string, std::string> config_metadata(const examples::TransformerConfig& c) {
+std::map<std::string, std::string> config_metadata(const models::TransformerConfig& c) {
   return {{"layers", std::to_string(c.layers)},
           {"d_model", std::to_string(c.d_model)},
           {"d_ff", std::to_string(c.d_ff)},
@@ -77,7 +77,7 @@ std::map<std::string, std::string> config_metadata(const examples::TransformerCo
           {"moe_experts", std::to_string(c.moe_experts)}};
 }
 
-examples::TransformerConfig config_of(const CheckpointInfo& info, examples::TransformerConfig c) {
+models::TransformerConfig config_of(const CheckpointInfo& info, models::TransformerConfig c) {
   auto get = [&](const char* key) {
     auto it = info.metadata.find(key);
     if (it == info.metadata.end()) {
@@ -104,9 +104,9 @@ examples::TransformerConfig config_of(const CheckpointInfo& info, examples::Tran
 // mixture-of-experts LM or when nothing is generated.
 // Its sequences (one, or one per beam) are split like the training batch
 // where the mesh splits that evenly, and kept whole otherwise.
-std::unique_ptr<examples::TransformerDecoder> make_decoder(
-    examples::TransformerLm& lm, const MeshConfig& mesh, int64_t sample_bytes,
-    const examples::GenerationOptions& options) {
+std::unique_ptr<models::TransformerDecoder> make_decoder(
+    models::TransformerLm& lm, const MeshConfig& mesh, int64_t sample_bytes,
+    const models::GenerationOptions& options) {
   if (lm.config().moe_experts > 0) {
     if (options.beams >= 2) throw ValueError("--beams needs a dense LM (no --moe_experts)");
     return nullptr;
@@ -115,14 +115,14 @@ std::unique_ptr<examples::TransformerDecoder> make_decoder(
   const int64_t sequences = std::max<int64_t>(1, options.beams);
   const auto axis = mesh.layout.mesh_axis_for("batch", mesh.mesh_shape);
   const bool even = !axis || sequences % mesh.mesh_shape.dims()[*axis].size == 0;
-  return std::make_unique<examples::TransformerDecoder>(lm, sequences,
+  return std::make_unique<models::TransformerDecoder>(lm, sequences,
                                                         even ? "batch" : "sequences");
 }
 
 // Every variable of the session but the decoder's caches: what a
 // checkpoint of the model must hold.
 std::vector<std::string> model_variables(const Session& session,
-                                         const examples::TransformerDecoder* decoder) {
+                                         const models::TransformerDecoder* decoder) {
   std::vector<std::string> names;
   for (const std::string& name : session.variable_names()) {
     bool cache = false;
@@ -135,12 +135,12 @@ std::vector<std::string> model_variables(const Session& session,
 
 // The sample after `prompt`: the cached decoder (a dense LM), or one forward
 // pass per byte (mixture of experts); prints it and its time per byte.
-void print_sample(Session& session, examples::TransformerLm& lm,
-                  const examples::TransformerDecoder* decoder, const std::string& prompt,
-                  int64_t bytes, const examples::GenerationOptions& options) {
+void print_sample(Session& session, models::TransformerLm& lm,
+                  const models::TransformerDecoder* decoder, const std::string& prompt,
+                  int64_t bytes, const models::GenerationOptions& options) {
   const auto start = std::chrono::steady_clock::now();
   const std::string text =
-      decoder ? examples::continue_text(*decoder, session, prompt, bytes, options)
+      decoder ? models::continue_text(*decoder, session, prompt, bytes, options)
               : sample_by_recomputation(session, lm, prompt, bytes, options.sampling);
   const double secs =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -153,10 +153,10 @@ void print_sample(Session& session, examples::TransformerLm& lm,
 }  // namespace
 
 int main(int argc, char** argv) {
-  return mtf::data::run_example("transformer_lm", [&]() -> int {
-    data::Flags flags;
+  return mtf::cli::run_example("transformer_lm", [&]() -> int {
+    cli::Flags flags;
     flags.define("data_dir", "/usr/share/games/fortunes", "directory of text files");
-    examples::define_transformer_flags(flags, examples::TransformerConfig(), false);
+    models::define_transformer_flags(flags, models::TransformerConfig(), false);
     flags.define("dropout", "0", "dropout rate during training");
     flags.define("z_loss", "1e-4", "weight of the z-loss (logsumexp^2)");
     flags.define("lr", "0.03",
@@ -166,7 +166,7 @@ int main(int argc, char** argv) {
     flags.define("eval_every", "100", "print losses every this many steps");
     flags.define("eval_batches", "8", "held-out batches per evaluation");
     flags.define("seed", "1", "seed for initialisation, data order and sampling");
-    data::define_checkpoint_flags(flags, /*save_every=*/100);
+    cli::define_checkpoint_flags(flags, /*save_every=*/100);
     flags.define("generate", "false",
                  "only generate: load the latest checkpoint of --checkpoint_dir (the model's "
                  "sizes come from it) on this mesh and layout, and continue --prompt");
@@ -179,11 +179,11 @@ int main(int argc, char** argv) {
     flags.define("alpha", "0.6", "beam search's length penalty exponent");
     flags.define("stop_byte", "-1", "a byte (0-255) that ends the sample (-1: none)");
     flags.define("loss_digits", "6", "significant digits of printed losses (17: exact)");
-    data::define_mesh_flags(flags);
+    cli::define_mesh_flags(flags);
     if (!flags.parse(argc, argv)) return 0;
 
-    examples::TransformerConfig cfg =
-        examples::transformer_config_from_flags(flags, examples::TransformerConfig(), false);
+    models::TransformerConfig cfg =
+        models::transformer_config_from_flags(flags, models::TransformerConfig(), false);
     cfg.dropout = static_cast<float>(flags.f64("dropout"));
     cfg.z_loss = static_cast<float>(flags.f64("z_loss"));
     cfg.learning_rate = static_cast<float>(flags.f64("lr"));
@@ -196,11 +196,11 @@ int main(int argc, char** argv) {
     const std::string checkpoint_dir = flags.str("checkpoint_dir");
     int64_t save_every = 0;
     std::unique_ptr<CheckpointManager> checkpoints =
-        data::checkpoints_from_flags(flags, &save_every);
+        cli::checkpoints_from_flags(flags, &save_every);
     if (steps < 0) throw ValueError("--steps must be >= 0");
     if (sample_bytes < 0) throw ValueError("--sample_bytes must be >= 0");
     if (flags.i64("beams") < 1) throw ValueError("--beams must be >= 1");
-    examples::GenerationOptions gen;
+    models::GenerationOptions gen;
     gen.sampling.temperature = flags.f64("temperature");
     gen.sampling.top_k = flags.i64("top_k");
     gen.sampling.top_p = flags.f64("top_p");
@@ -209,21 +209,21 @@ int main(int argc, char** argv) {
     gen.beams = flags.i64("beams");
     gen.alpha = flags.f64("alpha");
     gen.sampling.validate(256);  // the flags' errors before any work
-    examples::BeamOptions{gen.beams, gen.alpha, gen.sampling.stop}.validate(256);
+    models::BeamOptions{gen.beams, gen.alpha, gen.sampling.stop}.validate(256);
     const std::string prompt = flags.str("prompt");
     if (prompt.empty()) throw ValueError("--prompt must hold at least one byte");
 
     std::string transport_name;
-    MeshConfig mesh = data::mesh_config_from_flags(flags, &transport_name);
-    auto describe = [&](const examples::TransformerConfig& c) {
+    MeshConfig mesh = cli::mesh_config_from_flags(flags, &transport_name);
+    auto describe = [&](const models::TransformerConfig& c) {
       std::printf(
           "model: %lld layers, d_model %lld, d_ff %lld, %lld heads of %lld, %lld parameters\n",
           static_cast<long long>(c.layers), static_cast<long long>(c.d_model),
           static_cast<long long>(c.d_ff), static_cast<long long>(c.heads),
           static_cast<long long>(c.d_kv), static_cast<long long>(c.num_parameters()));
-      std::printf("%s\n", data::describe_mesh(mesh, transport_name).c_str());
+      std::printf("%s\n", cli::describe_mesh(mesh, transport_name).c_str());
     };
-    auto check_prompt = [&](const examples::TransformerConfig& c) {
+    auto check_prompt = [&](const models::TransformerConfig& c) {
       if (static_cast<int64_t>(prompt.size()) > c.length) {
         throw ValueError("--prompt holds " + std::to_string(prompt.size()) +
                          " bytes, more than the model's length " + std::to_string(c.length) +
@@ -239,10 +239,10 @@ int main(int argc, char** argv) {
                          "\" holds no checkpoint: train into it first");
       }
       const CheckpointInfo info = read_checkpoint_info(*path);
-      examples::TransformerConfig c = config_of(info, cfg);
+      models::TransformerConfig c = config_of(info, cfg);
       check_prompt(c);
-      examples::TransformerLm lm(c);
-      data::resolve_auto_layout(flags, mesh, lm.graph(), {lm.loss}, lm.train_ops);
+      models::TransformerLm lm(c);
+      cli::resolve_auto_layout(flags, mesh, lm.graph(), {lm.loss}, lm.train_ops);
       const auto decoder = make_decoder(lm, mesh, sample_bytes, gen);
       Session session(lm.graph(), mesh);
       describe(c);
@@ -258,20 +258,20 @@ int main(int argc, char** argv) {
     }
 
     check_prompt(cfg);
-    const examples::Corpus corpus = examples::load_text_corpus(flags.str("data_dir"));
+    const models::Corpus corpus = models::load_text_corpus(flags.str("data_dir"));
     const int64_t eval_batches = std::min(
-        flags.i64("eval_batches"), examples::window_batches(corpus.heldout, cfg.batch, cfg.length));
+        flags.i64("eval_batches"), models::window_batches(corpus.heldout, cfg.batch, cfg.length));
     if (eval_batches < 1) {
       throw ValueError("the held-out text holds no batch of --batch windows of --length bytes");
     }
-    const double baseline = examples::unigram_bits_per_byte(
+    const double baseline = models::unigram_bits_per_byte(
         corpus.train, corpus.heldout.substr(0, eval_batches * cfg.batch * cfg.length + 1));
     std::printf("data: %zu files from %s, %zu training and %zu held-out bytes\n",
                 corpus.files.size(), flags.str("data_dir").c_str(), corpus.train.size(),
                 corpus.heldout.size());
 
-    examples::TransformerLm lm(cfg);
-    data::resolve_auto_layout(flags, mesh, lm.graph(), {lm.loss}, lm.train_ops);
+    models::TransformerLm lm(cfg);
+    cli::resolve_auto_layout(flags, mesh, lm.graph(), {lm.loss}, lm.train_ops);
     const auto decoder = make_decoder(lm, mesh, sample_bytes, gen);
     Session session(lm.graph(), mesh);
     describe(cfg);
@@ -279,7 +279,7 @@ int main(int argc, char** argv) {
     session.counters_text({lm.loss}, lm.train_ops);
     std::printf("byte-frequency baseline: %.4f bits per byte on the held-out text\n", baseline);
 
-    examples::WindowSampler sampler(corpus.train, cfg.batch, cfg.length, cfg.seed);
+    models::WindowSampler sampler(corpus.train, cfg.batch, cfg.length, cfg.seed);
     double interval = 0;
     int64_t interval_steps = 0;
     int64_t first_step = 1;

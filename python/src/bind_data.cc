@@ -15,7 +15,7 @@ void bind_data(py::module_& m) {
   d.def(
       "load_mnist",
       [](const std::string& dir, const std::string& split) {
-        data::Dataset ds = data::load_mnist_split(dir, split);
+        models::Dataset ds = models::load_mnist_split(dir, split);
         py::array_t<uint8_t> images({ds.images.count, ds.images.rows, ds.images.cols});
         std::memcpy(images.mutable_data(), ds.images.pixels.data(), ds.images.pixels.size());
         py::array_t<int32_t> labels(ds.labels.count);
@@ -26,22 +26,22 @@ void bind_data(py::module_& m) {
       py::arg("data_dir"), py::arg("split"),
       "(images uint8 [n, rows, cols], labels int32 [n]) of a (Fashion-)MNIST split, \"train\" "
       "or \"t10k\", from its IDX files (plain or gzip).");
-  py::class_<examples::BatchSampler>(
+  py::class_<models::BatchSampler>(
       d, "BatchSampler",
       "Epoch-wise shuffled batches of example indices, the same for a seed on every platform.")
       .def(py::init<int64_t, int64_t, uint64_t>(), py::arg("num_examples"), py::arg("batch_size"),
            py::arg("seed"))
       .def(
           "next",
-          [](examples::BatchSampler& s) {
+          [](models::BatchSampler& s) {
             const std::vector<int64_t> idx = s.next();
             py::array_t<int64_t> out(static_cast<py::ssize_t>(idx.size()));
             std::memcpy(out.mutable_data(), idx.data(), idx.size() * sizeof(int64_t));
             return out;
           },
           "The next batch's indices (int64 array).")
-      .def("state", &examples::BatchSampler::state)
-      .def("restore", &examples::BatchSampler::restore, py::arg("state"));
+      .def("state", &models::BatchSampler::state)
+      .def("restore", &models::BatchSampler::restore, py::arg("state"));
 }
 
 }  // namespace mtf::python

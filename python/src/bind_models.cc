@@ -14,10 +14,10 @@
 namespace mtf::python {
 namespace {
 
-using examples::SamplingOptions;
-using examples::TransformerConfig;
-using examples::TransformerDecoder;
-using examples::TransformerLm;
+using models::SamplingOptions;
+using models::TransformerConfig;
+using models::TransformerDecoder;
+using models::TransformerLm;
 
 // The fields TransformerConfig(**kwargs) accepts (and binds as attributes).
 template <typename Class>
@@ -217,9 +217,9 @@ void bind_models(py::module_& m) {
              const std::vector<std::vector<int32_t>>& prompts, int64_t steps, int64_t beams,
              double alpha, int32_t stop) {
             Session& s = session_of(session);
-            const examples::BeamOptions o{beams, alpha, stop};
-            const examples::BeamResult r =
-                interruptible([&] { return examples::beam_search(d, s, prompts, steps, o); });
+            const models::BeamOptions o{beams, alpha, stop};
+            const models::BeamResult r =
+                interruptible([&] { return models::beam_search(d, s, prompts, steps, o); });
             py::dict out;
             out["sequences"] = r.sequences;
             out["log_probs"] = r.log_probs;
