@@ -7,9 +7,11 @@
 #include <algorithm>
 #include <atomic>
 #include <cstring>
+#include <functional>
 #include <map>
 #include <random>
 
+#include "checkpoint/agreement.h"
 #include "checkpoint/crc32c.h"
 #include "checkpoint/files.h"
 #include "checkpoint/format.h"
@@ -25,6 +27,7 @@
 namespace mtf {
 namespace {
 
+using checkpoint::agree;
 using checkpoint::crc32c;
 using checkpoint::dataset_name;
 using checkpoint::file_type;
@@ -74,9 +77,24 @@ struct Parts {
 // The job's transport in a multi-process session, else null.
 Transport* job_of(Session& session) { return session.config().process_transport.get(); }
 
-// Messages of a multi-process save, on tags no program uses.
-uint64_t save_tag(int k) {
-  return collectives::tag_in(collectives::TagSpace::kCheckpointSave, static_cast<uint64_t>(k));
+// Messages of a multi-process save, each kind on its own tag in a space no
+// program uses.
+enum class SaveMessage : uint64_t {
+  kChecksums = 0,  // the allreduce of every block's checksum and the save's id
+  kTurn = 1,       // save_in_turn's token: the previous writer is done
+  kStatus = 2,     // checkpoint::agree(): a rank's outcome to rank 0
+  kVerdict = 3,    // checkpoint::agree(): rank 0's verdict to every rank
+};
+uint64_t save_tag(SaveMessage m) {
+  return collectives::tag_in(collectives::TagSpace::kCheckpointSave, static_cast<uint64_t>(m));
+}
+const checkpoint::AgreementTags kAgreementTags{save_tag(SaveMessage::kStatus),
+                                               save_tag(SaveMessage::kVerdict)};
+
+// The error of a save that `failed` on rank `failed` (this rank is `me`).
+IoError save_failed(const std::string& path, int failed, int me, const std::string& error) {
+  return IoError("save_checkpoint \"" + path + "\" failed" +
+                 (failed == me ? ": " + error : " on rank " + std::to_string(failed)));
 }
 
 // The checkpoint file's header and datasets. With `parts`, variables stored
@@ -337,17 +355,16 @@ void write_part(Session& session, const std::vector<VariablePlan>& plans,
 
 // Every rank at once writes its part file, and rank 0 the checkpoint file
 // mapping them; rank 0 renames it into place once every part is on disk.
-// Status messages carry 1 for success, else -1 - (the first failing rank).
 void save_in_parts(Session& session, const std::string& path, int64_t step,
                    const std::map<std::string, std::string>& metadata,
                    const std::vector<VariablePlan>& plans, const Parts& parts,
                    const std::string& tmp) {
   Transport& job = *job_of(session);
-  const int me = job.rank(), n = job.size();
+  const int me = job.rank();
   const std::string dir = checkpoint::directory_of(path);
   const std::string& mine = parts.names[static_cast<size_t>(me)];
   bool wrote_part = false;
-  int32_t status = 1;
+  bool ok = true;
   std::string error;
   try {
     if (!mine.empty()) {
@@ -365,34 +382,14 @@ void save_in_parts(Session& session, const std::string& path, int64_t step,
       seal_and_flush(tmp, stored_datasets(plans, true), plans.size());
     }
   } catch (const Error& e) {
-    status = -1 - me;
+    ok = false;
     error = e.what();
   }
-  if (me != 0) {
-    job.send(0, save_tag(2), &status, sizeof(status));
-    job.recv(0, save_tag(3), &status, sizeof(status));
-  } else {
-    for (int r = 1; r < n; ++r) {
-      int32_t theirs = 1;
-      job.recv(r, save_tag(2), &theirs, sizeof(theirs));
-      if (status == 1) status = theirs;
-    }
-    if (status == 1) {
-      try {
-        commit(tmp, path);
-      } catch (const Error& e) {
-        status = -1;
-        error = e.what();
-      }
-    }
-    for (int r = 1; r < n; ++r) job.send(r, save_tag(3), &status, sizeof(status));
-  }
-  if (status == 1) return;
+  const int failed = agree(&job, ok, error, kAgreementTags, [&] { commit(tmp, path); });
+  if (failed < 0) return;
   if (wrote_part) ::unlink((dir + "/" + mine).c_str());
   if (me == 0) ::unlink(tmp.c_str());
-  const int failed = -1 - status;
-  throw IoError("save_checkpoint \"" + path + "\" failed" +
-                (failed == me ? ": " + error : " on rank " + std::to_string(failed)));
+  throw save_failed(path, failed, me, error);
 }
 
 // One file, written in turn: rank 0 creates it (header, every dataset,
@@ -406,12 +403,9 @@ void save_in_turn(Session& session, const std::string& path, int64_t step,
   const int me = job ? job->rank() : 0;
   const int n = job ? job->size() : 1;
   // The turn token carries 1 for "all well so far", 0 when a writer failed.
-  auto pass = [&](int to, int32_t ok) {
-    if (job && to != me) job->send(to, save_tag(1), &ok, sizeof(ok));
-  };
   auto wait_turn = [&](int from) {
     int32_t ok = 1;
-    if (job && from != me) job->recv(from, save_tag(1), &ok, sizeof(ok));
+    job->recv(from, save_tag(SaveMessage::kTurn), &ok, sizeof(ok));
     return ok == 1;
   };
   bool ok = me == 0 || wait_turn(me - 1);
@@ -433,29 +427,20 @@ void save_in_turn(Session& session, const std::string& path, int64_t step,
       ok = false;
       error = e.what();
     }
-  }
-  if (job) {
-    pass((me + 1) % n, ok ? 1 : 0);
-    if (me == 0) ok = wait_turn(n - 1) && ok;
-  }
-  if (me == 0) {
-    try {
-      if (!ok) throw IoError(error.empty() ? "another rank failed to write its slices" : error);
-      seal_and_flush(tmp, stored_datasets(plans, false), plans.size());
-      commit(tmp, path);
-    } catch (const Error& e) {
-      ::unlink(tmp.c_str());
-      ok = false;
-      if (error.empty()) error = e.what();
-    }
-    for (int r = 1; r < n; ++r) pass(r, ok ? 1 : 0);
   } else {
-    ok = wait_turn(0) && ok;
+    error = "an earlier writer failed";
   }
-  if (!ok) {
-    throw IoError("save_checkpoint \"" + path + "\" failed" +
-                  (error.empty() ? std::string(" on another rank") : ": " + error));
+  if (me + 1 < n) {
+    const int32_t token = ok ? 1 : 0;
+    job->send(me + 1, save_tag(SaveMessage::kTurn), &token, sizeof(token));
   }
+  const int failed = agree(job, ok, error, kAgreementTags, [&] {
+    seal_and_flush(tmp, stored_datasets(plans, false), plans.size());
+    commit(tmp, path);
+  });
+  if (failed < 0) return;
+  if (me == 0) ::unlink(tmp.c_str());
+  throw save_failed(path, failed, me, error);
 }
 
 }  // namespace
@@ -504,7 +489,7 @@ void save_checkpoint(Session& session, const std::string& path, int64_t step,
     job->begin_collective({0, "checkpoint", "checksums of " + checkpoint::base_name(path),
                            static_cast<int64_t>(words.size() * 4)});
     allreduce(*job, Group::all(n, me), words.data(), static_cast<int64_t>(words.size()), int32,
-              ReduceOp::kSum, save_tag(0));
+              ReduceOp::kSum, save_tag(SaveMessage::kChecksums));
     size_t k = 0;
     for (VariablePlan& p : plans)
       for (uint32_t& c : p.crcs) c = static_cast<uint32_t>(words[k++]);
