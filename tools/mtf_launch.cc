@@ -220,12 +220,18 @@ void take_lines(Rank& r, std::string& buf, FILE* to, bool shown, bool prefix, bo
   std::fflush(to);
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
+// What the command line asks for.
+struct LaunchOptions {
   int nproc = -1, nnodes = 1, node_rank = -1;
   std::string listen_host, coordinator, token_file, output = "rank0";
-  std::string timeout_ms, connect_timeout_ms;
+  std::string timeout_ms, connect_timeout_ms;  // passed to the ranks as given, when given
+  char** program = nullptr;                    // the program and its arguments (argv-style)
+};
+
+// Parses the options before the program; exits for --help, --new_token and
+// usage errors.
+LaunchOptions parse_options(int argc, char** argv) {
+  LaunchOptions o;
   int i = 1;
   for (; i < argc; ++i) {
     const std::string a = argv[i];
@@ -237,58 +243,64 @@ int main(int argc, char** argv) {
       ++i;
       break;
     } else if (a == "-n" || a == "--np" || a == "--nproc_per_node") {
-      nproc = parse_count(a, value(a), 1, 4096);
+      o.nproc = parse_count(a, value(a), 1, 4096);
     } else if (a == "--nnodes") {
-      nnodes = parse_count(a, value(a), 1, 4096);
+      o.nnodes = parse_count(a, value(a), 1, 4096);
     } else if (a == "--node_rank") {
-      node_rank = parse_count(a, value(a), 0, 4095);
+      o.node_rank = parse_count(a, value(a), 0, 4095);
     } else if (a == "--coordinator") {
-      coordinator = value(a);
+      o.coordinator = value(a);
     } else if (a == "--listen_host") {
-      listen_host = value(a);
+      o.listen_host = value(a);
     } else if (a == "--token_file") {
-      token_file = value(a);
+      o.token_file = value(a);
     } else if (a == "--output") {
-      output = value(a);
-      if (output != "rank0" && output != "all") usage("--output must be rank0 or all");
+      o.output = value(a);
+      if (o.output != "rank0" && o.output != "all") usage("--output must be rank0 or all");
     } else if (a == "--timeout_ms") {
-      timeout_ms = std::to_string(parse_count(a, value(a), 1, 1 << 30));
+      o.timeout_ms = std::to_string(parse_count(a, value(a), 1, 1 << 30));
     } else if (a == "--connect_timeout_ms") {
-      connect_timeout_ms = std::to_string(parse_count(a, value(a), 1, 1 << 30));
+      o.connect_timeout_ms = std::to_string(parse_count(a, value(a), 1, 1 << 30));
     } else if (a == "--new_token") {
       std::printf("%s\n", random_token().c_str());
-      return 0;
+      std::exit(0);
     } else if (a == "-h" || a == "--help") {
       std::printf("mtf-launch: runs the ranks of an mtf program\n%s", kUsage);
-      return 0;
+      std::exit(0);
     } else if (!a.empty() && a[0] == '-') {
       usage("unknown option " + a);
     } else {
       break;
     }
   }
-  if (nproc < 1) usage("-n N (--nproc_per_node) is required");
+  if (o.nproc < 1) usage("-n N (--nproc_per_node) is required");
   if (i >= argc) usage("no program given");
-  if (nnodes > 1) {
-    if (node_rank < 0) usage("--node_rank is required with --nnodes " + std::to_string(nnodes));
-    if (coordinator.empty())
+  o.program = argv + i;
+  if (o.nnodes > 1) {
+    if (o.node_rank < 0)
+      usage("--node_rank is required with --nnodes " + std::to_string(o.nnodes));
+    if (o.coordinator.empty())
       usage("--coordinator HOST:PORT (where node 0's rank 0 listens) is required with --nnodes " +
-            std::to_string(nnodes));
+            std::to_string(o.nnodes));
   }
-  if (node_rank < 0) node_rank = 0;
-  if (node_rank >= nnodes)
-    usage("--node_rank " + std::to_string(node_rank) + " is outside 0.." +
-          std::to_string(nnodes - 1));
-  if (static_cast<long>(nnodes) * nproc > 65536) usage("more than 65536 ranks");
+  if (o.node_rank < 0) o.node_rank = 0;
+  if (o.node_rank >= o.nnodes)
+    usage("--node_rank " + std::to_string(o.node_rank) + " is outside 0.." +
+          std::to_string(o.nnodes - 1));
+  if (static_cast<long>(o.nnodes) * o.nproc > 65536) usage("more than 65536 ranks");
+  return o;
+}
 
-  // The token: the same on every node.
-  std::string token;
+// The job's token, the same on every node: MTF_JOB_TOKEN, else the token
+// file (--token_file, MTF_JOB_TOKEN_FILE), else a new one for a one-node job.
+std::string job_token(const LaunchOptions& o) {
+  std::string token, token_file = o.token_file;
   if (const char* t = std::getenv("MTF_JOB_TOKEN"); t && *t) token = t;
   if (token.empty() && token_file.empty())
     if (const char* f = std::getenv("MTF_JOB_TOKEN_FILE"); f && *f) token_file = f;
   if (token.empty() && !token_file.empty()) token = read_token_file(token_file);
   if (token.empty()) {
-    if (nnodes > 1)
+    if (o.nnodes > 1)
       fail(
           "a job across machines needs the same token on every node: make one with "
           "`mtf-launch --new_token > FILE`, copy FILE to every node and pass --token_file FILE "
@@ -296,34 +308,47 @@ int main(int argc, char** argv) {
     token = random_token();
   }
   if (token.size() < 8) fail("the job token must have at least 8 characters");
+  return token;
+}
 
-  // The coordinator: resolved now, so that a wrong name fails before any
-  // rank starts.
-  if (coordinator.empty()) {
+// The coordinator's address, resolved now so that a wrong name fails before
+// any rank starts: --coordinator, or a free port on the listen host.
+void resolve_coordinator(LaunchOptions& o) {
+  if (o.coordinator.empty()) {
     const sockaddr_storage a =
-        resolve("--listen_host", listen_host.empty() ? "127.0.0.1" : listen_host);
-    coordinator = address_text(a) + ":" + std::to_string(free_port(a));
+        resolve("--listen_host", o.listen_host.empty() ? "127.0.0.1" : o.listen_host);
+    o.coordinator = address_text(a) + ":" + std::to_string(free_port(a));
   } else {
-    resolve("--coordinator", split_host_port("--coordinator", coordinator).first);
+    resolve("--coordinator", split_host_port("--coordinator", o.coordinator).first);
   }
-  if (!listen_host.empty()) resolve("--listen_host", listen_host);
+  if (!o.listen_host.empty()) resolve("--listen_host", o.listen_host);
+}
 
-  const int world = nnodes * nproc, first = node_rank * nproc;
-  const bool all = output == "all";
-  if (nnodes > 1 && node_rank != 0 && !all)
-    std::fprintf(stderr,
-                 "mtf-launch: node %d of %d, ranks %d-%d; rank 0's output is on node 0 (these "
-                 "ranks' lines are shown if they fail; --output all shows them all)\n",
-                 node_rank, nnodes, first, first + nproc - 1);
+// In the child for local rank r: the job's variables, then the program.
+[[noreturn]] void exec_rank(const LaunchOptions& o, const std::string& token, int r) {
+  const int world = o.nnodes * o.nproc, first = o.node_rank * o.nproc;
+  ::setenv("MTF_RANK", std::to_string(first + r).c_str(), 1);
+  ::setenv("MTF_WORLD_SIZE", std::to_string(world).c_str(), 1);
+  ::setenv("MTF_LOCAL_RANK", std::to_string(r).c_str(), 1);
+  ::setenv("MTF_LOCAL_WORLD_SIZE", std::to_string(o.nproc).c_str(), 1);
+  ::setenv("MTF_NODE_RANK", std::to_string(o.node_rank).c_str(), 1);
+  ::setenv("MTF_COORDINATOR", o.coordinator.c_str(), 1);
+  ::setenv("MTF_JOB_TOKEN", token.c_str(), 1);
+  ::unsetenv("MTF_JOB_TOKEN_FILE");
+  if (!o.listen_host.empty()) ::setenv("MTF_LISTEN_HOST", o.listen_host.c_str(), 1);
+  if (!o.timeout_ms.empty()) ::setenv("MTF_TIMEOUT_MS", o.timeout_ms.c_str(), 1);
+  if (!o.connect_timeout_ms.empty())
+    ::setenv("MTF_CONNECT_TIMEOUT_MS", o.connect_timeout_ms.c_str(), 1);
+  ::signal(SIGPIPE, SIG_DFL);
+  ::execvp(o.program[0], o.program);
+  std::fprintf(stderr, "mtf-launch: cannot run %s: %s\n", o.program[0], std::strerror(errno));
+  ::_exit(127);
+}
 
-  std::vector<Rank> ranks(nproc);
-  g_ranks = &ranks;
-  ::signal(SIGINT, on_signal);
-  ::signal(SIGTERM, on_signal);
-  ::signal(SIGHUP, on_signal);
-  ::signal(SIGPIPE, SIG_IGN);
+// Forks this node's ranks, each with its stdout and stderr on pipes.
+void start_ranks(const LaunchOptions& o, const std::string& token, std::vector<Rank>& ranks) {
   const pid_t launcher = ::getpid();
-  for (int r = 0; r < nproc; ++r) {
+  for (int r = 0; r < o.nproc; ++r) {
     int out[2], err[2];
     if (::pipe2(out, O_CLOEXEC) != 0 || ::pipe2(err, O_CLOEXEC) != 0) {
       std::perror("mtf-launch: pipe");
@@ -339,69 +364,69 @@ int main(int argc, char** argv) {
       if (::getppid() != launcher) ::_exit(127);  // the launcher died already
       ::dup2(out[1], STDOUT_FILENO);
       ::dup2(err[1], STDERR_FILENO);
-      ::setenv("MTF_RANK", std::to_string(first + r).c_str(), 1);
-      ::setenv("MTF_WORLD_SIZE", std::to_string(world).c_str(), 1);
-      ::setenv("MTF_LOCAL_RANK", std::to_string(r).c_str(), 1);
-      ::setenv("MTF_LOCAL_WORLD_SIZE", std::to_string(nproc).c_str(), 1);
-      ::setenv("MTF_NODE_RANK", std::to_string(node_rank).c_str(), 1);
-      ::setenv("MTF_COORDINATOR", coordinator.c_str(), 1);
-      ::setenv("MTF_JOB_TOKEN", token.c_str(), 1);
-      ::unsetenv("MTF_JOB_TOKEN_FILE");
-      if (!listen_host.empty()) ::setenv("MTF_LISTEN_HOST", listen_host.c_str(), 1);
-      if (!timeout_ms.empty()) ::setenv("MTF_TIMEOUT_MS", timeout_ms.c_str(), 1);
-      if (!connect_timeout_ms.empty())
-        ::setenv("MTF_CONNECT_TIMEOUT_MS", connect_timeout_ms.c_str(), 1);
-      ::signal(SIGPIPE, SIG_DFL);
-      ::execvp(argv[i], argv + i);
-      std::fprintf(stderr, "mtf-launch: cannot run %s: %s\n", argv[i], std::strerror(errno));
-      ::_exit(127);
+      exec_rank(o, token, r);
     }
     ::close(out[1]);
     ::close(err[1]);
-    ranks[r].global = first + r;
+    ranks[r].global = o.node_rank * o.nproc + r;
     ranks[r].pid = pid;
     ranks[r].out = out[0];
     ranks[r].err = err[0];
   }
-  auto shown = [&](const Rank& r) { return all || r.global == 0; };
+}
+
+// Watches the ranks until all have exited and their output has ended:
+// passes their lines on (rank 0's, or all with --output all; a failed
+// rank's last lines otherwise), and when one fails, stops the others (they
+// usually notice the loss themselves; after 2 s SIGTERM, after 5 s SIGKILL).
+class Supervisor {
+ public:
+  Supervisor(std::vector<Rank>& ranks, bool all) : ranks_(ranks), all_(all) {}
+
+  // The launcher's exit code: 0, or the cause's status (128 + signal).
+  int run() {
+    while (poll_output()) {
+      reap();
+      stop_others_when_due();
+    }
+    return report();
+  }
+
+ private:
+  bool shown(const Rank& r) const { return all_ || r.global == 0; }
+
   // A failed rank's kept lines, once its output has ended.
-  auto print_tail = [&](Rank& r) {
+  void print_tail(Rank& r) {
     if (shown(r) || !r.failed_first || r.out >= 0 || r.err >= 0 || r.tail.empty()) return;
     std::fprintf(stderr, "mtf-launch: the last lines of rank %d:\n", r.global);
     for (const std::string& line : r.tail)
       std::fprintf(stderr, "[%d] %s\n", r.global, line.c_str());
     r.tail.clear();
     std::fflush(stderr);
-  };
+  }
 
-  // The cause reported is the first rank that died by a signal the launcher
-  // did not send (a kill from outside, a crash); failing that, the first rank
-  // that exited non-zero. A peer that notices a lost rank may exit before the
-  // killed rank is reaped (a process with threads takes a moment to die), so
-  // the first failure seen is not always the cause.
-  int failed = -1, killed = -1;
-  Clock::time_point term_at{}, kill_at{};
-  bool terminated = false, term_sent = false;
-  for (;;) {
+  // Waits up to 100 ms for output and passes it on; false once every rank
+  // has exited and closed its output.
+  bool poll_output() {
     std::vector<pollfd> fds;
-    std::vector<std::pair<int, bool>> who;  // local rank, is stderr
-    for (int r = 0; r < nproc; ++r) {
-      if (ranks[r].out >= 0) {
-        fds.push_back({ranks[r].out, POLLIN, 0});
-        who.push_back({r, false});
+    std::vector<std::pair<Rank*, bool>> who;  // rank, is stderr
+    for (Rank& r : ranks_) {
+      if (r.out >= 0) {
+        fds.push_back({r.out, POLLIN, 0});
+        who.push_back({&r, false});
       }
-      if (ranks[r].err >= 0) {
-        fds.push_back({ranks[r].err, POLLIN, 0});
-        who.push_back({r, true});
+      if (r.err >= 0) {
+        fds.push_back({r.err, POLLIN, 0});
+        who.push_back({&r, true});
       }
     }
     bool all_exited = true;
-    for (Rank& r : ranks) all_exited = all_exited && r.exited;
-    if (fds.empty() && all_exited) break;
+    for (Rank& r : ranks_) all_exited = all_exited && r.exited;
+    if (fds.empty() && all_exited) return false;
     ::poll(fds.data(), fds.size(), 100);
     for (size_t k = 0; k < fds.size(); ++k) {
       if (!(fds[k].revents & (POLLIN | POLLHUP | POLLERR))) continue;
-      Rank& r = ranks[who[k].first];
+      Rank& r = *who[k].first;
       int& fd = who[k].second ? r.err : r.out;
       std::string& buf = who[k].second ? r.err_buf : r.out_buf;
       FILE* to = who[k].second ? stderr : stdout;
@@ -409,59 +434,103 @@ int main(int argc, char** argv) {
       const ssize_t got = ::read(fd, chunk, sizeof(chunk));
       if (got > 0) {
         buf.append(chunk, static_cast<size_t>(got));
-        take_lines(r, buf, to, shown(r), all, false);
+        take_lines(r, buf, to, shown(r), all_, false);
       } else if (got == 0 || (errno != EINTR && errno != EAGAIN)) {
-        take_lines(r, buf, to, shown(r), all, true);
+        take_lines(r, buf, to, shown(r), all_, true);
         ::close(fd);
         fd = -1;
         print_tail(r);
       }
     }
-    for (Rank& rank : ranks) {
+    return true;
+  }
+
+  // Notes ranks that have exited; the first failure starts stopping the
+  // others. The cause reported is the first rank that died by a signal the
+  // launcher did not send (a kill from outside, a crash); failing that, the
+  // first rank that exited non-zero. A peer that notices a lost rank may
+  // exit before the killed rank is reaped (a process with threads takes a
+  // moment to die), so the first failure seen is not always the cause.
+  void reap() {
+    for (Rank& rank : ranks_) {
       if (rank.exited) continue;
       int status = 0;
       if (::waitpid(rank.pid, &status, WNOHANG) != rank.pid) continue;
       rank.exited = true;
       rank.status = status;
       const bool ok = WIFEXITED(status) && WEXITSTATUS(status) == 0;
-      if (ok || term_sent) continue;
+      if (ok || term_sent_) continue;
       rank.failed_first = true;
       const int r = rank.global;
+      const char* then = terminated_ ? "" : "; stopping the other ranks";
       if (WIFSIGNALED(status)) {
         std::fprintf(stderr, "mtf-launch: rank %d was killed by signal %d (%s)%s\n", r,
-                     WTERMSIG(status), strsignal(WTERMSIG(status)),
-                     terminated ? "" : "; stopping the other ranks");
-        if (killed < 0) killed = static_cast<int>(&rank - ranks.data());
+                     WTERMSIG(status), strsignal(WTERMSIG(status)), then);
+        if (!killed_) killed_ = &rank;
       } else {
         std::fprintf(stderr, "mtf-launch: rank %d exited with status %d%s\n", r,
-                     WEXITSTATUS(status), terminated ? "" : "; stopping the other ranks");
+                     WEXITSTATUS(status), then);
       }
-      if (failed < 0) failed = static_cast<int>(&rank - ranks.data());
+      if (!failed_) failed_ = &rank;
       print_tail(rank);
-      if (!terminated) {
-        // The others usually notice the loss themselves and exit with an
-        // error naming it; after 2 s they get SIGTERM, after 5 s SIGKILL.
-        terminated = true;
-        term_at = Clock::now() + std::chrono::seconds(2);
-        kill_at = Clock::now() + std::chrono::seconds(5);
+      if (!terminated_) {
+        terminated_ = true;
+        term_at_ = Clock::now() + std::chrono::seconds(2);
+        kill_at_ = Clock::now() + std::chrono::seconds(5);
       }
     }
-    if (terminated && !term_sent && Clock::now() >= term_at) {
-      term_sent = true;
-      for (Rank& o : ranks)
+  }
+
+  void stop_others_when_due() {
+    if (terminated_ && !term_sent_ && Clock::now() >= term_at_) {
+      term_sent_ = true;
+      for (Rank& o : ranks_)
         if (!o.exited) ::kill(o.pid, SIGTERM);
     }
-    if (terminated && Clock::now() >= kill_at) {
-      for (Rank& o : ranks)
+    if (terminated_ && Clock::now() >= kill_at_) {
+      for (Rank& o : ranks_)
         if (!o.exited) ::kill(o.pid, SIGKILL);
     }
   }
-  if (failed < 0) return 0;
-  const Rank& cause = ranks[killed >= 0 ? killed : failed];
-  const int status = cause.status;
-  const int code = WIFSIGNALED(status) ? 128 + WTERMSIG(status) : WEXITSTATUS(status);
-  std::fprintf(stderr, "mtf-launch: job failed; cause: rank %d (%s %d); exiting with %d\n",
-               cause.global, WIFSIGNALED(status) ? "signal" : "status",
-               WIFSIGNALED(status) ? WTERMSIG(status) : WEXITSTATUS(status), code);
-  return code;
+
+  int report() const {
+    if (!failed_) return 0;
+    const Rank& cause = killed_ ? *killed_ : *failed_;
+    const int status = cause.status;
+    const int code = WIFSIGNALED(status) ? 128 + WTERMSIG(status) : WEXITSTATUS(status);
+    std::fprintf(stderr, "mtf-launch: job failed; cause: rank %d (%s %d); exiting with %d\n",
+                 cause.global, WIFSIGNALED(status) ? "signal" : "status",
+                 WIFSIGNALED(status) ? WTERMSIG(status) : WEXITSTATUS(status), code);
+    return code;
+  }
+
+  std::vector<Rank>& ranks_;
+  const bool all_;                          // --output all
+  const Rank* failed_ = nullptr;            // the first rank seen to fail
+  const Rank* killed_ = nullptr;            // the first killed by a signal we did not send
+  bool terminated_ = false, term_sent_ = false;  // stopping the others; SIGTERM sent
+  Clock::time_point term_at_{}, kill_at_{};
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  LaunchOptions o = parse_options(argc, argv);
+  const std::string token = job_token(o);
+  resolve_coordinator(o);
+  const bool all = o.output == "all";
+  if (o.nnodes > 1 && o.node_rank != 0 && !all)
+    std::fprintf(stderr,
+                 "mtf-launch: node %d of %d, ranks %d-%d; rank 0's output is on node 0 (these "
+                 "ranks' lines are shown if they fail; --output all shows them all)\n",
+                 o.node_rank, o.nnodes, o.node_rank * o.nproc, (o.node_rank + 1) * o.nproc - 1);
+
+  std::vector<Rank> ranks(o.nproc);
+  g_ranks = &ranks;
+  ::signal(SIGINT, on_signal);
+  ::signal(SIGTERM, on_signal);
+  ::signal(SIGHUP, on_signal);
+  ::signal(SIGPIPE, SIG_IGN);
+  start_ranks(o, token, ranks);
+  return Supervisor(ranks, all).run();
 }
