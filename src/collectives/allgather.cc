@@ -15,8 +15,16 @@ void allgather(Transport& t, const Group& g, const void* in, void* out, int64_t 
   if (block && t.carries_data()) std::memcpy(o + g.index * block * es, in, block * es);
   if (n == 1) return;
   std::vector<collectives::RingPass> pass;
-  pass.emplace_back(t, g.ranks, g.index, o, 0, block * n, dtype, ReduceOp::kSum,
-                    collectives::RingPass::Kind::kAllgather, 0, collectives::subtag(tag, collectives::Channel::kOnly));
+  collectives::RingPassSpec spec;
+  spec.kind = collectives::RingPassKind::kAllgather;
+  spec.order = g.ranks;
+  spec.position = g.index;
+  spec.data = o;
+  spec.hi = block * n;
+  spec.dtype = dtype;
+  spec.op = ReduceOp::kSum;
+  spec.tag = collectives::subtag(tag, collectives::Channel::kOnly);
+  pass.emplace_back(t, std::move(spec));
   collectives::run_lockstep(pass);
 }
 

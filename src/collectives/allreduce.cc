@@ -13,6 +13,7 @@
 namespace mtf {
 
 using collectives::RingPass;
+using collectives::RingPassSpec;
 
 namespace collectives {
 
@@ -32,17 +33,19 @@ void allreduce_ring(Transport& t, const Group& g, void* data, int64_t count, DTy
   char* p = static_cast<char*>(data);
   auto passes = [&](RingPass::Kind kind, Channel forward, Channel backward) {
     std::vector<RingPass> v;
-    v.emplace_back(t, g.ranks, g.index, p, half, count, dtype, op, kind, 1, subtag(tag, forward));
+    v.emplace_back(t, RingPassSpec{kind, g.ranks, g.index, p, half, count, dtype, op, 1,
+                                   subtag(tag, forward)});
     if (half > 0) {
-      v.emplace_back(t, reversed, rpos, p, 0, half, dtype, op, kind, 1, subtag(tag, backward));
+      v.emplace_back(
+          t, RingPassSpec{kind, reversed, rpos, p, 0, half, dtype, op, 1, subtag(tag, backward)});
     }
     return v;
   };
   auto scatter = passes(RingPass::Kind::kReduceScatter, Channel::kRingScatterForward,
                         Channel::kRingScatterBackward);
   run_lockstep(scatter);
-  auto gather = passes(RingPass::Kind::kAllgather, Channel::kRingGatherForward,
-                       Channel::kRingGatherBackward);
+  auto gather =
+      passes(RingPass::Kind::kAllgather, Channel::kRingGatherForward, Channel::kRingGatherBackward);
   run_lockstep(gather);
 }
 

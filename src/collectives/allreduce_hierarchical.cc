@@ -154,25 +154,32 @@ void allreduce_hierarchical(Transport& t, const Group& g, void* data, int64_t co
     std::vector<int> peers;
     for (const auto& m : s.machines) peers.push_back(m[static_cast<size_t>(s.local_index)]);
     const ChunkRange piece = chunk_of(0, count, k, s.local_index);
-    if (k > 1) reduce_scatter_within(t, local, s.local_index, p, count, dtype, op, subtag(tag, Channel::kWithinMachineScatter));
+    if (k > 1)
+      reduce_scatter_within(t, local, s.local_index, p, count, dtype, op,
+                            subtag(tag, Channel::kWithinMachineScatter));
     allreduce(t, group_of(peers, s.mine), p + piece.begin * static_cast<int64_t>(es),
-              piece.end - piece.begin, dtype, op, subtag(tag, Channel::kBetweenMachines), AllreduceAlgorithm::kAuto);
-    if (k > 1) allgather_within(t, local, s.local_index, p, count, dtype, subtag(tag, Channel::kWithinMachineGather));
+              piece.end - piece.begin, dtype, op, subtag(tag, Channel::kBetweenMachines),
+              AllreduceAlgorithm::kAuto);
+    if (k > 1)
+      allgather_within(t, local, s.local_index, p, count, dtype,
+                       subtag(tag, Channel::kWithinMachineGather));
     return;
   }
   // Unequal machines (or fewer elements than ranks per machine): through
   // one leader per machine.
   if (k > 1) {
-    allreduce(t, group_of(local, s.local_index), p, count, dtype, op, subtag(tag, Channel::kWithinMachineAllreduce),
-              AllreduceAlgorithm::kAuto);
+    allreduce(t, group_of(local, s.local_index), p, count, dtype, op,
+              subtag(tag, Channel::kWithinMachineAllreduce), AllreduceAlgorithm::kAuto);
   }
   if (s.local_index == 0) {
     std::vector<int> leaders;
     for (const auto& m : s.machines) leaders.push_back(m[0]);
-    allreduce(t, group_of(leaders, s.mine), p, count, dtype, op, subtag(tag, Channel::kBetweenLeaders),
-              AllreduceAlgorithm::kAuto);
+    allreduce(t, group_of(leaders, s.mine), p, count, dtype, op,
+              subtag(tag, Channel::kBetweenLeaders), AllreduceAlgorithm::kAuto);
   }
-  if (k > 1) broadcast(t, group_of(local, s.local_index), p, count, dtype, 0, subtag(tag, Channel::kWithinMachineBroadcast));
+  if (k > 1)
+    broadcast(t, group_of(local, s.local_index), p, count, dtype, 0,
+              subtag(tag, Channel::kWithinMachineBroadcast));
 }
 
 }  // namespace mtf::collectives

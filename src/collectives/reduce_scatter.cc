@@ -16,8 +16,16 @@ void reduce_scatter(Transport& t, const Group& g, const void* in, void* out, int
   if (!work.empty()) std::memcpy(work.data(), in, work.size());
   if (n > 1) {
     std::vector<collectives::RingPass> pass;
-    pass.emplace_back(t, g.ranks, g.index, work.data(), 0, block * n, dtype, op,
-                      collectives::RingPass::Kind::kReduceScatter, 0, collectives::subtag(tag, collectives::Channel::kOnly));
+    collectives::RingPassSpec spec;
+    spec.kind = collectives::RingPassKind::kReduceScatter;
+    spec.order = g.ranks;
+    spec.position = g.index;
+    spec.data = work.data();
+    spec.hi = block * n;
+    spec.dtype = dtype;
+    spec.op = op;
+    spec.tag = collectives::subtag(tag, collectives::Channel::kOnly);
+    pass.emplace_back(t, std::move(spec));
     collectives::run_lockstep(pass);
   }
   if (block && data) std::memcpy(out, work.data() + g.index * block * es, block * es);

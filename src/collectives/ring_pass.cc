@@ -7,21 +7,20 @@
 
 namespace mtf::collectives {
 
-RingPass::RingPass(Transport& t, std::vector<int> order, int position, char* data, int64_t lo,
-                   int64_t hi, DType dtype, ReduceOp op, Kind kind, int owner_shift, uint64_t tag)
+RingPass::RingPass(Transport& t, RingPassSpec spec)
     : t_(t),
-      order_(std::move(order)),
-      pos_(position),
+      order_(std::move(spec.order)),
+      pos_(spec.position),
       n_(static_cast<int>(order_.size())),
-      data_(data),
-      lo_(lo),
-      hi_(hi),
-      dtype_(dtype),
-      es_(element_size(dtype)),
-      op_(op),
-      kind_(kind),
-      k_(owner_shift),
-      tag_(tag) {
+      data_(spec.data),
+      lo_(spec.lo),
+      hi_(spec.hi),
+      dtype_(spec.dtype),
+      es_(element_size(spec.dtype)),
+      op_(spec.op),
+      kind_(spec.kind),
+      k_(spec.owner_shift),
+      tag_(spec.tag) {
   // Chunks are len/n elements rounded down or up: the largest, rounded up.
   const int64_t largest = (hi_ - lo_ + n_ - 1) / n_;
   // Segments: as many as the largest chunk needs, the same on every rank.

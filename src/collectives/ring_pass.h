@@ -13,17 +13,31 @@
 
 namespace mtf::collectives {
 
+enum class RingPassKind { kReduceScatter, kAllgather };
+
+// What one ring pass does.
+struct RingPassSpec {
+  // Reduce-scatter: received chunks are reduced in (with `op`); allgather:
+  // they overwrite.
+  RingPassKind kind = RingPassKind::kAllgather;
+  std::vector<int> order;  // the ring's ranks, in order
+  int position = 0;        // this rank's index in `order`
+  char* data = nullptr;    // the buffer; the pass covers its elements [lo, hi)
+  int64_t lo = 0, hi = 0;
+  DType dtype = DType::kFloat32;
+  ReduceOp op = ReduceOp::kSum;
+  // k: after a reduce-scatter, position i holds the finished chunk
+  // (i + k) mod n; an allgather starts from that state.
+  int owner_shift = 0;
+  uint64_t tag = 0;  // every message's tag (the caller's channel)
+};
+
 // One ring pass over a buffer region: n-1 steps in which each position sends
 // one chunk to the next rank of `order` and receives one from the previous.
-// kind: reduce-scatter (received chunks are reduced in) or allgather
-// (received chunks overwrite). `owner_shift` k: after a reduce-scatter,
-// position i holds the finished chunk (i + k) mod n; an allgather starts from
-// that state.
 class RingPass {
  public:
-  enum class Kind { kReduceScatter, kAllgather };
-  RingPass(Transport& t, std::vector<int> order, int position, char* data, int64_t lo, int64_t hi,
-           DType dtype, ReduceOp op, Kind kind, int owner_shift, uint64_t tag);
+  using Kind = RingPassKind;
+  RingPass(Transport& t, RingPassSpec spec);
   // Step s: the message to send, the one to receive, and (after it is in)
   // reducing it into place for a reduce-scatter.
   // Each step moves its chunk in segments() pieces of at most the

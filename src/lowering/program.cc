@@ -277,17 +277,46 @@ class Lowerer {
       for (int a : final_layouts.back().tensor_to_mesh())
         if (a >= 0) out_axes.insert(a);
     }
+    std::vector<std::string> reduced = op.reduced_dims();
+    const std::set<std::string> whole = whole_dims(op, slot_of, out_axes, reduced);
+    Step c;
+    c.kind = Step::Kind::kCompute;
+    c.op = &op;
+    const std::set<int> reduce_axes = add_inputs(c, op, slot_of, whole, reduced);
+    std::vector<TensorLayout> compute_layouts;
+    for (const TensorLayout& f : final_layouts) {
+      std::vector<int> t2m = f.tensor_to_mesh();
+      for (int t = 0; t < f.shape().ndims(); ++t)
+        if (whole.count(f.shape()[t].name)) t2m[t] = -1;
+      compute_layouts.push_back(with_axes(f, t2m));
+      c.output_slots.push_back(new_slot(
+          compute_layouts.back(), op.output(static_cast<int>(c.output_slots.size())).dtype()));
+      c.output_layouts.push_back(compute_layouts.back());
+    }
+    c.flops = op.flops() * flop_share(compute_layouts, reduce_axes);
+    const std::vector<int> outs = c.output_slots;
+    p_.steps.push_back(std::move(c));
+    for (size_t i = 0; i < outs.size(); ++i) {
+      if (!reduce_axes.empty())
+        add_allreduce(op, static_cast<int>(i), outs[i], compute_layouts[i], reduce_axes);
+      slot_of[op.output(static_cast<int>(i)).id()] = split_to(outs[i], op, final_layouts[i]);
+    }
+  }
+
+  // The dimensions the op computes whole: those it declares unsplittable,
+  // its reduced ones in whole-sums mode (then `reduced` is emptied), and a
+  // split input dimension that no output has, unless the op reduces over it
+  // (partial results are then allreduced) and its mesh axis splits no output.
+  // (Ops without outputs, the assignments, work slice by slice.)
+  std::set<std::string> whole_dims(const Operation& op, const std::map<int64_t, int>& slot_of,
+                                   const std::set<int>& out_axes,
+                                   std::vector<std::string>& reduced) const {
     std::set<std::string> whole;
     for (const std::string& d : op.unsplittable_dims()) whole.insert(d);
-    std::vector<std::string> reduced = op.reduced_dims();
     if (whole_sums_ && op.reduction() == ReduceOp::kSum) {
       whole.insert(reduced.begin(), reduced.end());
       reduced.clear();
     }
-    // A split input dimension that no output has must be reduced over (then
-    // partial results are allreduced) unless its mesh axis also splits an
-    // output, or the op declares no reduction: then it is gathered first.
-    // (Ops without outputs, the assignments, work slice by slice.)
     for (int i = 0; i < (op.num_outputs() ? static_cast<int>(op.inputs().size()) : 0); ++i) {
       const Tensor& in = op.inputs()[i];
       if (!op.reads_input(i)) continue;
@@ -302,9 +331,15 @@ class Lowerer {
         if ((!in_output && !is_reduced) || (is_reduced && out_axes.count(axis))) whole.insert(name);
       }
     }
-    Step c;
-    c.kind = Step::Kind::kCompute;
-    c.op = &op;
+    return whole;
+  }
+
+  // Gives the compute step `c` its inputs, gathered where `whole` says and
+  // windowed where the op reads through windows; returns the mesh axes that
+  // split a reduced dimension (the outputs are allreduced over them).
+  std::set<int> add_inputs(Step& c, const Operation& op, const std::map<int64_t, int>& slot_of,
+                           const std::set<std::string>& whole,
+                           const std::vector<std::string>& reduced) {
     std::set<int> reduce_axes;
     for (const Tensor& in : op.inputs()) {
       const int input = static_cast<int>(c.input_slots.size());
@@ -322,50 +357,41 @@ class Lowerer {
             std::find(reduced.begin(), reduced.end(), in.shape()[t].name) != reduced.end())
           reduce_axes.insert(l.tensor_to_mesh()[t]);
     }
-    std::vector<TensorLayout> compute_layouts;
-    for (const TensorLayout& f : final_layouts) {
-      std::vector<int> t2m = f.tensor_to_mesh();
-      for (int t = 0; t < f.shape().ndims(); ++t)
-        if (whole.count(f.shape()[t].name)) t2m[t] = -1;
-      compute_layouts.push_back(with_axes(f, t2m));
-      c.output_slots.push_back(new_slot(
-          compute_layouts.back(), op.output(static_cast<int>(c.output_slots.size())).dtype()));
-      c.output_layouts.push_back(compute_layouts.back());
-    }
-    // Flops scale with the share of the whole computation this processor does.
+    return reduce_axes;
+  }
+
+  // The share of the op's flops one processor does: its outputs' smallest
+  // share, divided among the processors of the reduced axes.
+  double flop_share(const std::vector<TensorLayout>& compute_layouts,
+                    const std::set<int>& reduce_axes) const {
+    if (compute_layouts.empty()) return 1.0;
     double share = 1;
     for (const TensorLayout& l : compute_layouts) {
       share =
           std::min(share, static_cast<double>(l.slice_size()) /
                               std::max<double>(1, static_cast<double>(l.shape().num_elements())));
     }
-    if (!reduce_axes.empty()) {
-      for (int a : reduce_axes) share /= static_cast<double>(mesh_.dims()[a].size);
-    }
-    c.flops = op.flops() * (compute_layouts.empty() ? 1.0 : share);
-    const std::vector<int> outs = c.output_slots;
-    p_.steps.push_back(std::move(c));
-    for (size_t i = 0; i < outs.size(); ++i) {
-      int slot = outs[i];
-      if (!reduce_axes.empty()) {
-        Step r;
-        r.kind = Step::Kind::kAllreduce;
-        r.op = &op;
-        r.input_slots = {slot};
-        r.output_slots = {slot};
-        r.output_layouts = {compute_layouts[i]};
-        r.mesh_axes.assign(reduce_axes.begin(), reduce_axes.end());
-        r.reduce_op = op.reduction();
-        int64_t group = 1;
-        for (int a : r.mesh_axes) group *= mesh_.dims()[a].size;
-        const int64_t bytes = compute_layouts[i].slice_size() *
-                              static_cast<int64_t>(dtype_size(op.output(i).dtype()));
-        r.bytes = 2 * bytes * (group - 1) / group;
-        p_.steps.push_back(std::move(r));
-      }
-      slot = split_to(slot, op, final_layouts[i]);
-      slot_of[op.output(i).id()] = slot;
-    }
+    for (int a : reduce_axes) share /= static_cast<double>(mesh_.dims()[a].size);
+    return share;
+  }
+
+  // The allreduce of output `i` (in `slot`, laid out as `layout`) over `axes`.
+  void add_allreduce(const Operation& op, int i, int slot, const TensorLayout& layout,
+                     const std::set<int>& axes) {
+    Step r;
+    r.kind = Step::Kind::kAllreduce;
+    r.op = &op;
+    r.input_slots = {slot};
+    r.output_slots = {slot};
+    r.output_layouts = {layout};
+    r.mesh_axes.assign(axes.begin(), axes.end());
+    r.reduce_op = op.reduction();
+    int64_t group = 1;
+    for (int a : r.mesh_axes) group *= mesh_.dims()[a].size;
+    const int64_t bytes =
+        layout.slice_size() * static_cast<int64_t>(dtype_size(op.output(i).dtype()));
+    r.bytes = 2 * bytes * (group - 1) / group;
+    p_.steps.push_back(std::move(r));
   }
 
   // Splits `slot` (whole where `target` splits) down to `target`.
@@ -426,15 +452,15 @@ Program lower(const Graph& graph, const std::vector<Tensor>& fetches,
   std::set<const Operation*> needed;
   std::vector<const Operation*> stack;
   for (const Tensor& t : fetches) {
-    if (!t.valid()) throw ValueError("Session::run: a fetch is an invalid mtf::Tensor");
+    if (!t.valid()) throw ValueError("lowering a run: a fetch is an invalid mtf::Tensor");
     if (&t.graph() != &graph)
-      throw ValueError("Session::run: fetch " + t.describe() + " belongs to another graph");
+      throw ValueError("lowering a run: fetch " + t.describe() + " belongs to another graph");
     stack.push_back(&t.op());
   }
   for (const Operation* op : targets) {
-    if (!op) throw ValueError("Session::run: a target is a null Operation*");
+    if (!op) throw ValueError("lowering a run: a target is a null Operation*");
     if (&op->graph() != &graph)
-      throw ValueError("Session::run: target \"" + op->name() + "\" belongs to another graph");
+      throw ValueError("lowering a run: target \"" + op->name() + "\" belongs to another graph");
     stack.push_back(op);
   }
   while (!stack.empty()) {

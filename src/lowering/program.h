@@ -8,7 +8,9 @@
 // over mesh axes (in place); a split keeps this processor's piece of a slot
 // that is whole along a tensor axis (no communication); a halo brings each
 // processor the window of a split tensor axis that an op reads through a
-// sliding window (Operation::input_window) from the processors holding it. lower() builds the
+// sliding window (Operation::input_window) from the processors holding it; an
+// alltoall makes one tensor axis whole while splitting another along the
+// same mesh axis (a relayout by position). lower() builds the
 // program from a graph, a mesh and layout rules; on a one-processor mesh it
 // has compute steps only. Executors (simd/, placement/) run it; it prints
 // as text and yields counters.
@@ -81,7 +83,7 @@ struct Step {
   float update_alpha = 0;
 };
 
-// "compute", "allgather", "allreduce", "split" or "halo".
+// "compute", "allgather", "allreduce", "split", "halo" or "alltoall".
 const char* step_kind_name(Step::Kind kind);
 // What a step runs, for profiles: its op's type, "fused" for a fused step of
 // several ops, or the collective's kind.
@@ -112,6 +114,11 @@ struct Program {
   std::string to_string() const;
 };
 
+// Sets every step's free_after: the slots whose last reader (or, for slots
+// nobody reads, whose writer) is that step, except fetched slots and slots a
+// step updates in place.
+void assign_lifetimes(Program& program);
+
 // Lowers the ops that `fetches` and `targets` need, in graph order (which is
 // topological), for `mesh` under `rules`. Throws LayoutError for layouts
 // that cannot work, ValueError for bad fetches or targets.
@@ -119,11 +126,6 @@ struct Program {
 // that dimension and sums it whole on each processor, instead of summing
 // slices and allreducing the partial sums — so its order does not depend on
 // the layout. (Max and min are exact in any order and still allreduce.)
-// Sets every step's free_after: the slots whose last reader (or, for slots
-// nobody reads, whose writer) is that step, except fetched slots and slots a
-// step updates in place.
-void assign_lifetimes(Program& program);
-
 Program lower(const Graph& graph, const std::vector<Tensor>& fetches,
               const std::vector<const Operation*>& targets, const MeshShape& mesh,
               const LayoutRules& rules, bool whole_sums = false);
