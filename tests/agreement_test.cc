@@ -17,8 +17,8 @@ constexpr checkpoint::AgreementTags kTags{101, 102};
 
 // Runs agree on n ranks, `failing` ranks reporting failure; returns what
 // each rank got, and counts finish's runs.
-std::vector<int> agree_on(int n, const std::vector<int>& failing, bool finish_throws,
-                          int* finished, std::vector<std::string>* errors = nullptr) {
+std::vector<int> agree_on(int n, const std::vector<int>& failing, bool finish_throws, int* finished,
+                          std::vector<std::string>* errors = nullptr) {
   std::vector<int> got(static_cast<size_t>(n), -2);
   std::vector<std::string> errs(static_cast<size_t>(n));
   std::atomic<int> runs{0};

@@ -277,8 +277,7 @@ LaunchOptions parse_options(int argc, char** argv) {
   if (i >= argc) usage("no program given");
   o.program = argv + i;
   if (o.nnodes > 1) {
-    if (o.node_rank < 0)
-      usage("--node_rank is required with --nnodes " + std::to_string(o.nnodes));
+    if (o.node_rank < 0) usage("--node_rank is required with --nnodes " + std::to_string(o.nnodes));
     if (o.coordinator.empty())
       usage("--coordinator HOST:PORT (where node 0's rank 0 listens) is required with --nnodes " +
             std::to_string(o.nnodes));
@@ -505,9 +504,9 @@ class Supervisor {
   }
 
   std::vector<Rank>& ranks_;
-  const bool all_;                          // --output all
-  const Rank* failed_ = nullptr;            // the first rank seen to fail
-  const Rank* killed_ = nullptr;            // the first killed by a signal we did not send
+  const bool all_;                               // --output all
+  const Rank* failed_ = nullptr;                 // the first rank seen to fail
+  const Rank* killed_ = nullptr;                 // the first killed by a signal we did not send
   bool terminated_ = false, term_sent_ = false;  // stopping the others; SIGTERM sent
   Clock::time_point term_at_{}, kill_at_{};
 };

@@ -75,8 +75,8 @@ std::string explain_program(const Program& program, const Graph& graph, const Me
 
 std::string Session::explain(const std::vector<Tensor>& fetches,
                              const std::vector<Operation*>& targets, int max_blocks) {
-  return explain_program(impl_->program(fetches, targets), impl_->graph(), impl_->config(),
-                         fetches, impl_->executor().report(), max_blocks);
+  return explain_program(impl_->program(fetches, targets), impl_->graph(), impl_->config(), fetches,
+                         impl_->executor().report(), max_blocks);
 }
 
 }  // namespace mtf

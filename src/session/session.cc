@@ -110,7 +110,8 @@ std::vector<HostTensor> SessionImpl::run(const std::vector<Tensor>& fetches, con
     last_fed_bytes = 0;
     for (const auto& [id, fed] : feed_map) last_fed_bytes += fed.value.num_bytes();
     for (const Step& s : prog.steps)
-      if (s.kind == Step::Kind::kCompute && s.op->type() == "variable") variables_.initialize(*s.op);
+      if (s.kind == Step::Kind::kCompute && s.op->type() == "variable")
+        variables_.initialize(*s.op);
   }
   const auto run_start = std::chrono::steady_clock::now();
   // Profiling times the steps of the first processor this process runs.

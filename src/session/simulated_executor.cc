@@ -62,11 +62,11 @@ class SimulatedExecutor : public Executor {
         sim::estimate_memory(program, sim::variable_bytes(graph_, layout_, mesh_));
     const double limit = options_.topology.core_memory;
     if (static_cast<double>(est.peak) > limit) {
-      throw OutOfMemoryError(str_cat(
-          "layout \"", layout_.to_string(), "\" on mesh ", mesh_.to_string(),
-          " does not fit topology \"", options_.topology.name, "\": ", est.describe(),
-          "; each core has ", limit / (1 << 30),
-          " GiB. Split the largest tensors over more mesh dimensions, or use more cores"));
+      throw OutOfMemoryError(
+          str_cat("layout \"", layout_.to_string(), "\" on mesh ", mesh_.to_string(),
+                  " does not fit topology \"", options_.topology.name, "\": ", est.describe(),
+                  "; each core has ", limit / (1 << 30),
+                  " GiB. Split the largest tensors over more mesh dimensions, or use more cores"));
     }
     return est;
   }

@@ -23,8 +23,7 @@ class VariableStore {
   using Slices = std::map<const Operation*, HostTensor>;  // one processor's, by variable op
 
   // `local`: the processors this process holds (ascending, not empty).
-  VariableStore(const Graph& graph, MeshShape mesh, LayoutRules rules,
-                std::vector<int64_t> local);
+  VariableStore(const Graph& graph, MeshShape mesh, LayoutRules rules, std::vector<int64_t> local);
 
   // The variable op named `name`; ValueError naming it when there is none.
   const Operation& find(const std::string& name) const;
