@@ -269,6 +269,117 @@ std::string host_identity() {
          std::to_string(::getuid());
 }
 
+namespace {
+
+// Round 1's answer: the machine of every rank (numbered by the lowest rank
+// with that host identity, so all ranks agree) and the ranks that share
+// ours and want shared memory.
+struct Neighbours {
+  std::vector<int> machines;
+  std::vector<int> local;
+};
+
+Neighbours meet_peers(int rank, int world, const std::vector<int>& everyone,
+                      const std::vector<int>& fds, bool enabled, Clock::time_point deadline) {
+  Hello hello{};
+  std::memcpy(hello.magic, "MTFSHM1", 8);
+  hello.enabled = enabled ? 1 : 0;
+  const std::string id = host_identity();
+  std::memcpy(hello.identity, id.data(), std::min(id.size(), kIdentityBytes - 1));
+  std::vector<Hello> hellos;
+  exchange_with<Hello>(everyone, fds, hello, &hellos, nullptr, deadline);
+  for (size_t i = 0; i < everyone.size(); ++i) {
+    if (std::memcmp(hellos[i].magic, "MTFSHM1", 8) != 0)
+      throw Refused("rank " + std::to_string(everyone[i]) +
+                    " sent no shared-memory hello (another mtf version?)");
+  }
+  auto identity_of = [&](int p) {
+    if (p == rank) return static_cast<const char*>(hello.identity);
+    const size_t i = static_cast<size_t>(p < rank ? p : p - 1);
+    return static_cast<const char*>(hellos[i].identity);
+  };
+  Neighbours n;
+  n.machines.assign(static_cast<size_t>(world), 0);
+  for (int p = 0; p < world; ++p) {
+    int m = p;
+    for (int q = 0; q < p && m == p; ++q)
+      if (std::memcmp(identity_of(q), identity_of(p), kIdentityBytes) == 0) m = q;
+    n.machines[static_cast<size_t>(p)] = m;
+  }
+  for (size_t i = 0; i < everyone.size(); ++i) {
+    if (enabled && hellos[i].enabled &&
+        std::memcmp(hellos[i].identity, hello.identity, kIdentityBytes) == 0)
+      n.local.push_back(everyone[i]);
+  }
+  return n;
+}
+
+// Our segment: a header, then one ring per local peer (in rank order).
+// On failure `failure` says why and nothing is mapped.
+struct Segment {
+  int fd = -1;
+  void* map = nullptr;
+  size_t bytes = 0;
+  std::string failure;
+};
+
+Segment make_segment(size_t peers, size_t ring_bytes) {
+  Segment seg;
+  const size_t stride = ring_stride(ring_bytes);
+  seg.bytes = sizeof(ShmSegmentHeader) + stride * peers;
+  seg.fd = ::memfd_create("mtf-shm", MFD_CLOEXEC);
+  if (seg.fd < 0 || ::ftruncate(seg.fd, static_cast<off_t>(seg.bytes)) != 0) {
+    seg.failure = std::string("memfd_create/ftruncate: ") + std::strerror(errno);
+    return seg;
+  }
+  void* m = ::mmap(nullptr, seg.bytes, PROT_READ | PROT_WRITE, MAP_SHARED, seg.fd, 0);
+  if (m == MAP_FAILED) {
+    seg.failure = std::string("mmap: ") + std::strerror(errno);
+    return seg;
+  }
+  seg.map = m;
+  new (m) ShmSegmentHeader();
+  for (size_t i = 0; i < peers; ++i) {
+    auto* ring = new (static_cast<char*>(m) + sizeof(ShmSegmentHeader) + i * stride) ShmRing();
+    ring->capacity = ring_bytes;
+  }
+  return seg;
+}
+
+// Maps the segment a peer offered (through /proc) and makes the link whose
+// incoming ring is ours at `my_ring_offset`; null with `why` on failure.
+std::unique_ptr<ShmLink> map_peer(const Offer& o, void* my_map, size_t my_ring_offset,
+                                  size_t ring_bytes, std::string* why) {
+  if (o.pid == 0) {
+    *why = "it could not make its segment";
+    return nullptr;
+  }
+  const std::string proc = "/proc/" + std::to_string(o.pid) + "/fd/";
+  const int fd = ::open((proc + std::to_string(o.segment_fd)).c_str(), O_RDWR | O_CLOEXEC);
+  const int bell =
+      ::open((proc + std::to_string(o.doorbell_fd)).c_str(), O_WRONLY | O_NONBLOCK | O_CLOEXEC);
+  struct stat st {};
+  void* m = MAP_FAILED;
+  if (fd >= 0 && bell >= 0 && ::fstat(fd, &st) == 0 &&
+      static_cast<uint64_t>(st.st_size) == o.segment_bytes &&
+      o.ring_offset + ring_stride(ring_bytes) <= o.segment_bytes)
+    m = ::mmap(nullptr, o.segment_bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  std::unique_ptr<ShmLink> link;
+  if (m == MAP_FAILED) {
+    *why = "opening its segment through " + proc + " failed: " + std::strerror(errno);
+    if (bell >= 0) ::close(bell);
+  } else {
+    auto* in = reinterpret_cast<ShmRing*>(static_cast<char*>(my_map) + my_ring_offset);
+    auto* remote = reinterpret_cast<ShmRing*>(static_cast<char*>(m) + o.ring_offset);
+    link = std::make_unique<ShmLink>(in, remote, static_cast<ShmSegmentHeader*>(my_map),
+                                     static_cast<ShmSegmentHeader*>(m), m, o.segment_bytes, bell);
+  }
+  if (fd >= 0) ::close(fd);
+  return link;
+}
+
+}  // namespace
+
 std::unique_ptr<ShmLinks> link_local_peers(int rank, int world, const std::vector<int>& fds,
                                            bool enabled, size_t ring_bytes,
                                            Clock::time_point deadline) {
@@ -282,59 +393,16 @@ std::unique_ptr<ShmLinks> link_local_peers(int rank, int world, const std::vecto
   if (everyone.empty()) return out;
 
   // Round 1: who shares this machine (and wants shared memory)?
-  Hello hello{};
-  std::memcpy(hello.magic, "MTFSHM1", 8);
-  hello.enabled = enabled ? 1 : 0;
-  const std::string id = host_identity();
-  std::memcpy(hello.identity, id.data(), std::min(id.size(), kIdentityBytes - 1));
-  std::vector<Hello> hellos;
-  exchange_with<Hello>(everyone, fds, hello, &hellos, nullptr, deadline);
-  std::vector<int> local;
-  for (size_t i = 0; i < everyone.size(); ++i) {
-    if (std::memcmp(hellos[i].magic, "MTFSHM1", 8) != 0)
-      throw Refused("rank " + std::to_string(everyone[i]) +
-                    " sent no shared-memory hello (another mtf version?)");
-  }
-  // Which machine each rank is on, from every rank's identity (ours too):
-  // numbered by the lowest rank with that identity, so all ranks agree.
-  auto identity_of = [&](int p) {
-    if (p == rank) return static_cast<const char*>(hello.identity);
-    const size_t i = static_cast<size_t>(p < rank ? p : p - 1);
-    return static_cast<const char*>(hellos[i].identity);
-  };
-  for (int p = 0; p < world; ++p) {
-    int m = p;
-    for (int q = 0; q < p && m == p; ++q)
-      if (std::memcmp(identity_of(q), identity_of(p), kIdentityBytes) == 0) m = q;
-    out->machines_[static_cast<size_t>(p)] = m;
-  }
-  for (size_t i = 0; i < everyone.size(); ++i) {
-    if (enabled && hellos[i].enabled &&
-        std::memcmp(hellos[i].identity, hello.identity, kIdentityBytes) == 0)
-      local.push_back(everyone[i]);
-  }
+  const Neighbours n = meet_peers(rank, world, everyone, fds, enabled, deadline);
+  out->machines_ = n.machines;
+  const std::vector<int>& local = n.local;
   if (local.empty()) return out;
 
-  // Our segment: a header, then one ring per local peer (in rank order).
-  const size_t stride = ring_stride(ring_bytes);
-  const size_t bytes = sizeof(ShmSegmentHeader) + stride * local.size();
-  std::string failure;
-  const int seg = ::memfd_create("mtf-shm", MFD_CLOEXEC);
-  if (seg < 0 || ::ftruncate(seg, static_cast<off_t>(bytes)) != 0) {
-    failure = std::string("memfd_create/ftruncate: ") + std::strerror(errno);
-  } else {
-    void* m = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, seg, 0);
-    if (m == MAP_FAILED) {
-      failure = std::string("mmap: ") + std::strerror(errno);
-    } else {
-      out->map_ = m;
-      out->map_bytes_ = bytes;
-      new (m) ShmSegmentHeader();
-      for (size_t i = 0; i < local.size(); ++i) {
-        auto* ring = new (static_cast<char*>(m) + sizeof(ShmSegmentHeader) + i * stride) ShmRing();
-        ring->capacity = ring_bytes;
-      }
-    }
+  Segment seg = make_segment(local.size(), ring_bytes);
+  std::string failure = seg.failure;
+  if (seg.map) {
+    out->map_ = seg.map;
+    out->map_bytes_ = seg.bytes;
   }
   if (failure.empty() && ::pipe2(out->doorbell_, O_NONBLOCK | O_CLOEXEC) != 0)
     failure = std::string("pipe2: ") + std::strerror(errno);
@@ -345,10 +413,10 @@ std::unique_ptr<ShmLinks> link_local_peers(int rank, int world, const std::vecto
   for (size_t i = 0; i < local.size(); ++i) {
     std::memcpy(offers[i].magic, "MTFSHM2", 8);
     offers[i].pid = failure.empty() ? ::getpid() : 0;
-    offers[i].segment_fd = seg;
+    offers[i].segment_fd = seg.fd;
     offers[i].doorbell_fd = out->doorbell_[1];
-    offers[i].ring_offset = sizeof(ShmSegmentHeader) + i * stride;
-    offers[i].segment_bytes = bytes;
+    offers[i].ring_offset = sizeof(ShmSegmentHeader) + i * ring_stride(ring_bytes);
+    offers[i].segment_bytes = seg.bytes;
   }
   std::vector<Offer> theirs;
   exchange_with(local, fds, offers[0], &theirs, &offers, deadline);
@@ -360,40 +428,15 @@ std::unique_ptr<ShmLinks> link_local_peers(int rank, int world, const std::vecto
   for (size_t i = 0; i < local.size(); ++i) {
     std::memcpy(acks[i].magic, "MTFSHM3", 8);
     acks[i].ok = 0;
-    const Offer& o = theirs[i];
     if (!failure.empty()) continue;
-    if (o.pid == 0) {
-      why[i] = "it could not make its segment";
-      continue;
-    }
-    const std::string proc = "/proc/" + std::to_string(o.pid) + "/fd/";
-    const int fd = ::open((proc + std::to_string(o.segment_fd)).c_str(), O_RDWR | O_CLOEXEC);
-    const int bell =
-        ::open((proc + std::to_string(o.doorbell_fd)).c_str(), O_WRONLY | O_NONBLOCK | O_CLOEXEC);
-    struct stat st {};
-    void* m = MAP_FAILED;
-    if (fd >= 0 && bell >= 0 && ::fstat(fd, &st) == 0 &&
-        static_cast<uint64_t>(st.st_size) == o.segment_bytes &&
-        o.ring_offset + ring_stride(ring_bytes) <= o.segment_bytes)
-      m = ::mmap(nullptr, o.segment_bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-    if (m == MAP_FAILED) {
-      why[i] = "opening its segment through " + proc + " failed: " + std::strerror(errno);
-      if (bell >= 0) ::close(bell);
-    } else {
-      auto* mine = static_cast<ShmSegmentHeader*>(out->map_);
-      auto* in = reinterpret_cast<ShmRing*>(static_cast<char*>(out->map_) + offers[i].ring_offset);
-      auto* remote = reinterpret_cast<ShmRing*>(static_cast<char*>(m) + o.ring_offset);
-      made[i] = std::make_unique<ShmLink>(in, remote, mine, static_cast<ShmSegmentHeader*>(m), m,
-                                          o.segment_bytes, bell);
-      acks[i].ok = 1;
-    }
-    if (fd >= 0) ::close(fd);
+    made[i] = map_peer(theirs[i], out->map_, offers[i].ring_offset, ring_bytes, &why[i]);
+    acks[i].ok = made[i] ? 1 : 0;
   }
 
   // Round 3: both sides mapped, or both fall back to TCP.
   std::vector<Ack> got;
   exchange_with(local, fds, acks[0], &got, &acks, deadline);
-  if (seg >= 0) ::close(seg);  // every peer that mapped it has said so
+  if (seg.fd >= 0) ::close(seg.fd);  // every peer that mapped it has said so
   for (size_t i = 0; i < local.size(); ++i) {
     if (acks[i].ok && got[i].ok) {
       out->links_[local[i]] = std::move(made[i]);

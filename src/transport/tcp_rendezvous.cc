@@ -13,6 +13,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <optional>
 #include <thread>
 
@@ -21,6 +22,7 @@
 #include "mtf/errors.h"
 #include "mtf/job_environment.h"
 #include "mtf/tcp_transport.h"
+#include "transport/address_table.h"
 #include "transport/frames.h"
 #include "transport/hmac.h"
 #include "transport/socket_io.h"
@@ -361,7 +363,9 @@ TcpOptions TcpOptions::from_environment() {
   return o;
 }
 
-std::unique_ptr<Transport> connect_tcp(const TcpOptions& o) {
+namespace {
+
+void validate(const TcpOptions& o) {
   if (o.world_size < 1)
     throw ValueError(str_cat("TCP transport: world size ", o.world_size, " < 1"));
   if (o.rank < 0 || o.rank >= o.world_size) {
@@ -380,163 +384,203 @@ std::unique_ptr<Transport> connect_tcp(const TcpOptions& o) {
   if (o.world_size > 1 && o.coordinator.empty()) {
     throw ValueError("TCP transport: MTF_COORDINATOR (host:port of rank 0) is not set");
   }
-  auto io = std::make_unique<asio::io_context>();
-  const int me = o.rank, world = o.world_size;
-  std::vector<tcp::socket> sockets;
-  for (int i = 0; i < world; ++i) sockets.emplace_back(*io);
-  if (world == 1) return transport::make_tcp_transport(o, std::move(sockets), std::move(io));
-  const Clock::time_point deadline = Clock::now() + o.connect_timeout;
+}
 
-  // Our listener (see plan_listening).
-  const ListenPlan plan = plan_listening(*io, o);
-  tcp::acceptor acceptor(*io);
-  boost::system::error_code ec;
-  acceptor.open(plan.bind.protocol(), ec);
-  if (!ec) acceptor.set_option(tcp::acceptor::reuse_address(true), ec);
-  if (!ec) acceptor.bind(plan.bind, ec);
-  if (!ec) acceptor.listen(64, ec);
-  if (!ec) acceptor.non_blocking(true, ec);
-  if (ec) {
-    throw IoError(str_cat("rank ", me, " cannot listen on ",
-                          address_text(plan.bind.address(), plan.bind.port()), ": ", ec.message(),
-                          me == 0 ? " (is the coordinator's port free, and its address this "
-                                    "machine's?)"
-                                  : ""));
+// One rank's part of the rendezvous: rank 0 accepts every other rank and
+// sends them the address table; every other rank joins through rank 0,
+// connects to the ranks below it and accepts those above. Every connection
+// is authenticated both ways before it counts.
+class Rendezvous {
+ public:
+  Rendezvous(const TcpOptions& o, asio::io_context& io, std::vector<tcp::socket>& sockets)
+      : o_(o),
+        io_(io),
+        sockets_(sockets),
+        me_(o.rank),
+        world_(o.world_size),
+        deadline_(Clock::now() + o.connect_timeout),
+        acceptor_(io) {}
+
+  void run() {
+    listen();
+    if (me_ == 0) {
+      serve_as_coordinator();
+    } else {
+      const std::vector<std::string> addresses = join_through_coordinator();
+      connect_to_lower_ranks(addresses);
+      accept_ranks(world_ - 1 - me_, [&](int r) {
+        return r > me_ ? std::string()
+                       : str_cat("rank ", r, " connected to rank ", me_,
+                                 ", which connects to it: two processes claim one rank?");
+      });
+    }
+    boost::system::error_code ec;
+    acceptor_.close(ec);
   }
-  const std::string my_address = me == 0 ? o.coordinator
-                                         : address_text(asio::ip::make_address(plan.advertise),
-                                                        acceptor.local_endpoint().port());
 
-  // Accepts authenticated ranks until `want` are in. Refusals of strangers
-  // are logged and counted (the timeout names the last); a conflict with an
-  // authenticated rank of this job fails the set-up at once.
-  int refusals = 0;
-  std::string last_refusal;
-  auto accept_ranks = [&](int want, auto allowed, std::vector<std::string>* addresses) {
-    int joined = 0;
-    while (joined < want) {
-      if (!wait_fd(acceptor.native_handle(), POLLIN, deadline)) {
-        std::string missing;
-        for (int r = 0; r < world; ++r)
-          if (r != me && !sockets[r].is_open() && allowed(r).empty())
-            missing += (missing.empty() ? "" : ", ") + std::to_string(r);
-        throw TimeoutError(str_cat(
-            "rank ", me, ": ranks ", missing, " did not connect before the set-up deadline (",
-            o.connect_timeout.count(), " ms)",
-            refusals ? str_cat("; ", refusals, " connection(s) refused meanwhile, the last ",
-                               last_refusal)
-                     : std::string()));
-      }
-      tcp::socket s(*io);
-      acceptor.accept(s, ec);
-      if (ec) continue;
-      s.non_blocking(true, ec);
-      std::string who = "?";
-      try {
-        who = s.remote_endpoint().address().to_string();
-      } catch (const std::exception&) {
-      }
-      try {
-        Admitted a = server_handshake(
-            s.native_handle(), me, world, o.token,
-            std::min(deadline, Clock::now() + o.handshake_timeout), [&](int r) {
-              if (sockets[r].is_open()) {
-                std::string first = "?";
-                try {
-                  first = sockets[r].remote_endpoint().address().to_string();
-                } catch (const std::exception&) {
-                }
-                return str_cat("two processes claim rank ", r, " (from ", first, " and from ", who,
-                               "): does every node have its own --node_rank "
-                               "(MTF_RANK)?");
-              }
-              return allowed(r);
-            });
-        if (addresses) (*addresses)[a.rank] = a.address;
-        sockets[a.rank] = std::move(s);
-        ++joined;
-      } catch (const Refused& e) {
-        log_refusal(me, who, e.what());
-        ++refusals;
-        last_refusal = str_cat("from ", who, ": ", e.what());
-      } catch (const JobConflict& e) {
-        throw ValueError(str_cat("rank ", me, ": ", e.what()));
-      }
+ private:
+  // Our listener (see plan_listening), and the address the others reach it at.
+  void listen() {
+    const ListenPlan plan = plan_listening(io_, o_);
+    boost::system::error_code ec;
+    acceptor_.open(plan.bind.protocol(), ec);
+    if (!ec) acceptor_.set_option(tcp::acceptor::reuse_address(true), ec);
+    if (!ec) acceptor_.bind(plan.bind, ec);
+    if (!ec) acceptor_.listen(64, ec);
+    if (!ec) acceptor_.non_blocking(true, ec);
+    if (ec) {
+      throw IoError(str_cat("rank ", me_, " cannot listen on ",
+                            address_text(plan.bind.address(), plan.bind.port()), ": ", ec.message(),
+                            me_ == 0 ? " (is the coordinator's port free, and its address this "
+                                       "machine's?)"
+                                     : ""));
     }
-  };
+    my_address_ = me_ == 0 ? o_.coordinator
+                           : address_text(asio::ip::make_address(plan.advertise),
+                                          acceptor_.local_endpoint().port());
+  }
 
-  std::vector<std::string> addresses(world);
-  if (me == 0) {
+  // Rank 0: every other rank, then the table of their addresses to each.
+  void serve_as_coordinator() {
+    std::vector<std::string> addresses(static_cast<size_t>(world_));
     accept_ranks(
-        world - 1, [](int r) { return r >= 1 ? std::string() : std::string("rank 0?"); },
+        world_ - 1, [](int r) { return r >= 1 ? std::string() : std::string("rank 0?"); },
         &addresses);
-    addresses[0] = my_address;
-    std::string table = "MTFT";
-    put_u32(table, static_cast<uint32_t>(world));
-    for (const auto& a : addresses) {
-      put_u16(table, static_cast<uint16_t>(a.size()));
-      table += a;
-    }
-    for (int r = 1; r < world; ++r) {
+    addresses[0] = my_address_;
+    const std::string table = transport::encode_address_table(addresses);
+    for (int r = 1; r < world_; ++r) {
       try {
-        write_all(sockets[r].native_handle(), table.data(), table.size(), deadline);
+        write_all(sockets_[r].native_handle(), table.data(), table.size(), deadline_);
       } catch (const Refused& e) {
         throw IoError(
             str_cat("rank 0 could not send the address table to rank ", r, ": ", e.what()));
       }
     }
-  } else {
-    const tcp::endpoint coord = resolve(*io, o.coordinator, "MTF_COORDINATOR");
+  }
+
+  // Another rank: connects to rank 0, proves the token, gives its address
+  // and reads every rank's.
+  std::vector<std::string> join_through_coordinator() {
+    const tcp::endpoint coord = resolve(io_, o_.coordinator, "MTF_COORDINATOR");
     try {
-      sockets[0] = connect_with_retry(*io, coord, deadline, "rank 0 (the coordinator)");
-      client_handshake(sockets[0].native_handle(), me, world, 0, o.token, my_address,
-                       std::min(deadline, Clock::now() + o.handshake_timeout + o.connect_timeout));
-      char head[8];
-      try {
-        read_exact(sockets[0].native_handle(), head, 8, deadline);
-      } catch (const Refused& e) {
-        throw Refused(str_cat("rank 0 sent no address table (", e.what(),
-                              "): it waits for ranks that have not joined, or failed; its own "
-                              "error says which"));
-      }
-      if (std::memcmp(head, "MTFT", 4) != 0 ||
-          detail::load<uint32_t>(head + 4) != static_cast<uint32_t>(world))
-        throw Refused("a malformed address table");
-      for (int r = 0; r < world; ++r) {
-        uint16_t len = 0;
-        read_exact(sockets[0].native_handle(), &len, 2, deadline);
-        addresses[r].assign(len, '\0');
-        if (len) read_exact(sockets[0].native_handle(), addresses[r].data(), len, deadline);
-      }
+      sockets_[0] = connect_with_retry(io_, coord, deadline_, "rank 0 (the coordinator)");
+      const int fd = sockets_[0].native_handle();
+      client_handshake(
+          fd, me_, world_, 0, o_.token, my_address_,
+          std::min(deadline_, Clock::now() + o_.handshake_timeout + o_.connect_timeout));
+      bool first = true;
+      return transport::decode_address_table(world_, [&](void* data, size_t bytes) {
+        try {
+          read_exact(fd, data, bytes, deadline_);
+        } catch (const Refused& e) {
+          if (!first) throw;
+          throw Refused(str_cat("rank 0 sent no address table (", e.what(),
+                                "): it waits for ranks that have not joined, or failed; its own "
+                                "error says which"));
+        }
+        first = false;
+      });
     } catch (const Refused& e) {
-      throw IoError(str_cat("rank ", me, " could not join through the coordinator ", o.coordinator,
-                            ": ", e.what()));
+      throw IoError(str_cat("rank ", me_, " could not join through the coordinator ",
+                            o_.coordinator, ": ", e.what()));
     } catch (const JobConflict& e) {
-      throw ValueError(str_cat("rank ", me, " could not join the job: ", e.what()));
+      throw ValueError(str_cat("rank ", me_, " could not join the job: ", e.what()));
     }
-    for (int r = 1; r < me; ++r) {
-      const tcp::endpoint ep = resolve(*io, addresses[r], "a rank's address");
-      sockets[r] = connect_with_retry(*io, ep, deadline, str_cat("rank ", r));
+  }
+
+  void connect_to_lower_ranks(const std::vector<std::string>& addresses) {
+    for (int r = 1; r < me_; ++r) {
+      const tcp::endpoint ep = resolve(io_, addresses[r], "a rank's address");
+      sockets_[r] = connect_with_retry(io_, ep, deadline_, str_cat("rank ", r));
       try {
-        client_handshake(sockets[r].native_handle(), me, world, r, o.token, "",
-                         std::min(deadline, Clock::now() + o.handshake_timeout));
+        client_handshake(sockets_[r].native_handle(), me_, world_, r, o_.token, "",
+                         std::min(deadline_, Clock::now() + o_.handshake_timeout));
       } catch (const Refused& e) {
-        throw IoError(str_cat("rank ", me, " could not connect to rank ", r, " at ", addresses[r],
+        throw IoError(str_cat("rank ", me_, " could not connect to rank ", r, " at ", addresses[r],
                               ": ", e.what()));
       } catch (const JobConflict& e) {
-        throw ValueError(str_cat("rank ", me, " could not join the job: ", e.what()));
+        throw ValueError(str_cat("rank ", me_, " could not join the job: ", e.what()));
       }
     }
-    accept_ranks(
-        world - 1 - me,
-        [&](int r) {
-          return r > me ? std::string()
-                        : str_cat("rank ", r, " connected to rank ", me,
-                                  ", which connects to it: two processes claim one rank?");
-        },
-        nullptr);
   }
-  acceptor.close(ec);
+
+  // Accepts authenticated ranks until `want` are in; `allowed(r)` is empty
+  // when rank r may connect here, else why not. Refusals of strangers are
+  // logged and counted (the timeout names the last); a conflict with an
+  // authenticated rank of this job fails the set-up at once. Rank 0 keeps
+  // each rank's address in `addresses`.
+  void accept_ranks(int want, const std::function<std::string(int)>& allowed,
+                    std::vector<std::string>* addresses = nullptr) {
+    for (int joined = 0; joined < want;) {
+      if (!wait_fd(acceptor_.native_handle(), POLLIN, deadline_)) throw missing_ranks(allowed);
+      tcp::socket s(io_);
+      boost::system::error_code ec;
+      acceptor_.accept(s, ec);
+      if (ec) continue;
+      s.non_blocking(true, ec);
+      const std::string who = remote_address(s);
+      try {
+        const Admitted a = server_handshake(
+            s.native_handle(), me_, world_, o_.token,
+            std::min(deadline_, Clock::now() + o_.handshake_timeout), [&](int r) {
+              if (!sockets_[r].is_open()) return allowed(r);
+              return str_cat("two processes claim rank ", r, " (from ", remote_address(sockets_[r]),
+                             " and from ", who,
+                             "): does every node have its own --node_rank (MTF_RANK)?");
+            });
+        if (addresses) (*addresses)[a.rank] = a.address;
+        sockets_[a.rank] = std::move(s);
+        ++joined;
+      } catch (const Refused& e) {
+        log_refusal(me_, who, e.what());
+        ++refusals_;
+        last_refusal_ = str_cat("from ", who, ": ", e.what());
+      } catch (const JobConflict& e) {
+        throw ValueError(str_cat("rank ", me_, ": ", e.what()));
+      }
+    }
+  }
+
+  TimeoutError missing_ranks(const std::function<std::string(int)>& allowed) const {
+    std::string missing;
+    for (int r = 0; r < world_; ++r)
+      if (r != me_ && !sockets_[r].is_open() && allowed(r).empty())
+        missing += (missing.empty() ? "" : ", ") + std::to_string(r);
+    return TimeoutError(str_cat(
+        "rank ", me_, ": ranks ", missing, " did not connect before the set-up deadline (",
+        o_.connect_timeout.count(), " ms)",
+        refusals_
+            ? str_cat("; ", refusals_, " connection(s) refused meanwhile, the last ", last_refusal_)
+            : std::string()));
+  }
+
+  static std::string remote_address(const tcp::socket& s) {
+    try {
+      return s.remote_endpoint().address().to_string();
+    } catch (const std::exception&) {
+      return "?";
+    }
+  }
+
+  const TcpOptions& o_;
+  asio::io_context& io_;
+  std::vector<tcp::socket>& sockets_;  // by rank; ours stays closed
+  const int me_, world_;
+  const Clock::time_point deadline_;  // of the whole set-up
+  tcp::acceptor acceptor_;
+  std::string my_address_;
+  int refusals_ = 0;          // connections of strangers refused so far
+  std::string last_refusal_;  // who, and why
+};
+
+}  // namespace
+
+std::unique_ptr<Transport> connect_tcp(const TcpOptions& o) {
+  validate(o);
+  auto io = std::make_unique<asio::io_context>();
+  std::vector<tcp::socket> sockets;
+  for (int i = 0; i < o.world_size; ++i) sockets.emplace_back(*io);
+  if (o.world_size > 1) Rendezvous(o, *io, sockets).run();
   return transport::make_tcp_transport(o, std::move(sockets), std::move(io));
 }
 
