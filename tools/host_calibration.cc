@@ -202,39 +202,32 @@ std::string Calibration::report() const {
 
 namespace {
 
-Calibration calibrate_once(bool progress) {
-  auto say = [&](const char* what) {
+// What every stage of one calibration shares.
+struct CalibrationRun {
+  bool progress = false;
+  int cpus = 1;          // usable CPUs
+  int cpu = 0;           // the CPU single-thread figures are measured on
+  int blas_threads = 1;  // OpenBLAS's threads as the process started
+  void say(const char* what) const {
     if (progress) std::fprintf(stderr, "calibrating: %s\n", what);
-  };
-  Calibration cal;
-  Topology& m = cal.machine;
-  const int cpus = usable_cpus();
-  const int blas_threads = openblas_get_num_threads();
-  // One node of one device per CPU; runs below choose devices_per_node.
-  m.name = "host";
-  m.network = Topology::Network::kSwitched;
-  m.nodes = 1;
-  m.devices_per_node = cpus;
-  m.cores_per_chip = 1;
-  m.node_fabric = Topology::NodeFabric::kSwitch;
-  m.host_cpus = cpus;
+  }
+};
 
-  // Single-thread figures first: one BLAS thread, as each rank of a mesh of
-  // at least `cpus` ranks has, all on one CPU.
-  const int cpu = first_cpu();
-  openblas_set_num_threads(1);
-  auto pinned = std::make_unique<PinnedTo>(cpu);
-  say("executor overheads");
+// Per step and per run: a chain of 33 steps against one of 1.
+void measure_overheads(Calibration& cal) {
+  Topology& m = cal.machine;
   const double one = chain_seconds(16, 1, false), many = chain_seconds(16, 33, false);
   m.step_overhead = std::max(0.0, (many - one) / 32);
   m.run_overhead = std::max(0.0, one - 2 * m.step_overhead);
   cal.points.push_back({"run of 2 steps on 16 floats", one, 0, 0});
   cal.points.push_back({"run of 34 steps on 16 floats", many, 0, 0});
+}
 
-  say("elementwise bandwidth and flop rates");
-  // Bandwidth by a step's bytes (two tensors in, one out): within cache up
-  // to the largest size that keeps most of the smallest's, memory at the
-  // largest.
+// Bandwidth by a step's bytes (two tensors in, one out): within cache up to
+// the largest size that keeps most of the smallest's, memory at the
+// largest; then the flop rate of fused arithmetic and what an exp costs.
+void measure_elementwise(Calibration& cal) {
+  Topology& m = cal.machine;
   std::vector<std::pair<double, double>> by_size;  // bytes per step, bytes/s
   for (int64_t floats = int64_t{1} << 12; floats <= int64_t{1} << 22; floats <<= 2) {
     const double a = chain_seconds(floats, 1, false, Link::kAdd);
@@ -264,128 +257,123 @@ Calibration calibrate_once(bool progress) {
   m.transcendental_cost =
       std::max(1.0, (exps_work * m.core_flops - 16.0 * kFloats) / (16.0 * kFloats));
   cal.points.push_back({"16 exp(-x) fused on 256 KiB", exps, 32.0 * kFloats / exps_work, 0});
+}
 
-  say("matrix products on one thread");
-  const std::vector<Shape3> shapes = {
+// One curve of matrix products on `threads` BLAS threads: products timed
+// through mtf, less the run's other costs. With several threads, only
+// products large enough for OpenBLAS to share out.
+void measure_gemm(Calibration& cal, int threads) {
+  Topology& m = cal.machine;
+  static const std::vector<Shape3> shapes = {
       {32, 32, 32},    {64, 64, 64},     {128, 128, 128},  {256, 256, 256},  {512, 512, 512},
       {768, 768, 768}, {100, 784, 1024}, {128, 512, 2048}, {1024, 512, 128}, {1024, 256, 1024},
       {128, 32, 128},  {512, 64, 512},   {100, 1024, 10},  {1024, 16, 512},  {2048, 256, 32}};
   auto copy_seconds = [&](double bytes) {
     return bytes / (bytes <= m.cache_bytes ? m.cache_bandwidth : m.chip_memory_bandwidth);
   };
-  // One curve per BLAS thread count: products timed through mtf, less the
-  // run's other costs. With several threads, only products large enough
-  // for OpenBLAS to share out.
-  auto gemm_curve = [&](int threads, double* peak, double* half, double* narrow) {
-    openblas_set_num_threads(threads);
-    std::vector<Shape3> used;
-    std::vector<double> secs;
-    for (const Shape3& s : shapes) {
-      if (threads > 1 && static_cast<double>(s.m * s.k * s.n) <= m.gemm_threads_from) continue;
-      const double t = einsum_seconds(s.m, s.k, s.n) - m.run_overhead - 2 * m.step_overhead -
-                       copy_seconds(8.0 * s.m * s.n);
-      used.push_back(s);
-      secs.push_back(std::max(t, 1e-9));
-    }
-    fit_gemm(used, secs, peak, half, narrow);
-    for (size_t i = 0; i < used.size(); ++i) {
-      const Shape3& s = used[i];
-      const double model =
-          (s.flops() + *half) / *peak * (1 + *narrow / static_cast<double>(s.narrowest()));
-      cal.points.push_back({cat("einsum ", s.m, "x", s.k, "x", s.n, ", ", threads,
-                                threads == 1 ? " thread" : " threads"),
-                            secs[i], s.flops() / secs[i], model});
-    }
-  };
-  gemm_curve(1, &m.gemm_flops, &m.gemm_half_flops, &m.gemm_narrow);
-  pinned.reset();
-  const int all = std::min(cpus, blas_threads);
-  if (all > 1) {
-    say("matrix products on every CPU");
-    gemm_curve(all, &m.gemm_flops_all_cpus, &m.gemm_half_flops_all_cpus, &m.gemm_narrow_all_cpus);
+  double* peak = threads == 1 ? &m.gemm_flops : &m.gemm_flops_all_cpus;
+  double* half = threads == 1 ? &m.gemm_half_flops : &m.gemm_half_flops_all_cpus;
+  double* narrow = threads == 1 ? &m.gemm_narrow : &m.gemm_narrow_all_cpus;
+  openblas_set_num_threads(threads);
+  std::vector<Shape3> used;
+  std::vector<double> secs;
+  for (const Shape3& s : shapes) {
+    if (threads > 1 && static_cast<double>(s.m * s.k * s.n) <= m.gemm_threads_from) continue;
+    const double t = einsum_seconds(s.m, s.k, s.n) - m.run_overhead - 2 * m.step_overhead -
+                     copy_seconds(8.0 * s.m * s.n);
+    used.push_back(s);
+    secs.push_back(std::max(t, 1e-9));
   }
-  openblas_set_num_threads(blas_threads);
-
-  // Reference programs: what their steps take over what the figures above
-  // give for them, on one BLAS thread and on all.
-  say("reference programs");
-  for (int threads : {1, all}) {
-    if (threads == all && all <= 1) break;
-    openblas_set_num_threads(threads);
-    Topology one_core = m;
-    one_core.name = "host";
-    one_core.network = Topology::Network::kSwitched;
-    one_core.nodes = 1;
-    one_core.devices_per_node = 1;
-    one_core.host_cpus = threads;
-    one_core.gemm_in_program = one_core.gemm_in_program_all_cpus = 1;
-    one_core.elementwise_in_program = one_core.elementwise_in_program_all_cpus = 1;
-    one_core.elementwise_step_overhead = one_core.elementwise_step_overhead_all_cpus = 0;
-    std::unique_ptr<PinnedTo> pin_one;
-    if (threads == 1) pin_one = std::make_unique<PinnedTo>(cpu);
-    const ProgramTimes t = time_reference_programs(one_core);
-    // At least 1: a product inside a program is no faster than the same
-    // product timed alone, warm (a factor under 1 is the curve's error on
-    // the reference programs' shapes, which the validation's larger
-    // products do not share).
-    const double gemm = t.gemm_sim > 0 ? std::clamp(t.gemm_real / t.gemm_sim, 1.0, 3.0) : 1.0;
-    (threads == 1 ? m.gemm_in_program : m.gemm_in_program_all_cpus) = gemm;
-    // Elementwise steps: a factor on their roofline time and a fixed cost
-    // per step, for each regime.
-    if (threads == 1)
-      fit_line(t.other_steps, &m.elementwise_in_program, &m.elementwise_step_overhead);
-    else
-      fit_line(t.other_steps, &m.elementwise_in_program_all_cpus,
-               &m.elementwise_step_overhead_all_cpus);
-    cal.points.push_back(
-        {cat("reference programs' products, ", threads, threads == 1 ? " thread" : " threads"),
-         t.gemm_real, 0, t.gemm_sim});
-    cal.points.push_back(
-        {cat("reference programs' other steps, ", threads, threads == 1 ? " thread" : " threads"),
-         t.other_real, 0, t.other_sim});
+  fit_gemm(used, secs, peak, half, narrow);
+  for (size_t i = 0; i < used.size(); ++i) {
+    const Shape3& s = used[i];
+    const double model =
+        (s.flops() + *half) / *peak * (1 + *narrow / static_cast<double>(s.narrowest()));
+    cal.points.push_back({cat("einsum ", s.m, "x", s.k, "x", s.n, ", ", threads,
+                              threads == 1 ? " thread" : " threads"),
+                          secs[i], s.flops() / secs[i], model});
   }
-  openblas_set_num_threads(blas_threads);
+}
 
-  say("a run of ranks as threads");
-  m.threads_run_overhead = std::max(0.0, mesh_chain_seconds(cpus) - 2 * m.step_overhead);
+// Reference programs: what their steps take over what the figures so far
+// give for them, on `threads` BLAS threads (pinned to one CPU for one).
+void measure_in_program(Calibration& cal, const CalibrationRun& run, int threads) {
+  Topology& m = cal.machine;
+  openblas_set_num_threads(threads);
+  Topology one_core = m;
+  one_core.name = "host";
+  one_core.network = Topology::Network::kSwitched;
+  one_core.nodes = 1;
+  one_core.devices_per_node = 1;
+  one_core.host_cpus = threads;
+  one_core.gemm_in_program = one_core.gemm_in_program_all_cpus = 1;
+  one_core.elementwise_in_program = one_core.elementwise_in_program_all_cpus = 1;
+  one_core.elementwise_step_overhead = one_core.elementwise_step_overhead_all_cpus = 0;
+  std::unique_ptr<PinnedTo> pin_one;
+  if (threads == 1) pin_one = std::make_unique<PinnedTo>(run.cpu);
+  const ProgramTimes t = time_reference_programs(one_core);
+  // At least 1: a product inside a program is no faster than the same
+  // product timed alone, warm (a factor under 1 is the curve's error on the
+  // reference programs' shapes, which the validation's larger products do
+  // not share).
+  const double gemm = t.gemm_sim > 0 ? std::clamp(t.gemm_real / t.gemm_sim, 1.0, 3.0) : 1.0;
+  (threads == 1 ? m.gemm_in_program : m.gemm_in_program_all_cpus) = gemm;
+  // Elementwise steps: a factor on their roofline time and a fixed cost per
+  // step, for each regime.
+  if (threads == 1)
+    fit_line(t.other_steps, &m.elementwise_in_program, &m.elementwise_step_overhead);
+  else
+    fit_line(t.other_steps, &m.elementwise_in_program_all_cpus,
+             &m.elementwise_step_overhead_all_cpus);
+  const char* unit = threads == 1 ? " thread" : " threads";
   cal.points.push_back(
-      {cat("run of 2 steps on ", cpus, " ranks as threads"), m.threads_run_overhead, 0, 0});
+      {cat("reference programs' products, ", threads, unit), t.gemm_real, 0, t.gemm_sim});
+  cal.points.push_back(
+      {cat("reference programs' other steps, ", threads, unit), t.other_real, 0, t.other_sim});
+}
 
-  if (cpus > 1) {
-    say("every CPU computing at once");
-    openblas_set_num_threads(1);
-    std::vector<std::pair<double, double>> runs;
-    m.busy_in_program =
-        std::clamp(busy_factor(cpus, cpu, m.run_overhead, m.threads_run_overhead, &runs), 1.0, 3.0);
-    for (const auto& [alone, busy] : runs) {
-      cal.points.push_back({cat("a reference program's run on CPU ", cpu), alone, 0, 0});
-      cal.points.push_back({cat("the same on ", cpus, " ranks at once"), busy, 0, 0});
-    }
-    openblas_set_num_threads(blas_threads);
+// What every CPU computing at once costs each (one BLAS thread each).
+void measure_busy_cpus(Calibration& cal, const CalibrationRun& run) {
+  Topology& m = cal.machine;
+  openblas_set_num_threads(1);
+  std::vector<std::pair<double, double>> runs;
+  m.busy_in_program = std::clamp(
+      busy_factor(run.cpus, run.cpu, m.run_overhead, m.threads_run_overhead, &runs), 1.0, 3.0);
+  for (const auto& [alone, busy] : runs) {
+    cal.points.push_back({cat("a reference program's run on CPU ", run.cpu), alone, 0, 0});
+    cal.points.push_back({cat("the same on ", run.cpus, " ranks at once"), busy, 0, 0});
   }
+  openblas_set_num_threads(run.blas_threads);
+}
 
-  // Each link measured on 3 fresh sets of ranks, the medians kept: one set
-  // can read twice as slow as the next (loopback TCP: 1.0 or 2.2 ms for a
-  // 4 MiB allreduce, by where the kernel puts its threads).
-  auto median_of_3 = [](const std::function<LinkTimes()>& measure) {
-    std::vector<double> latency, allreduce;
-    for (int i = 0; i < 3; ++i) {
-      const LinkTimes t = measure();
-      latency.push_back(t.latency);
-      allreduce.push_back(t.allreduce);
-    }
-    LinkTimes r;
-    r.latency = median(latency);
-    r.allreduce = median(allreduce);
-    return r;
-  };
-  say("ranks as threads (in-process transport)");
+// Each link measured on 3 fresh sets of ranks, the medians kept: one set
+// can read twice as slow as the next (loopback TCP: 1.0 or 2.2 ms for a
+// 4 MiB allreduce, by where the kernel puts its threads).
+LinkTimes median_of_3(const std::function<LinkTimes()>& measure) {
+  std::vector<double> latency, allreduce;
+  for (int i = 0; i < 3; ++i) {
+    const LinkTimes t = measure();
+    latency.push_back(t.latency);
+    allreduce.push_back(t.allreduce);
+  }
+  LinkTimes r;
+  r.latency = median(latency);
+  r.allreduce = median(allreduce);
+  return r;
+}
+
+// Latency and bandwidth between ranks as threads, as processes (shared
+// memory) and over TCP only, two of them and twice as many as CPUs.
+void measure_links(Calibration& cal, const CalibrationRun& run) {
+  Topology& m = cal.machine;
+  const int cpus = run.cpus;
+  run.say("ranks as threads (in-process transport)");
   const LinkTimes threads = median_of_3([] { return link_between_threads(2); });
   const LinkTimes threads_over = median_of_3([&] { return link_between_threads(2 * cpus); });
-  say("ranks as processes (TCP and shared memory)");
+  run.say("ranks as processes (TCP and shared memory)");
   const LinkTimes processes = median_of_3([] { return link_between_processes(2); });
   const LinkTimes processes_over = median_of_3([&] { return link_between_processes(2 * cpus); });
-  say("ranks as processes over TCP only");
+  run.say("ranks as processes over TCP only");
   const LinkTimes tcp = median_of_3([] { return link_between_processes(2, false); });
   const std::string over = cat(" (", 2 * cpus, " ranks)");
   const struct {
@@ -408,12 +396,15 @@ Calibration calibrate_once(bool progress) {
     cal.points.push_back({"1-byte message one way, " + l.what, l.times.latency, 0, 0});
     cal.points.push_back({"allreduce 4 MiB, " + l.what, l.times.allreduce, *l.bandwidth, 0});
   }
+}
 
-  // The reference MLP on twice as many ranks as CPUs, as threads and as
-  // processes, against the simulation of it with the figures so far: what
-  // taking turns costs, as a wait at each collective.
-  say("more ranks than CPUs");
-  const int crowd = 2 * cpus;
+// The reference MLP on twice as many ranks as CPUs, as threads and as
+// processes, against the simulation of it with the figures so far: what
+// taking turns costs, as a wait at each collective.
+void measure_crowding(Calibration& cal, const CalibrationRun& run) {
+  Topology& m = cal.machine;
+  const int crowd = 2 * run.cpus;
+  const std::string over = cat(" (", crowd, " ranks)");
   const auto threads_wait = oversubscribed_wait(m, Topology::HostRanks::kThreads, crowd, false);
   m.oversubscribed_wait = threads_wait.wait;
   cal.points.push_back({cat("reference MLP on ", crowd, " ranks as threads"), threads_wait.measured,
@@ -431,11 +422,67 @@ Calibration calibrate_once(bool progress) {
   cal.points.push_back({cat("reference MLP on ", crowd, " ranks as processes, hybrid"),
                         processes_wait.hybrid_measured, 0, processes_wait.hybrid_predicted});
   m.oversubscribed_in_program = 1;
+}
+
+Calibration calibrate_once(bool progress) {
+  CalibrationRun run;
+  run.progress = progress;
+  run.cpus = usable_cpus();
+  run.cpu = first_cpu();
+  run.blas_threads = openblas_get_num_threads();
+  Calibration cal;
+  Topology& m = cal.machine;
+  // One node of one device per CPU; runs below choose devices_per_node.
+  m.name = "host";
+  m.network = Topology::Network::kSwitched;
+  m.nodes = 1;
+  m.devices_per_node = run.cpus;
+  m.cores_per_chip = 1;
+  m.node_fabric = Topology::NodeFabric::kSwitch;
+  m.host_cpus = run.cpus;
+
+  // Single-thread figures first: one BLAS thread, as each rank of a mesh of
+  // at least `cpus` ranks has, all on one CPU.
+  openblas_set_num_threads(1);
+  {
+    const PinnedTo pinned(run.cpu);
+    run.say("executor overheads");
+    measure_overheads(cal);
+    run.say("elementwise bandwidth and flop rates");
+    measure_elementwise(cal);
+    run.say("matrix products on one thread");
+    measure_gemm(cal, 1);
+  }
+  const int all = std::min(run.cpus, run.blas_threads);
+  if (all > 1) {
+    run.say("matrix products on every CPU");
+    measure_gemm(cal, all);
+  }
+  run.say("reference programs");
+  // (On a machine where BLAS has one thread for all, the factors keep their
+  // default of 1, as they always have.)
+  if (all > 1) {
+    measure_in_program(cal, run, 1);
+    measure_in_program(cal, run, all);
+  }
+  openblas_set_num_threads(run.blas_threads);
+
+  run.say("a run of ranks as threads");
+  m.threads_run_overhead = std::max(0.0, mesh_chain_seconds(run.cpus) - 2 * m.step_overhead);
+  cal.points.push_back(
+      {cat("run of 2 steps on ", run.cpus, " ranks as threads"), m.threads_run_overhead, 0, 0});
+  if (run.cpus > 1) {
+    run.say("every CPU computing at once");
+    measure_busy_cpus(cal, run);
+  }
+  measure_links(cal, run);
+  run.say("more ranks than CPUs");
+  measure_crowding(cal, run);
 
   const double ram =
       static_cast<double>(sysconf(_SC_PHYS_PAGES)) * static_cast<double>(sysconf(_SC_PAGE_SIZE));
-  if (ram > 0) m.core_memory = ram / cpus;
-  m.sources = cat("measured by mtf-sim --calibrate: ", cpu_model(), ", ", cpus,
+  if (ram > 0) m.core_memory = ram / run.cpus;
+  m.sources = cat("measured by mtf-sim --calibrate: ", cpu_model(), ", ", run.cpus,
                   " CPUs, OpenBLAS core ", openblas_get_corename());
   m.validate();
   return cal;
