@@ -44,7 +44,7 @@ TEST(SimHost, SettingsRoundTripThroughAMachineFile) {
   EXPECT_EQ(back.to_file(), t.to_file());
   EXPECT_EQ(back.host_cpus, 2);
   EXPECT_EQ(back.host_ranks, Topology::HostRanks::kProcesses);
-  EXPECT_DOUBLE_EQ(back.gemm_half_flops_all_cpus, 2e6);
+  EXPECT_DOUBLE_EQ(back.host.all_cpus.gemm_half_flops, 2e6);
   EXPECT_EQ(back.sources, "measured here");
   std::remove(path.c_str());
 }
@@ -107,15 +107,15 @@ TEST(SimHost, ProductsUseTheThreadsARankGets) {
 TEST(SimHost, ProgramFactorsAndCrowdedLinksApplyWhereTheyBelong) {
   Topology one = host(1), two = host(2), four = host(4);
   for (Topology* t : {&one, &two, &four}) {
-    t->gemm_in_program = 1.2;
-    t->gemm_in_program_all_cpus = 0.9;
-    t->elementwise_in_program = 1.5;
-    t->elementwise_step_overhead = 1e-6;
-    t->elementwise_in_program_all_cpus = 2.0;
-    t->elementwise_step_overhead_all_cpus = 2e-6;
-    t->oversubscribed_in_program = 1.25;
-    t->threads_oversubscribed_bandwidth = 2e9;
-    t->threads_oversubscribed_latency = 9e-6;
+    t->host.one_cpu.gemm_in_program = 1.2;
+    t->host.all_cpus.gemm_in_program = 0.9;
+    t->host.one_cpu.elementwise_in_program = 1.5;
+    t->host.one_cpu.elementwise_step_overhead = 1e-6;
+    t->host.all_cpus.elementwise_in_program = 2.0;
+    t->host.all_cpus.elementwise_step_overhead = 2e-6;
+    t->host.oversubscribed_in_program = 1.25;
+    t->host.threads_oversubscribed_bandwidth = 2e9;
+    t->host.threads_oversubscribed_latency = 9e-6;
   }
   // A rank with both CPUs: the all-CPU factors; with one CPU: the others.
   EXPECT_NEAR(one.host_elementwise_seconds(0, 8e5), 8e5 / 80e9 * 2.0 + 2e-6, 1e-15);
@@ -135,8 +135,8 @@ TEST(SimHost, ProgramFactorsAndCrowdedLinksApplyWhereTheyBelong) {
   EXPECT_DOUBLE_EQ(four.fabric_bandwidth(), 8e9);
   // Processes over TCP only: their own link.
   four.set("host_ranks", "tcp");
-  four.tcp_link_bandwidth = 1e9;
-  four.tcp_link_latency = 11e-6;
+  four.host.tcp_link_bandwidth = 1e9;
+  four.host.tcp_link_latency = 11e-6;
   EXPECT_DOUBLE_EQ(four.fabric_bandwidth(), 1e9);
   EXPECT_DOUBLE_EQ(four.fabric_latency(), 11e-6);
   EXPECT_STREQ(four.host_ranks_name(), "tcp");
@@ -146,8 +146,8 @@ TEST(SimHost, ProgramFactorsAndCrowdedLinksApplyWhereTheyBelong) {
 TEST(SimHost, FillingTheCpusCostsTheBusyFactor) {
   Topology one = host(1), two = host(2), four = host(4);
   for (Topology* t : {&one, &two, &four}) {
-    t->busy_in_program = 1.2;
-    t->oversubscribed_in_program = 1.25;
+    t->host.busy_in_program = 1.2;
+    t->host.oversubscribed_in_program = 1.25;
   }
   // One rank keeps one CPU busy: no cost; two ranks as threads fill both.
   EXPECT_NEAR(one.host_step_seconds(1e-3), 1e-6 + 1e-3, 1e-12);
@@ -160,7 +160,7 @@ TEST(SimHost, FillingTheCpusCostsTheBusyFactor) {
   // Between one rank and all CPUs, by the share of the other CPUs filled.
   Topology eight = host(3);
   eight.host_cpus = 5;
-  eight.busy_in_program = 1.2;
+  eight.host.busy_in_program = 1.2;
   EXPECT_NEAR(eight.host_step_seconds(1e-3), (1e-6 + 1e-3) * 1.1, 1e-12);
   // It round-trips through a machine file, and cannot be negative.
   EXPECT_NE(two.to_file().find("busy_in_program = 1.2"), std::string::npos);
@@ -196,11 +196,11 @@ SimReport simulate_mlp(const Topology& topo, const std::string& mesh, const std:
 
 TEST(SimHost, MoreRanksThanCpusWaitAtEachCollective) {
   Topology two = host(2), four = host(4);
-  two.oversubscribed_wait = four.oversubscribed_wait = 1e-3;
+  two.host.oversubscribed_wait = four.host.oversubscribed_wait = 1e-3;
   EXPECT_DOUBLE_EQ(two.host_collective_wait(), 0);
   EXPECT_DOUBLE_EQ(four.host_collective_wait(), 1e-3);
   Topology four_without = four;
-  four_without.oversubscribed_wait = 0;
+  four_without.host.oversubscribed_wait = 0;
   // The data-parallel MLP's gradients: allreduces, each 1 ms later.
   const double with = simulate_mlp(four, "b:4", "batch:b").step_time;
   const double without = simulate_mlp(four_without, "b:4", "batch:b").step_time;
@@ -208,7 +208,7 @@ TEST(SimHost, MoreRanksThanCpusWaitAtEachCollective) {
   EXPECT_LE(with - without, 10e-3);
   // Ranks that fit the CPUs do not wait.
   Topology two_without = two;
-  two_without.oversubscribed_wait = 0;
+  two_without.host.oversubscribed_wait = 0;
   EXPECT_DOUBLE_EQ(simulate_mlp(two, "b:2", "batch:b").step_time,
                    simulate_mlp(two_without, "b:2", "batch:b").step_time);
   EXPECT_NE(four.to_file().find("oversubscribed_wait = 0.001"), std::string::npos);
@@ -218,10 +218,10 @@ TEST(SimHost, MoreRanksThanCpusWaitAtEachCollective) {
 // when the machine file has one, the threads' figure otherwise.
 TEST(SimHost, ProcessesWaitTheirOwnWayWhenMeasured) {
   Topology four = host(4);
-  four.oversubscribed_wait = 1e-3;
+  four.host.oversubscribed_wait = 1e-3;
   four.host_ranks = Topology::HostRanks::kProcesses;
   EXPECT_DOUBLE_EQ(four.host_collective_wait(), 1e-3);  // not measured: as threads
-  four.processes_oversubscribed_wait = 3e-3;
+  four.host.processes_oversubscribed_wait = 3e-3;
   EXPECT_DOUBLE_EQ(four.host_collective_wait(), 3e-3);
   four.host_ranks = Topology::HostRanks::kTcp;
   EXPECT_DOUBLE_EQ(four.host_collective_wait(), 3e-3);
@@ -230,8 +230,8 @@ TEST(SimHost, ProcessesWaitTheirOwnWayWhenMeasured) {
   // It is a machine file's key, and cannot be negative.
   EXPECT_NE(four.to_file().find("processes_oversubscribed_wait = 0.003"), std::string::npos);
   four.apply_overrides("processes_oversubscribed_wait=5e-3");
-  EXPECT_DOUBLE_EQ(four.processes_oversubscribed_wait, 5e-3);
-  four.processes_oversubscribed_wait = -1;
+  EXPECT_DOUBLE_EQ(four.host.processes_oversubscribed_wait, 5e-3);
+  four.host.processes_oversubscribed_wait = -1;
   EXPECT_THROW(four.validate(), ValueError);
 }
 
@@ -243,7 +243,7 @@ TEST(SimHost, RunsTheFusedProgramAndAddsTheRunsOverhead) {
   EXPECT_LT(fused.ops.size(), unfused.ops.size());
   // The run's own overhead is in the step time: 2 us for one rank.
   Topology slow = host(1);
-  slow.run_overhead = 1e-3;
+  slow.host.run_overhead = 1e-3;
   EXPECT_NEAR(simulate_mlp(slow, "all:1", "").step_time - fused.step_time, 1e-3 - 2e-6, 1e-9);
   // Utilization is measured against the matrix products' peak, not core_flops.
   EXPECT_GT(fused.utilization, 0);
@@ -254,12 +254,12 @@ TEST(SimHost, ProcessesTalkOverTheProcessLink) {
   Topology threads = host(2), processes = host(2);
   processes.host_ranks = Topology::HostRanks::kProcesses;
   // Make the links the only difference that matters.
-  threads.threads_run_overhead = threads.run_overhead;
+  threads.host.threads_run_overhead = threads.host.run_overhead;
   const SimReport a = simulate_mlp(threads, "b:2", "batch:b");
   const SimReport b = simulate_mlp(processes, "b:2", "batch:b");
   EXPECT_GT(a.mean_communication(), b.mean_communication());  // 5 GB/s against 8
-  processes.process_link_bandwidth = 5e9;
-  processes.process_link_latency = 3e-6;
+  processes.host.process_link_bandwidth = 5e9;
+  processes.host.process_link_latency = 3e-6;
   EXPECT_NEAR(simulate_mlp(processes, "b:2", "batch:b").step_time, a.step_time, 1e-12);
 }
 

@@ -217,8 +217,8 @@ struct CalibrationRun {
 void measure_overheads(Calibration& cal) {
   Topology& m = cal.machine;
   const double one = chain_seconds(16, 1, false), many = chain_seconds(16, 33, false);
-  m.step_overhead = std::max(0.0, (many - one) / 32);
-  m.run_overhead = std::max(0.0, one - 2 * m.step_overhead);
+  m.host.step_overhead = std::max(0.0, (many - one) / 32);
+  m.host.run_overhead = std::max(0.0, one - 2 * m.host.step_overhead);
   cal.points.push_back({"run of 2 steps on 16 floats", one, 0, 0});
   cal.points.push_back({"run of 34 steps on 16 floats", many, 0, 0});
 }
@@ -232,29 +232,31 @@ void measure_elementwise(Calibration& cal) {
   for (int64_t floats = int64_t{1} << 12; floats <= int64_t{1} << 22; floats <<= 2) {
     const double a = chain_seconds(floats, 1, false, Link::kAdd);
     const double b = chain_seconds(floats, 9, false, Link::kAdd);
-    const double step = std::max(1e-9, (b - a) / 8 - m.step_overhead);
+    const double step = std::max(1e-9, (b - a) / 8 - m.host.step_overhead);
     by_size.push_back({12.0 * floats, 12.0 * floats / step});
     cal.points.push_back(
         {cat("add of 2 x ", 4 * floats / 1024, " KiB, per step"), step, 12.0 * floats / step, 0});
   }
   m.chip_memory_bandwidth = by_size.back().second;
-  m.cache_bandwidth = by_size.front().second;
-  m.cache_bytes = by_size.front().first;
+  m.host.cache_bandwidth = by_size.front().second;
+  m.host.cache_bytes = by_size.front().first;
   for (const auto& [bytes, bw] : by_size) {
     if (bw < 0.6 * by_size.front().second) break;
-    m.cache_bytes = bytes;
-    m.cache_bandwidth = std::min(m.cache_bandwidth, bw);
+    m.host.cache_bytes = bytes;
+    m.host.cache_bandwidth = std::min(m.host.cache_bandwidth, bw);
   }
   constexpr int64_t kFloats = 1 << 16;  // 256 KiB: in cache
-  const double in_cache = 8.0 * kFloats / m.cache_bandwidth;
+  const double in_cache = 8.0 * kFloats / m.host.cache_bandwidth;
   const double fused = chain_seconds(kFloats, 64, true);
-  const double fused_work = std::max(1e-9, fused - m.run_overhead - 2 * m.step_overhead - in_cache);
+  const double fused_work =
+      std::max(1e-9, fused - m.host.run_overhead - 2 * m.host.step_overhead - in_cache);
   // One fused kernel of 64 relus per element: its arithmetic, not its traffic.
   m.core_flops = std::max(64.0 * kFloats / fused_work, 1e8);
   cal.points.push_back({"64 relus fused on 256 KiB", fused, m.core_flops, 0});
   const double exps = chain_seconds(kFloats, 16, true, Link::kNegativeExp);
-  const double exps_work = std::max(1e-9, exps - m.run_overhead - 2 * m.step_overhead - in_cache);
-  m.transcendental_cost =
+  const double exps_work =
+      std::max(1e-9, exps - m.host.run_overhead - 2 * m.host.step_overhead - in_cache);
+  m.host.transcendental_cost =
       std::max(1.0, (exps_work * m.core_flops - 16.0 * kFloats) / (16.0 * kFloats));
   cal.points.push_back({"16 exp(-x) fused on 256 KiB", exps, 32.0 * kFloats / exps_work, 0});
 }
@@ -269,18 +271,18 @@ void measure_gemm(Calibration& cal, int threads) {
       {768, 768, 768}, {100, 784, 1024}, {128, 512, 2048}, {1024, 512, 128}, {1024, 256, 1024},
       {128, 32, 128},  {512, 64, 512},   {100, 1024, 10},  {1024, 16, 512},  {2048, 256, 32}};
   auto copy_seconds = [&](double bytes) {
-    return bytes / (bytes <= m.cache_bytes ? m.cache_bandwidth : m.chip_memory_bandwidth);
+    return bytes / (bytes <= m.host.cache_bytes ? m.host.cache_bandwidth : m.chip_memory_bandwidth);
   };
-  double* peak = threads == 1 ? &m.gemm_flops : &m.gemm_flops_all_cpus;
-  double* half = threads == 1 ? &m.gemm_half_flops : &m.gemm_half_flops_all_cpus;
-  double* narrow = threads == 1 ? &m.gemm_narrow : &m.gemm_narrow_all_cpus;
+  double* peak = threads == 1 ? &m.host.one_cpu.gemm_flops : &m.host.all_cpus.gemm_flops;
+  double* half = threads == 1 ? &m.host.one_cpu.gemm_half_flops : &m.host.all_cpus.gemm_half_flops;
+  double* narrow = threads == 1 ? &m.host.one_cpu.gemm_narrow : &m.host.all_cpus.gemm_narrow;
   openblas_set_num_threads(threads);
   std::vector<Shape3> used;
   std::vector<double> secs;
   for (const Shape3& s : shapes) {
-    if (threads > 1 && static_cast<double>(s.m * s.k * s.n) <= m.gemm_threads_from) continue;
-    const double t = einsum_seconds(s.m, s.k, s.n) - m.run_overhead - 2 * m.step_overhead -
-                     copy_seconds(8.0 * s.m * s.n);
+    if (threads > 1 && static_cast<double>(s.m * s.k * s.n) <= m.host.gemm_threads_from) continue;
+    const double t = einsum_seconds(s.m, s.k, s.n) - m.host.run_overhead -
+                     2 * m.host.step_overhead - copy_seconds(8.0 * s.m * s.n);
     used.push_back(s);
     secs.push_back(std::max(t, 1e-9));
   }
@@ -306,9 +308,10 @@ void measure_in_program(Calibration& cal, const CalibrationRun& run, int threads
   one_core.nodes = 1;
   one_core.devices_per_node = 1;
   one_core.host_cpus = threads;
-  one_core.gemm_in_program = one_core.gemm_in_program_all_cpus = 1;
-  one_core.elementwise_in_program = one_core.elementwise_in_program_all_cpus = 1;
-  one_core.elementwise_step_overhead = one_core.elementwise_step_overhead_all_cpus = 0;
+  one_core.host.one_cpu.gemm_in_program = one_core.host.all_cpus.gemm_in_program = 1;
+  one_core.host.one_cpu.elementwise_in_program = one_core.host.all_cpus.elementwise_in_program = 1;
+  one_core.host.one_cpu.elementwise_step_overhead =
+      one_core.host.all_cpus.elementwise_step_overhead = 0;
   std::unique_ptr<PinnedTo> pin_one;
   if (threads == 1) pin_one = std::make_unique<PinnedTo>(run.cpu);
   const ProgramTimes t = time_reference_programs(one_core);
@@ -317,14 +320,15 @@ void measure_in_program(Calibration& cal, const CalibrationRun& run, int threads
   // reference programs' shapes, which the validation's larger products do
   // not share).
   const double gemm = t.gemm_sim > 0 ? std::clamp(t.gemm_real / t.gemm_sim, 1.0, 3.0) : 1.0;
-  (threads == 1 ? m.gemm_in_program : m.gemm_in_program_all_cpus) = gemm;
+  (threads == 1 ? m.host.one_cpu.gemm_in_program : m.host.all_cpus.gemm_in_program) = gemm;
   // Elementwise steps: a factor on their roofline time and a fixed cost per
   // step, for each regime.
   if (threads == 1)
-    fit_line(t.other_steps, &m.elementwise_in_program, &m.elementwise_step_overhead);
+    fit_line(t.other_steps, &m.host.one_cpu.elementwise_in_program,
+             &m.host.one_cpu.elementwise_step_overhead);
   else
-    fit_line(t.other_steps, &m.elementwise_in_program_all_cpus,
-             &m.elementwise_step_overhead_all_cpus);
+    fit_line(t.other_steps, &m.host.all_cpus.elementwise_in_program,
+             &m.host.all_cpus.elementwise_step_overhead);
   const char* unit = threads == 1 ? " thread" : " threads";
   cal.points.push_back(
       {cat("reference programs' products, ", threads, unit), t.gemm_real, 0, t.gemm_sim});
@@ -337,8 +341,9 @@ void measure_busy_cpus(Calibration& cal, const CalibrationRun& run) {
   Topology& m = cal.machine;
   openblas_set_num_threads(1);
   std::vector<std::pair<double, double>> runs;
-  m.busy_in_program = std::clamp(
-      busy_factor(run.cpus, run.cpu, m.run_overhead, m.threads_run_overhead, &runs), 1.0, 3.0);
+  m.host.busy_in_program = std::clamp(
+      busy_factor(run.cpus, run.cpu, m.host.run_overhead, m.host.threads_run_overhead, &runs), 1.0,
+      3.0);
   for (const auto& [alone, busy] : runs) {
     cal.points.push_back({cat("a reference program's run on CPU ", run.cpu), alone, 0, 0});
     cal.points.push_back({cat("the same on ", run.cpus, " ranks at once"), busy, 0, 0});
@@ -383,12 +388,12 @@ void measure_links(Calibration& cal, const CalibrationRun& run) {
     double* latency;
   } links[] = {
       {"2 threads", threads, &m.node_link_bandwidth, &m.node_link_latency},
-      {"threads" + over, threads_over, &m.threads_oversubscribed_bandwidth,
-       &m.threads_oversubscribed_latency},
-      {"2 processes", processes, &m.process_link_bandwidth, &m.process_link_latency},
-      {"2 processes over TCP", tcp, &m.tcp_link_bandwidth, &m.tcp_link_latency},
-      {"processes" + over, processes_over, &m.processes_oversubscribed_bandwidth,
-       &m.processes_oversubscribed_latency},
+      {"threads" + over, threads_over, &m.host.threads_oversubscribed_bandwidth,
+       &m.host.threads_oversubscribed_latency},
+      {"2 processes", processes, &m.host.process_link_bandwidth, &m.host.process_link_latency},
+      {"2 processes over TCP", tcp, &m.host.tcp_link_bandwidth, &m.host.tcp_link_latency},
+      {"processes" + over, processes_over, &m.host.processes_oversubscribed_bandwidth,
+       &m.host.processes_oversubscribed_latency},
   };
   for (const auto& l : links) {
     *l.latency = l.times.latency;
@@ -406,22 +411,22 @@ void measure_crowding(Calibration& cal, const CalibrationRun& run) {
   const int crowd = 2 * run.cpus;
   const std::string over = cat(" (", crowd, " ranks)");
   const auto threads_wait = oversubscribed_wait(m, Topology::HostRanks::kThreads, crowd, false);
-  m.oversubscribed_wait = threads_wait.wait;
+  m.host.oversubscribed_wait = threads_wait.wait;
   cal.points.push_back({cat("reference MLP on ", crowd, " ranks as threads"), threads_wait.measured,
                         0, threads_wait.predicted});
   const auto processes_wait = oversubscribed_wait(m, Topology::HostRanks::kProcesses, crowd, true);
   // At least a nanosecond: 0 in a machine file means "as threads".
-  m.processes_oversubscribed_wait = std::max(processes_wait.wait, 1e-9);
+  m.host.processes_oversubscribed_wait = std::max(processes_wait.wait, 1e-9);
   // A message to a rank that waits for its turn: the 1-byte ping-pong
   // (ranks that only spin for each other) leaves out the scheduling delay.
-  m.processes_oversubscribed_latency += processes_wait.extra_latency;
-  cal.points.push_back(
-      {cat("latency in a program, processes", over), m.processes_oversubscribed_latency, 0, 0});
+  m.host.processes_oversubscribed_latency += processes_wait.extra_latency;
+  cal.points.push_back({cat("latency in a program, processes", over),
+                        m.host.processes_oversubscribed_latency, 0, 0});
   cal.points.push_back({cat("reference MLP on ", crowd, " ranks as processes"),
                         processes_wait.measured, 0, processes_wait.predicted});
   cal.points.push_back({cat("reference MLP on ", crowd, " ranks as processes, hybrid"),
                         processes_wait.hybrid_measured, 0, processes_wait.hybrid_predicted});
-  m.oversubscribed_in_program = 1;
+  m.host.oversubscribed_in_program = 1;
 }
 
 Calibration calibrate_once(bool progress) {
@@ -468,9 +473,10 @@ Calibration calibrate_once(bool progress) {
   openblas_set_num_threads(run.blas_threads);
 
   run.say("a run of ranks as threads");
-  m.threads_run_overhead = std::max(0.0, mesh_chain_seconds(run.cpus) - 2 * m.step_overhead);
-  cal.points.push_back(
-      {cat("run of 2 steps on ", run.cpus, " ranks as threads"), m.threads_run_overhead, 0, 0});
+  m.host.threads_run_overhead =
+      std::max(0.0, mesh_chain_seconds(run.cpus) - 2 * m.host.step_overhead);
+  cal.points.push_back({cat("run of 2 steps on ", run.cpus, " ranks as threads"),
+                        m.host.threads_run_overhead, 0, 0});
   if (run.cpus > 1) {
     run.say("every CPU computing at once");
     measure_busy_cpus(cal, run);

@@ -207,10 +207,10 @@ WaitFit oversubscribed_wait(const Topology& m, Topology::HostRanks how, int rank
     Topology& t = simulated.sim->topology;
     t.devices_per_node = ranks;
     t.host_ranks = how;
-    t.oversubscribed_in_program = 1;
-    t.oversubscribed_wait = wait;
-    t.processes_oversubscribed_wait = wait;
-    t.processes_oversubscribed_latency += extra;
+    t.host.oversubscribed_in_program = 1;
+    t.host.oversubscribed_wait = wait;
+    t.host.processes_oversubscribed_wait = wait;
+    t.host.processes_oversubscribed_latency += extra;
     Session sim(mlp.graph(), simulated);
     sim.run({mlp.loss}, {}, mlp.train_ops);
     return sim.simulation_report().step_time;

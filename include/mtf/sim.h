@@ -26,6 +26,83 @@
 
 namespace mtf {
 
+// A rank's compute on a host with a given number of BLAS threads, as
+// `mtf-sim --calibrate` fits it (HostFigures holds it for one thread and
+// for every CPU). For a matrix product, work is the sum over the BLAS calls
+// its kernel makes (batched products count each) of
+//   (2mnk + gemm_half_flops) / gemm_flops * (1 + gemm_narrow / min(m, n, k))
+// times gemm_in_program; any other step takes elementwise_step_overhead plus
+// elementwise_in_program times its roofline time on one thread.
+struct HostCompute {
+  double gemm_flops = 0;       // peak on matrix products (0: core_flops; for all CPUs: none)
+  double gemm_half_flops = 0;  // flops of a product that reaches half of it
+  double gemm_narrow = 0;      // slowdown of products with a narrow side
+  // What a real program's steps take over what the figures give for them
+  // (operands come cold from memory, kernels pay set-up): matrix products,
+  // and everything else (a factor and seconds more per step). Measured on
+  // reference programs; multiply the work.
+  double gemm_in_program = 1;
+  double elementwise_in_program = 1;
+  double elementwise_step_overhead = 0;
+};
+
+// What `mtf-sim --calibrate` measures of a host, beyond the machine's
+// description (Topology). A compute step takes
+//   (step_overhead + work) * max(1, ranks / host_cpus)
+// (more ranks than CPUs take turns), times oversubscribed_in_program when
+// ranks outnumber the CPUs, or busy_in_program when they fill them; work
+// uses one_cpu's figures when the rank has one CPU or less, or the product
+// is too small for OpenBLAS to share out (m*n*k at most gemm_threads_from),
+// and otherwise interpolates by threads towards all_cpus'. Elementwise
+// rooflines count exp, log, tanh and the like transcendental_cost flops per
+// element and read bytes up to cache_bytes at cache_bandwidth (else at the
+// chip's memory bandwidth). A run costs run_overhead more
+// (threads_run_overhead for ranks as threads of one process). Ranks talk
+// over the node fabric as threads, at process_link_* as processes, at
+// tcp_link_* as processes over TCP only.
+struct HostFigures {
+  HostCompute one_cpu;                // one BLAS thread
+  HostCompute all_cpus;               // host_cpus BLAS threads (gemm_flops 0: not measured)
+  double gemm_threads_from = 262144;  // m*n*k above which BLAS shares out a product
+  double transcendental_cost = 1;     // flops per element of exp, log, tanh, ...
+  // With more ranks than CPUs, what taking turns costs beyond the turns
+  // (switches, each rank's data pushed out of cache by the others'):
+  // multiplies every compute step.
+  double oversubscribed_in_program = 1;
+  // What filling every CPU with ranks costs their compute steps: the ranks'
+  // share of caches and memory, and the pace of the slowest CPU (a run
+  // waits for its slowest rank; a VM's CPUs can differ by 10% and more).
+  // Interpolated by the CPUs the ranks fill (1 for a single rank); with
+  // more ranks than CPUs, oversubscribed_* instead.
+  double busy_in_program = 1;
+  // With more ranks than CPUs, what a rank loses at each collective step
+  // (seconds): a rank that waits gives up its CPU, and gets one back only
+  // when another rank's turn ends. Measured on the reference MLP; the
+  // program factor above then stays 1 (a cost per collective, not per
+  // flop: the LM's long steps pay far less for taking turns than the
+  // MLP's short ones).
+  double oversubscribed_wait = 0;
+  // The same for ranks as processes (host_ranks processes or tcp), which
+  // wait in their transport's own way (spin, then sleep on a doorbell);
+  // measured on the reference MLP as processes. 0: as oversubscribed_wait.
+  double processes_oversubscribed_wait = 0;
+  double cache_bytes = 0;               // a step's bytes up to this run at cache_bandwidth
+  double cache_bandwidth = 0;           // bytes/s of one thread within its cache
+  double step_overhead = 0;             // seconds per compute step (executor, dispatch)
+  double run_overhead = 0;              // seconds per run (feeds, fetches, start)
+  double threads_run_overhead = 0;      // the same for a mesh of ranks as threads
+  double process_link_bandwidth = 1e9;  // bytes/s between ranks in separate processes
+  double process_link_latency = 20e-6;  // seconds for a message between them
+  double tcp_link_bandwidth = 1e9;      // the same over TCP only (host_ranks = tcp)
+  double tcp_link_latency = 30e-6;
+  // The links with more ranks than CPUs (ranks wait to be scheduled; 0: as
+  // above). Calibration fits the processes' latency on the reference MLP
+  // (with processes_oversubscribed_wait): a message to a rank waiting for
+  // its turn costs more than a ping-pong of ranks that only spin shows.
+  double threads_oversubscribed_bandwidth = 0, threads_oversubscribed_latency = 0;
+  double processes_oversubscribed_bandwidth = 0, processes_oversubscribed_latency = 0;
+};
+
 // A machine, one of two kinds:
 //  - kTorus: chips in a 1-, 2- or 3-D torus (or mesh without wraparound),
 //    the TPU pods; a few cores per chip joined by an on-chip link.
@@ -74,86 +151,13 @@ struct Topology {
   // host_cpus > 0 the devices of each node are mtf's ranks sharing that many
   // CPUs (a simulated Session gives a one-node host one device per rank of
   // its mesh), and the simulator runs the program mtf's executor runs (fused
-  // elementwise chains and updates). A compute step takes
-  //   (step_overhead + work) * max(1, devices_per_node / host_cpus)
-  // (more ranks than CPUs take turns), times oversubscribed_in_program when
-  // ranks outnumber the CPUs, or busy_in_program when they fill them. For a matrix product, work is
-  // the sum over the BLAS calls its kernel makes (batched products count each) of
-  //   (2mnk + half) / peak * (1 + narrow / min(m, n, k))
-  // with one thread's figures (gemm_*) when the rank has one CPU or less, or
-  // the product is too small for OpenBLAS to share out (m*n*k at most
-  // gemm_threads_from), and otherwise the figures with every CPU a rank
-  // gets (gemm_*_all_cpus; between one and all, interpolated by threads).
-  // Matrix products are then multiplied by gemm_in_program (interpolated
-  // the same way). For anything else, work is elementwise_step_overhead
-  // plus elementwise_in_program times the roofline of one thread: flops over
-  // core_flops (exp, log, tanh and the like counted transcendental_cost
-  // flops per element) against bytes over cache_bandwidth (bytes up to
-  // cache_bytes) or chip_memory_bandwidth. A run costs run_overhead more
-  // (threads_run_overhead for ranks as threads of one process). Ranks talk
-  // over the node fabric: at node_link_* as threads, at process_link_* as
-  // processes, at tcp_link_* as processes over TCP only (host_ranks).
-  // Ranks as threads of one process, as processes (shared memory between
+  // elementwise chains and updates), timed by `host` (HostFigures). Ranks
+  // run as threads of one process, as processes (shared memory between
   // them, mtf's default), or as processes over TCP only (MTF_SHM=0).
   enum class HostRanks { kThreads, kProcesses, kTcp };
   int host_cpus = 0;
-  double gemm_flops = 0;                // one thread's peak on matrix products
-  double gemm_half_flops = 0;           // flops of a product that reaches half of it
-  double gemm_narrow = 0;               // slowdown of products with a narrow side
-  double gemm_flops_all_cpus = 0;       // the same with host_cpus BLAS threads (0: none)
-  double gemm_half_flops_all_cpus = 0;  //
-  double gemm_narrow_all_cpus = 0;      //
-  double gemm_threads_from = 262144;    // m*n*k above which BLAS shares out a product
-  double transcendental_cost = 1;       // flops per element of exp, log, tanh, ...
-  // What a real program's steps take over what the figures above give for
-  // them (operands come cold from memory, kernels pay set-up): matrix
-  // products on one thread and on all, and everything else. Measured on
-  // reference programs by --calibrate; multiply the work.
-  double gemm_in_program = 1;
-  double gemm_in_program_all_cpus = 1;
-  double elementwise_in_program = 1;
-  double elementwise_step_overhead = 0;  // seconds more per elementwise step
-  // The same two for a rank with every CPU's BLAS threads (whose workers
-  // stay awake between products), interpolated by threads like gemm_*.
-  double elementwise_in_program_all_cpus = 1;
-  double elementwise_step_overhead_all_cpus = 0;
-  // With more ranks than CPUs, what taking turns costs beyond the turns
-  // (switches, each rank's data pushed out of cache by the others'):
-  // multiplies every compute step.
-  double oversubscribed_in_program = 1;
-  // What filling every CPU with ranks costs their compute steps: the ranks'
-  // share of caches and memory, and the pace of the slowest CPU (a run
-  // waits for its slowest rank; a VM's CPUs can differ by 10% and more).
-  // Interpolated by the CPUs the ranks fill (1 for a single rank); with
-  // more ranks than CPUs, oversubscribed_* instead.
-  double busy_in_program = 1;
-  // With more ranks than CPUs, what a rank loses at each collective step
-  // (seconds): a rank that waits gives up its CPU, and gets one back only
-  // when another rank's turn ends. Measured on the reference MLP; the
-  // program factor above then stays 1 (a cost per collective, not per
-  // flop: the LM's long steps pay far less for taking turns than the
-  // MLP's short ones).
-  double oversubscribed_wait = 0;
-  // The same for ranks as processes (host_ranks processes or tcp), which
-  // wait in their transport's own way (spin, then sleep on a doorbell);
-  // measured on the reference MLP as processes. 0: as oversubscribed_wait.
-  double processes_oversubscribed_wait = 0;
-  double cache_bytes = 0;           // a step's bytes up to this run at cache_bandwidth
-  double cache_bandwidth = 0;       // bytes/s of one thread within its cache
-  double step_overhead = 0;         // seconds per compute step (executor, dispatch)
-  double run_overhead = 0;          // seconds per run (feeds, fetches, start)
-  double threads_run_overhead = 0;  // the same for a mesh of ranks as threads
   HostRanks host_ranks = HostRanks::kThreads;
-  double process_link_bandwidth = 1e9;  // bytes/s between ranks in separate processes
-  double process_link_latency = 20e-6;  // seconds for a message between them
-  double tcp_link_bandwidth = 1e9;      // the same over TCP only (host_ranks = tcp)
-  double tcp_link_latency = 30e-6;
-  // The links with more ranks than CPUs (ranks wait to be scheduled; 0: as
-  // above). Calibration fits the processes' latency on the reference MLP
-  // (with processes_oversubscribed_wait): a message to a rank waiting for
-  // its turn costs more than a ping-pong of ranks that only spin shows.
-  double threads_oversubscribed_bandwidth = 0, threads_oversubscribed_latency = 0;
-  double processes_oversubscribed_bandwidth = 0, processes_oversubscribed_latency = 0;
+  HostFigures host;
   std::string sources;  // where the figures come from
 
   int num_chips() const;

@@ -286,7 +286,7 @@ double host_step_time(const Step& step, double bytes, const Topology& topo) {
   for (const Operation* op : ops) {
     const double f = op->flops();
     plain += f;
-    weighted += transcendental(op->type()) ? f * topo.transcendental_cost : f;
+    weighted += transcendental(op->type()) ? f * topo.host.transcendental_cost : f;
   }
   if (plain > 0) flops *= weighted / plain;
   return topo.host_step_seconds(topo.host_elementwise_seconds(flops, bytes));

@@ -29,15 +29,15 @@ std::pair<double, double> host_link(const Topology& t) {
   const bool crowded = t.devices_per_node * t.cores_per_chip > t.host_cpus;
   switch (t.host_ranks) {
     case R::kThreads:
-      if (crowded && t.threads_oversubscribed_bandwidth > 0)
-        return {t.threads_oversubscribed_bandwidth, t.threads_oversubscribed_latency};
+      if (crowded && t.host.threads_oversubscribed_bandwidth > 0)
+        return {t.host.threads_oversubscribed_bandwidth, t.host.threads_oversubscribed_latency};
       return {t.node_link_bandwidth, t.node_link_latency};
     case R::kProcesses:
-      if (crowded && t.processes_oversubscribed_bandwidth > 0)
-        return {t.processes_oversubscribed_bandwidth, t.processes_oversubscribed_latency};
-      return {t.process_link_bandwidth, t.process_link_latency};
+      if (crowded && t.host.processes_oversubscribed_bandwidth > 0)
+        return {t.host.processes_oversubscribed_bandwidth, t.host.processes_oversubscribed_latency};
+      return {t.host.process_link_bandwidth, t.host.process_link_latency};
     case R::kTcp:
-      return {t.tcp_link_bandwidth, t.tcp_link_latency};
+      return {t.host.tcp_link_bandwidth, t.host.tcp_link_latency};
   }
   return {t.node_link_bandwidth, t.node_link_latency};
 }
@@ -45,27 +45,30 @@ std::pair<double, double> host_link(const Topology& t) {
 }  // namespace
 
 double Topology::host_gemm_seconds(double m, double n, double k) const {
-  double peak = gemm_flops > 0 ? gemm_flops : core_flops, half = gemm_half_flops,
-         narrow = gemm_narrow, in_program = gemm_in_program;
+  double peak = host.one_cpu.gemm_flops > 0 ? host.one_cpu.gemm_flops : core_flops,
+         half = host.one_cpu.gemm_half_flops, narrow = host.one_cpu.gemm_narrow,
+         in_program = host.one_cpu.gemm_in_program;
   // Products too small for OpenBLAS to share out run on one thread anyway.
   const double x =
-      m * n * k > gemm_threads_from && gemm_flops_all_cpus > 0 ? thread_share(*this) : 0;
+      m * n * k > host.gemm_threads_from && host.all_cpus.gemm_flops > 0 ? thread_share(*this) : 0;
   if (x > 0) {
-    peak = between(peak, gemm_flops_all_cpus, x);
-    half = between(half, gemm_half_flops_all_cpus, x);
-    narrow = between(narrow, gemm_narrow_all_cpus, x);
-    in_program = between(in_program, gemm_in_program_all_cpus, x);
+    peak = between(peak, host.all_cpus.gemm_flops, x);
+    half = between(half, host.all_cpus.gemm_half_flops, x);
+    narrow = between(narrow, host.all_cpus.gemm_narrow, x);
+    in_program = between(in_program, host.all_cpus.gemm_in_program, x);
   }
   const double side = std::max(1.0, std::min({m, n, k}));
   return (2 * m * n * k + half) / peak * (1 + narrow / side) * in_program;
 }
 
 double Topology::host_elementwise_seconds(double flops, double bytes) const {
-  const double bw =
-      bytes <= cache_bytes && cache_bandwidth > 0 ? cache_bandwidth : chip_memory_bandwidth;
+  const double bw = bytes <= host.cache_bytes && host.cache_bandwidth > 0 ? host.cache_bandwidth
+                                                                          : chip_memory_bandwidth;
   const double x = thread_share(*this);
-  const double factor = between(elementwise_in_program, elementwise_in_program_all_cpus, x);
-  const double overhead = between(elementwise_step_overhead, elementwise_step_overhead_all_cpus, x);
+  const double factor =
+      between(host.one_cpu.elementwise_in_program, host.all_cpus.elementwise_in_program, x);
+  const double overhead =
+      between(host.one_cpu.elementwise_step_overhead, host.all_cpus.elementwise_step_overhead, x);
   return std::max(flops / core_flops, bytes / bw) * factor + overhead;
 }
 
@@ -74,21 +77,21 @@ double Topology::host_step_seconds(double work) const {
   const double turns = std::max(1.0, static_cast<double>(devices) / host_cpus);
   double factor = 1;
   if (devices > host_cpus) {
-    factor = oversubscribed_in_program;
+    factor = host.oversubscribed_in_program;
   } else if (host_cpus > 1) {
     // The other CPUs the ranks keep busy, as a share of all the others.
-    factor = between(1.0, busy_in_program,
+    factor = between(1.0, host.busy_in_program,
                      static_cast<double>(devices - 1) / static_cast<double>(host_cpus - 1));
   }
-  return (step_overhead + work) * turns * factor;
+  return (host.step_overhead + work) * turns * factor;
 }
 
 double Topology::host_collective_wait() const {
   if (host_cpus <= 0) return 0;
   if (devices_per_node * cores_per_chip <= host_cpus) return 0.0;
-  if (host_ranks != HostRanks::kThreads && processes_oversubscribed_wait > 0)
-    return processes_oversubscribed_wait;
-  return oversubscribed_wait;
+  if (host_ranks != HostRanks::kThreads && host.processes_oversubscribed_wait > 0)
+    return host.processes_oversubscribed_wait;
+  return host.oversubscribed_wait;
 }
 
 const char* Topology::host_ranks_name() const {
@@ -105,7 +108,8 @@ const char* Topology::host_ranks_name() const {
 
 double Topology::host_run_overhead(int64_t ranks) const {
   if (host_cpus <= 0) return 0;
-  return ranks > 1 && host_ranks == HostRanks::kThreads ? threads_run_overhead : run_overhead;
+  return ranks > 1 && host_ranks == HostRanks::kThreads ? host.threads_run_overhead
+                                                        : host.run_overhead;
 }
 
 double Topology::fabric_bandwidth() const {

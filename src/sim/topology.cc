@@ -131,56 +131,74 @@ void Topology::set(const std::string& key, const std::string& value) {
         {"nodes_per_leaf", {&Topology::nodes_per_leaf, 1 << 20}},
         {"host_cpus", {&Topology::host_cpus, 1 << 16}},
     };
-    static const std::map<std::string, double Topology::*> numbers = {
-        {"core_flops", &Topology::core_flops},
-        {"core_memory", &Topology::core_memory},
-        {"chip_memory_bandwidth", &Topology::chip_memory_bandwidth},
-        {"link_bandwidth", &Topology::link_bandwidth},
-        {"link_latency", &Topology::link_latency},
-        {"core_link_bandwidth", &Topology::core_link_bandwidth},
-        {"core_link_latency", &Topology::core_link_latency},
-        {"node_link_bandwidth", &Topology::node_link_bandwidth},
-        {"node_link_latency", &Topology::node_link_latency},
-        {"nic_bandwidth", &Topology::nic_bandwidth},
-        {"network_latency", &Topology::network_latency},
-        {"oversubscription", &Topology::oversubscription},
-        {"gemm_flops", &Topology::gemm_flops},
-        {"gemm_half_flops", &Topology::gemm_half_flops},
-        {"gemm_narrow", &Topology::gemm_narrow},
-        {"gemm_flops_all_cpus", &Topology::gemm_flops_all_cpus},
-        {"gemm_half_flops_all_cpus", &Topology::gemm_half_flops_all_cpus},
-        {"gemm_narrow_all_cpus", &Topology::gemm_narrow_all_cpus},
-        {"gemm_threads_from", &Topology::gemm_threads_from},
-        {"transcendental_cost", &Topology::transcendental_cost},
-        {"gemm_in_program", &Topology::gemm_in_program},
-        {"gemm_in_program_all_cpus", &Topology::gemm_in_program_all_cpus},
-        {"elementwise_in_program", &Topology::elementwise_in_program},
-        {"elementwise_step_overhead", &Topology::elementwise_step_overhead},
-        {"oversubscribed_in_program", &Topology::oversubscribed_in_program},
-        {"busy_in_program", &Topology::busy_in_program},
-        {"oversubscribed_wait", &Topology::oversubscribed_wait},
-        {"processes_oversubscribed_wait", &Topology::processes_oversubscribed_wait},
-        {"elementwise_in_program_all_cpus", &Topology::elementwise_in_program_all_cpus},
-        {"elementwise_step_overhead_all_cpus", &Topology::elementwise_step_overhead_all_cpus},
-        {"cache_bytes", &Topology::cache_bytes},
-        {"cache_bandwidth", &Topology::cache_bandwidth},
-        {"step_overhead", &Topology::step_overhead},
-        {"run_overhead", &Topology::run_overhead},
-        {"threads_run_overhead", &Topology::threads_run_overhead},
-        {"process_link_bandwidth", &Topology::process_link_bandwidth},
-        {"process_link_latency", &Topology::process_link_latency},
-        {"tcp_link_bandwidth", &Topology::tcp_link_bandwidth},
-        {"tcp_link_latency", &Topology::tcp_link_latency},
-        {"threads_oversubscribed_bandwidth", &Topology::threads_oversubscribed_bandwidth},
-        {"threads_oversubscribed_latency", &Topology::threads_oversubscribed_latency},
-        {"processes_oversubscribed_bandwidth", &Topology::processes_oversubscribed_bandwidth},
-        {"processes_oversubscribed_latency", &Topology::processes_oversubscribed_latency},
+    // Each number's field (the keys are the machine files' and overrides').
+    using Field = double& (*)(Topology&);
+    static const std::map<std::string, Field> numbers = {
+        {"core_flops", [](Topology& t) -> double& { return t.core_flops; }},
+        {"core_memory", [](Topology& t) -> double& { return t.core_memory; }},
+        {"chip_memory_bandwidth", [](Topology& t) -> double& { return t.chip_memory_bandwidth; }},
+        {"link_bandwidth", [](Topology& t) -> double& { return t.link_bandwidth; }},
+        {"link_latency", [](Topology& t) -> double& { return t.link_latency; }},
+        {"core_link_bandwidth", [](Topology& t) -> double& { return t.core_link_bandwidth; }},
+        {"core_link_latency", [](Topology& t) -> double& { return t.core_link_latency; }},
+        {"node_link_bandwidth", [](Topology& t) -> double& { return t.node_link_bandwidth; }},
+        {"node_link_latency", [](Topology& t) -> double& { return t.node_link_latency; }},
+        {"nic_bandwidth", [](Topology& t) -> double& { return t.nic_bandwidth; }},
+        {"network_latency", [](Topology& t) -> double& { return t.network_latency; }},
+        {"oversubscription", [](Topology& t) -> double& { return t.oversubscription; }},
+        {"gemm_flops", [](Topology& t) -> double& { return t.host.one_cpu.gemm_flops; }},
+        {"gemm_half_flops", [](Topology& t) -> double& { return t.host.one_cpu.gemm_half_flops; }},
+        {"gemm_narrow", [](Topology& t) -> double& { return t.host.one_cpu.gemm_narrow; }},
+        {"gemm_flops_all_cpus", [](Topology& t) -> double& { return t.host.all_cpus.gemm_flops; }},
+        {"gemm_half_flops_all_cpus",
+         [](Topology& t) -> double& { return t.host.all_cpus.gemm_half_flops; }},
+        {"gemm_narrow_all_cpus",
+         [](Topology& t) -> double& { return t.host.all_cpus.gemm_narrow; }},
+        {"gemm_threads_from", [](Topology& t) -> double& { return t.host.gemm_threads_from; }},
+        {"transcendental_cost", [](Topology& t) -> double& { return t.host.transcendental_cost; }},
+        {"gemm_in_program", [](Topology& t) -> double& { return t.host.one_cpu.gemm_in_program; }},
+        {"gemm_in_program_all_cpus",
+         [](Topology& t) -> double& { return t.host.all_cpus.gemm_in_program; }},
+        {"elementwise_in_program",
+         [](Topology& t) -> double& { return t.host.one_cpu.elementwise_in_program; }},
+        {"elementwise_step_overhead",
+         [](Topology& t) -> double& { return t.host.one_cpu.elementwise_step_overhead; }},
+        {"oversubscribed_in_program",
+         [](Topology& t) -> double& { return t.host.oversubscribed_in_program; }},
+        {"busy_in_program", [](Topology& t) -> double& { return t.host.busy_in_program; }},
+        {"oversubscribed_wait", [](Topology& t) -> double& { return t.host.oversubscribed_wait; }},
+        {"processes_oversubscribed_wait",
+         [](Topology& t) -> double& { return t.host.processes_oversubscribed_wait; }},
+        {"elementwise_in_program_all_cpus",
+         [](Topology& t) -> double& { return t.host.all_cpus.elementwise_in_program; }},
+        {"elementwise_step_overhead_all_cpus",
+         [](Topology& t) -> double& { return t.host.all_cpus.elementwise_step_overhead; }},
+        {"cache_bytes", [](Topology& t) -> double& { return t.host.cache_bytes; }},
+        {"cache_bandwidth", [](Topology& t) -> double& { return t.host.cache_bandwidth; }},
+        {"step_overhead", [](Topology& t) -> double& { return t.host.step_overhead; }},
+        {"run_overhead", [](Topology& t) -> double& { return t.host.run_overhead; }},
+        {"threads_run_overhead",
+         [](Topology& t) -> double& { return t.host.threads_run_overhead; }},
+        {"process_link_bandwidth",
+         [](Topology& t) -> double& { return t.host.process_link_bandwidth; }},
+        {"process_link_latency",
+         [](Topology& t) -> double& { return t.host.process_link_latency; }},
+        {"tcp_link_bandwidth", [](Topology& t) -> double& { return t.host.tcp_link_bandwidth; }},
+        {"tcp_link_latency", [](Topology& t) -> double& { return t.host.tcp_link_latency; }},
+        {"threads_oversubscribed_bandwidth",
+         [](Topology& t) -> double& { return t.host.threads_oversubscribed_bandwidth; }},
+        {"threads_oversubscribed_latency",
+         [](Topology& t) -> double& { return t.host.threads_oversubscribed_latency; }},
+        {"processes_oversubscribed_bandwidth",
+         [](Topology& t) -> double& { return t.host.processes_oversubscribed_bandwidth; }},
+        {"processes_oversubscribed_latency",
+         [](Topology& t) -> double& { return t.host.processes_oversubscribed_latency; }},
     };
     if (auto c = counts.find(key); c != counts.end()) {
       this->*(c->second.first) = parse_count(
           key, value, key == "nodes_per_leaf" || key == "host_cpus" ? 0 : 1, c->second.second);
     } else if (auto it = numbers.find(key); it != numbers.end()) {
-      this->*(it->second) = parse_number(key, value);
+      it->second(*this) = parse_number(key, value);
     } else {
       std::string keys = "name, sources, network, chips, wraparound, node_fabric, host_ranks";
       for (const auto& [k, member] : counts) keys += ", " + k;
@@ -256,43 +274,43 @@ void Topology::validate() const {
     throw ValueError("topology \"" + name +
                      "\": nodes, devices_per_node and nics_per_node must be at least 1");
   }
-  positive(process_link_bandwidth, "process_link_bandwidth");
-  positive(tcp_link_bandwidth, "tcp_link_bandwidth");
-  for (double v : {gemm_flops,
-                   gemm_half_flops,
-                   gemm_narrow,
-                   gemm_flops_all_cpus,
-                   gemm_half_flops_all_cpus,
-                   gemm_narrow_all_cpus,
-                   gemm_threads_from,
-                   transcendental_cost,
-                   gemm_in_program,
-                   gemm_in_program_all_cpus,
-                   elementwise_in_program,
-                   elementwise_step_overhead,
-                   elementwise_in_program_all_cpus,
-                   elementwise_step_overhead_all_cpus,
-                   oversubscribed_in_program,
-                   busy_in_program,
-                   oversubscribed_wait,
-                   processes_oversubscribed_wait,
-                   cache_bytes,
-                   cache_bandwidth,
-                   step_overhead,
-                   run_overhead,
-                   threads_run_overhead,
-                   threads_oversubscribed_bandwidth,
-                   threads_oversubscribed_latency,
-                   processes_oversubscribed_bandwidth,
-                   processes_oversubscribed_latency}) {
+  positive(host.process_link_bandwidth, "process_link_bandwidth");
+  positive(host.tcp_link_bandwidth, "tcp_link_bandwidth");
+  for (double v : {host.one_cpu.gemm_flops,
+                   host.one_cpu.gemm_half_flops,
+                   host.one_cpu.gemm_narrow,
+                   host.all_cpus.gemm_flops,
+                   host.all_cpus.gemm_half_flops,
+                   host.all_cpus.gemm_narrow,
+                   host.gemm_threads_from,
+                   host.transcendental_cost,
+                   host.one_cpu.gemm_in_program,
+                   host.all_cpus.gemm_in_program,
+                   host.one_cpu.elementwise_in_program,
+                   host.one_cpu.elementwise_step_overhead,
+                   host.all_cpus.elementwise_in_program,
+                   host.all_cpus.elementwise_step_overhead,
+                   host.oversubscribed_in_program,
+                   host.busy_in_program,
+                   host.oversubscribed_wait,
+                   host.processes_oversubscribed_wait,
+                   host.cache_bytes,
+                   host.cache_bandwidth,
+                   host.step_overhead,
+                   host.run_overhead,
+                   host.threads_run_overhead,
+                   host.threads_oversubscribed_bandwidth,
+                   host.threads_oversubscribed_latency,
+                   host.processes_oversubscribed_bandwidth,
+                   host.processes_oversubscribed_latency}) {
     if (v < 0) {
       throw ValueError("topology \"" + name +
-                       "\": the host's figures (gemm_*, transcendental_cost, *_in_program, "
+                       "\": the host's figures (gemm_*, host.transcendental_cost, *_in_program, "
                        "cache_*, *_overhead) cannot be negative");
     }
   }
   if (link_latency < 0 || core_link_latency < 0 || node_link_latency < 0 || network_latency < 0 ||
-      process_link_latency < 0 || tcp_link_latency < 0) {
+      host.process_link_latency < 0 || host.tcp_link_latency < 0) {
     throw ValueError("topology \"" + name + "\": latencies cannot be negative");
   }
   if (chips.empty() || chips.size() > 3) {
@@ -313,13 +331,13 @@ std::string Topology::to_string() const {
         host_ranks == HostRanks::kThreads            ? " threads"
         : processes && host_ranks == HostRanks::kTcp ? " processes over TCP"
                                                      : " processes",
-        " on ", host_cpus, " CPUs; matrix products at ", gemm_flops / 1e9,
-        " GFLOP/s on one thread (half at ", gemm_half_flops / 1e6, " MFLOP), ",
-        gemm_flops_all_cpus / 1e9, " on all (half at ", gemm_half_flops_all_cpus / 1e6,
-        " MFLOP); elsewhere ", core_flops / 1e9, " GFLOP/s, ", cache_bandwidth / 1e9,
-        " GB/s up to ", cache_bytes / 1024, " KiB and ", chip_memory_bandwidth / 1e9,
-        " GB/s beyond; ", step_overhead * 1e6, " us per step, ",
-        (processes || devices_per_node == 1 ? run_overhead : threads_run_overhead) * 1e6,
+        " on ", host_cpus, " CPUs; matrix products at ", host.one_cpu.gemm_flops / 1e9,
+        " GFLOP/s on one thread (half at ", host.one_cpu.gemm_half_flops / 1e6, " MFLOP), ",
+        host.all_cpus.gemm_flops / 1e9, " on all (half at ", host.all_cpus.gemm_half_flops / 1e6,
+        " MFLOP); elsewhere ", core_flops / 1e9, " GFLOP/s, ", host.cache_bandwidth / 1e9,
+        " GB/s up to ", host.cache_bytes / 1024, " KiB and ", chip_memory_bandwidth / 1e9,
+        " GB/s beyond; ", host.step_overhead * 1e6, " us per step, ",
+        (processes || devices_per_node == 1 ? host.run_overhead : host.threads_run_overhead) * 1e6,
         " us per run; ranks at ", fabric_bandwidth() / 1e9, " GB/s, ", fabric_latency() * 1e6,
         " us");
   }
@@ -381,37 +399,37 @@ std::string Topology::to_file() const {
   line("network_latency", network_latency);
   line("nodes_per_leaf", nodes_per_leaf);
   line("oversubscription", oversubscription);
-  line("gemm_flops", gemm_flops);
-  line("gemm_half_flops", gemm_half_flops);
-  line("gemm_narrow", gemm_narrow);
-  line("gemm_flops_all_cpus", gemm_flops_all_cpus);
-  line("gemm_half_flops_all_cpus", gemm_half_flops_all_cpus);
-  line("gemm_narrow_all_cpus", gemm_narrow_all_cpus);
-  line("gemm_threads_from", gemm_threads_from);
-  line("transcendental_cost", transcendental_cost);
-  line("gemm_in_program", gemm_in_program);
-  line("gemm_in_program_all_cpus", gemm_in_program_all_cpus);
-  line("elementwise_in_program", elementwise_in_program);
-  line("elementwise_step_overhead", elementwise_step_overhead);
-  line("oversubscribed_in_program", oversubscribed_in_program);
-  line("busy_in_program", busy_in_program);
-  line("oversubscribed_wait", oversubscribed_wait);
-  line("processes_oversubscribed_wait", processes_oversubscribed_wait);
-  line("elementwise_in_program_all_cpus", elementwise_in_program_all_cpus);
-  line("elementwise_step_overhead_all_cpus", elementwise_step_overhead_all_cpus);
-  line("cache_bytes", cache_bytes);
-  line("cache_bandwidth", cache_bandwidth);
-  line("step_overhead", step_overhead);
-  line("run_overhead", run_overhead);
-  line("threads_run_overhead", threads_run_overhead);
-  line("process_link_bandwidth", process_link_bandwidth);
-  line("process_link_latency", process_link_latency);
-  line("tcp_link_bandwidth", tcp_link_bandwidth);
-  line("tcp_link_latency", tcp_link_latency);
-  line("threads_oversubscribed_bandwidth", threads_oversubscribed_bandwidth);
-  line("threads_oversubscribed_latency", threads_oversubscribed_latency);
-  line("processes_oversubscribed_bandwidth", processes_oversubscribed_bandwidth);
-  line("processes_oversubscribed_latency", processes_oversubscribed_latency);
+  line("gemm_flops", host.one_cpu.gemm_flops);
+  line("gemm_half_flops", host.one_cpu.gemm_half_flops);
+  line("gemm_narrow", host.one_cpu.gemm_narrow);
+  line("gemm_flops_all_cpus", host.all_cpus.gemm_flops);
+  line("gemm_half_flops_all_cpus", host.all_cpus.gemm_half_flops);
+  line("gemm_narrow_all_cpus", host.all_cpus.gemm_narrow);
+  line("gemm_threads_from", host.gemm_threads_from);
+  line("transcendental_cost", host.transcendental_cost);
+  line("gemm_in_program", host.one_cpu.gemm_in_program);
+  line("gemm_in_program_all_cpus", host.all_cpus.gemm_in_program);
+  line("elementwise_in_program", host.one_cpu.elementwise_in_program);
+  line("elementwise_step_overhead", host.one_cpu.elementwise_step_overhead);
+  line("oversubscribed_in_program", host.oversubscribed_in_program);
+  line("busy_in_program", host.busy_in_program);
+  line("oversubscribed_wait", host.oversubscribed_wait);
+  line("processes_oversubscribed_wait", host.processes_oversubscribed_wait);
+  line("elementwise_in_program_all_cpus", host.all_cpus.elementwise_in_program);
+  line("elementwise_step_overhead_all_cpus", host.all_cpus.elementwise_step_overhead);
+  line("cache_bytes", host.cache_bytes);
+  line("cache_bandwidth", host.cache_bandwidth);
+  line("step_overhead", host.step_overhead);
+  line("run_overhead", host.run_overhead);
+  line("threads_run_overhead", host.threads_run_overhead);
+  line("process_link_bandwidth", host.process_link_bandwidth);
+  line("process_link_latency", host.process_link_latency);
+  line("tcp_link_bandwidth", host.tcp_link_bandwidth);
+  line("tcp_link_latency", host.tcp_link_latency);
+  line("threads_oversubscribed_bandwidth", host.threads_oversubscribed_bandwidth);
+  line("threads_oversubscribed_latency", host.threads_oversubscribed_latency);
+  line("processes_oversubscribed_bandwidth", host.processes_oversubscribed_bandwidth);
+  line("processes_oversubscribed_latency", host.processes_oversubscribed_latency);
   line("host_ranks", host_ranks_name());
   line("host_cpus", host_cpus);
   if (!sources.empty() && sources.find_first_of("#\n") == std::string::npos)
