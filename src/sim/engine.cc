@@ -34,19 +34,19 @@ class SimTransport : public Transport {
  public:
   SimTransport(World& w, int rank) : w_(w), rank_(rank) {}
   int rank() const override { return rank_; }
-  int size() const override { return static_cast<int>(w_.cores.size()); }
-  bool carries_data() const override { return w_.carries_data; }
+  int size() const override { return static_cast<int>(w_.cores().size()); }
+  bool carries_data() const override { return w_.carries_data(); }
   // Whole chunks: a link's cost already models a pipelined transfer.
   size_t ring_segment_bytes() const override { return 0; }
-  bool flat_network() const override { return w_.machine.topology().flat(); }
+  bool flat_network() const override { return w_.machine().topology().flat(); }
   // The node of every processor on a machine of several nodes, so that
   // allreduces spanning nodes go hierarchical as on a real cluster.
-  std::vector<int> machines() const override { return w_.machine_of_rank; }
+  std::vector<int> machines() const override { return w_.machine_of_rank(); }
 
   void send(int peer, uint64_t tag, const void* data, size_t bytes) override {
     check_peer(peer, "send");
-    if (w_.failed) throw PeerLostError("simulation stopped: " + w_.failure);
-    World::Core& me = w_.cores[rank_];
+    if (w_.failed()) throw PeerLostError("simulation stopped: " + w_.failure());
+    World::Core& me = w_.core(rank_);
     w_.take_turn(me);
     Message m;
     auto timed = timed_sends_.find(tag);
@@ -56,29 +56,29 @@ class SimTransport : public Transport {
       timed_sends_.erase(timed);
     }
     m.bytes = bytes;
-    if (w_.carries_data && bytes) {
+    if (w_.carries_data() && bytes) {
       m.data.resize(bytes);
       std::memcpy(m.data.data(), data, bytes);
     }
-    World::Core& to = w_.cores[peer];
+    World::Core& to = w_.core(peer);
     const double arrival = m.arrival;
     to.inbox[{rank_, tag}].push_back(std::move(m));
     if (to.waiting && to.wait_peer == rank_ && to.wait_tag == tag) w_.wake(to, arrival);
   }
 
   bool time_ring_passes(const std::vector<RingPassTiming>& passes) override {
-    w_.take_turn(w_.cores[rank_]);
-    if (!w_.rings.time(w_, rank_, passes)) return false;
-    if (w_.carries_data)
+    w_.take_turn(w_.core(rank_));
+    if (!w_.rings().time(w_, rank_, passes)) return false;
+    if (w_.carries_data())
       for (const RingPassTiming& p : passes)
         timed_sends_[p.tag] += static_cast<int64_t>(p.order->size()) - 1;
     return true;
   }
 
   bool time_exchange_rounds(const ExchangeRoundsTiming& timing) override {
-    w_.take_turn(w_.cores[rank_]);
-    if (!w_.rings.time_rounds(w_, rank_, timing)) return false;
-    if (w_.carries_data)
+    w_.take_turn(w_.core(rank_));
+    if (!w_.rings().time_rounds(w_, rank_, timing)) return false;
+    if (w_.carries_data())
       for (const ExchangeRound& r : timing.rounds)
         if (r.send_to >= 0) ++timed_sends_[timing.tag];
     return true;
@@ -86,7 +86,7 @@ class SimTransport : public Transport {
 
   void recv(int peer, uint64_t tag, void* data, size_t bytes) override {
     check_peer(peer, "recv");
-    World::Core& me = w_.cores[rank_];
+    World::Core& me = w_.core(rank_);
     const InboxKey key{peer, tag};
     std::deque<Message>& q = me.inbox[key];  // nodes are stable while senders add others
     {
@@ -104,7 +104,7 @@ class SimTransport : public Transport {
                                        peer, " sent ", m.bytes,
                                        "; the cores called different collectives or sizes"));
     }
-    if (w_.carries_data && bytes) std::memcpy(data, m.data.data(), bytes);
+    if (w_.carries_data() && bytes) std::memcpy(data, m.data.data(), bytes);
     if (m.arrival > me.clock) {
       me.clock = m.arrival;
       me.behind = true;
@@ -122,23 +122,23 @@ class CoreHooks : public StepHooks {
  public:
   CoreHooks(World& w, int rank, bool dry) : w_(w), rank_(rank), dry_(dry) {}
   void before_step(const Step&, size_t index) override {
-    World::Core& c = w_.cores[rank_];
+    World::Core& c = w_.core(rank_);
     c.step = index;
     start_ = c.clock;
     sent_before_ = c.bytes_sent;
-    c.clock += w_.wait_before[index];
+    c.clock += w_.wait_before(index);
   }
   void after_step(const Step& s, size_t index) override {
-    World::Core& c = w_.cores[rank_];
+    World::Core& c = w_.core(rank_);
     if (s.kind == Step::Kind::kCompute || s.kind == Step::Kind::kSplit) {
-      const double dt = w_.compute_time[index];
+      const double dt = w_.compute_time(index);
       c.clock += dt;
       c.compute += dt;
     } else {
       c.communication += c.clock - start_;
     }
-    w_.step_time_sum[index] += c.clock - start_;
-    if (w_.tracing && c.clock > start_) {
+    w_.tally().step_time_sum[index] += c.clock - start_;
+    if (w_.tracing() && c.clock > start_) {
       const bool compute = s.kind == Step::Kind::kCompute || s.kind == Step::Kind::kSplit;
       std::string name = s.op->name();
       if (!compute) name += std::string(" ") + step_kind_name(s.kind);
@@ -147,7 +147,7 @@ class CoreHooks : public StepHooks {
       if (compute) args += detail::str_cat(",\"flops\":", s.flops);
       if (c.bytes_sent > sent_before_)
         args += detail::str_cat(",\"bytes_sent\":", c.bytes_sent - sent_before_);
-      w_.events.push_back({0, rank_, name, start_, c.clock, args});
+      w_.tally().events.push_back({0, rank_, name, start_, c.clock, args});
     }
     if (c.clock > start_) c.behind = true;
   }
@@ -168,13 +168,13 @@ void write_trace(const std::string& path, const World& w, const Machine& machine
   out << R"({"name":"process_name","ph":"M","pid":0,"args":{"name":"cores"}},)"
       << "\n";
   out << R"({"name":"process_name","ph":"M","pid":1,"args":{"name":"links"}})";
-  for (size_t r = 0; r < w.cores.size(); ++r) {
+  for (size_t r = 0; r < w.cores().size(); ++r) {
     out << ",\n"
         << R"({"name":"thread_name","ph":"M","pid":0,"tid":)" << r << R"(,"args":{"name":"core )"
-        << r << " (" << machine.core_label(w.mapping.physical[r]) << ")\"}}";
+        << r << " (" << machine.core_label(w.mapping().physical[r]) << ")\"}}";
   }
   std::vector<bool> named(machine.num_links(), false);
-  for (const TraceEvent& e : w.events) {
+  for (const TraceEvent& e : w.tally().events) {
     if (e.pid == 1 && !named[e.tid]) {
       named[e.tid] = true;
       out << ",\n"
@@ -183,7 +183,7 @@ void write_trace(const std::string& path, const World& w, const Machine& machine
     }
   }
   out.precision(15);
-  for (const TraceEvent& e : w.events) {
+  for (const TraceEvent& e : w.tally().events) {
     out << ",\n"
         << R"({"name":")" << json_escape(e.name) << R"(","ph":"X","pid":)" << e.pid
         << ",\"tid\":" << e.tid << ",\"ts\":" << e.start * 1e6
@@ -193,8 +193,8 @@ void write_trace(const std::string& path, const World& w, const Machine& machine
   }
   // Flow arrows: each message from the step that sent it to the step that
   // received it (bound to the slices around those instants).
-  for (size_t k = 0; k < w.flows.size(); ++k) {
-    const TraceFlow& f = w.flows[k];
+  for (size_t k = 0; k < w.tally().flows.size(); ++k) {
+    const TraceFlow& f = w.tally().flows[k];
     out << ",\n"
         << R"({"name":"message","cat":"message","ph":"s","id":)" << k
         << ",\"pid\":0,\"tid\":" << f.from << ",\"ts\":" << f.sent * 1e6 << "},\n"
@@ -209,7 +209,7 @@ void write_trace(const std::string& path, const World& w, const Machine& machine
 // Runs core_main on every core of `w` as fibers under the time-ordered
 // scheduler; rethrows the first core's error.
 void run_cores(World& w, bool dry, const std::function<void(Transport&, StepHooks&)>& core_main) {
-  const int n = static_cast<int>(w.cores.size());
+  const int n = static_cast<int>(w.cores().size());
   transport::FirstError errors;
   // A thread of its own, so the time-ordered scheduler governs only these
   // fibers.
@@ -220,7 +220,7 @@ void run_cores(World& w, bool dry, const std::function<void(Transport&, StepHook
     for (int r = 0; r < n; ++r) {
       fibers.emplace_back(std::allocator_arg, boost::fibers::fixedsize_stack(kFiberStackBytes),
                           [&, r] {
-                            World::Core& c = w.cores[r];
+                            World::Core& c = w.core(r);
                             c.props = &boost::this_fiber::properties<SimProps>();
                             c.props->order = r;
                             w.yield_at(c);
@@ -232,10 +232,9 @@ void run_cores(World& w, bool dry, const std::function<void(Transport&, StepHook
                               errors.record(std::current_exception());
                               w.fail(detail::str_cat("core ", r, " failed"));
                             }
-                            c.done = true;
-                            --w.running;
+                            w.finish(c);
                             if (w.check_deadlock())
-                              errors.record(std::make_exception_ptr(TimeoutError(w.failure)));
+                              errors.record(std::make_exception_ptr(TimeoutError(w.failure())));
                           });
     }
     for (auto& f : fibers) f.join();
@@ -330,12 +329,12 @@ SimReport Engine::run(const Program& program,
   for (int attempt = 0;; ++attempt) {
     world = std::make_unique<World>(program, machine_, mapping_, !dry, !options_.trace_path.empty(),
                                     &slow_rings_);
-    if (attempt == kRingTimingAttempts || !options_.ring_timing) world->rings.disable();
+    if (attempt == kRingTimingAttempts || !options_.ring_timing) world->rings().disable();
     world->init(n);
     run_cores(*world, dry, core_main);
     // Rings timed at once while other traffic shared their links out of
     // time order: again, with those rings message by message.
-    const std::set<RingKey>& late = world->rings.out_of_order_rings();
+    const std::set<RingKey>& late = world->rings().out_of_order_rings();
     if (late.empty() || attempt == kRingTimingAttempts) break;
     slow_rings_.insert(late.begin(), late.end());
   }
@@ -346,9 +345,9 @@ SimReport Engine::run(const Program& program,
   rep.mesh = mesh_.to_string();
   rep.mode = dry ? "cost-only" : "functional";
   rep.cores = n;
-  for (const auto& c : w.cores) rep.step_time = std::max(rep.step_time, c.clock);
+  for (const auto& c : w.cores()) rep.step_time = std::max(rep.step_time, c.clock);
   rep.step_time += options_.topology.host_run_overhead(n);
-  for (const auto& c : w.cores) {
+  for (const auto& c : w.cores()) {
     SimReport::Core rc;
     rc.compute = c.compute;
     rc.communication = c.communication;
@@ -365,29 +364,29 @@ SimReport Engine::run(const Program& program,
                           ? 2 * big * big * big / topo.host_gemm_seconds(big, big, big)
                           : topo.core_flops;
   rep.utilization = rep.step_time > 0 ? rep.flops_per_core / (rep.step_time * peak) : 0;
-  rep.messages = w.messages;
+  rep.messages = w.tally().messages;
   // Real links: no self links between a core and itself, no dimension of
   // extent one.
   int64_t total_bytes = 0;
   for (int l = 0; l < machine_.num_links(); ++l) {
     if (!machine_.exists(l)) continue;
     ++rep.links_total;
-    if (w.link_bytes[l] > 0) ++rep.links_used;
-    rep.link_bytes_max = std::max(rep.link_bytes_max, w.link_bytes[l]);
-    total_bytes += w.link_bytes[l];
+    if (w.links().bytes[l] > 0) ++rep.links_used;
+    rep.link_bytes_max = std::max(rep.link_bytes_max, w.links().bytes[l]);
+    total_bytes += w.links().bytes[l];
   }
   rep.link_bytes_mean = rep.links_total ? static_cast<double>(total_bytes) / rep.links_total : 0.0;
   std::map<std::string, size_t> row_of;
   std::map<std::string, int64_t> by_kind;
   for (size_t i = 0; i < program.steps.size(); ++i) {
     const Step& s = program.steps[i];
-    if (w.step_bytes[i] > 0) by_kind[step_kind_name(s.kind)] += w.step_bytes[i] / n;
+    if (w.tally().step_bytes[i] > 0) by_kind[step_kind_name(s.kind)] += w.tally().step_bytes[i] / n;
     auto [it, fresh] = row_of.emplace(s.op->name(), rep.ops.size());
     if (fresh) rep.ops.push_back({s.op->name(), 0, 0, 0});
     SimReport::OpRow& row = rep.ops[it->second];
     if (s.kind == Step::Kind::kCompute) row.flops += s.flops;
-    row.bytes += w.step_bytes[i] / n;
-    row.time += w.step_time_sum[i] / n;
+    row.bytes += w.tally().step_bytes[i] / n;
+    row.time += w.tally().step_time_sum[i] / n;
   }
   rep.sent_by_kind.assign(by_kind.begin(), by_kind.end());
   rep.rings = mapping_.rings;

@@ -29,7 +29,7 @@ const RingTimer::Info& RingTimer::info(World& w, const RingKey& key,
   r.passes = static_cast<int>(passes.size());
   r.ranks = *passes[0].order;
   const int n = static_cast<int>(r.ranks.size());
-  std::vector<int> position(w.cores.size(), -1);
+  std::vector<int> position(w.cores().size(), -1);
   for (int i = 0; i < n; ++i) position[r.ranks[i]] = i;
   r.next.assign(static_cast<size_t>(r.passes) * n, 0);
   r.routes.assign(static_cast<size_t>(r.passes) * n, nullptr);
@@ -73,7 +73,7 @@ bool RingTimer::time(World& w, int rank, const std::vector<RingPassTiming>& pass
   MTF_CHECK(static_cast<int>(passes.size()) == ring.passes && at >= 0 && at < n &&
             ring.ranks[at] == rank && !m.passes[at]);
   m.passes[at] = &passes;
-  World::Core& me = w.cores[rank];
+  World::Core& me = w.core(rank);
   if (++m.arrived == n) {
     const double start = me.clock;
     run(w, rank, ring, m);
@@ -92,7 +92,7 @@ void RingTimer::run(World& w, int rank, const Info& ring, const Meeting& m) {
   parties_.push_back({(*m.passes[0])[0].tag, ring.ranks[0]});
   const int party = static_cast<int>(parties_.size());
   std::vector<double> clock(n), arrival(static_cast<size_t>(passes) * n);
-  for (int i = 0; i < n; ++i) clock[i] = w.cores[ring.ranks[i]].clock;
+  for (int i = 0; i < n; ++i) clock[i] = w.core(ring.ranks[i]).clock;
   // A long ring books many steps ahead: the links may forget as it goes
   // (a scan of every core, worth it only then).
   const double outside = n >= kForgetsAsItGoes ? w.earliest_clock_outside(ring.ranks)
@@ -143,13 +143,13 @@ void RingTimer::run(World& w, int rank, const Info& ring, const Meeting& m) {
     }
     // The ring's cores send no earlier than their clocks from here on, and
     // the others no earlier than theirs: links may forget what ended before.
-    w.horizon = std::max(w.horizon, earliest);
+    w.links().horizon = std::max(w.links().horizon, earliest);
   }
   finish(w, rank, ring.ranks, clock);
 }
 
 void RingTimer::wait_until_timed(World& w, int rank, int peer, uint64_t tag) {
-  World::Core& me = w.cores[rank];
+  World::Core& me = w.core(rank);
   me.ring_timed = false;
   std::unique_lock<boost::fibers::mutex> lock(me.mu);
   while (!me.ring_timed) w.block(me, lock, peer, tag);
@@ -158,7 +158,7 @@ void RingTimer::wait_until_timed(World& w, int rank, int peer, uint64_t tag) {
 void RingTimer::finish(World& w, int rank, const std::vector<int>& ranks,
                        const std::vector<double>& clock) {
   for (size_t i = 0; i < ranks.size(); ++i) {
-    World::Core& c = w.cores[ranks[i]];
+    World::Core& c = w.core(ranks[i]);
     c.clock = clock[i];
     if (ranks[i] == rank) continue;
     c.ring_timed = true;
@@ -179,7 +179,7 @@ bool RingTimer::time_rounds(World& w, int rank, const ExchangeRoundsTiming& timi
   MTF_CHECK(static_cast<int>(m.members.size()) == n && at >= 0 && at < n && group[at] == rank &&
             !m.members[at]);
   m.members[at] = &timing;
-  World::Core& me = w.cores[rank];
+  World::Core& me = w.core(rank);
   if (++m.arrived == n) {
     const double start = me.clock;
     run_rounds(w, rank, m);
@@ -198,7 +198,7 @@ void RingTimer::run_rounds(World& w, int rank, const RoundsMeeting& m) {
   const size_t rounds = first.rounds.size();
   parties_.push_back({first.tag, group.front()});
   const int party = static_cast<int>(parties_.size());
-  position_.resize(w.cores.size(), -1);
+  position_.resize(w.cores().size(), -1);
   for (int i = 0; i < n; ++i) position_[group[i]] = i;
   auto mismatch = [&](int i, const std::string& what) {
     for (int r : group) position_[r] = -1;
@@ -223,7 +223,7 @@ void RingTimer::run_rounds(World& w, int rank, const RoundsMeeting& m) {
     if (++round[i] < rounds) turns.emplace(clock[i], group[i], i);
   };
   for (int i = 0; i < n; ++i) {
-    clock[i] = w.cores[group[i]].clock;
+    clock[i] = w.core(group[i]).clock;
     if (rounds > 0) turns.emplace(clock[i], group[i], i);
   }
   while (!turns.empty()) {

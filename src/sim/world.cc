@@ -11,66 +11,66 @@
 namespace mtf::sim {
 
 void World::init(int n) {
-  cores = std::vector<Core>(n);
-  link_free.assign(machine.num_links(), 0.0);
-  link_bytes.assign(machine.num_links(), 0);
-  link_log.assign(machine.num_links(), LinkLog{});
-  horizon = 0;
-  until_horizon = 0;
+  cores_ = std::vector<Core>(n);
+  links_.free.assign(machine_.num_links(), 0.0);
+  links_.bytes.assign(machine_.num_links(), 0);
+  links_.log.assign(machine_.num_links(), LinkLog{});
+  links_.horizon = 0;
+  links_.until_horizon = 0;
   // One more slot for messages sent outside any step (collectives called
   // directly, as the tests do).
-  step_time_sum.assign(program.steps.size() + 1, 0.0);
+  tally_.step_time_sum.assign(program_.steps.size() + 1, 0.0);
   // Every core runs the same steps on slices of the same shapes: time
   // each compute step once.
-  compute_time.assign(program.steps.size(), 0.0);
-  wait_before.assign(program.steps.size(), 0.0);
-  const double collective_wait = machine.topology().host_collective_wait();
-  for (size_t i = 0; i < program.steps.size(); ++i) {
-    const Step& s = program.steps[i];
+  compute_time_.assign(program_.steps.size(), 0.0);
+  wait_before_.assign(program_.steps.size(), 0.0);
+  const double collective_wait = machine_.topology().host_collective_wait();
+  for (size_t i = 0; i < program_.steps.size(); ++i) {
+    const Step& s = program_.steps[i];
     if (s.kind == Step::Kind::kCompute || s.kind == Step::Kind::kSplit) {
-      compute_time[i] = step_compute_time(program, s, machine.topology());
+      compute_time_[i] = step_compute_time(program_, s, machine_.topology());
     } else {
-      wait_before[i] = collective_wait;
+      wait_before_[i] = collective_wait;
     }
   }
-  step_bytes.assign(program.steps.size() + 1, 0);
-  for (Core& c : cores) c.step = program.steps.size();
-  running = n;
-  const Topology& topo = machine.topology();
-  machine_of_rank.clear();
+  tally_.step_bytes.assign(program_.steps.size() + 1, 0);
+  for (Core& c : cores_) c.step = program_.steps.size();
+  running_ = n;
+  const Topology& topo = machine_.topology();
+  machine_of_rank_.clear();
   if (topo.network == Topology::Network::kSwitched && topo.nodes > 1) {
     std::vector<int> first(topo.nodes, -1);
-    machine_of_rank.resize(n);
+    machine_of_rank_.resize(n);
     for (int r = 0; r < n; ++r) {
-      const int node = machine.node_of(mapping.physical[r]);
+      const int node = machine_.node_of(mapping_.physical[r]);
       if (first[node] < 0) first[node] = r;
-      machine_of_rank[r] = first[node];
+      machine_of_rank_[r] = first[node];
     }
   }
 }
 
 double World::earliest_clock_outside(const std::vector<int>& ranks) {
-  member_scratch.assign(cores.size(), 0);
-  for (int r : ranks) member_scratch[r] = 1;
+  member_scratch_.assign(cores_.size(), 0);
+  for (int r : ranks) member_scratch_[r] = 1;
   double earliest = std::numeric_limits<double>::infinity();
-  for (size_t r = 0; r < cores.size(); ++r)
-    if (!member_scratch[r] && !cores[r].done) earliest = std::min(earliest, cores[r].clock);
+  for (size_t r = 0; r < cores_.size(); ++r)
+    if (!member_scratch_[r] && !cores_[r].done) earliest = std::min(earliest, cores_[r].clock);
   return earliest;
 }
 
 const Route& World::route(int from, int to) {
-  const int64_t key = static_cast<int64_t>(from) * static_cast<int64_t>(cores.size()) + to;
-  auto it = routes.find(key);
-  if (it != routes.end()) return it->second;
+  const int64_t key = static_cast<int64_t>(from) * static_cast<int64_t>(cores_.size()) + to;
+  auto it = routes_.find(key);
+  if (it != routes_.end()) return it->second;
   Route r;
-  r.pipelined = machine.topology().network == Topology::Network::kSwitched;
-  machine.route(mapping.physical[from], mapping.physical[to], &r.links);
+  r.pipelined = machine_.topology().network == Topology::Network::kSwitched;
+  machine_.route(mapping_.physical[from], mapping_.physical[to], &r.links);
   for (int l : r.links) {
-    r.latency += machine.latency(l);
+    r.latency += machine_.latency(l);
     r.bandwidth =
-        r.bandwidth == 0 ? machine.bandwidth(l) : std::min(r.bandwidth, machine.bandwidth(l));
+        r.bandwidth == 0 ? machine_.bandwidth(l) : std::min(r.bandwidth, machine_.bandwidth(l));
   }
-  return routes.emplace(key, std::move(r)).first->second;
+  return routes_.emplace(key, std::move(r)).first->second;
 }
 
 void LinkLog::forget_before(double horizon) {
@@ -155,30 +155,30 @@ void LinkLog::insert(int at, const Booking& b) {
 }
 
 double World::transmit(const Route& r, int from, int to, size_t bytes, double sent, int party) {
-  Core& me = cores[from];
-  if (--until_horizon < 0) {
+  Core& me = cores_[from];
+  if (--links_.until_horizon < 0) {
     // Every so many messages (amortized O(1) each): the latest time no
     // running core's clock is behind. Clocks only grow, so a stale horizon
     // is merely conservative.
     double h = me.clock;
-    for (const Core& c : cores)
+    for (const Core& c : cores_)
       if (!c.done) h = std::min(h, c.clock);
-    horizon = std::max(horizon, h);
-    until_horizon = 4 * static_cast<int64_t>(cores.size());
+    links_.horizon = std::max(links_.horizon, h);
+    links_.until_horizon = 4 * static_cast<int64_t>(cores_.size());
   }
   const double serialize = r.bandwidth > 0 ? static_cast<double>(bytes) / r.bandwidth : 0;
   const size_t links = r.links.size();
-  std::vector<int>& at = place_scratch;
-  std::vector<double>& starts = start_scratch;
+  std::vector<int>& at = place_scratch_;
+  std::vector<double>& starts = start_scratch_;
   at.resize(links);
   starts.resize(links);
   bool known = true;
-  for (int l : r.links) link_log[l].forget_before(horizon);
+  for (int l : r.links) links_.log[l].forget_before(links_.horizon);
   if (r.pipelined) {
     // Each link on its own, none before the previous one started.
     double start = sent;
     for (size_t k = 0; k < links && known; ++k) {
-      start = link_log[r.links[k]].fit(sent, party, start, serialize, true, &at[k]);
+      start = links_.log[r.links[k]].fit(sent, party, start, serialize, true, &at[k]);
       known = start >= 0;
       starts[k] = start;
     }
@@ -188,7 +188,7 @@ double World::transmit(const Route& r, int from, int to, size_t bytes, double se
     for (int round = 0; known; ++round) {
       double latest = start;
       for (size_t k = 0; k < links && known; ++k) {
-        const double s = link_log[r.links[k]].fit(sent, party, start, serialize, false, &at[k]);
+        const double s = links_.log[r.links[k]].fit(sent, party, start, serialize, false, &at[k]);
         known = s >= 0 && round <= 4 * LinkLog::kMaxKept;
         latest = std::max(latest, s);
       }
@@ -202,21 +202,21 @@ double World::transmit(const Route& r, int from, int to, size_t bytes, double se
     // this attempt's figures are discarded (the rings involved go message
     // by message next time); book it after everything.
     for (int l : r.links)
-      for (int i = 0; i < link_log[l].count(); ++i)
-        rings.out_of_order(party, link_log[l].at(i).party);
+      for (int i = 0; i < links_.log[l].count(); ++i)
+        rings_.out_of_order(party, links_.log[l].at(i).party);
     // Each link after what it holds (pipelined: none before the previous
     // one's start); a whole route at the latest of them.
     double start = sent;
     for (size_t k = 0; k < links; ++k) {
-      starts[k] = start = std::max(start, link_free[r.links[k]]);
-      at[k] = link_log[r.links[k]].count();
+      starts[k] = start = std::max(start, links_.free[r.links[k]]);
+      at[k] = links_.log[r.links[k]].count();
     }
     if (!r.pipelined) std::fill(starts.begin(), starts.end(), start);
   }
   static const std::string kOutside = "message";
   const std::string* label = nullptr;
-  if (tracing && bytes)
-    label = me.step < program.steps.size() ? &program.steps[me.step].op->name() : &kOutside;
+  if (tracing_ && bytes)
+    label = me.step < program_.steps.size() ? &program_.steps[me.step].op->name() : &kOutside;
   std::string args;
   if (label)
     args = detail::str_cat("\"op\":\"", json_escape(*label), "\",\"bytes\":", bytes,
@@ -224,59 +224,59 @@ double World::transmit(const Route& r, int from, int to, size_t bytes, double se
   for (size_t k = 0; k < links; ++k) {
     const int l = r.links[k];
     const double end = starts[k] + serialize;
-    link_log[l].insert(at[k], {sent, starts[k], end, party});
-    link_free[l] = std::max(link_free[l], end);
-    link_bytes[l] += static_cast<int64_t>(bytes);
-    if (label) events.push_back({1, l, *label, starts[k], end, args});
+    links_.log[l].insert(at[k], {sent, starts[k], end, party});
+    links_.free[l] = std::max(links_.free[l], end);
+    links_.bytes[l] += static_cast<int64_t>(bytes);
+    if (label) tally_.events.push_back({1, l, *label, starts[k], end, args});
   }
   const double arrival = (links ? starts.back() : sent) + r.latency + serialize;
   me.bytes_sent += static_cast<int64_t>(bytes);
-  step_bytes[me.step] += static_cast<int64_t>(bytes);
-  ++messages;
-  if (label) flows.push_back({from, to, sent, arrival});
+  tally_.step_bytes[me.step] += static_cast<int64_t>(bytes);
+  ++tally_.messages;
+  if (label) tally_.flows.push_back({from, to, sent, arrival});
   return arrival;
 }
 
 void World::block(Core& c, std::unique_lock<boost::fibers::mutex>& lock, int peer, uint64_t tag) {
-  if (failed) throw PeerLostError("simulation stopped: " + failure);
+  if (failed_) throw PeerLostError("simulation stopped: " + failure_);
   c.waiting = true;
   c.wait_peer = peer;
   c.wait_tag = tag;
-  ++blocked;
-  if (check_deadlock()) throw TimeoutError(failure);  // fail() woke us all
-  if (!failed) c.cv.wait(lock);
+  ++blocked_;
+  if (check_deadlock()) throw TimeoutError(failure_);  // fail() woke us all
+  if (!failed_) c.cv.wait(lock);
   if (c.waiting) {  // woken by something else than wake()
-    --blocked;
+    --blocked_;
     c.waiting = false;
   }
 }
 
 void World::fail(const std::string& why) {
-  if (failed) return;
-  failed = true;
-  failure = why;
-  for (Core& c : cores)
+  if (failed_) return;
+  failed_ = true;
+  failure_ = why;
+  for (Core& c : cores_)
     if (c.waiting) wake(c, c.clock);
 }
 
 void World::wake(Core& c, double at) {
   c.waiting = false;
-  --blocked;
+  --blocked_;
   c.props->key = std::max(c.clock, at);
   c.cv.notify_all();
 }
 
 bool World::check_deadlock() {
-  if (failed || running == 0 || blocked < running) return false;
+  if (failed_ || running_ == 0 || blocked_ < running_) return false;
   std::string who;
   int listed = 0;
-  for (size_t r = 0; r < cores.size() && listed < 8; ++r) {
-    if (!cores[r].waiting) continue;
-    const size_t step = cores[r].step;
-    who += detail::str_cat(listed ? "; " : " ", "core ", r, " waits for core ", cores[r].wait_peer,
+  for (size_t r = 0; r < cores_.size() && listed < 8; ++r) {
+    if (!cores_[r].waiting) continue;
+    const size_t step = cores_[r].step;
+    who += detail::str_cat(listed ? "; " : " ", "core ", r, " waits for core ", cores_[r].wait_peer,
                            " in ",
-                           step < program.steps.size() ? program.steps[step].op->name()
-                                                       : std::string("a direct call"));
+                           step < program_.steps.size() ? program_.steps[step].op->name()
+                                                        : std::string("a direct call"));
     ++listed;
   }
   fail(

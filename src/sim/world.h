@@ -1,6 +1,6 @@
 // world.h — what the simulated cores of one run share: their clocks and
-// inboxes, the links' reservations, the counters of the report and the
-// trace, and the timing of one message over its route. All cores run as
+// inboxes, the links' reservations (LinkBook), the counters of the report
+// and the trace (RunTally), and the timing of one message over its route. All cores run as
 // fibers on one thread, so nothing here is locked beyond what the fiber
 // condition variables need. Internal to the simulator.
 #pragma once
@@ -103,23 +103,34 @@ struct LinkLog {
   void insert(int at, const Booking& b);
 };
 
-struct World {
-  // slow_rings: rings RingTimer must leave to message-by-message exchange.
-  World(const Program& p, const Machine& m, const CoreMapping& map, bool data, bool trace,
-        const std::set<RingKey>* slow_rings)
-      : program(p),
-        machine(m),
-        mapping(map),
-        carries_data(data),
-        tracing(trace),
-        rings(slow_rings) {}
+// Each directed link's state over a run: when it is free, the bytes it
+// carried, its kept bookings, and the horizon before which no core sends
+// any more (a lower bound of the running cores' clocks, refreshed every so
+// many messages: the links forget bookings sent before it).
+struct LinkBook {
+  std::vector<double> free;
+  std::vector<int64_t> bytes;
+  std::vector<LinkLog> log;
+  double horizon = 0;
+  int64_t until_horizon = 0;  // messages before the next refresh
+};
 
-  const Program& program;
-  const Machine& machine;
-  const CoreMapping& mapping;
-  const bool carries_data;
-  const bool tracing;
+// What a run's report and trace count: per step (one more slot for messages
+// sent outside any step, as tests' direct collectives are), over cores.
+struct RunTally {
+  std::vector<double> step_time_sum;
+  std::vector<int64_t> step_bytes;
+  int64_t messages = 0;
+  std::vector<TraceEvent> events;
+  std::vector<TraceFlow> flows;
+};
 
+// What the simulated cores of one run share. Made, then init(n) before the
+// cores run; read for the report after. Its parts: the cores (clocks,
+// inboxes, waits), the links (LinkBook), the tally (RunTally) and the
+// per-step costs fixed for the run.
+class World {
+ public:
   struct Core {
     double clock = 0;
     SimProps* props = nullptr;
@@ -137,39 +148,47 @@ struct World {
     bool done = false;    // core_main returned or threw
     bool behind = false;  // its clock moved since it last took its turn
   };
-  std::vector<Core> cores;
-  // Per directed link: when it is free, the bytes it carried, its latest
-  // bookings.
-  std::vector<double> link_free;
-  std::vector<int64_t> link_bytes;
-  std::vector<LinkLog> link_log;
-  // No core sends before this any more (a lower bound of the running cores'
-  // clocks, refreshed every so many messages): the links forget bookings
-  // sent before it.
-  double horizon = 0;
-  int64_t until_horizon = 0;          // messages before the next refresh
-  std::vector<double> step_time_sum;  // per step, over cores
-  std::vector<double> compute_time;   // per step: its roofline time on one core
-  // Per step: what a core loses before it (a collective on a host with more
-  // ranks than CPUs: Topology::host_collective_wait).
-  std::vector<double> wait_before;
-  std::vector<int64_t> step_bytes;  // per step, over cores
-  std::vector<TraceEvent> events;
-  std::vector<TraceFlow> flows;
-  int64_t messages = 0;
-  int running = 0, blocked = 0;
-  bool failed = false;
-  std::string failure;
-  std::unordered_map<int64_t, Route> routes;  // by from * cores + to
+
+  // slow_rings: rings RingTimer must leave to message-by-message exchange.
+  World(const Program& p, const Machine& m, const CoreMapping& map, bool data, bool trace,
+        const std::set<RingKey>* slow_rings)
+      : program_(p),
+        machine_(m),
+        mapping_(map),
+        carries_data_(data),
+        tracing_(trace),
+        rings_(slow_rings) {}
+
+  // n cores at time 0, the links free, every compute step timed once.
+  void init(int n);
+
+  const Program& program() const { return program_; }
+  const Machine& machine() const { return machine_; }
+  const CoreMapping& mapping() const { return mapping_; }
+  bool carries_data() const { return carries_data_; }
+  bool tracing() const { return tracing_; }
+
+  int size() const { return static_cast<int>(cores_.size()); }
+  Core& core(int rank) { return cores_[static_cast<size_t>(rank)]; }
+  const std::vector<Core>& cores() const { return cores_; }
+  // Per step: its roofline time on one core (compute and split steps); what
+  // a core loses before it (a collective on a host with more ranks than
+  // CPUs: Topology::host_collective_wait).
+  double compute_time(size_t step) const { return compute_time_[step]; }
+  double wait_before(size_t step) const { return wait_before_[step]; }
   // Switched machines of several nodes: each logical processor's node,
   // numbered by its lowest processor (Transport::machines()); else empty.
-  std::vector<int> machine_of_rank;
-  std::vector<int> place_scratch;     // transmit's
-  std::vector<double> start_scratch;  // transmit's
-  std::vector<char> member_scratch;   // earliest_clock_outside's
-  RingTimer rings;
+  const std::vector<int>& machine_of_rank() const { return machine_of_rank_; }
 
-  void init(int n);
+  LinkBook& links() { return links_; }
+  const LinkBook& links() const { return links_; }
+  RunTally& tally() { return tally_; }
+  const RunTally& tally() const { return tally_; }
+  RingTimer& rings() { return rings_; }
+
+  bool failed() const { return failed_; }
+  const std::string& failure() const { return failure_; }
+
   // The earliest clock of the running cores other than `ranks` (infinity if
   // none): while a collective timed at once runs, the others stand still.
   double earliest_clock_outside(const std::vector<int>& ranks);
@@ -209,9 +228,35 @@ struct World {
   // Makes a waiting core ready at simulated time `at`. It stops counting as
   // blocked now, not when it next runs, so the deadlock check stays exact.
   void wake(Core& c, double at);
+  // A core's core_main has returned or thrown: it no longer runs.
+  void finish(Core& c) {
+    c.done = true;
+    --running_;
+  }
   // Called when a core blocks or finishes: if every running core is waiting,
   // nothing can ever wake them. Returns true when it found that so.
   bool check_deadlock();
+
+ private:
+  const Program& program_;
+  const Machine& machine_;
+  const CoreMapping& mapping_;
+  const bool carries_data_;
+  const bool tracing_;
+  std::vector<Core> cores_;
+  LinkBook links_;
+  RunTally tally_;
+  std::vector<double> compute_time_;  // per step
+  std::vector<double> wait_before_;   // per step
+  int running_ = 0, blocked_ = 0;     // cores still running; of those, waiting
+  bool failed_ = false;
+  std::string failure_;
+  std::unordered_map<int64_t, Route> routes_;  // by from * cores + to
+  std::vector<int> machine_of_rank_;
+  std::vector<int> place_scratch_;     // transmit's
+  std::vector<double> start_scratch_;  // transmit's
+  std::vector<char> member_scratch_;   // earliest_clock_outside's
+  RingTimer rings_;
 };
 
 std::string json_escape(const std::string& s);
