@@ -197,7 +197,7 @@ TEST(FusionPassTest, GroupsAChainAndKeepsValuesReadLater) {
   ASSERT_EQ(count_kind(p, "fused"), 1);
   for (const Step& s : p.steps) {
     if (step_op_type(s) != "fused") continue;
-    EXPECT_EQ(s.fused->describe(), "multiply, add, relu, square, subtract, exp, reduce_sum");
+    EXPECT_EQ(s.fusion.expr->describe(), "multiply, add, relu, square, subtract, exp, reduce_sum");
     // h (fetched) and the sum: exp(y) is read by the epilogue only.
     ASSERT_EQ(s.output_slots.size(), 2u);
     EXPECT_EQ(s.output_layouts[0].slice_shape(), Shape("b:4;d:8"));
@@ -247,10 +247,10 @@ TEST(FusionPassTest, ChainsOfDifferentShapesAndIntegersStayApart) {
   Program p = lowered(g, {y, kk});
   fuse_elementwise(p);
   for (const Step& s : p.steps) {
-    if (!s.fused) continue;
-    for (const Operation* op : s.fused_ops) EXPECT_EQ(op->output(0).dtype(), float32);
+    if (!s.fusion.expr) continue;
+    for (const Operation* op : s.fusion.ops) EXPECT_EQ(op->output(0).dtype(), float32);
     const Shape shape = s.output_layouts[0].slice_shape();
-    const size_t elementwise = s.output_layouts.size() - (s.fused->reduce_of >= 0 ? 1 : 0);
+    const size_t elementwise = s.output_layouts.size() - (s.fusion.expr->reduce_of >= 0 ? 1 : 0);
     for (size_t k = 0; k < elementwise; ++k) EXPECT_EQ(s.output_layouts[k].slice_shape(), shape);
   }
   EXPECT_EQ(count_kind(p, "fused"), 2);  // square + reduce_sum, add + rsqrt
@@ -267,11 +267,11 @@ TEST(FusionPassTest, OutputsTakeOverDyingInputsThatNothingElseShares) {
   fuse_elementwise(p);
   const Step* fused = nullptr;
   for (const Step& s : p.steps)
-    if (s.fused) fused = &s;
+    if (s.fusion.expr) fused = &s;
   ASSERT_NE(fused, nullptr);
-  ASSERT_EQ(fused->donors.size(), 1u);
-  ASSERT_GE(fused->donors[0], 0);
-  const int donor_slot = fused->input_slots[fused->donors[0]];
+  ASSERT_EQ(fused->fusion.donors.size(), 1u);
+  ASSERT_GE(fused->fusion.donors[0], 0);
+  const int donor_slot = fused->input_slots[fused->fusion.donors[0]];
   EXPECT_EQ(p.slot_layouts[donor_slot].shape(), x.shape());
 
   std::mt19937 rng(5);

@@ -130,17 +130,18 @@ class CostBackend : public exec::StepBackend {
   void split(const Step& s) override { compute(s); }
   void pass_through(const Step&) override {}
   void allgather(const Step& s, int64_t) override {
-    e_.communication += model_.allgather_time(s.mesh_axes[0], bytes(s));
+    e_.communication += model_.allgather_time(s.collective.mesh_axes[0], bytes(s));
   }
   void halo(const Step& s) override {
-    e_.communication += model_.halo_time(s.mesh_axes[0], static_cast<double>(s.bytes));
+    e_.communication +=
+        model_.halo_time(s.collective.mesh_axes[0], static_cast<double>(s.collective.bytes));
   }
   void allreduce(const Step& s, int64_t) override {
-    for (int a : s.mesh_axes) e_.communication += model_.allreduce_time(a, bytes(s));
+    for (int a : s.collective.mesh_axes) e_.communication += model_.allreduce_time(a, bytes(s));
   }
   void alltoall(const Step& s, int64_t n) override {
     // n - 1 blocks of a slice's n-th go out, one per step of the ring.
-    e_.communication += model_.allgather_time(s.mesh_axes[0], bytes(s) / double(n));
+    e_.communication += model_.allgather_time(s.collective.mesh_axes[0], bytes(s) / double(n));
   }
 
  private:

@@ -22,7 +22,7 @@ void dispatch_step(const MeshShape& mesh, const Step& s, StepBackend& backend) {
       backend.split(s);
       return;
     case Step::Kind::kAllgather: {
-      const int64_t n = group_size(mesh, s.mesh_axes);
+      const int64_t n = group_size(mesh, s.collective.mesh_axes);
       if (n == 1) {
         backend.pass_through(s);
       } else {
@@ -34,10 +34,10 @@ void dispatch_step(const MeshShape& mesh, const Step& s, StepBackend& backend) {
       backend.halo(s);
       return;
     case Step::Kind::kAlltoall:
-      backend.alltoall(s, group_size(mesh, s.mesh_axes));
+      backend.alltoall(s, group_size(mesh, s.collective.mesh_axes));
       return;
     case Step::Kind::kAllreduce: {
-      const int64_t n = group_size(mesh, s.mesh_axes);
+      const int64_t n = group_size(mesh, s.collective.mesh_axes);
       if (n > 1) backend.allreduce(s, n);
       return;
     }

@@ -19,7 +19,7 @@ void StepTimer::after_step(const Step&, size_t index) {
 
 double step_bytes(const Program& program, const Step& s) {
   if (s.kind != Step::Kind::kCompute && s.kind != Step::Kind::kSplit)
-    return static_cast<double>(s.bytes);
+    return static_cast<double>(s.collective.bytes);
   double b = 0;
   for (int slot : s.input_slots) b += static_cast<double>(program.slot_bytes(slot));
   for (int slot : s.output_slots) b += static_cast<double>(program.slot_bytes(slot));
@@ -52,7 +52,7 @@ ProgramProfile summarize(const Program& program, const ProgramTimes& times) {
     const std::string type = step_op_type(s);
     std::string name =
         s.kind == Step::Kind::kCompute ? s.op->name() : type + "(" + s.op->name() + ")";
-    if (s.fused_ops.size() > 1) name += " [" + s.fused->describe() + "]";
+    if (s.fusion.ops.size() > 1) name += " [" + s.fusion.expr->describe() + "]";
     for (auto* row : {&types[type], &ops[name]}) {
       row->type = type;
       row->calls += 1;

@@ -38,7 +38,7 @@ std::vector<HostTensor> compute_fused(const Step& s, const std::vector<HostTenso
   outputs.reserve(s.output_slots.size());
   for (size_t k = 0; k < s.output_slots.size(); ++k) {
     const Shape shape = s.output_layouts[k].slice_shape();
-    const int donor = k < s.donors.size() ? s.donors[k] : -1;
+    const int donor = k < s.fusion.donors.size() ? s.fusion.donors[k] : -1;
     const HostTensor* d = donor >= 0 ? &slots[s.input_slots[donor]] : nullptr;
     if (d && d->sole_owner() && d->shape() == shape && d->dtype() == float32) {
       outputs.push_back(*d);
@@ -47,7 +47,7 @@ std::vector<HostTensor> compute_fused(const Step& s, const std::vector<HostTenso
     }
   }
   for (HostTensor& t : outputs) out_ptrs.push_back(&t);
-  kernels::fused_elementwise(*s.fused, inputs, out_ptrs, fixed_order);
+  kernels::fused_elementwise(*s.fusion.expr, inputs, out_ptrs, fixed_order);
   return outputs;
 }
 
@@ -58,15 +58,15 @@ std::vector<HostTensor> compute(const Step& s, int64_t pnum, const std::vector<H
                                 RunState& state) {
   std::vector<const HostTensor*> inputs;
   for (int slot : s.input_slots) inputs.push_back(&slots[slot]);
-  if (s.fused) return compute_fused(s, slots, inputs, state.reproducible);
-  if (s.update_einsum) {
+  if (s.fusion.expr) return compute_fused(s, slots, inputs, state.reproducible);
+  if (s.update.einsum) {
     // var + alpha * einsum(...), straight into the variable's next value.
     MTF_CHECK(s.kernel_plan != nullptr);
     const HostTensor& var = *inputs[0];
     HostTensor next(var.shape(), var.dtype());
     std::copy(var.data<float>(), var.data<float>() + var.num_elements(), next.data<float>());
     const std::vector<const HostTensor*> operands(inputs.begin() + 1, inputs.end());
-    kernels::einsum_accumulate(*s.kernel_plan, operands, s.update_alpha, next);
+    kernels::einsum_accumulate(*s.kernel_plan, operands, s.update.alpha, next);
     state.pending_assignments.emplace_back(&s.op->inputs()[0].op(), std::move(next));
     return {};
   }
@@ -97,7 +97,8 @@ std::vector<HostTensor> compute(const Step& s, int64_t pnum, const std::vector<H
 HostTensor split_piece(const Step& s, int64_t pnum, const HostTensor& whole) {
   const TensorLayout& l = s.output_layouts[0];
   HostTensor out(l.slice_shape(), whole.dtype());
-  kernels::slice(whole, s.tensor_axis, l.slice_begin(pnum)[s.tensor_axis], out);
+  kernels::slice(whole, s.collective.tensor_axis, l.slice_begin(pnum)[s.collective.tensor_axis],
+                 out);
   return out;
 }
 

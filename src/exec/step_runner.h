@@ -17,7 +17,7 @@ namespace mtf::exec {
 // Rethrows e as the same mtf error type, prefixed with the op.
 [[noreturn]] void rethrow_in_op(const Operation& op, const Error& e);
 // Runs compute step s for processor pnum; returns its outputs. A fused
-// step's output may take over the buffer of a donor input (Step::donors)
+// step's output may take over the buffer of a donor input (Step::fusion.donors)
 // that no other tensor shares; that slot is freed after the step anyway.
 std::vector<HostTensor> compute(const Step& s, int64_t pnum, const std::vector<HostTensor>& slots,
                                 RunState& state);

@@ -39,7 +39,7 @@ class FusionPlanner {
         group_of_(n_, -1) {
     for (int i = 0; i < n_; ++i) {
       const Step& s = p.steps[i];
-      if (s.kind != Step::Kind::kCompute || s.fused || s.output_slots.size() != 1 ||
+      if (s.kind != Step::Kind::kCompute || s.fusion.expr || s.output_slots.size() != 1 ||
           !all_float(s.input_slots))
         continue;
       eligible_[i] = ops::as_fused_instr(*s.op, &instr_[i]);
@@ -168,7 +168,7 @@ class FusionPlanner {
         expr->reduce_fn = reduce_fn_[m];
         expr->reduce_space = slice_shape(s.input_slots[0]);
         f.flops += s.flops;
-        f.fused_ops.push_back(s.op);
+        f.fusion.ops.push_back(s.op);
         f.output_slots.push_back(s.output_slots[0]);
         f.output_layouts.push_back(s.output_layouts[0]);
         continue;
@@ -191,14 +191,14 @@ class FusionPlanner {
       expr->instrs.push_back(in);
       value_of[s.output_slots[0]] = index;
       f.flops += s.flops;
-      f.fused_ops.push_back(s.op);
+      f.fusion.ops.push_back(s.op);
       if (m == members.back() || read_outside(m, members)) {
         f.output_slots.push_back(s.output_slots[0]);
         f.output_layouts.push_back(s.output_layouts[0]);
         expr->outputs.push_back(index);
       }
     }
-    f.fused = std::move(expr);
+    f.fusion.expr = std::move(expr);
     return f;
   }
 
@@ -219,12 +219,12 @@ class FusionPlanner {
 // whose last reader is the step (each input once).
 void assign_donors(Program& p) {
   for (Step& s : p.steps) {
-    if (!s.fused) continue;
-    s.donors.assign(s.output_slots.size(), -1);
+    if (!s.fusion.expr) continue;
+    s.fusion.donors.assign(s.output_slots.size(), -1);
     std::set<int> used;
     // A reduction epilogue's output (the last) is written piece by piece
     // while inputs are still read: it takes over nothing.
-    const size_t elementwise = s.output_slots.size() - (s.fused->reduce_of >= 0 ? 1 : 0);
+    const size_t elementwise = s.output_slots.size() - (s.fusion.expr->reduce_of >= 0 ? 1 : 0);
     for (size_t k = 0; k < elementwise; ++k) {
       const Shape shape = s.output_layouts[k].slice_shape();
       for (size_t d = 0; d < s.input_slots.size(); ++d) {
@@ -234,7 +234,7 @@ void assign_donors(Program& p) {
         if (!dies || used.count(slot) || p.slot_dtypes[slot] != float32 ||
             !(p.slot_layouts[slot].slice_shape() == shape))
           continue;
-        s.donors[k] = static_cast<int>(d);
+        s.fusion.donors[k] = static_cast<int>(d);
         used.insert(slot);
         break;
       }
@@ -255,14 +255,14 @@ int fuse_updates(Program& p) {
   for (int i = 0; i < n; ++i) {
     Step& a = p.steps[i];
     float alpha = 0;
-    if (a.kind != Step::Kind::kCompute || a.fused || a.update_einsum ||
+    if (a.kind != Step::Kind::kCompute || a.fusion.expr || a.update.einsum ||
         !ops::as_scaled_update(*a.op, &alpha) || a.input_slots.size() != 2)
       continue;
     const int value = a.input_slots[1];
     if (writers[value].size() != 1 || readers[value].size() != 1 || fetched.count(value)) continue;
     const int e = writers[value][0];
     const Step& es = p.steps[e];
-    if (es.kind != Step::Kind::kCompute || es.fused || !ops::is_einsum(*es.op) ||
+    if (es.kind != Step::Kind::kCompute || es.fusion.expr || !ops::is_einsum(*es.op) ||
         es.output_slots.size() != 1)
       continue;
     if (!(p.slot_layouts[value].slice_shape() == p.slot_layouts[a.input_slots[0]].slice_shape()))
@@ -273,8 +273,8 @@ int fuse_updates(Program& p) {
       for (int w : writers[slot])
         if (w > e && w < i) moved_safely = false;
     if (!moved_safely) continue;
-    a.update_einsum = es.op;
-    a.update_alpha = alpha;
+    a.update.einsum = es.op;
+    a.update.alpha = alpha;
     a.input_slots = {a.input_slots[0]};
     a.input_layouts = {a.input_layouts[0]};
     for (size_t k = 0; k < es.input_slots.size(); ++k) {

@@ -29,8 +29,8 @@ const char* step_kind_name(Step::Kind k) {
 
 std::string step_op_type(const Step& s) {
   if (s.kind != Step::Kind::kCompute) return step_kind_name(s.kind);
-  if (s.update_einsum) return "einsum+" + s.op->type();  // fuse_updates()
-  return s.fused_ops.size() > 1 ? "fused" : s.op->type();
+  if (s.update.einsum) return "einsum+" + s.op->type();  // fuse_updates()
+  return s.fusion.ops.size() > 1 ? "fused" : s.op->type();
 }
 
 namespace {
@@ -66,9 +66,9 @@ ProgramCounters Program::counters() const {
   for (const Step& s : steps) {
     if (s.kind == Step::Kind::kCompute || s.kind == Step::Kind::kSplit) continue;
     const std::string key =
-        std::string(step_kind_name(s.kind)) + "/" + axes_name(mesh, s.mesh_axes);
-    c.bytes[key] += s.bytes;
-    c.bytes_by_op[s.op->name()][key] += s.bytes;
+        std::string(step_kind_name(s.kind)) + "/" + axes_name(mesh, s.collective.mesh_axes);
+    c.bytes[key] += s.collective.bytes;
+    c.bytes_by_op[s.op->name()][key] += s.collective.bytes;
   }
   return c;
 }
@@ -89,7 +89,7 @@ std::string Program::to_string() const {
   for (const auto& s : steps) {
     os << "  " << step_kind_name(s.kind) << " " << s.op->name();
     if (s.kind == Step::Kind::kCompute) os << " = " << step_op_type(s);
-    if (s.fused_ops.size() > 1) os << "[" << s.fused->describe() << "]";
+    if (s.fusion.ops.size() > 1) os << "[" << s.fusion.expr->describe() << "]";
     os << "(";
     for (size_t i = 0; i < s.input_slots.size(); ++i)
       os << (i ? ", " : "") << "%" << s.input_slots[i];
@@ -98,8 +98,8 @@ std::string Program::to_string() const {
       os << " %" << s.output_slots[i] << s.output_layouts[i].to_string() << " slice "
          << s.output_layouts[i].slice_shape().to_string();
     if (s.kind != Step::Kind::kCompute) {
-      os << " over " << axes_name(mesh, s.mesh_axes);
-      if (s.kind != Step::Kind::kSplit) os << ", " << s.bytes << " bytes";
+      os << " over " << axes_name(mesh, s.collective.mesh_axes);
+      if (s.kind != Step::Kind::kSplit) os << ", " << s.collective.bytes << " bytes";
     } else {
       os << "  flops=" << s.flops;
     }
@@ -135,9 +135,9 @@ class Lowerer {
       t2m[t] = -1;
       Step s;
       s.kind = Step::Kind::kAllgather;
-      s.tensor_axis = t;
-      s.bytes = l.slice_size() * static_cast<int64_t>(dtype_size(p_.slot_dtypes[slot])) *
-                (mesh_.dims()[axis].size - 1);
+      s.collective.tensor_axis = t;
+      s.collective.bytes = l.slice_size() * static_cast<int64_t>(dtype_size(p_.slot_dtypes[slot])) *
+                           (mesh_.dims()[axis].size - 1);
       slot = relayout(std::move(s), slot, op, axis, t2m);
     }
     return slot;
@@ -149,7 +149,7 @@ class Lowerer {
     const TensorLayout out = with_axes(p_.slot_layouts[slot], t2m);
     s.op = &op;
     s.input_slots = {slot};
-    s.mesh_axes = {axis};
+    s.collective.mesh_axes = {axis};
     const int made = new_slot(out, p_.slot_dtypes[slot]);
     s.output_slots = {made};
     s.output_layouts = {out};
@@ -193,13 +193,13 @@ class Lowerer {
       s.kind = Step::Kind::kHalo;
       s.op = &op;
       s.input_slots = {slot};
-      s.mesh_axes = {axis};
-      s.tensor_axis = t;
+      s.collective.mesh_axes = {axis};
+      s.collective.tensor_axis = t;
       const DType dtype = p_.slot_dtypes[slot];
       const int64_t row_elements = l.slice_size() / std::max<int64_t>(1, w.rows.block);
       int64_t most = 0;
       for (int pos = 0; pos < n; ++pos) most = std::max(most, w.rows.rows_sent(pos));
-      s.bytes = most * row_elements * static_cast<int64_t>(dtype_size(dtype));
+      s.collective.bytes = most * row_elements * static_cast<int64_t>(dtype_size(dtype));
       slot = new_slot(out, dtype);
       s.output_slots = {slot};
       s.output_layouts = {out};
@@ -221,10 +221,11 @@ class Lowerer {
     t2m[split_t] = axis;
     Step s;
     s.kind = Step::Kind::kAlltoall;
-    s.tensor_axis = split_t;
-    s.gather_axis = gather_t;
+    s.collective.tensor_axis = split_t;
+    s.collective.gather_axis = gather_t;
     const int64_t n = mesh_.dims()[axis].size;
-    s.bytes = l.slice_size() * static_cast<int64_t>(dtype_size(p_.slot_dtypes[slot])) * (n - 1) / n;
+    s.collective.bytes =
+        l.slice_size() * static_cast<int64_t>(dtype_size(p_.slot_dtypes[slot])) * (n - 1) / n;
     return relayout(std::move(s), slot, op, axis, t2m);
   }
 
@@ -384,13 +385,13 @@ class Lowerer {
     r.input_slots = {slot};
     r.output_slots = {slot};
     r.output_layouts = {layout};
-    r.mesh_axes.assign(axes.begin(), axes.end());
-    r.reduce_op = op.reduction();
+    r.collective.mesh_axes.assign(axes.begin(), axes.end());
+    r.collective.reduce_op = op.reduction();
     int64_t group = 1;
-    for (int a : r.mesh_axes) group *= mesh_.dims()[a].size;
+    for (int a : r.collective.mesh_axes) group *= mesh_.dims()[a].size;
     const int64_t bytes =
         layout.slice_size() * static_cast<int64_t>(dtype_size(op.output(i).dtype()));
-    r.bytes = 2 * bytes * (group - 1) / group;
+    r.collective.bytes = 2 * bytes * (group - 1) / group;
     p_.steps.push_back(std::move(r));
   }
 
@@ -404,7 +405,7 @@ class Lowerer {
       t2m[t] = target.tensor_to_mesh()[t];
       Step s;
       s.kind = Step::Kind::kSplit;
-      s.tensor_axis = t;
+      s.collective.tensor_axis = t;
       slot = relayout(std::move(s), slot, op, t2m[t], t2m);
       l = p_.slot_layouts[slot];
     }

@@ -41,6 +41,39 @@ struct StepWindow {
   HaloWindows rows;
 };
 
+// A collective's or split's own fields (Step::collective).
+struct StepCollective {
+  std::vector<int> mesh_axes;  // allreduce: its axes; allgather / split / halo: one axis
+  int tensor_axis = -1;        // allgather / split / halo: the tensor axis; alltoall: the one split
+  int gather_axis = -1;        // alltoall: the tensor axis made whole (split before)
+  ReduceOp reduce_op = ReduceOp::kSum;  // allreduce
+  int64_t bytes = 0;                    // bytes each processor sends (halo: the most any one sends)
+};
+
+// A compute step made by fuse_elementwise() (Step::fusion): `expr` runs the
+// ops `ops` (in program order; Step::op is the last) as one kernel over the
+// step's input slots, and its output slots are the values read after this
+// step (a reduction epilogue's result last).
+struct StepFusion {
+  std::shared_ptr<const kernels::FusedExpr> expr;  // null: not a fused step
+  std::vector<const Operation*> ops;
+  // Per output: the input (index into input_slots) whose buffer the output
+  // may take over, or -1. Only inputs of the output's exact slice shape
+  // whose last reader is this step; the executor still checks at run time
+  // that no other tensor shares the buffer.
+  std::vector<int> donors;
+};
+
+// A step made by fuse_updates() (Step::update): Step::op is an assignment
+// var <- var + alpha * value whose value was `einsum`'s result; the step
+// reads the variable (input 0) and the einsum's inputs and adds the
+// contraction straight into the variable's next value (the step's
+// kernel_plan is the einsum's).
+struct StepUpdate {
+  const Operation* einsum = nullptr;  // null: not a fused update
+  float alpha = 0;
+};
+
 struct Step {
   enum class Kind { kCompute, kAllgather, kAllreduce, kSplit, kHalo, kAlltoall };
   Kind kind = Kind::kCompute;
@@ -51,36 +84,15 @@ struct Step {
   std::vector<TensorLayout> input_layouts;  // compute: the inputs' layouts as the kernel sees them
   std::vector<int> free_after;              // slots whose last reader is this step
   double flops = 0;                         // per processor
-  // Collectives and splits.
-  std::vector<int> mesh_axes;  // allreduce: its axes; allgather / split / halo: one axis
-  int tensor_axis = -1;        // allgather / split / halo: the tensor axis; alltoall: the one split
-  int gather_axis = -1;        // alltoall: the tensor axis made whole (split before)
-  ReduceOp reduce_op = ReduceOp::kSum;
-  int64_t bytes = 0;  // bytes each processor sends (halo: the most any one sends)
   // Halo steps: the window made (input 0). Compute steps: the inputs read
   // through windows, whose slice offset along tensor_axis is rows.begin.
   std::vector<StepWindow> windows;
-  // Compute steps made by fuse_elementwise(): `fused` runs the ops
-  // `fused_ops` (in program order; `op` is the last) as one kernel over
-  // input_slots, and output_slots are the values read after this step (a
-  // reduction epilogue's result last).
-  std::shared_ptr<const kernels::FusedExpr> fused;
-  std::vector<const Operation*> fused_ops;
-  // Per output of a fused step: the input (index into input_slots) whose
-  // buffer the output may take over, or -1. Only inputs of the output's
-  // exact slice shape whose last reader is this step; the executor still
-  // checks at run time that no other tensor shares the buffer.
-  std::vector<int> donors;
   // Compute steps: what the op's kernel decided once from the slice shapes
   // (plan_kernels()), or null.
   std::shared_ptr<const kernels::KernelPlan> kernel_plan;
-  // Steps made by fuse_updates(): `op` is an assignment var <- var +
-  // update_alpha * value whose value was `update_einsum`'s result; the step
-  // reads the variable (input 0) and the einsum's inputs and adds the
-  // contraction straight into the variable's next value (kernel_plan is the
-  // einsum's).
-  const Operation* update_einsum = nullptr;
-  float update_alpha = 0;
+  StepCollective collective;  // collectives and splits
+  StepFusion fusion;          // fused compute steps
+  StepUpdate update;          // fused optimizer updates
 };
 
 // "compute", "allgather", "allreduce", "split", "halo" or "alltoall".

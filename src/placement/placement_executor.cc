@@ -40,34 +40,34 @@ class PlacementBackend : public exec::StepBackend {
       std::vector<const HostTensor*> parts;
       for (int q : g.ranks) parts.push_back(&slots_[q][s.input_slots[0]]);
       HostTensor r(s.output_layouts[0].slice_shape(), parts[0]->dtype());
-      kernels::concat(parts, s.tensor_axis, r);
+      kernels::concat(parts, s.collective.tensor_axis, r);
       return r;
     });
   }
   void alltoall(const Step& s, int64_t n) override {
     std::vector<HostTensor> out(n_);
     for (int64_t p = 0; p < n_; ++p) {
-      const Group g = Group::along_axes(program_.mesh, p, s.mesh_axes);
+      const Group g = Group::along_axes(program_.mesh, p, s.collective.mesh_axes);
       // Position g.index's block of the split axis, from every member.
       std::vector<HostTensor> blocks;
       for (int q : g.ranks) {
         const HostTensor& x = slots_[q][s.input_slots[0]];
-        const int64_t b = x.shape()[s.tensor_axis].size / n;
-        HostTensor part(x.shape().resize(x.shape()[s.tensor_axis].name, b), x.dtype());
-        kernels::slice(x, s.tensor_axis, g.index * b, part);
+        const int64_t b = x.shape()[s.collective.tensor_axis].size / n;
+        HostTensor part(x.shape().resize(x.shape()[s.collective.tensor_axis].name, b), x.dtype());
+        kernels::slice(x, s.collective.tensor_axis, g.index * b, part);
         blocks.push_back(std::move(part));
       }
       std::vector<const HostTensor*> parts;
       for (const HostTensor& b : blocks) parts.push_back(&b);
       out[p] = HostTensor(s.output_layouts[0].slice_shape(), blocks[0].dtype());
-      kernels::concat(parts, s.gather_axis, out[p]);
+      kernels::concat(parts, s.collective.gather_axis, out[p]);
     }
     for (int64_t p = 0; p < n_; ++p) slots_[p][s.output_slots[0]] = std::move(out[p]);
   }
   void halo(const Step& s) override {
     std::vector<HostTensor> windows(n_);
     for (int64_t p = 0; p < n_; ++p) {
-      const Group g = Group::along_axes(program_.mesh, p, s.mesh_axes);
+      const Group g = Group::along_axes(program_.mesh, p, s.collective.mesh_axes);
       windows[p] = exec::halo_window(s, p, program_.mesh, [&](int position) -> const HostTensor& {
         return slots_[g.ranks[position]][s.input_slots[0]];
       });
@@ -75,9 +75,10 @@ class PlacementBackend : public exec::StepBackend {
     for (int64_t p = 0; p < n_; ++p) slots_[p][s.output_slots[0]] = std::move(windows[p]);
   }
   void allreduce(const Step& s, int64_t) override {
-    const kernels::ReduceFn fn = s.reduce_op == ReduceOp::kSum   ? kernels::ReduceFn::kSum
-                                 : s.reduce_op == ReduceOp::kMax ? kernels::ReduceFn::kMax
-                                                                 : kernels::ReduceFn::kMin;
+    const kernels::ReduceFn fn = s.collective.reduce_op == ReduceOp::kSum ? kernels::ReduceFn::kSum
+                                 : s.collective.reduce_op == ReduceOp::kMax
+                                     ? kernels::ReduceFn::kMax
+                                     : kernels::ReduceFn::kMin;
     per_group(s, [&](const Group& g) {
       HostTensor r = slots_[g.ranks[0]][s.input_slots[0]].clone();
       for (size_t k = 1; k < g.ranks.size(); ++k)
@@ -93,7 +94,7 @@ class PlacementBackend : public exec::StepBackend {
     std::vector<HostTensor> result(n_);
     for (int64_t p = 0; p < n_; ++p) {
       if (result[p].valid()) continue;
-      const Group g = Group::along_axes(program_.mesh, p, s.mesh_axes);
+      const Group g = Group::along_axes(program_.mesh, p, s.collective.mesh_axes);
       const HostTensor r = combine(g);
       for (int q : g.ranks) result[q] = r;
     }

@@ -256,7 +256,7 @@ bool transcendental(const std::string& type) {
 // A compute step on a host: the BLAS calls of its kernel plan, or the
 // roofline of its elementwise work.
 double host_step_time(const Step& step, double bytes, const Topology& topo) {
-  const Operation* product = step.update_einsum ? step.update_einsum : step.op;
+  const Operation* product = step.update.einsum ? step.update.einsum : step.op;
   const bool matrix_product =
       step.kind == Step::Kind::kCompute &&
       (product->type() == "einsum" || product->type().rfind("conv", 0) == 0);
@@ -280,7 +280,7 @@ double host_step_time(const Step& step, double bytes, const Topology& topo) {
   // Elementwise work, exp and the like weighted by their cost.
   double flops = step.flops;
   const std::vector<const Operation*> single{step.op};
-  const auto& ops = step.fused ? step.fused_ops : single;
+  const auto& ops = step.fusion.expr ? step.fusion.ops : single;
   double plain = 0, weighted = 0;
   for (const Operation* op : ops) {
     const double f = op->flops();

@@ -41,7 +41,7 @@ class CoreBackend : public exec::StepBackend {
   }
   void allgather(const Step& s, int64_t n) override {
     const int in = s.input_slots[0];
-    const Group g = Group::along_axes(program_.mesh, pnum_, s.mesh_axes);
+    const Group g = Group::along_axes(program_.mesh, pnum_, s.collective.mesh_axes);
     const int64_t count = slice_elements(in);
     begin(s, "allgather", in);
     if (!slots_) {
@@ -51,11 +51,11 @@ class CoreBackend : public exec::StepBackend {
     const HostTensor& x = (*slots_)[in];
     HostTensor blocks(Shape({{"__blocks__", n * count}}), x.dtype());
     mtf::allgather(*transport_, g, x.raw_data(), blocks.raw_data(), count, x.dtype(), tag_);
-    (*slots_)[s.output_slots[0]] = concat_gathered(blocks, n, x.shape(), s.tensor_axis);
+    (*slots_)[s.output_slots[0]] = concat_gathered(blocks, n, x.shape(), s.collective.tensor_axis);
   }
   void alltoall(const Step& s, int64_t n) override {
     const int in = s.input_slots[0];
-    const Group g = Group::along_axes(program_.mesh, pnum_, s.mesh_axes);
+    const Group g = Group::along_axes(program_.mesh, pnum_, s.collective.mesh_axes);
     const int64_t block = slice_elements(in) / n;
     begin(s, "alltoall", in);
     if (!slots_) {
@@ -65,23 +65,23 @@ class CoreBackend : public exec::StepBackend {
     // Block q of the split axis goes to position q; the block from position
     // q is its part of the axis being gathered.
     const HostTensor& x = (*slots_)[in];
-    const int64_t b = x.shape()[s.tensor_axis].size / n;
-    const Shape part_shape = x.shape().resize(x.shape()[s.tensor_axis].name, b);
+    const int64_t b = x.shape()[s.collective.tensor_axis].size / n;
+    const Shape part_shape = x.shape().resize(x.shape()[s.collective.tensor_axis].name, b);
     HostTensor send(Shape({{"__blocks__", n * block}}), x.dtype());
     HostTensor recv(Shape({{"__blocks__", n * block}}), x.dtype());
     const size_t block_bytes = static_cast<size_t>(block) * dtype_size(x.dtype());
     for (int64_t q = 0; q < n; ++q) {
       HostTensor part(part_shape, x.dtype());
-      kernels::slice(x, s.tensor_axis, q * b, part);
+      kernels::slice(x, s.collective.tensor_axis, q * b, part);
       std::memcpy(static_cast<char*>(send.raw_data()) + q * block_bytes, part.raw_data(),
                   block_bytes);
     }
     mtf::alltoall(*transport_, g, send.raw_data(), recv.raw_data(), block, x.dtype(), tag_);
-    (*slots_)[s.output_slots[0]] = concat_gathered(recv, n, part_shape, s.gather_axis);
+    (*slots_)[s.output_slots[0]] = concat_gathered(recv, n, part_shape, s.collective.gather_axis);
   }
   void halo(const Step& s) override {
     const int in = s.input_slots[0];
-    const Group g = Group::along_axes(program_.mesh, pnum_, s.mesh_axes);
+    const Group g = Group::along_axes(program_.mesh, pnum_, s.collective.mesh_axes);
     const StepWindow& w = s.windows.at(0);
     const Shape& slice = program_.slot_layouts[in].slice_shape();
     int64_t outer = 1, inner = 1;
@@ -105,8 +105,9 @@ class CoreBackend : public exec::StepBackend {
     const int in = s.input_slots[0];
     begin(s, "allreduce", in);
     void* data = slots_ ? (*slots_)[in].raw_data() : nullptr;
-    mtf::allreduce_over_axes(*transport_, program_.mesh, pnum_, s.mesh_axes, data,
-                             slice_elements(in), program_.slot_dtypes[in], s.reduce_op, tag_);
+    mtf::allreduce_over_axes(*transport_, program_.mesh, pnum_, s.collective.mesh_axes, data,
+                             slice_elements(in), program_.slot_dtypes[in], s.collective.reduce_op,
+                             tag_);
   }
 
  private:
