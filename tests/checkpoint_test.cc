@@ -14,6 +14,7 @@
 #include <set>
 
 #include "checkpoint_test_util.h"
+#include "expect_error.h"
 
 namespace mtf {
 namespace {
@@ -113,13 +114,8 @@ TEST(Checkpoint, PartialRestoreWithRenames) {
   RestoreOptions missing;
   missing.allow_missing = true;
   EXPECT_NO_THROW(restore_checkpoint(sc, path, missing));
-  try {
-    restore_checkpoint(sc, path);
-    FAIL();
-  } catch (const ValueError& e) {
-    EXPECT_NE(std::string(e.what()).find("has no variable \"other/w1\""), std::string::npos)
-        << e.what();
-  }
+  testing::expect_error<ValueError>([&] { restore_checkpoint(sc, path); },
+                                    {"has no variable \"other/w1\""});
   // One variable read whole.
   expect_same_bits(read_checkpoint_variable(path, "w1/adam_m"), sa.variable_value("w1/adam_m"),
                    "adam_m");
@@ -134,15 +130,9 @@ TEST(Checkpoint, MismatchesAreClearErrorsAndChangeNothing) {
   Model wider(32);  // hidden 32 instead of 16
   Session sw(wider.g);
   const HostTensor before = sw.variable_value("b1");
-  try {
-    restore_checkpoint(sw, path);
-    FAIL();
-  } catch (const ShapeError& e) {
-    const std::string m = e.what();
-    EXPECT_NE(m.find("variable \"w1\""), std::string::npos) << m;
-    EXPECT_NE(m.find("[d_in:6, hidden:32]"), std::string::npos) << m;
-    EXPECT_NE(m.find("[d_in:6, hidden:16]"), std::string::npos) << m;
-  }
+  testing::expect_error<ShapeError>(
+      [&] { restore_checkpoint(sw, path); },
+      {"variable \"w1\"", "[d_in:6, hidden:32]", "[d_in:6, hidden:16]"});
   expect_same_bits(sw.variable_value("b1"), before, "nothing restored after a failure");
 
   // Same sizes, another dimension name.
@@ -161,12 +151,7 @@ TEST(Checkpoint, MismatchesAreClearErrorsAndChangeNothing) {
   Session s2(g2);
   RestoreOptions only_counter;
   only_counter.only = {"counter"};
-  try {
-    restore_checkpoint(s2, path, only_counter);
-    FAIL();
-  } catch (const DTypeError& e) {
-    EXPECT_NE(std::string(e.what()).find("int32"), std::string::npos) << e.what();
-  }
+  testing::expect_error<DTypeError>([&] { restore_checkpoint(s2, path, only_counter); }, {"int32"});
 }
 
 TEST(Checkpoint, FilesThatAreNotCheckpoints) {
@@ -175,12 +160,8 @@ TEST(Checkpoint, FilesThatAreNotCheckpoints) {
   const std::string dir = temp_dir("notckpt");
   EXPECT_THROW(restore_checkpoint(s, dir + "/missing.h5"), IoError);
   std::ofstream(dir + "/text.h5") << "hello, not a checkpoint at all\n";
-  try {
-    restore_checkpoint(s, dir + "/text.h5");
-    FAIL();
-  } catch (const IoError& e) {
-    EXPECT_NE(std::string(e.what()).find("not an mtf checkpoint"), std::string::npos) << e.what();
-  }
+  testing::expect_error<IoError>([&] { restore_checkpoint(s, dir + "/text.h5"); },
+                                 {"not an mtf checkpoint"});
   std::ofstream(dir + "/empty.h5");
   EXPECT_THROW(restore_checkpoint(s, dir + "/empty.h5"), IoError);
   EXPECT_THROW(restore_checkpoint(s, dir), IoError);  // a directory

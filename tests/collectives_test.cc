@@ -13,6 +13,7 @@
 
 #include "collectives/allreduce_algorithms.h"
 #include "collectives/tags.h"
+#include "expect_error.h"
 #include "mtf/errors.h"
 #include "mtf/in_process_transport.h"
 
@@ -157,7 +158,7 @@ TEST(HaloExchangeTest, WindowsHoldTheirRowsFromWhoeverHasThem) {
     for (int64_t block : {1, 3}) {
       for (const Shape3& w : std::vector<Shape3>{
                {1, 1, 0}, {0, 2, 0}, {2, 0, 0}, {4, 5, 0}, {0, 0, 1}, {1, 2, -1}, {0, 0, 0}}) {
-        SCOPED_TRACE(testing::Message() << "n " << n << " block " << block << " window -"
+        SCOPED_TRACE(::testing::Message() << "n " << n << " block " << block << " window -"
                                         << w.before << " +" << w.after << " drift " << w.drift);
         HaloWindows hw;
         hw.whole = block * n;
@@ -478,13 +479,9 @@ TEST(CollectivesMeshTest, MisuseIsAClearError) {
         float v = 0;
         if (t.rank() == 0) allreduce(t, g, &v, 1, float32, ReduceOp::kSum, 1);
       };
-      try {
-        run_in_process(n, malformed, threads, std::chrono::milliseconds(2000));
-        ADD_FAILURE() << "no error for rank " << bad << " in a group of " << n;
-      } catch (const ValueError& e) {
-        EXPECT_NE(std::string(e.what()).find("is repeated or outside the job"), std::string::npos)
-            << e.what();
-      }
+      testing::expect_error<ValueError>(
+          [&] { run_in_process(n, malformed, threads, std::chrono::milliseconds(2000)); },
+          {"is repeated or outside the job"});
     }
   }
 }

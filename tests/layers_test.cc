@@ -4,6 +4,7 @@
 
 #include <cmath>
 
+#include "expect_error.h"
 #include "test_util.h"
 
 namespace mtf {
@@ -115,12 +116,11 @@ TEST(LayersTest, ReusingANameSharesTheVariablesAndAnotherShapeIsAnError) {
   Session s(g);
   auto out = s.run({a, b}, {{x, xv}});
   EXPECT_EQ(out[0].to_floats(), out[1].to_floats());
-  try {
-    layers::dense(x, Dimension{"d_ff", 5}, "shared");
-    FAIL() << "expected a ShapeError";
-  } catch (const ShapeError& e) {
-    EXPECT_NE(std::string(e.what()).find("shared/kernel"), std::string::npos) << e.what();
-  }
+  testing::expect_error<ShapeError>(
+      [&] {
+        layers::dense(x, Dimension{"d_ff", 5}, "shared");
+      },
+      {"shared/kernel"});
 }
 
 TEST(LayersTest, LayerNormMatchesHandComputation) {

@@ -10,6 +10,7 @@
 #include <thread>
 #include <vector>
 
+#include "expect_error.h"
 #include "lowering/program.h"
 #include "mtf/collectives.h"
 #include "sim/engine.h"
@@ -63,12 +64,7 @@ TEST(SimTopology, PresetsAndOverrides) {
   EXPECT_FALSE(v2.sources.empty());
   EXPECT_EQ(Topology::preset("tpu-v3-2048").num_cores(), 2048);
   EXPECT_EQ(Topology::preset("tpu-v4-4x4x4").chips.size(), 3u);
-  try {
-    Topology::preset("tpu-v9");
-    FAIL();
-  } catch (const ValueError& e) {
-    EXPECT_NE(std::string(e.what()).find("tpu-v2-512"), std::string::npos) << e.what();
-  }
+  testing::expect_error<ValueError>([&] { Topology::preset("tpu-v9"); }, {"tpu-v2-512"});
   Topology t = v2;
   t.apply_overrides("link_bandwidth=50e9, chips=8x8;wraparound=false");
   EXPECT_DOUBLE_EQ(t.link_bandwidth, 50e9);
@@ -82,12 +78,7 @@ TEST(SimTopology, PresetsAndOverrides) {
   const std::string path = ::testing::TempDir() + "/topo.txt";
   std::ofstream(path) << "# a small machine\nchips = 4x4\ncores_per_chip = 2\nlink_latency = x\n";
   Topology f;
-  try {
-    f.load_file(path);
-    FAIL();
-  } catch (const ValueError& e) {
-    EXPECT_NE(std::string(e.what()).find("topo.txt:4"), std::string::npos) << e.what();
-  }
+  testing::expect_error<ValueError>([&] { f.load_file(path); }, {"topo.txt:4"});
   EXPECT_EQ(f.num_cores(), 32);
   EXPECT_THROW(f.load_file(path + ".missing"), IoError);
 }
@@ -211,19 +202,17 @@ TEST(SimCollectives, RecursiveDoublingAtOnceEqualsMessageByMessage) {
 TEST(SimErrors, RecursiveDoublingOfDifferentSizesIsAnErrorNotAHang) {
   if (testing::kAddressSanitizer) GTEST_SKIP() << "exceptions on fiber stacks confuse ASan";
   for (bool at_once : {true, false}) {
-    try {
-      simulate(
-          ring_topology({4}), MeshShape("x:4"),
-          [](Transport& t) {
-            const int64_t count = t.rank() == 3 ? 32 : 64;  // core 3 disagrees
-            allreduce(t, Group::all(4, t.rank()), nullptr, count, float32, ReduceOp::kSum, 1);
-          },
-          nullptr, at_once);
-      FAIL() << at_once;
-    } catch (const ValueError& e) {
-      EXPECT_NE(std::string(e.what()).find("different collectives or sizes"), std::string::npos)
-          << e.what();
-    }
+    testing::expect_error<ValueError>(
+        [&] {
+          simulate(
+              ring_topology({4}), MeshShape("x:4"),
+              [](Transport& t) {
+                const int64_t count = t.rank() == 3 ? 32 : 64;  // core 3 disagrees
+                allreduce(t, Group::all(4, t.rank()), nullptr, count, float32, ReduceOp::kSum, 1);
+              },
+              nullptr, at_once);
+        },
+        {"different collectives or sizes"});
   }
 }
 
@@ -280,7 +269,7 @@ SimReport simulate_two_layer(int64_t b, int64_t d, int64_t h, const char* mesh, 
   c.sim->topology = ring_topology({static_cast<int>(c.mesh_shape.size())});
   if (c.mesh_shape.ndims() == 2)
     c.sim->topology = ring_topology({static_cast<int>(c.mesh_shape.dims()[0].size),
-                                    static_cast<int>(c.mesh_shape.dims()[1].size)});
+                                     static_cast<int>(c.mesh_shape.dims()[1].size)});
   c.sim->mode = mode;
   Session s(net.g, c);
   Feeds feeds;
@@ -405,15 +394,8 @@ TEST(SimErrors, OutOfMemoryNamesTheLargestTensors) {
   c.sim->topology.core_memory = 8 << 20;  // 8 MiB; w1 and w2 take 4 MiB each replicated
   c.sim->mode = SimMode::kCostOnly;
   Session s(net.g, c);
-  try {
-    s.run({net.loss}, {}, net.train);
-    FAIL();
-  } catch (const OutOfMemoryError& e) {
-    const std::string m = e.what();
-    EXPECT_NE(m.find("does not fit"), std::string::npos) << m;
-    EXPECT_NE(m.find("w1"), std::string::npos) << m;
-    EXPECT_NE(m.find("batch:all"), std::string::npos) << m;
-  }
+  testing::expect_error<OutOfMemoryError>([&] { s.run({net.loss}, {}, net.train); },
+                                          {"does not fit", "w1", "batch:all"});
   // Model-parallel splits the weights and fits.
   TwoLayer net2(64, 256, 4096);
   c.layout = LayoutRules("hidden:all");
@@ -428,26 +410,20 @@ TEST(SimErrors, MeshMustMatchTheMachine) {
   c.mesh_shape = MeshShape("all:4");
   c.impl = MeshImpl::kSimulated;
   c.sim->topology = Topology::preset("tpu-v2-8");
-  try {
-    Session s(net.g, c);
-    FAIL();
-  } catch (const LayoutError& e) {
-    EXPECT_NE(std::string(e.what()).find("has 8 cores"), std::string::npos) << e.what();
-  }
+  testing::expect_error<LayoutError>([&] { Session s(net.g, c); }, {"has 8 cores"});
 }
 
 TEST(SimErrors, MismatchedCollectivesAreADeadlockErrorNotAHang) {
   if (testing::kAddressSanitizer) GTEST_SKIP() << "exceptions on fiber stacks confuse ASan";
-  try {
-    simulate(ring_topology({4}), MeshShape("x:4"), [](Transport& t) {
-      // Core 3 skips the allreduce the others call.
-      if (t.rank() != 3)
-        allreduce(t, Group::all(4, t.rank()), nullptr, 64, float32, ReduceOp::kSum, 1);
-    });
-    FAIL();
-  } catch (const TimeoutError& e) {
-    EXPECT_NE(std::string(e.what()).find("deadlock"), std::string::npos) << e.what();
-  }
+  testing::expect_error<TimeoutError>(
+      [&] {
+        simulate(ring_topology({4}), MeshShape("x:4"), [](Transport& t) {
+          // Core 3 skips the allreduce the others call.
+          if (t.rank() != 3)
+            allreduce(t, Group::all(4, t.rank()), nullptr, 64, float32, ReduceOp::kSum, 1);
+        });
+      },
+      {"deadlock"});
 }
 
 TEST(SimTrace, WritesChromeTraceJson) {

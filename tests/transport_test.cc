@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "exchange_scenario.h"
+#include "expect_error.h"
 #include "mtf/errors.h"
 #include "mtf/in_process_transport.h"
 #include "test_util.h"
@@ -71,46 +72,40 @@ TEST_P(TransportTest, ZeroByteAndLargeMessages) {
 
 TEST_P(TransportTest, SizeMismatchIsAnError) {
   SKIP_FIBER_EXCEPTIONS_UNDER_ASAN();
-  try {
-    run_in_process(
-        2,
-        [](Transport& t) {
-          if (t.rank() == 0) {
-            int v[2] = {1, 2};
-            t.send(1, 3, v, sizeof v);
-          } else {
-            int v = 0;
-            t.recv(0, 3, &v, sizeof v);
-          }
-        },
-        GetParam(), milliseconds(2000));
-    FAIL() << "no error";
-  } catch (const ValueError& e) {
-    EXPECT_NE(std::string(e.what()).find("expected 4 bytes from rank 0 (tag 3)"), std::string::npos)
-        << e.what();
-    EXPECT_NE(std::string(e.what()).find("has 8 bytes"), std::string::npos) << e.what();
-  }
+  testing::expect_error<ValueError>(
+      [&] {
+        run_in_process(
+            2,
+            [](Transport& t) {
+              if (t.rank() == 0) {
+                int v[2] = {1, 2};
+                t.send(1, 3, v, sizeof v);
+              } else {
+                int v = 0;
+                t.recv(0, 3, &v, sizeof v);
+              }
+            },
+            GetParam(), milliseconds(2000));
+      },
+      {"expected 4 bytes from rank 0 (tag 3)", "has 8 bytes"});
 }
 
 TEST_P(TransportTest, APeerThatNeverAnswersTimesOut) {
   SKIP_FIBER_EXCEPTIONS_UNDER_ASAN();
   const auto start = std::chrono::steady_clock::now();
-  try {
-    run_in_process(
-        2,
-        [](Transport& t) {
-          if (t.rank() == 0) {
-            int v = 0;
-            t.recv(1, 42, &v, sizeof v);  // rank 1 never sends
-          }
-        },
-        GetParam(), milliseconds(300));
-    FAIL() << "no error";
-  } catch (const TimeoutError& e) {
-    const std::string msg = e.what();
-    EXPECT_NE(msg.find("rank 0 timed out"), std::string::npos) << msg;
-    EXPECT_NE(msg.find("from rank 1 (tag 42"), std::string::npos) << msg;
-  }
+  testing::expect_error<TimeoutError>(
+      [&] {
+        run_in_process(
+            2,
+            [](Transport& t) {
+              if (t.rank() == 0) {
+                int v = 0;
+                t.recv(1, 42, &v, sizeof v);  // rank 1 never sends
+              }
+            },
+            GetParam(), milliseconds(300));
+      },
+      {"rank 0 timed out", "from rank 1 (tag 42"});
   const double secs =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   EXPECT_GE(secs, 0.25);
@@ -166,35 +161,31 @@ TEST_P(TransportTest, ExchangeMatchesMessagesInOrderWhereverTheyArrive) {
 
 TEST_P(TransportTest, ExchangeNamesASizeMismatchAndALostPeer) {
   SKIP_FIBER_EXCEPTIONS_UNDER_ASAN();
-  try {
-    run_in_process(
-        2,
-        [](Transport& t) {
-          std::vector<char> buf(64);
-          if (t.rank() == 0) {
-            t.exchange({}, {{1, 2, buf.data(), 32}});
-          } else {
-            t.exchange({{0, 2, buf.data(), 64}}, {});
-          }
-        },
-        GetParam(), milliseconds(5000));
-    ADD_FAILURE() << "no error";
-  } catch (const ValueError& e) {
-    EXPECT_NE(std::string(e.what()).find("expected 32 bytes from rank 1 (tag 2)"),
-              std::string::npos)
-        << e.what();
-  }
+  testing::expect_error<ValueError>(
+      [&] {
+        run_in_process(
+            2,
+            [](Transport& t) {
+              std::vector<char> buf(64);
+              if (t.rank() == 0) {
+                t.exchange({}, {{1, 2, buf.data(), 32}});
+              } else {
+                t.exchange({{0, 2, buf.data(), 64}}, {});
+              }
+            },
+            GetParam(), milliseconds(5000));
+      },
+      {"expected 32 bytes from rank 1 (tag 2)"});
   auto world = InProcessWorld::create(2, GetParam());
   auto t0 = world->transport(0);
   t0->set_timeout(milliseconds(5000));
   world->kill(1);
   std::vector<char> buf(8);
-  try {
-    t0->exchange({}, {{1, 1, buf.data(), 8}});
-    ADD_FAILURE() << "no error";
-  } catch (const PeerLostError& e) {
-    EXPECT_NE(std::string(e.what()).find("rank 1 is lost"), std::string::npos) << e.what();
-  }
+  testing::expect_error<PeerLostError>(
+      [&] {
+        t0->exchange({}, {{1, 1, buf.data(), 8}});
+      },
+      {"rank 1 is lost"});
 }
 
 INSTANTIATE_TEST_SUITE_P(Execution, TransportTest,
@@ -317,12 +308,7 @@ TEST(StoreTest, SetGetAddAcrossRanks) {
     store.add("count", 1);
   });
   EXPECT_EQ(store.add("count", 0), 3);
-  try {
-    store.get("never", milliseconds(50));
-    FAIL();
-  } catch (const TimeoutError& e) {
-    EXPECT_NE(std::string(e.what()).find("\"never\""), std::string::npos);
-  }
+  testing::expect_error<TimeoutError>([&] { store.get("never", milliseconds(50)); }, {"\"never\""});
 }
 
 }  // namespace
