@@ -5,12 +5,8 @@
 # until the README shows what the demo prints. The block's "..." line stands
 # for lines left out.
 # Arguments: -DSOURCE_DIR=... -DBUILD_DIR=...
-file(READ "${SOURCE_DIR}/README.md" readme)
-string(FIND "${readme}" "## Simulating a pod" at)
-if(at LESS 0)
-  message(FATAL_ERROR "README.md has no \"## Simulating a pod\" section")
-endif()
-string(SUBSTRING "${readme}" ${at} -1 section)
+include(${CMAKE_CURRENT_LIST_DIR}/readme_section.cmake)
+readme_section(section "Simulating a pod")
 if(NOT section MATCHES "```sh\n([^`]*)```\n\n```\n([^`]*)```")
   message(FATAL_ERROR "the README's \"Simulating a pod\" section lacks a ```sh block followed by "
                       "its output block")

@@ -4,12 +4,8 @@
 # succeed and print rank 0's test accuracy; the mtf-launch line prints only
 # rank 0's lines. The mpirun line runs when this build has MPI.
 # Arguments: -DSOURCE_DIR=... -DBUILD_DIR=... -DHAVE_MPI=ON|OFF
-file(READ "${SOURCE_DIR}/README.md" readme)
-string(FIND "${readme}" "## Multi-process runs" at)
-if(at LESS 0)
-  message(FATAL_ERROR "README.md has no \"## Multi-process runs\" section")
-endif()
-string(SUBSTRING "${readme}" ${at} -1 section)
+include(${CMAKE_CURRENT_LIST_DIR}/readme_section.cmake)
+readme_section(section "Multi-process runs")
 if(NOT section MATCHES "```sh\n([^`]*)```")
   message(FATAL_ERROR "no ```sh block in the README's multi-process section")
 endif()
