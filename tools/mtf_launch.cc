@@ -302,7 +302,8 @@ std::string job_token(const LaunchOptions& o) {
     if (o.nnodes > 1)
       fail(
           "a job across machines needs the same token on every node: make one with "
-          "`mtf-launch --new_token > FILE`, copy FILE to every node and pass --token_file FILE "
+          "`(umask 077; mtf-launch --new_token > FILE)`, copy FILE to every node and pass "
+          "--token_file FILE "
           "(or set MTF_JOB_TOKEN)");
     token = random_token();
   }
