@@ -17,6 +17,8 @@
 #include <string>
 #include <vector>
 
+#include "run_context.h"
+
 namespace mtf::bench {
 
 //
@@ -86,6 +88,7 @@ class RatioSummary : public benchmark::ConsoleReporter {
 // Parses benchmark flags, runs the registered benchmarks with a RatioSummary
 // titled `title`, and returns main's exit code.
 inline int run_with_summary(int argc, char** argv, const std::string& title) {
+  add_run_context();
   benchmark::Initialize(&argc, argv);
   RatioSummary reporter(title);
   benchmark::RunSpecifiedBenchmarks(&reporter);

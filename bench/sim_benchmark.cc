@@ -150,6 +150,7 @@ BENCHMARK(BM_SimulatedPaperLmStep)
     ->UseRealTime();
 
 int main(int argc, char** argv) {
+  mtf::bench::add_run_context();
   benchmark::Initialize(&argc, argv);
   benchmark::RunSpecifiedBenchmarks();
   rusage u{};

@@ -62,15 +62,22 @@ Feeds unet_feeds(models::UNet3d& unet, uint64_t step) {
   return {{unet.volumes, x}, {unet.labels, y}};
 }
 
-std::string describe_lm(const models::TransformerConfig& c) {
-  char buf[256];
+// The LM's shape; a training step's batch, or (decoding) its caches' length.
+std::string describe_lm(const models::TransformerConfig& c, bool decoding = false) {
+  char batch[96];
+  if (decoding)
+    std::snprintf(batch, sizeof(batch), "key/value caches of %lld tokens",
+                  static_cast<long long>(c.length));
+  else
+    std::snprintf(batch, sizeof(batch), "batch %lld x %lld tokens", static_cast<long long>(c.batch),
+                  static_cast<long long>(c.length));
+  char buf[320];
   std::snprintf(buf, sizeof(buf),
                 "model: transformer, %lld layers, d_model %lld, d_ff %lld, %lld heads of %lld, "
-                "vocab %lld, batch %lld x %lld tokens, %.3gB parameters",
+                "vocab %lld, %s, %.3gB parameters",
                 static_cast<long long>(c.layers), static_cast<long long>(c.d_model),
                 static_cast<long long>(c.d_ff), static_cast<long long>(c.heads),
-                static_cast<long long>(c.d_kv), static_cast<long long>(c.vocab),
-                static_cast<long long>(c.batch), static_cast<long long>(c.length),
+                static_cast<long long>(c.d_kv), static_cast<long long>(c.vocab), batch,
                 static_cast<double>(c.num_parameters()) / 1e9);
   std::string s = buf;
   if (c.moe_experts > 0)
@@ -124,8 +131,8 @@ Model decoding_model(const models::TransformerConfig& tc, int64_t batch) {
     return Feeds{{d->decoder.token, HostTensor::from_ints(d->decoder.token.shape(), tokens)},
                  {d->decoder.position, HostTensor::from_ints(Shape(), {p})}};
   };
-  r.description = describe_lm(tc) + "; decoding one token per step for " + std::to_string(batch) +
-                  " sequence(s) with key/value caches";
+  r.description = describe_lm(tc, true) + "; decoding one token per step for " +
+                  std::to_string(batch) + " sequence(s) with key/value caches";
   r.owner = std::move(d);
   return r;
 }
@@ -352,7 +359,8 @@ int main(int argc, char** argv) {
     const auto start = std::chrono::steady_clock::now();
     for (int64_t step = 0; step < steps; ++step) {
       Feeds feeds;
-      if (config.sim->mode == SimMode::kFunctional) feeds = model.feeds(static_cast<uint64_t>(step));
+      if (config.sim->mode == SimMode::kFunctional)
+        feeds = model.feeds(static_cast<uint64_t>(step));
       session.run({model.loss}, feeds, *model.train_ops);
       progress(step + 1, steps,
                std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
