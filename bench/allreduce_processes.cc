@@ -54,6 +54,14 @@ int env_int(const char* name) {
 int main(int argc, char** argv) {
   const std::string impl = argc > 1 ? argv[1] : "";
   const int64_t max_bytes = argc > 2 ? std::atoll(argv[2]) : (int64_t{64} << 20);
+  // `has gloo`: exit 0 when this build has Gloo (the script's probe).
+  if (impl == "has") {
+#ifdef MTF_BENCH_GLOO
+    return argc > 2 && std::string(argv[2]) == "gloo" ? 0 : 1;
+#else
+    return 1;
+#endif
+  }
   Impl im;
   std::unique_ptr<mtf::Transport> transport;
   uint64_t tag = 1;
