@@ -5,8 +5,8 @@
 # vader), and Gloo's ring allreduce over TCP, in one run. Prints a markdown
 # table of time per call (us) and algorithm bandwidth (GB/s).
 # A backend this build or machine lacks (Gloo, which Debian does not
-# package; OpenMPI) is skipped with one line. About 3 minutes on 2 CPUs;
-# --quick (2 and 4 ranks up to 1 MiB) about 20 s.
+# package) is skipped with one line. About 40 s on 2 CPUs (35 s measured);
+# --quick (2 and 4 ranks up to 1 MiB) about 7 s.
 # Usage: bench/compare_allreduce.sh [--quick] [BUILD_DIR] [MAX_BYTES]
 set -euo pipefail
 ranks="2 4 8"
