@@ -17,7 +17,10 @@ one core is one thread; OPENBLAS_CORETYPE is left as found and printed.
 PyTorch is a benchmark-only dependency (Debian: apt-get install
 python3-torch; it runs under /usr/bin/python3).
 
-usage: bench/compare_decode.py [--build build] [--rounds 5] [--batches 1,8,64]
+usage: bench/compare_decode.py [--build build] [--rounds 3] [--batches 1,8,64] [--quick]
+
+The defaults (3 rounds, as bench/README.md's tables) take many
+minutes on 2 CPUs; --quick is one round at batch 1, for a first look.
 """
 import argparse
 import os
@@ -100,12 +103,15 @@ def mtf_ms(build, kind, batch, tokens, warmup):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--build", default=os.path.join(os.path.dirname(__file__), "..", "build"))
-    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--batches", default="1,8,64")
+    ap.add_argument("--quick", action="store_true", help="one round at batch 1")
     ap.add_argument("--tokens", type=int, default=128)
     ap.add_argument("--warmup", type=int, default=8)
     ap.add_argument("--torch_worker", type=int, help=argparse.SUPPRESS)
     args = ap.parse_args()
+    if args.quick:
+        args.rounds, args.batches = 1, "1"
     if args.torch_worker:
         torch.set_num_threads(1)
         print(torch_median_ms(args.torch_worker, args.tokens, args.warmup))

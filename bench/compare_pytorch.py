@@ -24,8 +24,13 @@ Models, as mtf's examples define them:
                -> dense 10, biases, softmax cross-entropy, Adam. PyTorch runs
                it channels-first (its native layout), mtf channels-last.
 
-usage: bench/compare_pytorch.py [--build build] [--rounds 5] [--threads 1,2]
+usage: bench/compare_pytorch.py [--build build] [--rounds 3] [--threads 1,2]
                                 [--only transformer512,transformer128,mlp100,mlp1000,cnn100]
+                                [--quick]
+
+The defaults (3 rounds, as bench/README.md's tables; every case at 1 and 2
+threads) take many minutes on 2 CPUs; --quick is one round of
+transformer128 and mlp100 on one thread, for a first look.
 """
 import argparse
 import os
@@ -199,13 +204,17 @@ def mlp_product_gflop(sizes):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--build", default=os.path.join(os.path.dirname(__file__), "..", "build"))
-    ap.add_argument("--rounds", type=int, default=5, help="alternating rounds per case")
+    ap.add_argument("--rounds", type=int, default=3, help="alternating rounds per case")
+    ap.add_argument("--quick", action="store_true",
+                    help="one round of transformer128 and mlp100 on one thread")
     ap.add_argument("--threads", default="1,2")
     ap.add_argument("--only", default=",".join(CONFIGS))
     ap.add_argument("--torch_worker", help=argparse.SUPPRESS)
     ap.add_argument("--steps", type=int, help=argparse.SUPPRESS)
     ap.add_argument("--warmup", type=int, help=argparse.SUPPRESS)
     args = ap.parse_args()
+    if args.quick:
+        args.rounds, args.threads, args.only = 1, "1", "transformer128,mlp100"
     if args.torch_worker:
         torch.set_num_threads(int(args.threads))
         model, sizes = CONFIGS[args.torch_worker]
