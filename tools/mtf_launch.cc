@@ -155,15 +155,23 @@ std::string address_text(const sockaddr_storage& a) {
   return a.ss_family == AF_INET6 ? "[" + std::string(buf) + "]" : std::string(buf);
 }
 
-// A port free on `a` now, for rank 0 of a one-machine job to listen on.
-int free_port(sockaddr_storage a) {
-  const int fd = ::socket(a.ss_family, SOCK_STREAM, 0);
+// A port on `a` for rank 0 of a one-machine job to listen on, reserved
+// until the launcher exits: the launcher keeps it bound (not listening,
+// SO_REUSEADDR, closed on exec), so neither an ephemeral port of another
+// process's connection nor another bind to port 0 can take it between now
+// and rank 0's listen, which binds it with SO_REUSEADDR too (Linux lets a
+// socket share an address with bound, non-listening sockets when both set
+// it).
+int reserve_port(sockaddr_storage a) {
+  const int fd = ::socket(a.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  const int one = 1;
   const socklen_t size = a.ss_family == AF_INET ? sizeof(sockaddr_in) : sizeof(sockaddr_in6);
-  if (fd < 0 || ::bind(fd, reinterpret_cast<sockaddr*>(&a), size) != 0)
+  if (fd < 0 || ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) != 0 ||
+      ::bind(fd, reinterpret_cast<sockaddr*>(&a), size) != 0)
     fail("cannot bind " + address_text(a) + ": " + std::strerror(errno));
   socklen_t len = sizeof(a);
   ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
-  ::close(fd);
+  // fd stays open until the launcher exits.
   return a.ss_family == AF_INET ? ntohs(reinterpret_cast<sockaddr_in&>(a).sin_port)
                                 : ntohs(reinterpret_cast<sockaddr_in6&>(a).sin6_port);
 }
@@ -317,7 +325,7 @@ void resolve_coordinator(LaunchOptions& o) {
   if (o.coordinator.empty()) {
     const sockaddr_storage a =
         resolve("--listen_host", o.listen_host.empty() ? "127.0.0.1" : o.listen_host);
-    o.coordinator = address_text(a) + ":" + std::to_string(free_port(a));
+    o.coordinator = address_text(a) + ":" + std::to_string(reserve_port(a));
   } else {
     resolve("--coordinator", split_host_port("--coordinator", o.coordinator).first);
   }
