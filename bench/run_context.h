@@ -43,10 +43,9 @@ inline void add_run_context() {
   kernels::check_blas_core();
   benchmark::AddCustomContext("mtf_build", mtf_build());
   benchmark::AddCustomContext("cpu_features", cpu_features());
-  benchmark::AddCustomContext(
-      "openblas_core",
-      std::string(openblas_get_corename()) + ", " + std::to_string(openblas_get_num_threads()) +
-          " threads");
+  benchmark::AddCustomContext("openblas_core", std::string(openblas_get_corename()) + ", " +
+                                                   std::to_string(openblas_get_num_threads()) +
+                                                   " threads");
 }
 
 }  // namespace mtf::bench

@@ -45,12 +45,13 @@ double predicted_step_seconds(Graph& graph, const Tensor& loss,
   mc.impl = MeshImpl::kSimulated;
   mc.sim->mode = SimMode::kCostOnly;
   mc.sim->topology.load_file(machine_file);
-  mc.sim->topology.devices_per_node = static_cast<int>(std::max<int64_t>(1, real.mesh_shape.size()));
+  mc.sim->topology.devices_per_node =
+      static_cast<int>(std::max<int64_t>(1, real.mesh_shape.size()));
   // Processes talk through shared memory unless MTF_SHM=0 keeps them on TCP.
   const char* shm = std::getenv("MTF_SHM");
   mc.sim->topology.host_ranks = !real.process_transport          ? Topology::HostRanks::kThreads
-                               : shm && std::string(shm) == "0" ? Topology::HostRanks::kTcp
-                                                                : Topology::HostRanks::kProcesses;
+                                : shm && std::string(shm) == "0" ? Topology::HostRanks::kTcp
+                                                                 : Topology::HostRanks::kProcesses;
   Session sim(graph, mc);
   sim.run({loss}, {}, train);
   return sim.simulation_report().step_time;
@@ -87,8 +88,7 @@ int main(int argc, char** argv) {
     std::unique_ptr<Session> session;
     HostTensor in, tg;
     if (model == "transformer") {
-      models::TransformerConfig cfg =
-          models::transformer_config_from_flags(flags, defaults, true);
+      models::TransformerConfig cfg = models::transformer_config_from_flags(flags, defaults, true);
       lm = std::make_unique<models::TransformerLm>(cfg);
       session = std::make_unique<Session>(lm->graph(), mc);
       in = HostTensor(lm->inputs.shape(), int32);

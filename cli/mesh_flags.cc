@@ -41,7 +41,8 @@ MeshConfig mesh_config_from_flags(const Flags& flags, std::string* transport_nam
     throw ValueError(std::string("--") + e.what());
   }
   if (mesh.impl == MeshImpl::kSimulated)
-    throw ValueError("--mesh_impl simulated: the examples run simd or placement; mtf-sim simulates");
+    throw ValueError(
+        "--mesh_impl simulated: the examples run simd or placement; mtf-sim simulates");
   try {
     mesh.execution = parse_rank_execution(flags.str("execution"));
   } catch (const ValueError& e) {

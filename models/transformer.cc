@@ -67,8 +67,8 @@ void define_transformer_flags(cli::Flags& flags, const TransformerConfig& defaul
                "them (less memory, more compute)");
 }
 
-TransformerConfig transformer_config_from_flags(const cli::Flags& flags,
-                                                TransformerConfig defaults, bool with_vocab) {
+TransformerConfig transformer_config_from_flags(const cli::Flags& flags, TransformerConfig defaults,
+                                                bool with_vocab) {
   for (const SizeFlag& f : kSizeFlags) {
     if (!with_vocab && std::string(f.name) == "vocab") continue;
     defaults.*(f.field) = flags.i64(f.name);

@@ -54,8 +54,8 @@ struct TransformerConfig {
 // `defaults`).
 void define_transformer_flags(cli::Flags& flags, const TransformerConfig& defaults,
                               bool with_vocab);
-TransformerConfig transformer_config_from_flags(const cli::Flags& flags,
-                                                TransformerConfig defaults, bool with_vocab);
+TransformerConfig transformer_config_from_flags(const cli::Flags& flags, TransformerConfig defaults,
+                                                bool with_vocab);
 
 class TransformerLm {
  public:

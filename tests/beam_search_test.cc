@@ -116,8 +116,7 @@ TEST(BeamSearchTest, MoreBeamsScoreAtLeastGreedyAndAStopTokenEndsHypotheses) {
   double previous = recomputed_log_prob(m.lm, s, greedy, 2);
   for (int64_t beams : {4, 16}) {
     o.beams = beams;
-    const models::BeamResult r =
-        models::beam_search(beams == 4 ? dec4 : dec16, s, prompt, 6, o);
+    const models::BeamResult r = models::beam_search(beams == 4 ? dec4 : dec16, s, prompt, 6, o);
     SCOPED_TRACE(std::to_string(beams) + " beams");
     EXPECT_EQ(r.sequences[0].size(), greedy.size());
     EXPECT_GE(r.log_probs[0], previous - 1e-6);
@@ -165,8 +164,7 @@ TEST(BeamSearchTest, BadOptionsAreClearErrors) {
   models::TransformerDecoder dec(m.lm, 4);
   Session s(m.lm.graph());
   auto expect_error = [&](const models::BeamOptions& o, const char* says) {
-    testing::expect_error<ValueError>([&] { models::beam_search(dec, s, {{1}, {2}}, 2, o); },
-                                      says);
+    testing::expect_error<ValueError>([&] { models::beam_search(dec, s, {{1}, {2}}, 2, o); }, says);
   };
   models::BeamOptions o;
   o.beams = 0;

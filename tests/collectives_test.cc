@@ -159,7 +159,7 @@ TEST(HaloExchangeTest, WindowsHoldTheirRowsFromWhoeverHasThem) {
       for (const Shape3& w : std::vector<Shape3>{
                {1, 1, 0}, {0, 2, 0}, {2, 0, 0}, {4, 5, 0}, {0, 0, 1}, {1, 2, -1}, {0, 0, 0}}) {
         SCOPED_TRACE(::testing::Message() << "n " << n << " block " << block << " window -"
-                                        << w.before << " +" << w.after << " drift " << w.drift);
+                                          << w.before << " +" << w.after << " drift " << w.drift);
         HaloWindows hw;
         hw.whole = block * n;
         hw.block = block;

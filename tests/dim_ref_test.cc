@@ -86,11 +86,13 @@ TEST_F(DimRefTest, WrongNamesAndSizesAreShapeErrorsNamingTheOp) {
     testing::expect_error<ShapeError>([&] { shift(x, 1, bad, true); }, {"shift", needle});
     testing::expect_error<ShapeError>([&] { cumsum(x, bad); }, {"cumsum", needle});
     testing::expect_error<ShapeError>([&] { gather(x, zeros(mesh, Shape("l:2"), int32), bad); },
-                       {"gather", needle});
-    testing::expect_error<ShapeError>([&] { layers::layer_norm(x, bad, "ln2"); }, {"layer_norm", needle});
+                                      {"gather", needle});
+    testing::expect_error<ShapeError>([&] { layers::layer_norm(x, bad, "ln2"); },
+                                      {"layer_norm", needle});
     testing::expect_error<ShapeError>([&] { slice(x, 0, 1, bad); }, {"slice", needle});
     testing::expect_error<ShapeError>([&] { pad(x, 0, 1, bad); }, {"pad", needle});
-    testing::expect_error<ShapeError>([&] { rename_dimension(x, bad, "u"); }, {"rename_dimension", needle});
+    testing::expect_error<ShapeError>([&] { rename_dimension(x, bad, "u"); },
+                                      {"rename_dimension", needle});
   }
 }
 

@@ -114,8 +114,7 @@ TEST_F(DataErrorsTest, CnnImageBlocksAreSlicesOfTheWholeBatch) {
         }
   EXPECT_THROW(models::Cnn::images_block(ds, index, batch, 20, {"h", 16}, 0, {"w", 32}),
                ValueError);
-  EXPECT_THROW(models::Cnn::images_block(ds, index, batch, 0, {"h", 16}, -1, {"w", 4}),
-               ValueError);
+  EXPECT_THROW(models::Cnn::images_block(ds, index, batch, 0, {"h", 16}, -1, {"w", 4}), ValueError);
 }
 
 TEST(MnistTrainingTest, MeshLayoutsFollowTheOneProcessorTrajectory) {
@@ -132,8 +131,7 @@ TEST(MnistTrainingTest, MeshLayoutsFollowTheOneProcessorTrajectory) {
     std::vector<float> losses;
     for (int step = 0; step < 12; ++step) {
       auto idx = sampler.next();
-      losses.push_back(mlp.train_step(session,
-                                      models::Mlp::images_batch(train, idx, mlp.batch_dim),
+      losses.push_back(mlp.train_step(session, models::Mlp::images_batch(train, idx, mlp.batch_dim),
                                       models::Mlp::labels_batch(train, idx, mlp.batch_dim)));
     }
     return losses;

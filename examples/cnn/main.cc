@@ -69,8 +69,7 @@ int main(int argc, char** argv) {
       // Each process reads only the examples, rows and columns its processors hold.
       const float loss = cnn.train_step(session, train, idx);
       if (step == 1 && mesh.process_transport) {
-        const int64_t whole =
-            config.batch_size * (models::Cnn::kSide * models::Cnn::kSide * 4 + 4);
+        const int64_t whole = config.batch_size * (models::Cnn::kSide * models::Cnn::kSide * 4 + 4);
         std::printf("input: this process read %lld of the batch's %lld bytes per step\n",
                     static_cast<long long>(session.last_fed_bytes()),
                     static_cast<long long>(whole));

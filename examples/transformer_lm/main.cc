@@ -104,9 +104,10 @@ models::TransformerConfig config_of(const CheckpointInfo& info, models::Transfor
 // mixture-of-experts LM or when nothing is generated.
 // Its sequences (one, or one per beam) are split like the training batch
 // where the mesh splits that evenly, and kept whole otherwise.
-std::unique_ptr<models::TransformerDecoder> make_decoder(
-    models::TransformerLm& lm, const MeshConfig& mesh, int64_t sample_bytes,
-    const models::GenerationOptions& options) {
+std::unique_ptr<models::TransformerDecoder> make_decoder(models::TransformerLm& lm,
+                                                         const MeshConfig& mesh,
+                                                         int64_t sample_bytes,
+                                                         const models::GenerationOptions& options) {
   if (lm.config().moe_experts > 0) {
     if (options.beams >= 2) throw ValueError("--beams needs a dense LM (no --moe_experts)");
     return nullptr;
@@ -115,8 +116,7 @@ std::unique_ptr<models::TransformerDecoder> make_decoder(
   const int64_t sequences = std::max<int64_t>(1, options.beams);
   const auto axis = mesh.layout.mesh_axis_for("batch", mesh.mesh_shape);
   const bool even = !axis || sequences % mesh.mesh_shape.dims()[*axis].size == 0;
-  return std::make_unique<models::TransformerDecoder>(lm, sequences,
-                                                        even ? "batch" : "sequences");
+  return std::make_unique<models::TransformerDecoder>(lm, sequences, even ? "batch" : "sequences");
 }
 
 // Every variable of the session but the decoder's caches: what a

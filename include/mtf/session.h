@@ -60,7 +60,7 @@ struct SimReport;   // mtf/sim.h
 // them through `->` with mtf/sim.h included (`config.sim->topology = ...`).
 class SimOptionsBox {
  public:
-  SimOptionsBox();  // SimOptions{}
+  SimOptionsBox();                           // SimOptions{}
   SimOptionsBox(const SimOptions& options);  // NOLINT: implicit, as a SimOptions value
   SimOptionsBox(const SimOptionsBox& other);
   SimOptionsBox& operator=(const SimOptionsBox& other);

@@ -17,8 +17,10 @@ void alltoall(Transport& t, const Group& g, const void* in, void* out, int64_t b
   if (bytes && t.carries_data()) std::memcpy(dst + i * bytes, src + i * bytes, bytes);
   for (int s = 1; s < n; ++s) {
     const int to = (i + s) % n, from = (i - s + n) % n;
-    t.send(g.ranks[to], collectives::subtag(tag, collectives::Channel::kOnly), src + to * bytes, bytes);
-    t.recv(g.ranks[from], collectives::subtag(tag, collectives::Channel::kOnly), dst + from * bytes, bytes);
+    t.send(g.ranks[to], collectives::subtag(tag, collectives::Channel::kOnly), src + to * bytes,
+           bytes);
+    t.recv(g.ranks[from], collectives::subtag(tag, collectives::Channel::kOnly), dst + from * bytes,
+           bytes);
   }
 }
 

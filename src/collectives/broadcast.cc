@@ -23,8 +23,12 @@ void broadcast(Transport& t, const Group& g, void* data, int64_t count, DType dt
   char* p = static_cast<char*>(data);
   for (int64_t at = 0; at < count; at += kChunk) {
     const int64_t len = std::min(kChunk, count - at);
-    if (distance > 0) t.recv(g.rank_at(-1), collectives::subtag(tag, collectives::Channel::kOnly), p + at * es, len * es);
-    if (distance < n - 1) t.send(g.rank_at(1), collectives::subtag(tag, collectives::Channel::kOnly), p + at * es, len * es);
+    if (distance > 0)
+      t.recv(g.rank_at(-1), collectives::subtag(tag, collectives::Channel::kOnly), p + at * es,
+             len * es);
+    if (distance < n - 1)
+      t.send(g.rank_at(1), collectives::subtag(tag, collectives::Channel::kOnly), p + at * es,
+             len * es);
   }
 }
 

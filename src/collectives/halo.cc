@@ -50,7 +50,8 @@ void halo_exchange(Transport& t, const Group& g, const void* in, void* out, int6
         copy_rows(src, w.block, lo - me * w.block, packed.back().data(), hi - lo, 0, hi - lo, outer,
                   row_bytes);
       }
-      sends.push_back({g.ranks[q], collectives::subtag(tag, collectives::Channel::kOnly), packed.back().data(), bytes});
+      sends.push_back({g.ranks[q], collectives::subtag(tag, collectives::Channel::kOnly),
+                       packed.back().data(), bytes});
     }
   }
   for (int q = 0; q < g.size(); ++q) {
@@ -65,7 +66,8 @@ void halo_exchange(Transport& t, const Group& g, const void* in, void* out, int6
     if (hi <= lo) continue;
     const size_t bytes = outer * (hi - lo) * row_bytes;
     received[k].resize(data ? bytes : 0);
-    recvs.push_back({g.ranks[q], collectives::subtag(tag, collectives::Channel::kOnly), received[k].data(), bytes});
+    recvs.push_back({g.ranks[q], collectives::subtag(tag, collectives::Channel::kOnly),
+                     received[k].data(), bytes});
     ++k;
   }
   t.exchange(sends, recvs);
