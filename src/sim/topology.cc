@@ -60,6 +60,87 @@ bool Topology::flat() const {
   return network == Network::kSwitched && node_fabric == NodeFabric::kSwitch;
 }
 
+namespace {
+
+// The whole-number settings: each one's field and its largest value.
+const std::map<std::string, std::pair<int Topology::*, int>>& count_settings() {
+  static const std::map<std::string, std::pair<int Topology::*, int>> counts = {
+      {"cores_per_chip", {&Topology::cores_per_chip, 64}},
+      {"nodes", {&Topology::nodes, 1 << 20}},
+      {"devices_per_node", {&Topology::devices_per_node, 1024}},
+      {"nics_per_node", {&Topology::nics_per_node, 1024}},
+      {"nodes_per_leaf", {&Topology::nodes_per_leaf, 1 << 20}},
+      {"host_cpus", {&Topology::host_cpus, 1 << 16}},
+  };
+  return counts;
+}
+
+// Each number setting's field (the keys are the machine files' and overrides').
+using NumberField = double& (*)(Topology&);
+const std::map<std::string, NumberField>& number_settings() {
+  static const std::map<std::string, NumberField> numbers = {
+      {"core_flops", [](Topology& t) -> double& { return t.core_flops; }},
+      {"core_memory", [](Topology& t) -> double& { return t.core_memory; }},
+      {"chip_memory_bandwidth", [](Topology& t) -> double& { return t.chip_memory_bandwidth; }},
+      {"link_bandwidth", [](Topology& t) -> double& { return t.link_bandwidth; }},
+      {"link_latency", [](Topology& t) -> double& { return t.link_latency; }},
+      {"core_link_bandwidth", [](Topology& t) -> double& { return t.core_link_bandwidth; }},
+      {"core_link_latency", [](Topology& t) -> double& { return t.core_link_latency; }},
+      {"node_link_bandwidth", [](Topology& t) -> double& { return t.node_link_bandwidth; }},
+      {"node_link_latency", [](Topology& t) -> double& { return t.node_link_latency; }},
+      {"nic_bandwidth", [](Topology& t) -> double& { return t.nic_bandwidth; }},
+      {"network_latency", [](Topology& t) -> double& { return t.network_latency; }},
+      {"oversubscription", [](Topology& t) -> double& { return t.oversubscription; }},
+      {"gemm_flops", [](Topology& t) -> double& { return t.host.one_cpu.gemm_flops; }},
+      {"gemm_half_flops", [](Topology& t) -> double& { return t.host.one_cpu.gemm_half_flops; }},
+      {"gemm_narrow", [](Topology& t) -> double& { return t.host.one_cpu.gemm_narrow; }},
+      {"gemm_flops_all_cpus", [](Topology& t) -> double& { return t.host.all_cpus.gemm_flops; }},
+      {"gemm_half_flops_all_cpus",
+       [](Topology& t) -> double& { return t.host.all_cpus.gemm_half_flops; }},
+      {"gemm_narrow_all_cpus", [](Topology& t) -> double& { return t.host.all_cpus.gemm_narrow; }},
+      {"gemm_threads_from", [](Topology& t) -> double& { return t.host.gemm_threads_from; }},
+      {"transcendental_cost", [](Topology& t) -> double& { return t.host.transcendental_cost; }},
+      {"gemm_in_program", [](Topology& t) -> double& { return t.host.one_cpu.gemm_in_program; }},
+      {"gemm_in_program_all_cpus",
+       [](Topology& t) -> double& { return t.host.all_cpus.gemm_in_program; }},
+      {"elementwise_in_program",
+       [](Topology& t) -> double& { return t.host.one_cpu.elementwise_in_program; }},
+      {"elementwise_step_overhead",
+       [](Topology& t) -> double& { return t.host.one_cpu.elementwise_step_overhead; }},
+      {"oversubscribed_in_program",
+       [](Topology& t) -> double& { return t.host.oversubscribed_in_program; }},
+      {"busy_in_program", [](Topology& t) -> double& { return t.host.busy_in_program; }},
+      {"oversubscribed_wait", [](Topology& t) -> double& { return t.host.oversubscribed_wait; }},
+      {"processes_oversubscribed_wait",
+       [](Topology& t) -> double& { return t.host.processes_oversubscribed_wait; }},
+      {"elementwise_in_program_all_cpus",
+       [](Topology& t) -> double& { return t.host.all_cpus.elementwise_in_program; }},
+      {"elementwise_step_overhead_all_cpus",
+       [](Topology& t) -> double& { return t.host.all_cpus.elementwise_step_overhead; }},
+      {"cache_bytes", [](Topology& t) -> double& { return t.host.cache_bytes; }},
+      {"cache_bandwidth", [](Topology& t) -> double& { return t.host.cache_bandwidth; }},
+      {"step_overhead", [](Topology& t) -> double& { return t.host.step_overhead; }},
+      {"run_overhead", [](Topology& t) -> double& { return t.host.run_overhead; }},
+      {"threads_run_overhead", [](Topology& t) -> double& { return t.host.threads_run_overhead; }},
+      {"process_link_bandwidth",
+       [](Topology& t) -> double& { return t.host.process_link_bandwidth; }},
+      {"process_link_latency", [](Topology& t) -> double& { return t.host.process_link_latency; }},
+      {"tcp_link_bandwidth", [](Topology& t) -> double& { return t.host.tcp_link_bandwidth; }},
+      {"tcp_link_latency", [](Topology& t) -> double& { return t.host.tcp_link_latency; }},
+      {"threads_oversubscribed_bandwidth",
+       [](Topology& t) -> double& { return t.host.threads_oversubscribed_bandwidth; }},
+      {"threads_oversubscribed_latency",
+       [](Topology& t) -> double& { return t.host.threads_oversubscribed_latency; }},
+      {"processes_oversubscribed_bandwidth",
+       [](Topology& t) -> double& { return t.host.processes_oversubscribed_bandwidth; }},
+      {"processes_oversubscribed_latency",
+       [](Topology& t) -> double& { return t.host.processes_oversubscribed_latency; }},
+  };
+  return numbers;
+}
+
+}  // namespace
+
 void Topology::set(const std::string& key, const std::string& value) {
   if (key == "name") {
     name = value;
@@ -123,77 +204,8 @@ void Topology::set(const std::string& key, const std::string& value) {
                      "\" names no dtype; use core_flops.float32, core_flops.bfloat16 or "
                      "core_flops.int32");
   } else {
-    static const std::map<std::string, std::pair<int Topology::*, int>> counts = {
-        {"cores_per_chip", {&Topology::cores_per_chip, 64}},
-        {"nodes", {&Topology::nodes, 1 << 20}},
-        {"devices_per_node", {&Topology::devices_per_node, 1024}},
-        {"nics_per_node", {&Topology::nics_per_node, 1024}},
-        {"nodes_per_leaf", {&Topology::nodes_per_leaf, 1 << 20}},
-        {"host_cpus", {&Topology::host_cpus, 1 << 16}},
-    };
-    // Each number's field (the keys are the machine files' and overrides').
-    using Field = double& (*)(Topology&);
-    static const std::map<std::string, Field> numbers = {
-        {"core_flops", [](Topology& t) -> double& { return t.core_flops; }},
-        {"core_memory", [](Topology& t) -> double& { return t.core_memory; }},
-        {"chip_memory_bandwidth", [](Topology& t) -> double& { return t.chip_memory_bandwidth; }},
-        {"link_bandwidth", [](Topology& t) -> double& { return t.link_bandwidth; }},
-        {"link_latency", [](Topology& t) -> double& { return t.link_latency; }},
-        {"core_link_bandwidth", [](Topology& t) -> double& { return t.core_link_bandwidth; }},
-        {"core_link_latency", [](Topology& t) -> double& { return t.core_link_latency; }},
-        {"node_link_bandwidth", [](Topology& t) -> double& { return t.node_link_bandwidth; }},
-        {"node_link_latency", [](Topology& t) -> double& { return t.node_link_latency; }},
-        {"nic_bandwidth", [](Topology& t) -> double& { return t.nic_bandwidth; }},
-        {"network_latency", [](Topology& t) -> double& { return t.network_latency; }},
-        {"oversubscription", [](Topology& t) -> double& { return t.oversubscription; }},
-        {"gemm_flops", [](Topology& t) -> double& { return t.host.one_cpu.gemm_flops; }},
-        {"gemm_half_flops", [](Topology& t) -> double& { return t.host.one_cpu.gemm_half_flops; }},
-        {"gemm_narrow", [](Topology& t) -> double& { return t.host.one_cpu.gemm_narrow; }},
-        {"gemm_flops_all_cpus", [](Topology& t) -> double& { return t.host.all_cpus.gemm_flops; }},
-        {"gemm_half_flops_all_cpus",
-         [](Topology& t) -> double& { return t.host.all_cpus.gemm_half_flops; }},
-        {"gemm_narrow_all_cpus",
-         [](Topology& t) -> double& { return t.host.all_cpus.gemm_narrow; }},
-        {"gemm_threads_from", [](Topology& t) -> double& { return t.host.gemm_threads_from; }},
-        {"transcendental_cost", [](Topology& t) -> double& { return t.host.transcendental_cost; }},
-        {"gemm_in_program", [](Topology& t) -> double& { return t.host.one_cpu.gemm_in_program; }},
-        {"gemm_in_program_all_cpus",
-         [](Topology& t) -> double& { return t.host.all_cpus.gemm_in_program; }},
-        {"elementwise_in_program",
-         [](Topology& t) -> double& { return t.host.one_cpu.elementwise_in_program; }},
-        {"elementwise_step_overhead",
-         [](Topology& t) -> double& { return t.host.one_cpu.elementwise_step_overhead; }},
-        {"oversubscribed_in_program",
-         [](Topology& t) -> double& { return t.host.oversubscribed_in_program; }},
-        {"busy_in_program", [](Topology& t) -> double& { return t.host.busy_in_program; }},
-        {"oversubscribed_wait", [](Topology& t) -> double& { return t.host.oversubscribed_wait; }},
-        {"processes_oversubscribed_wait",
-         [](Topology& t) -> double& { return t.host.processes_oversubscribed_wait; }},
-        {"elementwise_in_program_all_cpus",
-         [](Topology& t) -> double& { return t.host.all_cpus.elementwise_in_program; }},
-        {"elementwise_step_overhead_all_cpus",
-         [](Topology& t) -> double& { return t.host.all_cpus.elementwise_step_overhead; }},
-        {"cache_bytes", [](Topology& t) -> double& { return t.host.cache_bytes; }},
-        {"cache_bandwidth", [](Topology& t) -> double& { return t.host.cache_bandwidth; }},
-        {"step_overhead", [](Topology& t) -> double& { return t.host.step_overhead; }},
-        {"run_overhead", [](Topology& t) -> double& { return t.host.run_overhead; }},
-        {"threads_run_overhead",
-         [](Topology& t) -> double& { return t.host.threads_run_overhead; }},
-        {"process_link_bandwidth",
-         [](Topology& t) -> double& { return t.host.process_link_bandwidth; }},
-        {"process_link_latency",
-         [](Topology& t) -> double& { return t.host.process_link_latency; }},
-        {"tcp_link_bandwidth", [](Topology& t) -> double& { return t.host.tcp_link_bandwidth; }},
-        {"tcp_link_latency", [](Topology& t) -> double& { return t.host.tcp_link_latency; }},
-        {"threads_oversubscribed_bandwidth",
-         [](Topology& t) -> double& { return t.host.threads_oversubscribed_bandwidth; }},
-        {"threads_oversubscribed_latency",
-         [](Topology& t) -> double& { return t.host.threads_oversubscribed_latency; }},
-        {"processes_oversubscribed_bandwidth",
-         [](Topology& t) -> double& { return t.host.processes_oversubscribed_bandwidth; }},
-        {"processes_oversubscribed_latency",
-         [](Topology& t) -> double& { return t.host.processes_oversubscribed_latency; }},
-    };
+    const auto& counts = count_settings();
+    const auto& numbers = number_settings();
     if (auto c = counts.find(key); c != counts.end()) {
       this->*(c->second.first) = parse_count(
           key, value, key == "nodes_per_leaf" || key == "host_cpus" ? 0 : 1, c->second.second);
