@@ -10,6 +10,10 @@
 # Usage: bench/compare_allreduce.sh [--quick] [BUILD_DIR] [MAX_BYTES]
 set -euo pipefail
 ranks="2 4 8"
+case "${1:-}" in
+  -h|--help) sed -n '2,10p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+  -*) [ "$1" = --quick ] || { echo "compare_allreduce.sh: unknown option $1 (--quick, or a build directory)" >&2; exit 2; } ;;
+esac
 if [ "${1:-}" = --quick ]; then
   shift
   ranks="2 4"
