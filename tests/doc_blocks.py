@@ -11,6 +11,9 @@ when the Markdown is rendered, so the reader sees the commands as they are):
   <!-- doc: skip REASON -->         not runnable here; the reason is required
   <!-- doc: output [options] -->    a plain ``` block: what the last run block
                                     printed (stdout and stderr), checked
+  <!-- doc: table [options] -->     a Markdown table whose figures a command
+                                    prints, one command a row: its commands are
+                                    the next block marked <!-- doc: rows -->
 
 Options of `run`:
   shorten='--steps 20 ...'   flags appended to every command that runs an example
@@ -29,6 +32,19 @@ Options of `output`:
   tolerance=PERCENT          numbers may differ by this much relative (default 0:
                              exact), plus half a unit of the last digit shown
   mask='REGEX'               parts masked in both (repeatable): wall times, paths
+
+Options of `table` (the rows block holds one command a row, in order, each
+run with --json true appended; lines NAME="VALUE" set shell variables for
+the commands after them):
+  cell='N=FORMAT'            column N (from 1) is FORMAT, a Python format string
+                             over the fields of the command's JSON output, e.g.
+                             cell='5={step_time*1e3:.1f} ms' (repeatable); the
+                             other columns are text or measured, not checked
+  rows='A-B'                 the table rows (from 1) the commands give, when not
+                             all of them
+  per_row=K                  K commands a row (default 1); cell='N@J=FORMAT' takes
+                             column N from the row's J-th command
+  tolerance=PERCENT          as for output blocks
 
 How output is compared: each line shown must appear in the output, in order,
 with runs of spaces counted as one; a line "..." stands for lines left out,
@@ -51,6 +67,7 @@ prompts, so the docs would have to be written in its format (or copied into
 it, and drift); here the docs stay ordinary Markdown and are the test input.
 """
 import argparse
+import json
 import os
 import re
 import shlex
@@ -60,7 +77,7 @@ import sys
 import tempfile
 
 FENCE = re.compile(r"^```(\w*)\s*$")
-DIRECTIVE = re.compile(r"^<!--\s*doc:\s*(run|skip|output)\b(.*?)-->\s*$")
+DIRECTIVE = re.compile(r"^<!--\s*doc:\s*(run|skip|output|table|rows)\b(.*?)-->\s*$")
 COMMAND_LANGS = {"sh", "bash", "python"}
 NUMBER = re.compile(r"[-+]?(?:\d+\.\d+|\d+)(?:[eE][-+]?\d+)?")
 
@@ -85,17 +102,40 @@ def parse_options(text, where):
         if "=" not in word:
             raise DocError(f"{where}: option {word!r} is not NAME=VALUE")
         name, value = word.split("=", 1)
-        if name not in {"shorten", "append", "before", "sub", "timeout", "needs", "tolerance", "mask"}:
+        if name not in {"shorten", "append", "before", "sub", "timeout", "needs", "tolerance", "mask",
+                        "cell", "rows", "per_row"}:
             raise DocError(f"{where}: unknown option {name!r}")
         options.setdefault(name, []).append(value)
     return options
 
 
+def read_text(path):
+    with open(path) as f:
+        return f.read()
+
+
+def write_text(path, text):
+    with open(path, "w") as f:
+        f.write(text)
+
+
 def read_blocks(path):
-    lines = open(path).read().split("\n")
+    lines = read_text(path).split("\n")
     blocks, i = [], 0
     while i < len(lines):
         m = FENCE.match(lines[i])
+        d = DIRECTIVE.match(lines[i])
+        if d and d.group(1) == "table":
+            where = f"{path}:{i + 1}"
+            end = i + 1
+            while end < len(lines) and lines[end].startswith("|"):
+                end += 1
+            if end - (i + 1) < 3:
+                raise DocError(f"{where}: `doc: table` must stand right above a Markdown table")
+            blocks.append(Block("table", i + 1, lines[i + 1:end], "table",
+                                parse_options(d.group(2), where), None))
+            i = end
+            continue
         if not m:
             i += 1
             continue
@@ -115,7 +155,7 @@ def read_blocks(path):
                     raise DocError(f"{where}: `doc: skip` needs the reason beside it")
                 blocks.append(Block(lang, start, body, kind, {}, rest))
             else:
-                if kind == "run" and lang not in COMMAND_LANGS:
+                if kind in ("run", "rows") and lang not in COMMAND_LANGS:
                     raise DocError(f"{where}: `doc: run` on a ```{lang} block (sh, bash or python)")
                 if kind == "output" and lang:
                     raise DocError(f"{where}: `doc: output` belongs on a plain ``` block")
@@ -124,6 +164,17 @@ def read_blocks(path):
             raise DocError(f"{where}: a ```{lang} block without a directive: put "
                            "<!-- doc: run --> or <!-- doc: skip REASON --> on the line above it")
         i = end + 1
+    waiting = None
+    for b in blocks:
+        if b.kind == "table":
+            if waiting:
+                raise DocError(f"{path}:{waiting.start}: a `doc: table` whose rows block never "
+                               "comes (another table comes first)")
+            waiting = b
+        elif b.kind == "rows":
+            if not waiting:
+                raise DocError(f"{path}:{b.start}: a `doc: rows` block with no table above it")
+            waiting = None
     return blocks
 
 
@@ -269,6 +320,89 @@ def rewrite_numbers(shown, printed):
     return NUMBER.sub(lambda m: next(values), shown)
 
 
+def table_commands(rows_block):
+    """The rows block's commands, each with the variable lines before it."""
+    text = "\n".join(rows_block.lines).replace("\\\n", " ")
+    variables, commands = [], []
+    for line in text.split("\n"):
+        line = line.strip()
+        if not line or line.startswith("#"):
+            continue
+        if re.match(r'^[A-Za-z_]\w*=', line):
+            variables.append(line)
+        else:
+            commands.append("\n".join(variables + [split_comment(line)[0] + " --json true"]))
+    return commands
+
+
+def table_rows(block):
+    spec = block.options.get("rows", [None])[-1]
+    body = list(range(2, len(block.lines)))  # after the header and its rule
+    if spec is None:
+        return body
+    m = re.match(r"^(\d+)-(\d+)$", spec)
+    if not m:
+        raise DocError(f"{block.start}: rows={spec!r} is not A-B")
+    return [body[r - 1] for r in range(int(m.group(1)), int(m.group(2)) + 1)]
+
+
+def render(fmt, fields):
+    def one(m):
+        value = eval(m.group(1), {"__builtins__": {}}, fields)  # the docs are ours
+        return format(value, m.group(2) or "")
+    return re.sub(r"\{([^{}:]+)(?::([^{}]*))?\}", one, fmt)
+
+
+def json_of(command, scratch, env):
+    """The JSON object a command prints, or the reason there is none."""
+    p = subprocess.run(["bash", "-e", "-o", "pipefail", "-c", command], cwd=scratch, env=env,
+                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=600,
+                       encoding="utf-8", errors="replace")
+    if p.returncode != 0 or "{" not in p.stdout:
+        return f"exit status {p.returncode}, no JSON:\n{command}\n{p.stdout[-2000:]}"
+    return json.JSONDecoder().raw_decode(p.stdout[p.stdout.index("{"):])[0]
+
+
+def check_table(block, rows_block, scratch, env, write):
+    """Returns (problems, new_lines)."""
+    if rows_block is None:
+        raise DocError(f"{block.start}: a `doc: table` with no ```sh block marked "
+                       "<!-- doc: rows --> after it")
+    tolerance = float(block.options.get("tolerance", ["0"])[-1].rstrip("%")) / 100
+    per_row = int(block.options.get("per_row", ["1"])[-1])
+    cells = []
+    for spec in block.options.get("cell", []):
+        column, _, fmt = spec.partition("=")
+        m = re.match(r"^(\d+)(?:@(\d+))?$", column)
+        if not m or not fmt or int(m.group(2) or 1) > per_row:
+            raise DocError(f"{block.start}: cell={spec!r} is not N=FORMAT or N@J=FORMAT "
+                           f"(J up to per_row={per_row})")
+        cells.append((int(m.group(1)), int(m.group(2) or 1), fmt))
+    if not cells:
+        raise DocError(f"{block.start}: a `doc: table` without cell='N=FORMAT': nothing to check")
+    rows, commands = table_rows(block), table_commands(rows_block)
+    if len(rows) * per_row != len(commands):
+        raise DocError(f"{block.start}: {len(rows)} table rows ({per_row} commands each) but "
+                       f"{len(commands)} commands in the rows block at line {rows_block.start}")
+    problems, new_lines = [], list(block.lines)
+    for n, row in enumerate(rows):
+        results = [json_of(c, scratch, env) for c in commands[n * per_row:(n + 1) * per_row]]
+        failed = [r for r in results if isinstance(r, str)]
+        if failed:
+            problems.append(f"{block.start + row + 1}: {failed[0]}")
+            continue
+        shown = [c.strip() for c in block.lines[row].strip().strip("|").split("|")]
+        for column, j, fmt in cells:
+            command = commands[n * per_row + j - 1]
+            want, got = shown[column - 1], render(fmt, results[j - 1])
+            if skeleton(want) != skeleton(got) or not numbers_agree(want, got, tolerance):
+                problems.append(f"{block.start + row + 1}: column {column} shows {want!r}; "
+                                f"the command prints {got!r}\n  {command.splitlines()[-1]}")
+                shown[column - 1] = got
+        new_lines[row] = "| " + " | ".join(shown) + " |"
+    return problems, new_lines
+
+
 def check_doc(path, source, build, write, env_extra):
     blocks = read_blocks(path)
     scratch = make_scratch(source, build)
@@ -278,11 +412,23 @@ def check_doc(path, source, build, write, env_extra):
     env.update(env_extra)
     problems, last_output, ran, skipped, outputs = [], None, 0, 0, 0
     shown_path = os.path.relpath(path, source)
-    text_lines = open(path).read().split("\n")
+    text_lines = read_text(path).split("\n")
     try:
         for block in blocks:
-            if block.kind == "skip":
-                skipped += 1
+            if block.kind in ("skip", "rows"):
+                skipped += block.kind == "skip"
+                continue
+            if block.kind == "table":
+                later = blocks[blocks.index(block) + 1:]
+                rows_block = next((b for b in later if b.kind == "rows"), None)  # checked above
+                try:
+                    found, new_lines = check_table(block, rows_block, scratch, env, write)
+                except DocError as e:
+                    found, new_lines = [str(e)], None
+                outputs += 1
+                problems += [f"{shown_path}:{p}" for p in found]
+                if write and found and new_lines:
+                    text_lines[block.start:block.start + len(block.lines)] = new_lines
                 continue
             missing = [n for n in block.options.get("needs", [])
                        if not shutil.which(n) and not os.path.exists(os.path.join(scratch, n))]
@@ -311,7 +457,7 @@ def check_doc(path, source, build, write, env_extra):
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     if write:
-        open(path, "w").write("\n".join(text_lines))
+        write_text(path, "\n".join(text_lines))
     return problems, ran, skipped, outputs
 
 
@@ -341,7 +487,7 @@ def main():
         for p in problems:
             print(p + "\n")
         verb = "rewrote" if args.write else "checked"
-        print(f"{doc}: {ran} blocks run, {outputs} output blocks {verb}, {skipped} skipped "
+        print(f"{doc}: {ran} blocks run, {outputs} output blocks and tables {verb}, {skipped} skipped "
               f"(with their reasons), {len(problems)} problems")
         if problems and not args.write:
             status = 1

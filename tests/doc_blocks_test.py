@@ -108,6 +108,27 @@ class DocBlocksTest(unittest.TestCase):
             run_block(["no-such-program-x"], "run needs=no-such-program-x"))
         self.assertEqual((problems, ran, skipped), ([], 0, 1))
 
+    def test_a_table_is_checked_against_its_rows_commands(self):
+        with open(os.path.join(self.source, "examples", "sim.sh"), "w") as f:
+            f.write('echo "header line"; echo "{\\"step_time\\": $1, \\"messages\\": 1200}"\n')
+        table = doc("<!-- doc: table tolerance=0.5 cell='2={step_time*1e3:.1f} ms' "
+                    "cell='3={messages:,}' -->",
+                    "| case | step | messages |", "| --- | --- | --- |",
+                    "| a | 12.5 ms | 1,200 |", "| b | 40.0 ms | 1,200 |", "",
+                    "<!-- doc: rows -->", FENCE + "sh", "X=0.0125",
+                    'bash examples/sim.sh "$X"', "bash examples/sim.sh 0.0401  # a comment",
+                    FENCE)
+        problems, _, _, outputs, _ = self.check(table)
+        self.assertEqual((problems, outputs), ([], 1))
+        moved = table.replace("| 40.0 ms |", "| 42.0 ms |")
+        problems = self.check(moved)[0]
+        self.assertEqual(len(problems), 1)
+        self.assertIn("column 2 shows '42.0 ms'; the command prints '40.1 ms'", problems[0])
+        written = self.check(moved, write=True)[4]
+        self.assertIn("| b | 40.1 ms | 1,200 |", written)
+        with self.assertRaisesRegex(doc_blocks.DocError, "no table above it"):
+            self.check(doc("<!-- doc: rows -->", FENCE + "sh", "echo", FENCE))
+
     def test_unmarked_and_unexplained_blocks_are_refused(self):
         with self.assertRaisesRegex(doc_blocks.DocError, "without a directive"):
             self.check(doc(FENCE + "sh", "echo hi", FENCE))

@@ -273,7 +273,7 @@ int main(int argc, char** argv) {
                  "reach it (false: message by message, slower; for comparison)");
     flags.define("trace", "",
                  "write a Chrome trace-event JSON of the last step (opens in Perfetto)");
-    flags.define("json", "false", "print the report as JSON");
+    flags.define("json", "false", "print the report (with --auto_layout: the search's) as JSON");
     flags.define("explain", "false",
                  "also print how the layout splits the model: a picture of every variable's, "
                  "input's and fetch's blocks over the mesh, and each op's collectives with their "
@@ -339,13 +339,18 @@ int main(int argc, char** argv) {
       opt.max_dims = static_cast<int>(flags.i64("max_dims"));
       opt.simulate_top = static_cast<int>(flags.i64("simulate_top"));
       if (opt.simulate_top < 1) throw ValueError("--simulate_top must be at least 1");
-      std::printf("%s\n%s\n", opt.topology.to_string().c_str(), model.description.c_str());
+      if (!json)
+        std::printf("%s\n%s\n", opt.topology.to_string().c_str(), model.description.c_str());
       const int64_t num_cores = flags.i64("num_cores");
       const AutoLayoutResult r =
           num_cores > 0
               ? auto_layout_and_mesh_shape(*model.graph, num_cores, {model.loss}, *model.train_ops,
                                            opt)
               : auto_layout(*model.graph, config.mesh_shape, {model.loss}, *model.train_ops, opt);
+      if (json) {
+        std::printf("%s\n", r.to_json(static_cast<int>(flags.i64("candidates"))).c_str());
+        return 0;
+      }
       std::printf("%s", r.table(static_cast<int>(flags.i64("candidates"))).c_str());
       std::printf("--mesh_shape \"%s\" --layout \"%s\"\n", r.mesh.to_string().c_str(),
                   r.rules.to_string().c_str());

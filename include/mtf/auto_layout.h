@@ -66,6 +66,11 @@ struct AutoLayoutResult {
   // The top `rows` candidates as a table: rules, step time, compute and
   // communication share, peak memory per core.
   std::string table(int rows = 10) const;
+  // The choice, the search's figures and the top `rows` candidates as one
+  // JSON object ("ranked": mesh, layout, step_time and estimated_step_time in
+  // seconds, compute and communication in seconds, peak_memory in bytes per
+  // core, fits, simulated).
+  std::string to_json(int rows = 10) const;
 };
 
 // The best layout rules for `mesh` and the program computing `fetches` and

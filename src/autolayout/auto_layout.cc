@@ -8,8 +8,10 @@
 #include <memory>
 #include <numeric>
 #include <set>
+#include <sstream>
 
 #include "autolayout/cost_model.h"
+#include "core/json.h"
 #include "lowering/program.h"
 #include "mtf/errors.h"
 #include "mtf/session.h"
@@ -348,6 +350,27 @@ std::string AutoLayoutResult::table(int rows) const {
                 seconds, mesh.to_string().c_str(), rules.to_string().c_str());
   out += line;
   return out;
+}
+
+std::string AutoLayoutResult::to_json(int rows) const {
+  std::ostringstream o;
+  o.precision(9);
+  o << "{\"mesh\":" << json_string(mesh.to_string()) << ",\"layout\":"
+    << json_string(rules.to_string()) << ",\"evaluations\":" << evaluations
+    << ",\"space\":" << space << ",\"exhaustive\":" << (exhaustive ? "true" : "false")
+    << ",\"cut_short\":" << (cut_short ? "true" : "false") << ",\"seconds\":" << seconds
+    << ",\"ranked\":[";
+  for (int i = 0; i < rows && i < static_cast<int>(ranked.size()); ++i) {
+    const LayoutCandidate& c = ranked[i];
+    o << (i ? "," : "") << "{\"mesh\":" << json_string(c.mesh.to_string())
+      << ",\"layout\":" << json_string(c.rules.to_string()) << ",\"step_time\":" << c.step_time
+      << ",\"estimated_step_time\":" << c.estimated_step_time << ",\"compute\":" << c.compute
+      << ",\"communication\":" << c.communication << ",\"peak_memory\":" << c.peak_memory
+      << ",\"fits\":" << (c.fits ? "true" : "false")
+      << ",\"simulated\":" << (c.simulated ? "true" : "false") << "}";
+  }
+  o << "]}";
+  return o.str();
 }
 
 AutoLayoutResult auto_layout(Graph& graph, const MeshShape& mesh,

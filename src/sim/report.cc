@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <sstream>
 
+#include "core/json.h"
 #include "mtf/sim.h"
 
 namespace mtf {
@@ -33,15 +34,6 @@ std::string pad(const std::string& s, size_t w) {
 }
 std::string lpad(const std::string& s, size_t w) {
   return s.size() >= w ? s : std::string(w - s.size(), ' ') + s;
-}
-
-std::string json_string(const std::string& s) {
-  std::string r = "\"";
-  for (char c : s) {
-    if (c == '"' || c == '\\') r += '\\';
-    if (static_cast<unsigned char>(c) >= 0x20) r += c;
-  }
-  return r + "\"";
 }
 
 }  // namespace
