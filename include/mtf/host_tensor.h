@@ -13,6 +13,7 @@
 #include <memory>
 #include <vector>
 
+#include "mtf/bfloat16.h"
 #include "mtf/dtype.h"
 #include "mtf/shape.h"
 
@@ -31,6 +32,8 @@ class HostTensor {
   static HostTensor zeros(Shape shape, DType dtype);
   // Throws ValueError when values.size() != shape.num_elements().
   static HostTensor from_floats(Shape shape, const std::vector<float>& values);
+  // The values rounded to `dtype` (float32 or bfloat16: round to nearest even).
+  static HostTensor from_floats(Shape shape, const std::vector<float>& values, DType dtype);
   static HostTensor from_ints(Shape shape, const std::vector<int32_t>& values);
   static HostTensor scalar(float value);
 
@@ -51,11 +54,15 @@ class HostTensor {
   void* raw_data();
   const void* raw_data() const;
 
-  // Values as floats (int32 converted), in row-major order.
+  // Values as floats (int32 and bfloat16 converted), in row-major order.
   std::vector<float> to_floats() const;
   std::vector<int32_t> to_ints() const;
   // A deep copy in a fresh buffer.
   HostTensor clone() const;
+  // The values in `dtype`, a fresh buffer (this one when the dtype is the
+  // same): float32 <-> bfloat16 rounds to nearest even; float -> int32
+  // truncates toward zero, as static_cast does.
+  HostTensor as_dtype(DType dtype) const;
   // The same buffer seen with another shape of equal element count.
   HostTensor reshaped(Shape shape) const;
 

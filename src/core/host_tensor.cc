@@ -2,6 +2,7 @@
 
 #include <cstring>
 
+#include "core/bfloat16_convert.h"
 #include "core/buffer_pool.h"
 #include "core/check.h"
 
@@ -42,6 +43,15 @@ HostTensor HostTensor::from_floats(Shape shape, const std::vector<float>& values
   return from_values(std::move(shape), float32, values, "from_floats");
 }
 
+HostTensor HostTensor::from_floats(Shape shape, const std::vector<float>& values, DType dtype) {
+  if (dtype == float32) return from_floats(std::move(shape), values);
+  if (dtype != bfloat16) {
+    throw DTypeError("HostTensor::from_floats: values can be float32 or bfloat16, not " +
+                     dtype_name(dtype));
+  }
+  return from_floats(std::move(shape), values).as_dtype(bfloat16);
+}
+
 HostTensor HostTensor::from_ints(Shape shape, const std::vector<int32_t>& values) {
   return from_values(std::move(shape), int32, values, "from_ints");
 }
@@ -79,6 +89,17 @@ const int32_t* HostTensor::data<int32_t>() const {
   return static_cast<const int32_t*>(buffer_->data);
 }
 
+template <>
+BFloat16* HostTensor::data<BFloat16>() {
+  check_dtype(bfloat16);
+  return static_cast<BFloat16*>(buffer_->data);
+}
+template <>
+const BFloat16* HostTensor::data<BFloat16>() const {
+  check_dtype(bfloat16);
+  return static_cast<const BFloat16*>(buffer_->data);
+}
+
 void* HostTensor::raw_data() {
   if (!valid()) throw ValueError("access to the data of an empty HostTensor");
   return buffer_->data;
@@ -96,20 +117,37 @@ std::vector<float> HostTensor::to_floats() const {
     const int32_t* p = data<int32_t>();
     for (size_t i = 0; i < v.size(); ++i) v[i] = static_cast<float>(p[i]);
   } else {
-    throw DTypeError("to_floats: " + dtype_name(dtype_) + " is not supported on the CPU yet");
+    bfloat16_to_floats(static_cast<const uint16_t*>(raw_data()), v.data(), num_elements());
   }
   return v;
+}
+
+HostTensor HostTensor::as_dtype(DType dtype) const {
+  if (dtype == dtype_) return *this;
+  HostTensor out(shape_, dtype);
+  const int64_t n = num_elements();
+  if (n == 0) return out;
+  if (dtype == bfloat16) {
+    const std::vector<float> f = dtype_ == float32 ? std::vector<float>() : to_floats();
+    const float* src = dtype_ == float32 ? data<float>() : f.data();
+    floats_to_bfloat16(src, static_cast<uint16_t*>(out.raw_data()), n);
+  } else if (dtype == float32) {
+    const std::vector<float> f = to_floats();
+    std::memcpy(out.raw_data(), f.data(), n * sizeof(float));
+  } else {
+    const std::vector<int32_t> v = to_ints();
+    std::memcpy(out.raw_data(), v.data(), n * sizeof(int32_t));
+  }
+  return out;
 }
 
 std::vector<int32_t> HostTensor::to_ints() const {
   std::vector<int32_t> v(num_elements());
   if (dtype_ == int32) {
     if (!v.empty()) std::memcpy(v.data(), raw_data(), num_bytes());
-  } else if (dtype_ == float32) {
-    const float* p = data<float>();
-    for (size_t i = 0; i < v.size(); ++i) v[i] = static_cast<int32_t>(p[i]);
   } else {
-    throw DTypeError("to_ints: " + dtype_name(dtype_) + " is not supported on the CPU yet");
+    const std::vector<float> f = to_floats();
+    for (size_t i = 0; i < v.size(); ++i) v[i] = static_cast<int32_t>(f[i]);
   }
   return v;
 }

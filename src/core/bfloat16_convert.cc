@@ -1,0 +1,91 @@
+#include "core/bfloat16_convert.h"
+
+#include <immintrin.h>
+
+#include "mtf/bfloat16.h"
+
+// GCC 12's shift and convert intrinsics pass _mm512_undefined_epi32() as
+// their (unused) merge source, which -Wmaybe-uninitialized mistakes for a
+// read of an uninitialized value (GCC bug 105593).
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+
+namespace mtf {
+namespace {
+
+void to_bf16_portable(const float* in, uint16_t* out, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) out[i] = float_to_bfloat16_bits(in[i]);
+}
+
+void to_float_portable(const uint16_t* in, float* out, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) out[i] = bfloat16_bits_to_float(in[i]);
+}
+
+#if defined(__x86_64__)
+__attribute__((target("avx512f"))) void to_bf16_avx512(const float* in, uint16_t* out,
+                                                        int64_t n) {
+  const __m512i one = _mm512_set1_epi32(1);
+  const __m512i bias = _mm512_set1_epi32(0x7fff);
+  const __m512i abs_mask = _mm512_set1_epi32(0x7fffffff);
+  const __m512i inf = _mm512_set1_epi32(0x7f800000);
+  const __m512i quiet = _mm512_set1_epi32(0x0040);
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    const __m512i u = _mm512_loadu_si512(in + i);
+    const __mmask16 nan = _mm512_cmpgt_epu32_mask(_mm512_and_si512(u, abs_mask), inf);
+    const __m512i lsb = _mm512_and_si512(_mm512_srli_epi32(u, 16), one);
+    const __m512i rounded = _mm512_srli_epi32(_mm512_add_epi32(u, _mm512_add_epi32(bias, lsb)), 16);
+    const __m512i nan_bits = _mm512_or_si512(_mm512_srli_epi32(u, 16), quiet);
+    const __m512i r = _mm512_mask_blend_epi32(nan, rounded, nan_bits);
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + i), _mm512_cvtepi32_epi16(r));
+  }
+  to_bf16_portable(in + i, out + i, n - i);
+}
+
+__attribute__((target("avx512f"))) void to_float_avx512(const uint16_t* in, float* out,
+                                                         int64_t n) {
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    const __m256i b = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(in + i));
+    _mm512_storeu_si512(out + i, _mm512_slli_epi32(_mm512_cvtepu16_epi32(b), 16));
+  }
+  to_float_portable(in + i, out + i, n - i);
+}
+#endif
+
+}  // namespace
+
+Bf16ConvertPath bf16_convert_path() {
+#if defined(__x86_64__)
+  static const Bf16ConvertPath path =
+      __builtin_cpu_supports("avx512f") ? Bf16ConvertPath::kAvx512 : Bf16ConvertPath::kPortable;
+  return path;
+#else
+  return Bf16ConvertPath::kPortable;
+#endif
+}
+
+void floats_to_bfloat16(const float* in, uint16_t* out, int64_t n, Bf16ConvertPath path) {
+#if defined(__x86_64__)
+  if (path == Bf16ConvertPath::kAvx512) return to_bf16_avx512(in, out, n);
+#endif
+  (void)path;
+  to_bf16_portable(in, out, n);
+}
+
+void bfloat16_to_floats(const uint16_t* in, float* out, int64_t n, Bf16ConvertPath path) {
+#if defined(__x86_64__)
+  if (path == Bf16ConvertPath::kAvx512) return to_float_avx512(in, out, n);
+#endif
+  (void)path;
+  to_float_portable(in, out, n);
+}
+
+void floats_to_bfloat16(const float* in, uint16_t* out, int64_t n) {
+  floats_to_bfloat16(in, out, n, bf16_convert_path());
+}
+
+void bfloat16_to_floats(const uint16_t* in, float* out, int64_t n) {
+  bfloat16_to_floats(in, out, n, bf16_convert_path());
+}
+
+}  // namespace mtf

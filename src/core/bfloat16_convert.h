@@ -1,0 +1,30 @@
+// bfloat16_convert.h — float32 <-> bfloat16 over arrays, with the vector
+// instructions the CPU has. Internal.
+//
+// Every path gives the bits of the scalar functions in mtf/bfloat16.h
+// (round to nearest even, NaN kept and quieted, no flush to zero), so a
+// result does not depend on the machine. AVX512-BF16's VCVTNEPS2BF16 is not
+// used: it flushes subnormal inputs to zero, which the portable rounding
+// does not; the integer rounding below costs a few instructions per 16
+// values and runs at memory speed.
+#pragma once
+
+#include <cstdint>
+
+namespace mtf {
+
+enum class Bf16ConvertPath { kPortable, kAvx512 };
+
+// The path used on this CPU (AVX-512F where it runs, else portable C++ that
+// the compiler may vectorize).
+Bf16ConvertPath bf16_convert_path();
+
+// out[i] = bfloat16(in[i]) for i < n. `path` forces one (tests; forcing
+// kAvx512 on a CPU without it is the caller's error).
+void floats_to_bfloat16(const float* in, uint16_t* out, int64_t n);
+void floats_to_bfloat16(const float* in, uint16_t* out, int64_t n, Bf16ConvertPath path);
+// out[i] = float(in[i]) for i < n.
+void bfloat16_to_floats(const uint16_t* in, float* out, int64_t n);
+void bfloat16_to_floats(const uint16_t* in, float* out, int64_t n, Bf16ConvertPath path);
+
+}  // namespace mtf
