@@ -37,6 +37,24 @@ TEST(GradientTest, Unary) {
   check_gradients({kAB}, [](const V& x) { return cast(x[0], float32); });
 }
 
+// Through bfloat16 and back the gradient is the upstream gradient rounded to
+// bfloat16 (cast's gradient casts back), exactly.
+TEST(GradientTest, CastThroughBFloat16) {
+  Graph g;
+  Mesh mesh(g, "mesh");
+  Tensor x = placeholder(mesh, kAB, float32, "x");
+  Tensor w = placeholder(mesh, kAB, float32, "w");
+  Tensor y = cast(cast(x, bfloat16), float32);
+  Tensor loss = reduce_sum(y * w);
+  Tensor dx = gradients({loss}, {x})[0];
+  std::vector<float> wv;
+  for (int i = 0; i < 12; ++i) wv.push_back(1.0f + i / 7.0f);
+  Session s(g);
+  const HostTensor xh = HostTensor::from_floats(kAB, std::vector<float>(12, 0.5f));
+  const HostTensor wh = HostTensor::from_floats(kAB, wv);
+  EXPECT_EQ(s.run(dx, {{x, xh}, {w, wh}}).to_floats(), wh.as_dtype(bfloat16).to_floats());
+}
+
 TEST(GradientTest, BinaryWithBroadcasting) {
   const std::vector<Shape> shapes = {Shape("a:3;b:4"), Shape("c:2;a:3")};
   SCOPED_TRACE("case 0");

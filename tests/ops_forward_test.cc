@@ -76,6 +76,35 @@ TEST_F(OpsTest, CastTruncatesTowardZero) {
   EXPECT_EQ(eval(cast(c, float32) + 0.5f), (std::vector<float>{-0.5f, 0.5f, 0.5f, 2.5f}));
 }
 
+// float32 -> bfloat16 rounds to nearest even (1 + 2^-8 is a tie: to 1;
+// 1 + 3 * 2^-8 to 1 + 2^-6), bfloat16 -> float32 is exact, and a bfloat16
+// placeholder is fed and fetched, on one processor and split over a mesh.
+TEST_F(OpsTest, CastToBFloat16RoundsToNearestEven) {
+  const std::vector<float> v = {1.f, 1.00390625f, 1.01171875f, -3.14159f, 1e-40f, 65504.f};
+  // 1e-40 is a float32 subnormal; bfloat16 keeps it (not flushed), as 2^-133.
+  const std::vector<float> want = {1.f, 1.f, 1.015625f, -3.140625f, std::ldexp(1.f, -133), 65536.f};
+  HostTensor h = HostTensor::from_floats(Shape("a:6"), v);
+  Tensor b = cast(in(h), bfloat16);
+  EXPECT_EQ(b.dtype(), bfloat16);
+  EXPECT_EQ(eval(b), want);
+  EXPECT_EQ(eval(cast(b, float32)), want);
+  EXPECT_EQ(eval(cast(cast(b, int32), bfloat16)), (std::vector<float>{1, 1, 1, -3, 0, 65536}));
+  Tensor p = placeholder(mesh, Shape("a:6"), bfloat16, "p");
+  Tensor doubled = cast(cast(p, float32) * 2.f, bfloat16);
+  MeshConfig split;
+  split.mesh_shape = MeshShape("x:2");
+  split.layout = LayoutRules("a:x");
+  for (const MeshConfig& config : {MeshConfig(), split}) {
+    Session session(g, config);
+    const HostTensor out =
+        session.run({doubled}, {{p, HostTensor::from_floats(Shape("a:6"), v, bfloat16)}})[0];
+    EXPECT_EQ(out.dtype(), bfloat16);
+    std::vector<float> twice;
+    for (float w : want) twice.push_back(2 * w);
+    EXPECT_EQ(out.to_floats(), twice) << config.mesh_shape.to_string();
+  }
+}
+
 // Reference for a binary op broadcast by name.
 std::vector<float> ref_binary(const HostTensor& a, const HostTensor& b, const Shape& out,
                               float (*f)(float, float)) {

@@ -6,6 +6,7 @@
 #include <string>
 #include <type_traits>
 
+#include "core/bfloat16_convert.h"
 #include "core/check.h"
 #include "kernels/kernels.h"
 #include "kernels/strided_loop.h"
@@ -15,9 +16,12 @@ namespace mtf::kernels {
 
 void require_supported(const HostTensor& t, bool allow_int, const char* kernel) {
   if (t.dtype() == float32 || (allow_int && t.dtype() == int32)) return;
-  throw DTypeError(detail::str_cat(kernel, ": dtype ", dtype_name(t.dtype()),
-                                   " is not supported by the CPU kernels (use float32",
-                                   allow_int ? " or int32)" : ")"));
+  throw DTypeError(detail::str_cat(
+      kernel, ": dtype ", dtype_name(t.dtype()), " is not supported by the CPU kernels (use float32",
+      allow_int ? " or int32" : "",
+      t.dtype() == bfloat16 ? "; bfloat16 tensors run through cast only so far: cast to float32 "
+                              "before this op)"
+                            : ")"));
 }
 
 const char* unary_name(UnaryFn fn) {
@@ -133,11 +137,19 @@ void unary(UnaryFn fn, const HostTensor& x, HostTensor& y) {
 }
 
 void cast(const HostTensor& x, HostTensor& y) {
-  require_supported(x, true, "cast");
-  require_supported(y, true, "cast");
+  // bfloat16 is the one kernel's dtype here so far: cast into and out of it.
+  MTF_CHECK(x.num_elements() == y.num_elements());
   const int64_t n = x.num_elements();
   if (x.dtype() == y.dtype()) {
     if (n) std::memcpy(y.raw_data(), x.raw_data(), x.num_bytes());
+  } else if (y.dtype() == bfloat16 && x.dtype() == float32) {
+    floats_to_bfloat16(x.data<float>(), reinterpret_cast<uint16_t*>(y.data<BFloat16>()), n);
+  } else if (x.dtype() == bfloat16 && y.dtype() == float32) {
+    bfloat16_to_floats(reinterpret_cast<const uint16_t*>(x.data<BFloat16>()), y.data<float>(), n);
+  } else if (x.dtype() == bfloat16 || y.dtype() == bfloat16) {
+    // int32 <-> bfloat16 through float32 (exact for |v| <= 2^24 on the way in).
+    HostTensor via = x.as_dtype(float32).as_dtype(y.dtype());
+    if (n) std::memcpy(y.raw_data(), via.raw_data(), y.num_bytes());
   } else if (x.dtype() == float32) {
     // Truncation toward zero, as C++ and TensorFlow do.
     const float* p = x.data<float>();

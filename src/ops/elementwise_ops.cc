@@ -90,10 +90,16 @@ class CastOp : public Operation {
   void compute(KernelContext& ctx) const override {
     kernels::cast(ctx.input(0), ctx.allocate_output(0));
   }
+  // Between float32 and bfloat16 the gradient is cast back to the input's
+  // dtype (Mesh TensorFlow's cast gradient); int32 on either side stops it.
   bool differentiable() const override {
-    return inputs()[0].dtype() == float32 && output(0).dtype() == float32;
+    auto is_float = [](DType d) { return d == float32 || d == bfloat16; };
+    return is_float(inputs()[0].dtype()) && is_float(output(0).dtype());
   }
-  std::vector<Tensor> gradient(const std::vector<Tensor>& g) const override { return {g[0]}; }
+  std::vector<Tensor> gradient(const std::vector<Tensor>& g) const override {
+    const DType in = inputs()[0].dtype();
+    return {g[0].dtype() == in ? g[0] : cast(g[0], in)};
+  }
 };
 
 class BinaryOp : public Operation {

@@ -39,17 +39,18 @@ std::vector<Tensor> gradients(const std::vector<Tensor>& ys, const std::vector<T
     for (const Tensor& in : op->inputs()) live = live || downstream.count(in.id());
     if (live && op->differentiable())
       for (const Tensor& out : op->outputs())
-        if (out.dtype() == float32) downstream.insert(out.id());
+        if (out.dtype() == float32 || out.dtype() == bfloat16) downstream.insert(out.id());
   }
 
   std::map<int64_t, std::vector<Tensor>> contributions;
   for (size_t i = 0; i < ys.size(); ++i) {
     const Tensor& y = ys[i];
-    if (y.dtype() != float32) {
-      throw DTypeError("gradients: y " + y.describe() + " must be float32 to be differentiated");
+    if (y.dtype() != float32 && y.dtype() != bfloat16) {
+      throw DTypeError("gradients: y " + y.describe() +
+                       " must be float32 or bfloat16 to be differentiated");
     }
     const OriginScope origin(graph, "the gradient of \"" + y.name() + "\" (its seed)");
-    Tensor g = grad_ys.empty() ? ones(y.mesh(), y.shape()) : grad_ys[i];
+    Tensor g = grad_ys.empty() ? ones(y.mesh(), y.shape(), y.dtype()) : grad_ys[i];
     if (!(g.shape() == y.shape())) {
       g = grad_ys.empty() ? g : transpose(g, y.shape());
     }
