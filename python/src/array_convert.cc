@@ -38,6 +38,8 @@ DType array_dtype(const py::handle& obj) {
 
 HostTensor array_to_host(const py::handle& obj, const Shape& shape, DType dtype,
                          const std::string& what) {
+  // NumPy has no bfloat16: such a feed arrives as floats and is rounded here.
+  if (dtype == bfloat16) return array_to_host(obj, shape, float32, what).as_dtype(bfloat16);
   py::array a = py::array::ensure(obj);
   if (!a) {
     throw ValueError(what + ": expected a NumPy array (or nested lists of numbers), got " +
@@ -102,6 +104,7 @@ Feeds feeds_of(const py::object& feed_dict, const Session* session) {
 }
 
 py::array host_to_array(HostTensor t) {
+  if (t.dtype() == bfloat16) t = t.as_dtype(float32);  // exact; NumPy has no bfloat16
   const py::dtype dt = numpy_dtype(t.dtype(), "a fetch");
   const std::vector<int64_t> sizes = t.shape().sizes();
   std::vector<py::ssize_t> shape(sizes.begin(), sizes.end());

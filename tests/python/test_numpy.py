@@ -73,5 +73,19 @@ def test_bad_feeds_say_what_is_wrong():
         s.run(mtf.identity(x))  # not fed
     g = mtf.Graph()
     b = mtf.placeholder(mtf.Mesh(g, "m"), "a:2", mtf.bfloat16)
-    with pytest.raises(mtf.DTypeError, match="bfloat16"):
-        mtf.Session(g).run(b, {b: np.ones(2)})
+    with pytest.raises(mtf.DTypeError, match="bfloat16.*cast to float32"):
+        mtf.Session(g).run(mtf.relu(b), {b: np.ones(2)})
+
+
+def test_bfloat16_feeds_and_fetches_are_floats_rounded_to_nearest_even():
+    g = mtf.Graph()
+    mesh = mtf.Mesh(g, "m")
+    b = mtf.placeholder(mesh, "a:4", mtf.bfloat16)
+    doubled = mtf.cast(mtf.cast(b, mtf.float32) * 2.0, mtf.bfloat16)
+    assert doubled.dtype == mtf.bfloat16
+    s = mtf.Session(g, mesh_shape="x:2", layout="a:x")
+    fed = np.array([1.0, 1.00390625, 1.01171875, -3.14159], np.float64)
+    out = s.run([b, doubled], {b: fed})
+    assert out[0].dtype == np.float32
+    np.testing.assert_array_equal(out[0], [1.0, 1.0, 1.015625, -3.140625])
+    np.testing.assert_array_equal(out[1], [2.0, 2.0, 2.03125, -6.28125])
