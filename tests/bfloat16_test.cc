@@ -80,7 +80,9 @@ TEST(BFloat16, SpecialValues) {
   EXPECT_EQ(round(-NAN) & 0x8000, 0x8000);
   for (uint32_t b = 0; b < 0x10000; ++b) {  // every bfloat16 survives the round trip
     const float f = bfloat16_bits_to_float(static_cast<uint16_t>(b));
-    if (!std::isnan(f)) ASSERT_EQ(round(f), b) << std::hex << b;
+    if (!std::isnan(f)) {
+      ASSERT_EQ(round(f), b) << std::hex << b;
+    }
   }
 }
 

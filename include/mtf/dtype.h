@@ -1,6 +1,5 @@
-// mtf/dtype.h — element types. float32 and int32 run on the CPU kernels;
-// bfloat16 is named so graphs and cost models can use it, and CPU kernels
-// reject it with a DTypeError until they support it.
+// mtf/dtype.h — element types: float32, int32 and bfloat16 (a storage
+// type: ops compute on it in float32 and round their results to it).
 #pragma once
 
 #include <cstddef>
@@ -15,9 +14,17 @@ constexpr DType float32 = DType::kFloat32;
 constexpr DType int32 = DType::kInt32;
 constexpr DType bfloat16 = DType::kBFloat16;
 
+// float32 or bfloat16: the dtypes that carry gradients.
+constexpr bool is_floating(DType dtype) {
+  return dtype == DType::kFloat32 || dtype == DType::kBFloat16;
+}
+
 // Bytes per element.
 size_t dtype_size(DType dtype);
 // "float32", "int32", "bfloat16".
 std::string dtype_name(DType dtype);
+// The dtype of that name; false when there is none (callers say what the
+// name was for).
+bool dtype_from_name(const std::string& name, DType* dtype);
 
 }  // namespace mtf

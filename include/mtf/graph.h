@@ -94,6 +94,12 @@ class Operation {
 
   // Runs the op on one processor's slices.
   virtual void compute(KernelContext& ctx) const = 0;
+  // True when compute() reads and writes bfloat16 slices itself; otherwise
+  // the executor hands it float32 copies of its bfloat16 inputs, lets it
+  // allocate float32 for its bfloat16 outputs, and rounds those (and new
+  // values of bfloat16 variables) to bfloat16 afterwards: every op computes
+  // in float32 and stores bfloat16, rounded once.
+  virtual bool computes_bfloat16() const { return false; }
   // False for ops through which no gradient flows (comparisons, one_hot,
   // random draws, integer outputs, stop_gradient).
   virtual bool differentiable() const { return true; }

@@ -114,8 +114,8 @@ void bind_simulation(py::module_& m) {
       .def(
           "flops",
           [](const Topology& t, const std::string& dtype) {
-            for (DType d : {DType::kFloat32, DType::kInt32, DType::kBFloat16})
-              if (dtype_name(d) == dtype) return t.flops(d);
+            DType d;
+            if (dtype_from_name(dtype, &d)) return t.flops(d);
             throw ValueError("Topology.flops: unknown dtype \"" + dtype +
                              "\"; use float32, bfloat16 or int32");
           },

@@ -37,9 +37,8 @@ hid_t memory_type(DType d) {
 }
 
 DType parse_dtype(const std::string& s, const std::string& where) {
-  if (s == "float32") return float32;
-  if (s == "int32") return int32;
-  if (s == "bfloat16") return bfloat16;
+  DType d;
+  if (dtype_from_name(s, &d)) return d;
   throw IoError(where + ": unknown dtype \"" + s + "\"; the file is corrupted or from a newer mtf");
 }
 

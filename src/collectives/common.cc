@@ -5,6 +5,7 @@
 #include <cstring>
 #include <set>
 
+#include "core/bfloat16_convert.h"
 #include "core/check.h"
 #include "mtf/errors.h"
 
@@ -17,12 +18,7 @@ int segment_count(const Transport& t, int64_t elems, size_t elem_size) {
   return static_cast<int>(std::max<int64_t>(1, (elems + per - 1) / per));
 }
 
-size_t element_size(DType dtype) {
-  if (dtype != float32 && dtype != int32) {
-    throw DTypeError("collectives support float32 and int32, not " + dtype_name(dtype));
-  }
-  return 4;
-}
+size_t element_size(DType dtype) { return dtype_size(dtype); }
 
 namespace {
 template <typename T>
@@ -39,10 +35,25 @@ void reduce_typed(T* d, const T* s, int64_t n, ReduceOp op) {
       return;
   }
 }
+// bfloat16: each element's two values summed (or compared) in float32 and
+// the result rounded once, a block at a time.
+void reduce_bfloat16(uint16_t* d, const uint16_t* s, int64_t n, ReduceOp op) {
+  constexpr int64_t kBlock = 1024;
+  float a[kBlock], b[kBlock];
+  for (int64_t i = 0; i < n; i += kBlock) {
+    const int64_t m = std::min(kBlock, n - i);
+    bfloat16_to_floats(d + i, a, m);
+    bfloat16_to_floats(s + i, b, m);
+    reduce_typed(a, b, m, op);
+    floats_to_bfloat16(a, d + i, m);
+  }
+}
 }  // namespace
 
 void reduce_into(void* dst, const void* src, int64_t count, DType dtype, ReduceOp op) {
-  if (dtype == float32) {
+  if (dtype == bfloat16) {
+    reduce_bfloat16(static_cast<uint16_t*>(dst), static_cast<const uint16_t*>(src), count, op);
+  } else if (dtype == float32) {
     reduce_typed(static_cast<float*>(dst), static_cast<const float*>(src), count, op);
   } else {
     reduce_typed(static_cast<int32_t*>(dst), static_cast<const int32_t*>(src), count, op);

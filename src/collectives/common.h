@@ -11,7 +11,7 @@
 
 namespace mtf::collectives {
 
-size_t element_size(DType dtype);  // DTypeError for dtypes collectives lack
+size_t element_size(DType dtype);  // bytes per element (bfloat16: 2)
 // dst[i] = op(dst[i], src[i]) for count elements.
 void reduce_into(void* dst, const void* src, int64_t count, DType dtype, ReduceOp op);
 // ValueError unless g names the transport's rank at g.index, sizes are sane.

@@ -25,4 +25,14 @@ std::string dtype_name(DType dtype) {
   return "unknown";
 }
 
+bool dtype_from_name(const std::string& name, DType* dtype) {
+  for (DType d : {DType::kFloat32, DType::kInt32, DType::kBFloat16}) {
+    if (name == dtype_name(d)) {
+      *dtype = d;
+      return true;
+    }
+  }
+  return false;
+}
+
 }  // namespace mtf

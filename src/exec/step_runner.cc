@@ -51,6 +51,30 @@ std::vector<HostTensor> compute_fused(const Step& s, const std::vector<HostTenso
   return outputs;
 }
 
+// True when the op must run on float32 copies of bfloat16 slices.
+bool runs_widened(const Operation& op, const std::vector<const HostTensor*>& inputs) {
+  if (op.computes_bfloat16()) return false;
+  for (const HostTensor* t : inputs)
+    if (t->dtype() == bfloat16) return true;
+  for (int i = 0; i < op.num_outputs(); ++i)
+    if (op.output(i).dtype() == bfloat16) return true;
+  return false;
+}
+
+// Rounds the widened op's float32 results for bfloat16 tensors and
+// variables (from `first_assignment` on) to bfloat16.
+void narrow_results(const Operation& op, std::vector<HostTensor>& outputs, RunState& state,
+                    size_t first_assignment) {
+  for (size_t i = 0; i < outputs.size(); ++i)
+    if (op.output(static_cast<int>(i)).dtype() == bfloat16 && outputs[i].dtype() == float32)
+      outputs[i] = outputs[i].as_dtype(bfloat16);
+  for (size_t k = first_assignment; k < state.pending_assignments.size(); ++k) {
+    auto& [variable, value] = state.pending_assignments[k];
+    if (variable->output(0).dtype() == bfloat16 && value.dtype() == float32)
+      value = value.as_dtype(bfloat16);
+  }
+}
+
 }  // namespace
 
 // Runs a compute step for processor pnum; returns its outputs.
@@ -83,9 +107,22 @@ std::vector<HostTensor> compute(const Step& s, int64_t pnum, const std::vector<H
     const int64_t position = s.input_layouts[w.input].mesh().coordinates(pnum)[w.mesh_axis];
     input_offsets[w.input][w.tensor_axis] = w.rows.begin[position];
   }
+  const bool widened = runs_widened(*s.op, inputs);
+  std::vector<HostTensor> wide_inputs;
+  if (widened) {
+    wide_inputs.reserve(inputs.size());
+    for (const HostTensor*& in : inputs) {
+      if (in->dtype() != bfloat16) continue;
+      wide_inputs.push_back(in->as_dtype(float32));
+      in = &wide_inputs.back();
+    }
+  }
+  const size_t first_assignment = state.pending_assignments.size();
   KernelContext ctx(*s.op, inputs, &outputs, &shapes, &offsets, &state, &input_offsets);
   ctx.set_plan(s.kernel_plan.get());
+  ctx.set_widened(widened);
   s.op->compute(ctx);
+  if (widened) narrow_results(*s.op, outputs, state, first_assignment);
   for (size_t i = 0; i < outputs.size(); ++i) {
     MTF_CHECK(outputs[i].valid());
     MTF_CHECK(outputs[i].shape() == shapes[i]);

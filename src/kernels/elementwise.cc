@@ -335,23 +335,20 @@ void where(const HostTensor& cond, const HostTensor& x, const HostTensor& y, Hos
   });
 }
 
-void broadcast_copy(const HostTensor& x, HostTensor& out) {
-  MTF_CHECK(x.dtype() == out.dtype());
-  const auto names = out.shape().names();
-  auto plan = make_plan<2>(
-      out.shape().sizes(),
-      {out.shape().strides(), strides_along(names, x.shape().names(), x.shape().strides())});
-  const size_t es = dtype_size(x.dtype());
-  MTF_CHECK(es == 4);
-  const uint32_t* px = static_cast<const uint32_t*>(x.raw_data());
-  uint32_t* po = static_cast<uint32_t*>(out.raw_data());
+namespace {
+
+// Copies element words of type W (the dtype's size) along the plan.
+template <typename W>
+void broadcast_words(const HostTensor& x, HostTensor& out, const StridedPlan<2>& plan) {
+  const W* px = static_cast<const W*>(x.raw_data());
+  W* po = static_cast<W*>(out.raw_data());
   for_each_row(plan, [&](const int64_t* off, int64_t n, const int64_t* s) {
-    uint32_t* o = po + off[0];
-    const uint32_t* i = px + off[1];
+    W* o = po + off[0];
+    const W* i = px + off[1];
     if (s[1] == 1) {
-      std::memcpy(o, i, n * es);
+      std::memcpy(o, i, n * sizeof(W));
     } else if (s[1] == 0) {
-      const uint32_t v = *i;
+      const W v = *i;
       for (int64_t k = 0; k < n; ++k) o[k] = v;
     } else {
       for (int64_t k = 0; k < n; ++k) o[k] = i[k * s[1]];
@@ -359,9 +356,28 @@ void broadcast_copy(const HostTensor& x, HostTensor& out) {
   });
 }
 
+}  // namespace
+
+void broadcast_copy(const HostTensor& x, HostTensor& out) {
+  MTF_CHECK(x.dtype() == out.dtype());
+  const auto names = out.shape().names();
+  auto plan = make_plan<2>(
+      out.shape().sizes(),
+      {out.shape().strides(), strides_along(names, x.shape().names(), x.shape().strides())});
+  if (dtype_size(x.dtype()) == 2) return broadcast_words<uint16_t>(x, out, plan);
+  MTF_CHECK(dtype_size(x.dtype()) == 4);
+  broadcast_words<uint32_t>(x, out, plan);
+}
+
 void fill(HostTensor& out, float value) {
-  require_supported(out, true, "fill");
   const int64_t n = out.num_elements();
+  if (out.dtype() == bfloat16) {
+    const BFloat16 v(value);
+    BFloat16* p = out.data<BFloat16>();
+    for (int64_t i = 0; i < n; ++i) p[i] = v;
+    return;
+  }
+  require_supported(out, true, "fill");
   if (out.dtype() == float32) {
     float* p = out.data<float>();
     for (int64_t i = 0; i < n; ++i) p[i] = value;

@@ -51,11 +51,16 @@ class KernelContext {
   const Operation& op() const { return op_; }
   int num_inputs() const { return static_cast<int>(inputs_.size()); }
   const HostTensor& input(int i) const { return *inputs_[i]; }
-  // Allocates output i with its slice shape and the op's dtype.
+  // Allocates output i with its slice shape and the op's dtype (float32 for
+  // a bfloat16 output while the op runs widened: see
+  // Operation::computes_bfloat16).
   HostTensor& allocate_output(int i) {
-    (*outputs_)[i] = HostTensor((*slice_shapes_)[i], op_.output(i).dtype());
+    DType dtype = op_.output(i).dtype();
+    if (widened_ && dtype == bfloat16) dtype = float32;
+    (*outputs_)[i] = HostTensor((*slice_shapes_)[i], dtype);
     return (*outputs_)[i];
   }
+  void set_widened(bool widened) { widened_ = widened; }
   // Sets output i to an existing tensor (shared, not copied).
   void set_output(int i, HostTensor t) { (*outputs_)[i] = std::move(t); }
   const Shape& output_slice_shape(int i) const { return (*slice_shapes_)[i]; }
@@ -78,6 +83,7 @@ class KernelContext {
   RunState* state_;
   const std::vector<std::vector<int64_t>>* input_offsets_;
   const kernels::KernelPlan* plan_ = nullptr;
+  bool widened_ = false;
 };
 
 }  // namespace mtf

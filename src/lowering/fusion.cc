@@ -267,6 +267,11 @@ int fuse_updates(Program& p) {
       continue;
     if (!(p.slot_layouts[value].slice_shape() == p.slot_layouts[a.input_slots[0]].slice_shape()))
       continue;
+    // The fused update kernel is float32 (a bfloat16 variable or operand
+    // keeps its two steps).
+    bool all_float32 = p.slot_dtypes[a.input_slots[0]] == float32;
+    for (int slot : es.input_slots) all_float32 = all_float32 && p.slot_dtypes[slot] == float32;
+    if (!all_float32) continue;
     // The einsum moves to the assignment: its inputs must not change between.
     bool moved_safely = true;
     for (int slot : es.input_slots)

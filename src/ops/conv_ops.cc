@@ -369,7 +369,7 @@ ConvSpec spec_of(const std::string& op, const Tensor& x, int n, const std::vecto
     throw ShapeError(detail::str_cat(op, ": input ", x.describe(), " needs ", n,
                                      " spatial dimensions and a channel dimension (last)"));
   }
-  ops::require_float(op, x);
+  ops::require_float32(op, x);
   const bool same = is_same_padding(op, padding);
   const std::vector<int64_t> s = per_axis("strides", op, strides, n);
   const std::vector<int64_t> d = per_axis("dilations", op, dilations, n);
@@ -390,7 +390,7 @@ void check_filter(const std::string& op, const Tensor& x, const Tensor& filter, 
                                      " must be [filter spatial (1 to 3)..., in_channels, "
                                      "out_channels]"));
   }
-  ops::require_float(op, filter);
+  ops::require_float32(op, filter);
   const Dimension& xc = x.shape()[x.shape().ndims() - 1];
   if (w[x_channel_at] != xc) {
     throw ShapeError(detail::str_cat(op, ": the input's channel dimension ", xc.to_string(),
@@ -439,7 +439,7 @@ Tensor conv_transpose(const Tensor& x, const Tensor& filter, const std::vector<i
     throw ShapeError(detail::str_cat(op, ": input ", x.describe(), " needs ", n,
                                      " spatial dimensions and a channel dimension (last)"));
   }
-  ops::require_float(op, x);
+  ops::require_float32(op, x);
   const bool same = is_same_padding(op, padding);
   const std::vector<int64_t> s = per_axis("strides", op, strides, n);
   const std::vector<int64_t> d = per_axis("dilations", op, dilations, n);

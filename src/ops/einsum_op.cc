@@ -50,7 +50,7 @@ class EinsumOp : public Operation {
     }
   }
 
-  bool differentiable() const override { return output(0).dtype() == float32; }
+  bool differentiable() const override { return is_floating(output(0).dtype()); }
 
   std::vector<std::string> reduced_dims() const override {
     std::vector<std::string> r;

@@ -27,7 +27,7 @@ class UnaryOp : public Operation {
   }
   UnaryFn fn() const { return fn_; }
   bool differentiable() const override {
-    return inputs()[0].dtype() == float32 && fn_ != UnaryFn::kSign && fn_ != UnaryFn::kReluGrad;
+    return is_floating(inputs()[0].dtype()) && fn_ != UnaryFn::kSign && fn_ != UnaryFn::kReluGrad;
   }
   std::vector<Tensor> gradient(const std::vector<Tensor>& g) const override {
     const Tensor& x = inputs()[0];
@@ -90,11 +90,11 @@ class CastOp : public Operation {
   void compute(KernelContext& ctx) const override {
     kernels::cast(ctx.input(0), ctx.allocate_output(0));
   }
+  bool computes_bfloat16() const override { return true; }
   // Between float32 and bfloat16 the gradient is cast back to the input's
   // dtype (Mesh TensorFlow's cast gradient); int32 on either side stops it.
   bool differentiable() const override {
-    auto is_float = [](DType d) { return d == float32 || d == bfloat16; };
-    return is_float(inputs()[0].dtype()) && is_float(output(0).dtype());
+    return is_floating(inputs()[0].dtype()) && is_floating(output(0).dtype());
   }
   std::vector<Tensor> gradient(const std::vector<Tensor>& g) const override {
     const DType in = inputs()[0].dtype();
@@ -121,7 +121,7 @@ class BinaryOp : public Operation {
   }
   BinaryFn fn() const { return fn_; }
   bool differentiable() const override {
-    return !kernels::is_comparison(fn_) && inputs()[0].dtype() == float32;
+    return !kernels::is_comparison(fn_) && is_floating(inputs()[0].dtype());
   }
   std::vector<Tensor> gradient(const std::vector<Tensor>& g) const override {
     const Tensor& a = inputs()[0];
@@ -190,7 +190,7 @@ class WhereOp : public Operation {
   void compute(KernelContext& ctx) const override {
     kernels::where(ctx.input(0), ctx.input(1), ctx.input(2), ctx.allocate_output(0));
   }
-  bool differentiable() const override { return output(0).dtype() == float32; }
+  bool differentiable() const override { return is_floating(output(0).dtype()); }
   std::vector<Tensor> gradient(const std::vector<Tensor>& g) const override {
     const Tensor& c = inputs()[0];
     Tensor zero = ops::scalar_like(g[0], 0.0f);
@@ -212,7 +212,7 @@ class BroadcastOp : public Operation {
   void compute(KernelContext& ctx) const override {
     kernels::broadcast_copy(ctx.input(0), ctx.allocate_output(0));
   }
-  bool differentiable() const override { return output(0).dtype() == float32; }
+  bool differentiable() const override { return is_floating(output(0).dtype()); }
   std::vector<Tensor> gradient(const std::vector<Tensor>& g) const override {
     return {ops::reduce_to(g[0], inputs()[0].shape())};
   }

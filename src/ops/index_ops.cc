@@ -81,7 +81,7 @@ class GatherOp : public Operation {
     kernels::gather(ctx.input(0), axis_, ctx.input(1), ctx.input_slice_offset(0)[axis_],
                     ctx.allocate_output(0));
   }
-  bool differentiable() const override { return inputs()[0].dtype() == float32; }
+  bool differentiable() const override { return is_floating(inputs()[0].dtype()); }
   std::vector<Tensor> gradient(const std::vector<Tensor>& g) const override {
     const Tensor& w = inputs()[0];
     return {einsum({one_hot(inputs()[1], w.shape()[axis_]), g[0]}, w.shape()), Tensor()};

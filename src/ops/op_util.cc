@@ -33,9 +33,17 @@ void check_same_dtype(const std::string& op, const std::vector<Tensor>& inputs) 
 }
 
 void require_float(const std::string& op, const Tensor& x) {
+  if (x.dtype() != float32 && x.dtype() != bfloat16) {
+    throw DTypeError(detail::str_cat(op, ": input ", x.describe(),
+                                     " must be float32 or bfloat16, not ", dtype_name(x.dtype())));
+  }
+}
+
+void require_float32(const std::string& op, const Tensor& x) {
   if (x.dtype() != float32) {
-    throw DTypeError(detail::str_cat(op, ": input ", x.describe(), " must be float32, not ",
-                                     dtype_name(x.dtype())));
+    throw DTypeError(detail::str_cat(
+        op, ": input ", x.describe(), " must be float32, not ", dtype_name(x.dtype()),
+        x.dtype() == bfloat16 ? " (this op has no bfloat16 form yet: cast to float32 first)" : ""));
   }
 }
 

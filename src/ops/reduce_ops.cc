@@ -32,7 +32,7 @@ class ReductionOp : public Operation {
   void compute(KernelContext& ctx) const override {
     kernels::reduce(fn_, ctx.input(0), ctx.allocate_output(0), ctx.state().reproducible);
   }
-  bool differentiable() const override { return output(0).dtype() == float32; }
+  bool differentiable() const override { return is_floating(output(0).dtype()); }
   std::vector<Tensor> gradient(const std::vector<Tensor>& g) const override {
     const Tensor& x = inputs()[0];
     Tensor dy = broadcast(g[0], x.shape());
@@ -97,7 +97,7 @@ class TopKOp : public Operation {
     HostTensor& v = ctx.allocate_output(0);
     kernels::top_k(ctx.input(0), axis_, v, ctx.allocate_output(1));
   }
-  bool differentiable() const override { return inputs()[0].dtype() == float32; }
+  bool differentiable() const override { return is_floating(inputs()[0].dtype()); }
   std::vector<std::string> unsplittable_dims() const override {
     return {inputs()[0].shape()[axis_].name, output(0).shape()[axis_].name};
   }
@@ -140,9 +140,24 @@ Tensor reduce_min(const Tensor& x, const ReduceSpec& s) {
 }
 Tensor reduce_min(const Tensor& x) { return reduce(ReduceFn::kMin, x, Shape()); }
 
+namespace {
+
+// A statistic of bfloat16 values is formed in float32 (sums, exponentials,
+// the loss) and rounded once at the end, as Mesh TensorFlow keeps
+// softmax and norm statistics in float32.
+template <typename F>
+Tensor in_float32(const Tensor& x, F f) {
+  if (x.dtype() != bfloat16) return f(x);
+  return cast(f(cast(x, float32)), bfloat16);
+}
+
+}  // namespace
+
 Tensor reduce_mean(const Tensor& x, const ReduceSpec& spec) {
   const OriginScope origin = ops::made_by("reduce_mean", x);
   ops::require_float("reduce_mean", x);
+  if (x.dtype() == bfloat16)
+    return in_float32(x, [&](const Tensor& f) { return reduce_mean(f, spec); });
   const Shape s = spec.output_for("reduce_mean", x);
   const double n = static_cast<double>(x.shape().num_elements()) /
                    static_cast<double>(std::max<int64_t>(s.num_elements(), 1));
@@ -155,6 +170,8 @@ Tensor reduce_mean(const Tensor& x) { return reduce_mean(x, Shape()); }
 Tensor reduce_logsumexp(const Tensor& x, const ReduceSpec& spec) {
   const OriginScope origin = ops::made_by("reduce_logsumexp", x);
   ops::require_float("reduce_logsumexp", x);
+  if (x.dtype() == bfloat16)
+    return in_float32(x, [&](const Tensor& f) { return reduce_logsumexp(f, spec); });
   const Shape s = spec.output_for("reduce_logsumexp", x);
   // max + log(sum(exp(x - max))), with the max held constant for the gradient.
   Tensor m = stop_gradient(reduce_max(x, s));
@@ -163,10 +180,13 @@ Tensor reduce_logsumexp(const Tensor& x, const ReduceSpec& spec) {
 
 Tensor log_softmax(const Tensor& x, const DimRef& d) {
   const OriginScope origin = ops::made_by("log_softmax", x);
+  if (x.dtype() == bfloat16)
+    return in_float32(x, [&](const Tensor& f) { return log_softmax(f, d); });
   return x - reduce_logsumexp(x, ops::dim_of("log_softmax", x, d));
 }
 Tensor softmax(const Tensor& x, const DimRef& d) {
   const OriginScope origin = ops::made_by("softmax", x);
+  if (x.dtype() == bfloat16) return in_float32(x, [&](const Tensor& f) { return softmax(f, d); });
   return exp(log_softmax(x, ops::dim_of("softmax", x, d)));
 }
 
@@ -211,6 +231,12 @@ Tensor softmax_cross_entropy_with_logits(const Tensor& logits, const Tensor& tar
   const OriginScope origin = ops::made_by("softmax_cross_entropy_with_logits", logits);
   ops::require_float("softmax_cross_entropy_with_logits", logits);
   ops::check_consistent_sizes("softmax_cross_entropy_with_logits", {logits, targets});
+  if (logits.dtype() == bfloat16) {
+    const Tensor t = targets.dtype() == bfloat16 ? cast(targets, float32) : targets;
+    return in_float32(logits, [&](const Tensor& f) {
+      return softmax_cross_entropy_with_logits(f, t, vocab_ref, z_loss);
+    });
+  }
   const Dimension vocab_dim = ops::dim_of("softmax_cross_entropy_with_logits", logits, vocab_ref);
   ops::dim_of("softmax_cross_entropy_with_logits", targets, vocab_ref);
   Tensor lse = reduce_logsumexp(logits, vocab_dim);

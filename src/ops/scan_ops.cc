@@ -27,7 +27,7 @@ class ScanOp : public Operation {
   void compute(KernelContext& ctx) const override {
     kernels::scan(fn_, ctx.input(0), axis_, exclusive_, reverse_, ctx.allocate_output(0));
   }
-  bool differentiable() const override { return output(0).dtype() == float32; }
+  bool differentiable() const override { return is_floating(output(0).dtype()); }
   std::vector<Tensor> gradient(const std::vector<Tensor>& g) const override;
   double flops() const override { return static_cast<double>(output(0).shape().num_elements()); }
   std::vector<std::string> unsplittable_dims() const override {

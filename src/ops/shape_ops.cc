@@ -26,7 +26,7 @@ class ReshapeOp : public Operation {
   void compute(KernelContext& ctx) const override {
     ctx.set_output(0, ctx.input(0).reshaped(ctx.output_slice_shape(0)));
   }
-  bool differentiable() const override { return output(0).dtype() == float32; }
+  bool differentiable() const override { return is_floating(output(0).dtype()); }
   std::vector<Tensor> gradient(const std::vector<Tensor>& g) const override {
     return {reshape(g[0], inputs()[0].shape())};
   }
@@ -107,7 +107,7 @@ class AxisOp : public Operation {
     *end = *begin + block;
     return true;
   }
-  bool differentiable() const override { return output(0).dtype() == float32; }
+  bool differentiable() const override { return is_floating(output(0).dtype()); }
   std::vector<Tensor> gradient(const std::vector<Tensor>& g) const override {
     const Tensor& x = inputs()[0];
     const Dimension& d = x.shape()[axis_];
@@ -155,7 +155,7 @@ class ConcatOp : public Operation {
     for (int i = 0; i < ctx.num_inputs(); ++i) ins.push_back(&ctx.input(i));
     kernels::concat(ins, axis_, ctx.allocate_output(0));
   }
-  bool differentiable() const override { return output(0).dtype() == float32; }
+  bool differentiable() const override { return is_floating(output(0).dtype()); }
   std::vector<Tensor> gradient(const std::vector<Tensor>& g) const override {
     std::vector<Tensor> grads;
     const std::string& dim = output(0).shape()[axis_].name;
@@ -197,7 +197,7 @@ class StackOp : public Operation {
     for (const HostTensor& t : parts) ptrs.push_back(&t);
     kernels::concat(ptrs, axis_, out);
   }
-  bool differentiable() const override { return output(0).dtype() == float32; }
+  bool differentiable() const override { return is_floating(output(0).dtype()); }
   std::vector<Tensor> gradient(const std::vector<Tensor>& g) const override {
     return unstack(g[0], output(0).shape()[axis_]);
   }
@@ -224,7 +224,7 @@ class UnstackOp : public Operation {
       ctx.set_output(i, piece.reshaped(ctx.output_slice_shape(i)));
     }
   }
-  bool differentiable() const override { return output(0).dtype() == float32; }
+  bool differentiable() const override { return is_floating(output(0).dtype()); }
   std::vector<Tensor> gradient(const std::vector<Tensor>& g) const override {
     std::vector<Tensor> parts;
     for (int i = 0; i < num_outputs(); ++i)

@@ -12,10 +12,17 @@ namespace mtf {
 namespace ops {
 
 VariableOp::VariableOp(const Mesh& mesh, const std::string& name, const Shape& shape,
-                       Initializer init, DType dtype, bool trainable)
-    : Operation(mesh, "variable", {}, name), init_(init), trainable_(trainable) {
+                       Initializer init, const VariableDType& dtype, bool trainable)
+    : Operation(mesh, "variable", {}, name), init_(init), dtype_(dtype), trainable_(trainable) {
   seed_ = derive_seed(mesh.graph().seed(), this->name());
-  add_output(shape, dtype);
+  add_output(shape, dtype.slice);
+}
+
+Tensor variable_behind(const Tensor& t) {
+  if (!t.valid()) return Tensor();
+  if (is_variable(t)) return t;
+  if (t.op().type() == "cast" && is_variable(t.op().inputs()[0])) return t.op().inputs()[0];
+  return Tensor();
 }
 
 void VariableOp::compute(KernelContext& ctx) const {
@@ -27,7 +34,10 @@ void VariableOp::compute(KernelContext& ctx) const {
 HostTensor VariableOp::initial_value(const Shape& slice_shape,
                                      const std::vector<int64_t>& offset) const {
   const Shape& full = output(0).shape();
-  const DType dtype = output(0).dtype();
+  // A bfloat16 variable starts from the float32 draws, rounded: the same
+  // values as a float32 variable of the same seed, to bfloat16's precision.
+  const bool rounded = output(0).dtype() == bfloat16;
+  const DType dtype = rounded ? float32 : output(0).dtype();
   HostTensor t(slice_shape, dtype);
   using K = Initializer::Kind;
   auto float_only = [&]() {
@@ -75,7 +85,7 @@ HostTensor VariableOp::initial_value(const Shape& slice_shape,
       break;
     }
   }
-  return t;
+  return rounded ? t.as_dtype(bfloat16) : t;
 }
 
 AssignOp::AssignOp(Kind kind, const Tensor& var, const Tensor& value, float scale)
@@ -85,8 +95,8 @@ AssignOp::AssignOp(Kind kind, const Tensor& var, const Tensor& value, float scal
           {var, value}, ""),
       kind_(kind),
       scale_(scale) {
-  if (scale != 1.0f && var.dtype() != float32) {
-    throw DTypeError(detail::str_cat(type(), ": a scaled update needs a float32 variable, not ",
+  if (scale != 1.0f && var.dtype() == int32) {
+    throw DTypeError(detail::str_cat(type(), ": a scaled update needs a float variable, not ",
                                      var.describe()));
   }
   if (!is_variable(var)) {
@@ -151,9 +161,40 @@ Operation* assign_sub_scaled(const Tensor& var, const Tensor& value, float scale
 
 }  // namespace ops
 
+VariableDType VariableDType::of(DType dtype) {
+  if (dtype == bfloat16) return VariableDType(float32, bfloat16, bfloat16);
+  return VariableDType(dtype, dtype, dtype);
+}
+
+std::string VariableDType::to_string() const {
+  return "master " + dtype_name(master) + ", slice " + dtype_name(slice) + ", activation " +
+         dtype_name(activation);
+}
+
+void VariableDType::validate(const std::string& where) const {
+  auto refuse = [&](const std::string& why) {
+    throw DTypeError(where + ": variable dtype (" + to_string() + ") " + why);
+  };
+  if (master == bfloat16) {
+    refuse("has a bfloat16 master: updates smaller than 1/256 of a weight would be lost; keep "
+           "the master float32 (Mesh TensorFlow's choice), with bfloat16 slices and activations "
+           "for half the memory");
+  }
+  if (master == int32 && (slice != int32 || activation != int32))
+    refuse("mixes an int32 master with float slices or activations; use int32 throughout");
+  if (master == float32 && (slice == int32 || activation == int32))
+    refuse("has a float32 master with int32 slices or activations; cast the value instead");
+}
+
 Tensor get_variable(const Mesh& mesh, const std::string& name, const Shape& shape,
                     Initializer initializer, DType dtype, bool trainable) {
+  return get_variable(mesh, name, shape, initializer, VariableDType::of(dtype), trainable);
+}
+
+Tensor get_variable(const Mesh& mesh, const std::string& name, const Shape& shape,
+                    Initializer initializer, const VariableDType& dtype, bool trainable) {
   Graph& g = mesh.graph();
+  dtype.validate("get_variable \"" + name + "\"");
   if (name.empty()) throw ValueError("get_variable: a variable needs a name");
   if (g.unique_name(name, false) != name) {
     throw ValueError(detail::str_cat("get_variable: the name \"", name,
@@ -162,21 +203,39 @@ Tensor get_variable(const Mesh& mesh, const std::string& name, const Shape& shap
   }
   auto* op = g.add<ops::VariableOp>(mesh, name, shape, initializer, dtype, trainable);
   g.add_variable(op->output(0), trainable);
-  return op->output(0);
+  const Tensor value = op->output(0);
+  return dtype.activation == dtype.slice ? value : cast(value, dtype.activation, name + "/read");
 }
+
+namespace {
+
+// assign*'s target resolved through get_variable's cast, and its value cast
+// to the variable's slice dtype when both are float.
+std::pair<Tensor, Tensor> assignment_operands(const Tensor& var, const Tensor& value) {
+  const Tensor v = ops::variable_behind(var);
+  if (!v.valid() || !value.valid()) return {var, value};
+  const bool cast_value = value.dtype() != v.dtype() && is_floating(value.dtype()) &&
+                          is_floating(v.dtype());
+  return {v, cast_value ? cast(value, v.dtype()) : value};
+}
+
+}  // namespace
 
 bool is_variable(const Tensor& t) {
   return t.valid() && dynamic_cast<const ops::VariableOp*>(&t.op()) != nullptr;
 }
 
 Operation* assign(const Tensor& var, const Tensor& value) {
-  return var.graph().add<ops::AssignOp>(ops::AssignOp::Kind::kAssign, var, value);
+  const auto [v, x] = assignment_operands(var, value);
+  return var.graph().add<ops::AssignOp>(ops::AssignOp::Kind::kAssign, v, x);
 }
 Operation* assign_add(const Tensor& var, const Tensor& value) {
-  return var.graph().add<ops::AssignOp>(ops::AssignOp::Kind::kAdd, var, value);
+  const auto [v, x] = assignment_operands(var, value);
+  return var.graph().add<ops::AssignOp>(ops::AssignOp::Kind::kAdd, v, x);
 }
 Operation* assign_sub(const Tensor& var, const Tensor& value) {
-  return var.graph().add<ops::AssignOp>(ops::AssignOp::Kind::kSub, var, value);
+  const auto [v, x] = assignment_operands(var, value);
+  return var.graph().add<ops::AssignOp>(ops::AssignOp::Kind::kSub, v, x);
 }
 
 }  // namespace mtf

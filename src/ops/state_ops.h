@@ -10,8 +10,11 @@ namespace mtf::ops {
 class VariableOp : public Operation {
  public:
   VariableOp(const Mesh& mesh, const std::string& name, const Shape& shape, Initializer init,
-             DType dtype, bool trainable);
+             const VariableDType& dtype, bool trainable);
   void compute(KernelContext& ctx) const override;
+  bool computes_bfloat16() const override { return true; }  // hands over the stored slice
+  // The output is the slice dtype; checkpoints hold the master dtype.
+  const VariableDType& variable_dtype() const { return dtype_; }
   // Gradients stop here; gradients() reports them at the value tensor.
   std::vector<Tensor> gradient(const std::vector<Tensor>&) const override { return {}; }
   double flops() const override { return 0; }
@@ -22,9 +25,14 @@ class VariableOp : public Operation {
 
  private:
   Initializer init_;
+  VariableDType dtype_;
   bool trainable_;
   uint64_t seed_;
 };
+
+// The variable value tensor behind t: t itself, or the variable a cast t
+// reads (get_variable's result in another activation dtype); else invalid.
+Tensor variable_behind(const Tensor& t);
 
 class AssignOp : public Operation {
  public:

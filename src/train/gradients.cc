@@ -39,13 +39,13 @@ std::vector<Tensor> gradients(const std::vector<Tensor>& ys, const std::vector<T
     for (const Tensor& in : op->inputs()) live = live || downstream.count(in.id());
     if (live && op->differentiable())
       for (const Tensor& out : op->outputs())
-        if (out.dtype() == float32 || out.dtype() == bfloat16) downstream.insert(out.id());
+        if (is_floating(out.dtype())) downstream.insert(out.id());
   }
 
   std::map<int64_t, std::vector<Tensor>> contributions;
   for (size_t i = 0; i < ys.size(); ++i) {
     const Tensor& y = ys[i];
-    if (y.dtype() != float32 && y.dtype() != bfloat16) {
+    if (!is_floating(y.dtype())) {
       throw DTypeError("gradients: y " + y.describe() +
                        " must be float32 or bfloat16 to be differentiated");
     }

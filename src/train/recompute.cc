@@ -59,13 +59,13 @@ class RecomputeOp : public Operation {
     }
     std::vector<Tensor> ys, grad_ys, xs;
     for (size_t i = 0; i < again.size(); ++i) {
-      if (!g[i].valid() || again[i].dtype() != float32) continue;
+      if (!g[i].valid() || !is_floating(again[i].dtype())) continue;
       ys.push_back(again[i]);
       grad_ys.push_back(g[i]);
     }
     std::vector<int> x_input;
     for (int i = 0; i < num_external_; ++i) {
-      if (inputs()[i].dtype() != float32) continue;
+      if (!is_floating(inputs()[i].dtype())) continue;
       xs.push_back(inputs()[i]);
       x_input.push_back(i);
     }
