@@ -11,18 +11,24 @@ Mlp::Mlp(const MlpConfig& config)
       config_(config),
       mesh_(graph_, "mesh") {
   graph_.set_seed(config.seed);
-  w1_ = get_variable(mesh_, "w1", Shape({rows_dim, cols_dim, hidden_dim}));
-  w2_ = get_variable(mesh_, "w2", Shape({hidden_dim, classes_dim}));
+  const VariableDType& vd = config.variable_dtype;
+  w1_ = get_variable(mesh_, "w1", Shape({rows_dim, cols_dim, hidden_dim}),
+                     Initializer::glorot_uniform(), vd);
+  w2_ = get_variable(mesh_, "w2", Shape({hidden_dim, classes_dim}), Initializer::glorot_uniform(),
+                     vd);
   images = placeholder(mesh_, Shape({batch_dim, rows_dim, cols_dim}), float32, "images");
   labels = placeholder(mesh_, Shape({batch_dim}), int32, "labels");
   Tensor logits = logits_of(images, batch_dim);
-  loss = reduce_mean(
-      softmax_cross_entropy_with_logits(logits, one_hot(labels, classes_dim), classes_dim));
+  Tensor xent = softmax_cross_entropy_with_logits(
+      logits, one_hot(labels, classes_dim, 1.0f, 0.0f, logits.dtype()), classes_dim);
+  loss = reduce_mean(xent.dtype() == float32 ? xent : cast(xent, float32));
   SgdOptimizer sgd(config.learning_rate);
   train_ops = sgd.minimize(loss);
 }
 
-Tensor Mlp::logits_of(const Tensor& x, const Dimension& batch) {
+Tensor Mlp::logits_of(const Tensor& images_f32, const Dimension& batch) {
+  const DType act = config_.variable_dtype.activation;
+  const Tensor x = act == float32 ? images_f32 : cast(images_f32, act);
   Tensor hidden = relu(einsum({x, w1_}, Shape({batch, hidden_dim})));
   return einsum({hidden, w2_}, Shape({batch, classes_dim}));
 }

@@ -22,6 +22,9 @@ struct MlpConfig {
   float learning_rate = 0.2f;
   uint64_t seed = 1;
   int64_t eval_batch = 1000;
+  // Weights stored as .slice, activations and gradients in .activation (the
+  // images are fed as float32 and cast); the loss is read as float32.
+  VariableDType variable_dtype;
 };
 
 class Mlp {

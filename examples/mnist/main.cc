@@ -7,6 +7,7 @@
 #include <memory>
 
 #include "cli/checkpoint_flags.h"
+#include "cli/dtype_flags.h"
 #include "cli/example_main.h"
 #include "cli/flags.h"
 #include "cli/mesh_flags.h"
@@ -27,6 +28,7 @@ int main(int argc, char** argv) {
     // the loss trajectory, to the bit (--reproducible false: BLAS speed).
     cli::define_mesh_flags(flags, /*reproducible=*/true);
     cli::define_checkpoint_flags(flags, /*save_every=*/500);
+    cli::define_dtype_flags(flags);
     flags.define("loss_digits", "6", "significant digits of printed losses (17: exact)");
     flags.define("print_counters", "false",
                  "print the training step's program counters (flops, bytes per collective)");
@@ -37,6 +39,7 @@ int main(int argc, char** argv) {
     config.hidden = flags.i64("hidden");
     config.learning_rate = static_cast<float>(flags.f64("lr"));
     config.seed = static_cast<uint64_t>(flags.i64("seed"));
+    config.variable_dtype = cli::variable_dtype_from_flags(flags);
     const int64_t steps = flags.i64("steps");
     const int64_t eval_every = std::max<int64_t>(1, flags.i64("eval_every"));
     const int loss_digits = static_cast<int>(std::clamp<int64_t>(flags.i64("loss_digits"), 1, 17));

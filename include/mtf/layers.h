@@ -20,11 +20,18 @@
 
 namespace mtf::layers {
 
-// The variable `name` if the graph has it (same shape and dtype required),
-// otherwise a new one.
+// The variable `name` if the graph has it (same shape and slice dtype
+// required), otherwise a new one; either way read in dtype.activation.
+Tensor get_or_create_variable(const Mesh& mesh, const std::string& name, const Shape& shape,
+                              Initializer initializer, const VariableDType& dtype,
+                              bool trainable = true);
 Tensor get_or_create_variable(const Mesh& mesh, const std::string& name, const Shape& shape,
                               Initializer initializer, DType dtype = float32,
                               bool trainable = true);
+// The variable dtype a layer uses for input x when given none: float32
+// master and slices, read in x's dtype (bfloat16 activations compute with
+// float32 weights cast to bfloat16, as the paper's runs did).
+VariableDType variable_dtype_for(const Tensor& x);
 
 // Normal initializer with stddev sqrt(scale / fan_in) (Mesh TensorFlow's
 // variance-scaling default for dense kernels), fan_in = product of the sizes

@@ -3,6 +3,8 @@
 // use_bias=True, activation=None, name=...)).
 #include <pybind11/functional.h>
 
+#include <variant>
+
 #include "handles.h"
 
 namespace mtf::python {
@@ -61,9 +63,17 @@ void conv_layer(py::module_& l, const char* name, ConvLayer f) {
 
 void bind_layers(py::module_& m) {
   py::module_ l = m.def_submodule("layers", "Layers (Mesh TensorFlow's layers.py).");
-  l.def("get_or_create_variable", &layers::get_or_create_variable, py::arg("mesh"), py::arg("name"),
-        py::arg("shape"), py::arg("initializer"), py::arg("dtype") = float32,
-        py::arg("trainable") = true);
+  l.def(
+      "get_or_create_variable",
+      [](const Mesh& mesh, const std::string& name, const Shape& shape, Initializer initializer,
+         std::variant<DType, VariableDType> dtype, bool trainable) {
+        const VariableDType d = std::holds_alternative<DType>(dtype)
+                                    ? VariableDType::of(std::get<DType>(dtype))
+                                    : std::get<VariableDType>(dtype);
+        return layers::get_or_create_variable(mesh, name, shape, initializer, d, trainable);
+      },
+      py::arg("mesh"), py::arg("name"), py::arg("shape"), py::arg("initializer"),
+      py::arg("dtype") = float32, py::arg("trainable") = true);
   l.def("variance_scaling_initializer", &layers::variance_scaling, py::arg("reduced_dims"),
         py::arg("scale") = 1.0f);
   l.def(

@@ -3,6 +3,9 @@
 // mtf/gradients.h, mtf/optimizers.h).
 #include <pybind11/functional.h>
 
+#include <optional>
+#include <variant>
+
 #include "handles.h"
 
 namespace mtf::python {
@@ -33,12 +36,32 @@ void bind_train(py::module_& m) {
         py::arg("maxval") = 1.0f);
   m.def("glorot_uniform_initializer", &Initializer::glorot_uniform);
 
+  py::class_<VariableDType>(m, "VariableDType",
+                            "Mesh TensorFlow's VariableDType: master (checkpoints), slice (stored "
+                            "per processor, updated) and activation (read) dtypes")
+      .def(py::init([](DType master, std::optional<DType> slice, std::optional<DType> activation) {
+             VariableDType d(master, slice.value_or(master), activation.value_or(master));
+             d.validate("VariableDType");
+             return d;
+           }),
+           py::arg("master_dtype") = float32, py::arg("slice_dtype") = py::none(),
+           py::arg("activation_dtype") = py::none())
+      .def_readonly("master_dtype", &VariableDType::master)
+      .def_readonly("slice_dtype", &VariableDType::slice)
+      .def_readonly("activation_dtype", &VariableDType::activation)
+      .def("__repr__",
+           [](const VariableDType& d) { return "mtf.VariableDType(" + d.to_string() + ")"; });
+
   m.def(
       "get_variable",
       [](const Mesh& mesh, const std::string& name, const Shape& shape,
-         std::optional<Initializer> initializer, DType dtype, bool trainable) {
+         std::optional<Initializer> initializer, std::variant<DType, VariableDType> dtype,
+         bool trainable) {
+        const VariableDType d = std::holds_alternative<DType>(dtype)
+                                    ? VariableDType::of(std::get<DType>(dtype))
+                                    : std::get<VariableDType>(dtype);
         return get_variable(mesh, name, shape, initializer.value_or(Initializer::glorot_uniform()),
-                            dtype, trainable);
+                            d, trainable);
       },
       py::arg("mesh"), py::arg("name"), py::arg("shape"), py::arg("initializer") = py::none(),
       py::arg("dtype") = float32, py::arg("trainable") = true,

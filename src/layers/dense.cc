@@ -35,13 +35,13 @@ Tensor dense(const Tensor& x, const std::vector<Dimension>& new_dims,
   const Initializer init =
       options.has_initializer ? options.kernel_initializer : variance_scaling(reduced);
   const Tensor kernel =
-      get_or_create_variable(x.mesh(), name + "/kernel", Shape(kernel_dims), init, x.dtype());
+      get_or_create_variable(x.mesh(), name + "/kernel", Shape(kernel_dims), init, variable_dtype_for(x));
   std::vector<Dimension> out_dims = x.shape().minus(Shape(reduced)).dims();
   out_dims.insert(out_dims.end(), new_dims.begin(), new_dims.end());
   Tensor y = einsum({x, kernel}, Shape(out_dims), name + "/einsum");
   if (options.use_bias) {
     y = y + get_or_create_variable(x.mesh(), name + "/bias", Shape(new_dims), Initializer::zeros(),
-                                   x.dtype());
+                                   variable_dtype_for(x));
   }
   if (options.activation) y = options.activation(y);
   return y;

@@ -24,7 +24,7 @@ std::pair<Tensor, Tensor> argmax(const Tensor& t, const Dimension& dim) {
 MoeOutput moe(const Tensor& x, const DimRef& group, const std::string& name,
               const MoeOptions& options) {
   const OriginScope origin = ops::made_by("layers::moe \"" + name + "\"", x);
-  ops::require_float("moe", x);
+  ops::require_float32("moe", x);
   if (x.shape().ndims() < 2)
     throw ShapeError("moe \"" + name + "\": input " + x.describe() + " needs [..., group, model]");
   const Dimension s = ops::dim_of("moe \"" + name + "\"", x, group);

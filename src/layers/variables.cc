@@ -10,7 +10,8 @@
 namespace mtf::layers {
 
 Tensor get_or_create_variable(const Mesh& mesh, const std::string& name, const Shape& shape,
-                              Initializer initializer, DType dtype, bool trainable) {
+                              Initializer initializer, const VariableDType& dtype,
+                              bool trainable) {
   if (Operation* op = mesh.graph().find_operation(name)) {
     const Tensor existing = op->output(0);
     if (!is_variable(existing)) {
@@ -18,15 +19,25 @@ Tensor get_or_create_variable(const Mesh& mesh, const std::string& name, const S
                                        "\" names an op that is not a variable; give the layer "
                                        "another name"));
     }
-    if (existing.shape() != shape || existing.dtype() != dtype) {
+    if (existing.shape() != shape || existing.dtype() != dtype.slice) {
       throw ShapeError(detail::str_cat("layers: variable \"", name, "\" exists as ",
                                        existing.describe(), " but the layer asks for ",
-                                       shape.to_string(), " ", dtype_name(dtype),
-                                       "; a reused layer name must keep its shape"));
+                                       shape.to_string(), " ", dtype_name(dtype.slice),
+                                       "; a reused layer name must keep its shape and dtype"));
     }
-    return existing;
+    return existing.dtype() == dtype.activation ? existing : cast(existing, dtype.activation);
   }
   return get_variable(mesh, name, shape, initializer, dtype, trainable);
+}
+
+Tensor get_or_create_variable(const Mesh& mesh, const std::string& name, const Shape& shape,
+                              Initializer initializer, DType dtype, bool trainable) {
+  return get_or_create_variable(mesh, name, shape, initializer, VariableDType::of(dtype),
+                                trainable);
+}
+
+VariableDType variable_dtype_for(const Tensor& x) {
+  return x.dtype() == bfloat16 ? VariableDType(float32, float32, bfloat16) : VariableDType();
 }
 
 Initializer variance_scaling(const std::vector<Dimension>& reduced, float scale) {

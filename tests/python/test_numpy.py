@@ -72,9 +72,9 @@ def test_bad_feeds_say_what_is_wrong():
     with pytest.raises(mtf.ValueError, match="placeholder"):
         s.run(mtf.identity(x))  # not fed
     g = mtf.Graph()
-    b = mtf.placeholder(mtf.Mesh(g, "m"), "a:2", mtf.bfloat16)
+    b = mtf.placeholder(mtf.Mesh(g, "m"), "h:2;w:2;c:1", mtf.bfloat16)
     with pytest.raises(mtf.DTypeError, match="bfloat16.*cast to float32"):
-        mtf.Session(g).run(mtf.relu(b), {b: np.ones(2)})
+        mtf.max_pool(b, [2, 2])
 
 
 def test_bfloat16_feeds_and_fetches_are_floats_rounded_to_nearest_even():
@@ -89,3 +89,19 @@ def test_bfloat16_feeds_and_fetches_are_floats_rounded_to_nearest_even():
     assert out[0].dtype == np.float32
     np.testing.assert_array_equal(out[0], [1.0, 1.0, 1.015625, -3.140625])
     np.testing.assert_array_equal(out[1], [2.0, 2.0, 2.03125, -6.28125])
+
+
+def test_variable_dtype_keeps_float32_weights_read_as_bfloat16():
+    g = mtf.Graph()
+    mesh = mtf.Mesh(g, "m")
+    vd = mtf.VariableDType(mtf.float32, mtf.float32, mtf.bfloat16)
+    assert vd.slice_dtype == mtf.float32 and "activation bfloat16" in repr(vd)
+    w = mtf.get_variable(mesh, "w", "a:4", mtf.constant_initializer(1.0), dtype=vd)
+    assert w.dtype == mtf.bfloat16
+    loss = mtf.reduce_sum(mtf.cast(w * w, mtf.float32))
+    train = mtf.optimize.SgdOptimizer(0.001).minimize(loss)
+    s = mtf.Session(g)
+    s.run(loss, targets=train)
+    np.testing.assert_array_equal(s.variable_value("w"), np.full(4, np.float32(1.0) - np.float32(0.002)))
+    with pytest.raises(mtf.DTypeError, match="bfloat16 master"):
+        mtf.VariableDType(mtf.bfloat16)
