@@ -21,6 +21,7 @@
 #include <random>
 
 #include "cli/example_main.h"
+#include "cli/dtype_flags.h"
 #include "cli/flags.h"
 #include "cli/mesh_flags.h"
 #include "fma_peak.h"
@@ -104,6 +105,7 @@ int main(int argc, char** argv) {
       models::MlpConfig cfg;
       cfg.batch_size = flags.i64("batch");
       cfg.hidden = flags.i64("hidden");
+      cfg.variable_dtype = cli::variable_dtype_from_flags(flags);
       mlp = std::make_unique<models::Mlp>(cfg);
       session = std::make_unique<Session>(mlp->graph(), mc);
       in = HostTensor(mlp->images.shape(), float32);

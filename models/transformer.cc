@@ -1,5 +1,7 @@
 #include "models/transformer.h"
 
+#include "cli/dtype_flags.h"
+
 #include <string>
 #include <utility>
 
@@ -65,6 +67,7 @@ void define_transformer_flags(cli::Flags& flags, const TransformerConfig& defaul
   flags.define("recompute", defaults.recompute ? "true" : "false",
                "recompute each layer's activations in the backward pass instead of keeping "
                "them (less memory, more compute)");
+  cli::define_dtype_flags(flags);
 }
 
 TransformerConfig transformer_config_from_flags(const cli::Flags& flags, TransformerConfig defaults,
@@ -74,6 +77,7 @@ TransformerConfig transformer_config_from_flags(const cli::Flags& flags, Transfo
     defaults.*(f.field) = flags.i64(f.name);
   }
   defaults.recompute = flags.boolean("recompute");
+  defaults.variable_dtype = cli::variable_dtype_from_flags(flags);
   return defaults;
 }
 
@@ -101,6 +105,7 @@ TransformerLm::TransformerLm(const TransformerConfig& config)
       mesh_(graph_, "mesh") {
   config.validate();
   graph_.set_seed(config.seed);
+  graph_.set_layer_slice_dtype(config.variable_dtype.slice);
   inputs = placeholder(mesh_, Shape({batch, length}), int32, "inputs");
   targets = placeholder(mesh_, Shape({batch, length}), int32, "targets");
   const Tensor logits = logits_of(inputs, 1.0f - config.dropout, config.recompute, &moe_loss);
@@ -113,13 +118,15 @@ TransformerLm::TransformerLm(const TransformerConfig& config)
                     ? logits_of(inputs, 1.0f, false)
                     : logits;
   eval_loss = layers::softmax_cross_entropy_mean(eval_logits, targets, vocab);
+  if (eval_logits.dtype() != float32) eval_logits = cast(eval_logits, float32);  // read as floats
 }
 
 Tensor TransformerLm::logits_of(const Tensor& ids, float keep_prob, bool recompute,
                                 Tensor* aux_loss) {
-  Tensor x = layers::embedding(ids, vocab, d_model, "embedding") +
+  const VariableDType& vd = config_.variable_dtype;
+  Tensor x = layers::embedding(ids, vocab, d_model, "embedding", 1.0f, vd) +
              layers::get_or_create_variable(mesh_, "positions", Shape({length, d_model}),
-                                            Initializer::normal(0.0f, 1.0f));
+                                            Initializer::normal(0.0f, 1.0f), vd);
   const Tensor mask = layers::attention_mask_autoregressive(mesh_, length, memory_length);
   for (int64_t l = 0; l < config_.layers; ++l) {
     const std::string name = "layer_" + std::to_string(l);

@@ -39,6 +39,9 @@ struct TransformerConfig {
   // loss; the "experts" dimension may be laid out like any other.
   int64_t moe_experts = 0;
   uint64_t seed = 1;
+  // Weights kept as .slice, activations in .activation (master float32;
+  // the loss is float32 either way).
+  VariableDType variable_dtype;
   // Throws ValueError naming a field that is not positive.
   void validate() const;
   // The paper's language model (6 layers, d_model 1024, d_kv 256, vocabulary

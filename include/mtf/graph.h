@@ -191,6 +191,11 @@ class Graph {
   // Seed for random ops and initializers given no seed of their own.
   uint64_t seed() const { return seed_; }
   void set_seed(uint64_t seed) { seed_ = seed; }
+  // The slice dtype of the variables layers create when given none (float32
+  // unless set; Mesh TensorFlow passes a variable_dtype to every layer): a
+  // model sets it once from its VariableDType.
+  DType layer_slice_dtype() const { return layer_slice_dtype_; }
+  void set_layer_slice_dtype(DType dtype) { layer_slice_dtype_ = dtype; }
 
   // The outermost live OriginScope's description, or empty.
   const std::string& origin() const;
@@ -218,6 +223,7 @@ class Graph {
   std::vector<Tensor> all_variables_;
   std::vector<Tensor> trainable_variables_;
   uint64_t seed_ = 0x6d7466;  // "mtf"
+  DType layer_slice_dtype_ = DType::kFloat32;
   int64_t next_tensor_id_ = 0;
 };
 

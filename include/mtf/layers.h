@@ -28,9 +28,10 @@ Tensor get_or_create_variable(const Mesh& mesh, const std::string& name, const S
 Tensor get_or_create_variable(const Mesh& mesh, const std::string& name, const Shape& shape,
                               Initializer initializer, DType dtype = float32,
                               bool trainable = true);
-// The variable dtype a layer uses for input x when given none: float32
-// master and slices, read in x's dtype (bfloat16 activations compute with
-// float32 weights cast to bfloat16, as the paper's runs did).
+// The variable dtype a layer uses for input x when given none: a float32
+// master, the graph's layer_slice_dtype() (float32 unless set), read in x's
+// float dtype (bfloat16 activations compute with float32 weights cast to
+// bfloat16, as the paper's runs did).
 VariableDType variable_dtype_for(const Tensor& x);
 
 // Normal initializer with stddev sqrt(scale / fan_in) (Mesh TensorFlow's
@@ -123,9 +124,11 @@ BatchNorm batch_norm(const Tensor& x, bool is_training, const std::vector<Dimens
                      bool init_zero = false);
 
 // Rows of a [vocab_dim, output_dim] table ("<name>/weights", normal with
-// stddev init_stddev) picked by int32 ids: ids.shape + [output_dim].
+// stddev init_stddev) picked by int32 ids: ids.shape + [output_dim], in
+// dtype.activation (the table kept as dtype.slice).
 Tensor embedding(const Tensor& ids, const Dimension& vocab_dim, const Dimension& output_dim,
-                 const std::string& name, float init_stddev = 1.0f);
+                 const std::string& name, float init_stddev = 1.0f,
+                 const VariableDType& dtype = VariableDType());
 
 // Dropout that is the identity when keep_prob is 1.
 Tensor dropout_if(const Tensor& x, float keep_prob, const Shape* noise_shape = nullptr);

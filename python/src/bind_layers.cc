@@ -135,8 +135,16 @@ void bind_layers(py::module_& m) {
       py::arg("x"), py::arg("is_training"), py::arg("reduced_dims"), py::arg("momentum") = 0.99f,
       py::arg("epsilon") = 1e-3f, py::arg("init_zero") = false, py::arg("name") = "batch_norm",
       "(output, update ops): run the updates with the training step.");
-  l.def("embedding", &layers::embedding, py::arg("indices"), py::arg("vocab_dim"),
-        py::arg("output_dim"), py::arg("name") = "embedding", py::arg("init_stddev") = 1.0f);
+  l.def(
+      "embedding",
+      [](const Tensor& ids, const Dimension& vocab_dim, const Dimension& output_dim,
+         const std::string& name, float init_stddev, std::optional<VariableDType> dtype) {
+        return layers::embedding(ids, vocab_dim, output_dim, name, init_stddev,
+                                 dtype.value_or(VariableDType()));
+      },
+      py::arg("indices"), py::arg("vocab_dim"), py::arg("output_dim"),
+      py::arg("name") = "embedding", py::arg("init_stddev") = 1.0f,
+      py::arg("variable_dtype") = py::none());
   l.def(
       "dropout",
       [](const Tensor& x, float keep_prob, const std::optional<Shape>& noise_shape) {

@@ -25,7 +25,7 @@ Tensor dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v, 
                              float keep_prob) {
   const OriginScope origin = ops::made_by("layers::dot_product_attention", q);
   Tensor logits = einsum({q, k}, q.shape().minus(Shape({kv_dim})).union_with(Shape({memory_dim})));
-  if (mask.valid()) logits = logits + mask;
+  if (mask.valid()) logits = logits + (mask.dtype() == logits.dtype() ? mask : cast(mask, logits.dtype()));
   Tensor weights = softmax(logits, memory_dim);
   weights = dropout_if(weights, keep_prob);
   return einsum({weights, v}, q.shape());
@@ -57,14 +57,15 @@ Tensor multihead_attention(const Tensor& query_antecedent, const Tensor& memory_
   const float q_std = static_cast<float>(1.0 / std::sqrt(double(io.size) * double(dims.kv.size)));
   const float kv_std = static_cast<float>(1.0 / std::sqrt(double(io.size)));
   const float o_std = static_cast<float>(1.0 / std::sqrt(double(dims.heads.size * dims.kv.size)));
+  const VariableDType vd = variable_dtype_for(query_antecedent);
   const Tensor wq =
-      get_or_create_variable(mesh, name + "/q", proj, Initializer::normal(0.0f, q_std));
+      get_or_create_variable(mesh, name + "/q", proj, Initializer::normal(0.0f, q_std), vd);
   const Tensor wk =
-      get_or_create_variable(mesh, name + "/k", proj, Initializer::normal(0.0f, kv_std));
+      get_or_create_variable(mesh, name + "/k", proj, Initializer::normal(0.0f, kv_std), vd);
   const Tensor wv =
-      get_or_create_variable(mesh, name + "/v", proj, Initializer::normal(0.0f, kv_std));
+      get_or_create_variable(mesh, name + "/v", proj, Initializer::normal(0.0f, kv_std), vd);
   const Tensor wo = get_or_create_variable(mesh, name + "/o", Shape({dims.heads, dims.kv, io}),
-                                           Initializer::normal(0.0f, o_std));
+                                           Initializer::normal(0.0f, o_std), vd);
   const Shape q_shape = qs.minus(Shape({io})).union_with(Shape({dims.heads, dims.kv}));
   const Shape m_shape =
       memory_antecedent.shape().minus(Shape({io})).union_with(Shape({dims.heads, dims.kv}));

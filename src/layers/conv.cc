@@ -24,7 +24,8 @@ Tensor filter_variable(const Tensor& x, const std::vector<int64_t>& filter_size,
   dims.push_back(second);
   const Initializer init =
       options.has_initializer ? options.filter_initializer : variance_scaling(fan_in);
-  return get_or_create_variable(x.mesh(), name + "/filter", Shape(dims), init, x.dtype());
+  return get_or_create_variable(x.mesh(), name + "/filter", Shape(dims), init,
+                                variable_dtype_for(x));
 }
 
 const Dimension& channels_of(const std::string& layer, const Tensor& x, size_t spatial) {
@@ -39,7 +40,7 @@ Tensor finish(Tensor y, const Dimension& output_dim, const std::string& name,
               const ConvOptions& options) {
   if (options.use_bias) {
     y = y + get_or_create_variable(y.mesh(), name + "/bias", Shape({output_dim}),
-                                   Initializer::zeros(), y.dtype());
+                                   Initializer::zeros(), variable_dtype_for(y));
   }
   if (options.activation) y = options.activation(y);
   return y;

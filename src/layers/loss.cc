@@ -13,6 +13,9 @@ Tensor softmax_cross_entropy_mean(const Tensor& logits, const Tensor& targets, c
                                      " must be int32 class ids"));
   }
   const Dimension vocab_dim = ops::dim_of("softmax_cross_entropy_mean", logits, vocab);
+  // bfloat16 logits: the loss is formed and returned in float32.
+  if (logits.dtype() == bfloat16)
+    return softmax_cross_entropy_mean(cast(logits, float32), targets, vocab, z_loss);
   const Tensor per_example =
       softmax_cross_entropy_with_logits(logits, one_hot(targets, vocab_dim), vocab_dim, z_loss);
   return reduce_mean(per_example);

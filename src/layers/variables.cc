@@ -37,7 +37,8 @@ Tensor get_or_create_variable(const Mesh& mesh, const std::string& name, const S
 }
 
 VariableDType variable_dtype_for(const Tensor& x) {
-  return x.dtype() == bfloat16 ? VariableDType(float32, float32, bfloat16) : VariableDType();
+  const DType activation = x.dtype() == bfloat16 ? bfloat16 : float32;
+  return VariableDType(float32, x.graph().layer_slice_dtype(), activation);
 }
 
 Initializer variance_scaling(const std::vector<Dimension>& reduced, float scale) {

@@ -70,7 +70,9 @@ Tensor dropout(const Tensor& x, float keep_prob, uint64_t seed, const Shape* noi
                                      " has dimensions that ", x.describe(), " lacks"));
   }
   Tensor u = random_uniform(x.mesh(), shape, 0.0f, 1.0f, seed);
-  Tensor mask = cast(less(u, ops::scalar_like(u, keep_prob)), float32) * (1.0f / keep_prob);
+  // The mask in x's dtype (1 / keep_prob rounded to bfloat16 for bfloat16 x,
+  // as Mesh TensorFlow's dropout in bfloat16 does).
+  Tensor mask = cast(less(u, ops::scalar_like(u, keep_prob)), x.dtype()) * (1.0f / keep_prob);
   return x * mask;
 }
 

@@ -105,7 +105,7 @@ class TopKOp : public Operation {
     if (!g[0].valid()) return {Tensor()};
     const Tensor& x = inputs()[0];
     const Dimension& reduced = x.shape()[axis_];
-    return {einsum({one_hot(output(1), reduced), g[0]}, x.shape())};
+    return {einsum({one_hot(output(1), reduced, 1.0f, 0.0f, g[0].dtype()), g[0]}, x.shape())};
   }
 
  private:

@@ -56,7 +56,10 @@ std::vector<Operation*> AdafactorOptimizer::apply_grads(const std::vector<Tensor
     const Tensor& var = vars[i];
     const Tensor& g = grads[i];
     if (var.dtype() != float32) {
-      throw DTypeError("AdafactorOptimizer: variable " + var.describe() + " is not float32");
+      throw DTypeError("AdafactorOptimizer: variable " + var.describe() +
+                       " is stored as " + dtype_name(var.dtype()) +
+                       "; Adafactor updates float32 slices only so far: keep the slice dtype "
+                       "float32 (--slice_dtype float32; bfloat16 activations are fine)");
     }
     const std::string& vname = var.op().name();
     const Tensor g2 = square(g) + o_.epsilon1;
