@@ -20,8 +20,8 @@
 #include <memory>
 #include <random>
 
-#include "cli/example_main.h"
 #include "cli/dtype_flags.h"
+#include "cli/example_main.h"
 #include "cli/flags.h"
 #include "cli/mesh_flags.h"
 #include "fma_peak.h"

@@ -9,8 +9,7 @@ DType float_dtype_flag(const Flags& flags, const char* name) {
   const std::string value = flags.str(name);
   DType d;
   if (!dtype_from_name(value, &d) || d == int32) {
-    throw ValueError(std::string("--") + name + " \"" + value +
-                     "\": use float32 or bfloat16");
+    throw ValueError(std::string("--") + name + " \"" + value + "\": use float32 or bfloat16");
   }
   return d;
 }
@@ -22,8 +21,7 @@ void define_dtype_flags(Flags& flags) {
                "float32 or bfloat16: the dtype activations and gradients are computed and "
                "stored in (weights are read in it)");
   flags.define("slice_dtype", "float32",
-               "float32 or bfloat16: the dtype weights are stored and updated in (checkpoints "
-               "hold float32 either way)");
+               "float32 or bfloat16: the dtype weights are stored, updated and checkpointed in");
 }
 
 VariableDType variable_dtype_from_flags(const Flags& flags) {

@@ -1,9 +1,9 @@
 #include "models/transformer.h"
 
-#include "cli/dtype_flags.h"
-
 #include <string>
 #include <utility>
+
+#include "cli/dtype_flags.h"
 
 namespace mtf::models {
 

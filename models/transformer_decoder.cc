@@ -125,16 +125,16 @@ Tensor TransformerDecoder::layers_over(TransformerLm& lm, const Tensor& ids, con
   const Shape rows = ids.shape();  // [batch] or [batch, length]
   const Shape cache_shape({batch, lm.heads, memory, lm.d_kv});
   const Shape head_shape = join(rows, {lm.heads, lm.d_kv});
-  Tensor x = layers::embedding(ids, lm.vocab, d_model, "embedding", 1.0f,
-                               lm.config().variable_dtype) +
-             pos_emb;
+  Tensor x =
+      layers::embedding(ids, lm.vocab, d_model, "embedding", 1.0f, lm.config().variable_dtype) +
+      pos_emb;
   // Memory rows after a query's position are masked, as the window's causal
   // mask masks them (their cache rows are stale, padding or zero).
   const Tensor mask = cast(greater(range(mesh, memory), pos), x.dtype()) * -1e9f;
   // A step writes its row in one pass over the cache; the prefill writes
   // every row, each from its own position.
   const bool one_position = pos.shape().empty();
-  const Tensor others = not_equal(range(mesh, memory), pos);  // int32 [memory] (a step)
+  const Tensor others = not_equal(range(mesh, memory), pos);        // int32 [memory] (a step)
   const Tensor here = one_hot(pos, memory, 1.0f, 0.0f, x.dtype());  // [length, memory] (prefill)
   for (int64_t l = 0; l < lm.config().layers; ++l) {
     const std::string name = "layer_" + std::to_string(l);
@@ -142,8 +142,8 @@ Tensor TransformerDecoder::layers_over(TransformerLm& lm, const Tensor& ids, con
     const Shape proj({d_model, lm.heads, lm.d_kv});
     auto weight = [&](const char* w, const Shape& s) {
       // Created by the LM already: the initializer is not used.
-      return layers::get_or_create_variable(mesh, name + "/attention/" + w, s,
-                                            Initializer::zeros(), layers::variable_dtype_for(h));
+      return layers::get_or_create_variable(mesh, name + "/attention/" + w, s, Initializer::zeros(),
+                                            layers::variable_dtype_for(h));
     };
     const Tensor q = einsum({h, weight("q", proj)}, head_shape);
     std::vector<Tensor> kv;
@@ -167,8 +167,8 @@ Tensor TransformerDecoder::layers_over(TransformerLm& lm, const Tensor& ids, con
 Tensor TransformerDecoder::vocab_logits(TransformerLm& lm, const Tensor& x) {
   layers::DenseOptions no_bias;
   no_bias.use_bias = false;
-  const Tensor logits = layers::dense(layers::layer_norm(x, lm.d_model, "final_norm"),
-                                     {lm.vocab}, {lm.d_model}, "logits", no_bias);
+  const Tensor logits = layers::dense(layers::layer_norm(x, lm.d_model, "final_norm"), {lm.vocab},
+                                      {lm.d_model}, "logits", no_bias);
   return logits.dtype() == float32 ? logits : cast(logits, float32);  // read as floats
 }
 

@@ -54,7 +54,10 @@ TEST_F(BFloat16OpsTest, EachOpRoundsTheFloat32ResultOnce) {
       {"reduce_sum", [](const Tensor& t) { return reduce_sum(t, Shape("a:3")); }},
       {"reduce_max", [](const Tensor& t) { return reduce_max(t, Shape("b:5")); }},
       {"reduce_mean", [](const Tensor& t) { return reduce_mean(t); }},
-      {"softmax", [](const Tensor& t) { return softmax(t, Dimension{"b", 5}); }},
+      {"softmax",
+       [](const Tensor& t) {
+         return softmax(t, Dimension{"b", 5});
+       }},
       {"transpose", [](const Tensor& t) { return transpose(t, Shape("b:5;a:3")); }},
   };
   for (const auto& [name, op] : unary) expect_rounded_float32(xb, xf, op, name);
@@ -79,14 +82,13 @@ TEST(BFloat16Training, MlpTrainsOnOneProcessorAndOnAMesh) {
     const Dimension batch{"batch", 32}, io{"io", 16}, hidden{"hidden", 32}, cls{"cls", 4};
     Tensor x = placeholder(mesh, Shape({batch, io}), dt, "x");
     Tensor labels = placeholder(mesh, Shape({batch}), int32, "labels");
-    Tensor w1 = get_variable(mesh, "w1", Shape({io, hidden}), Initializer::glorot_uniform(),
-                             dt);
-    Tensor w2 = get_variable(mesh, "w2", Shape({hidden, cls}), Initializer::glorot_uniform(),
-                             dt);
-    Tensor logits = einsum({relu(einsum({x, w1}, Shape({batch, hidden}))), w2},
-                           Shape({batch, cls}));
-    Tensor loss = reduce_mean(cast(
-        softmax_cross_entropy_with_logits(logits, one_hot(labels, cls, 1.f, 0.f, dt), cls), float32));
+    Tensor w1 = get_variable(mesh, "w1", Shape({io, hidden}), Initializer::glorot_uniform(), dt);
+    Tensor w2 = get_variable(mesh, "w2", Shape({hidden, cls}), Initializer::glorot_uniform(), dt);
+    Tensor logits =
+        einsum({relu(einsum({x, w1}, Shape({batch, hidden}))), w2}, Shape({batch, cls}));
+    Tensor loss = reduce_mean(
+        cast(softmax_cross_entropy_with_logits(logits, one_hot(labels, cls, 1.f, 0.f, dt), cls),
+             float32));
     auto train = SgdOptimizer(0.5f).minimize(loss);
     Session session(g, config);
     std::vector<float> xs(32 * 16);
@@ -165,13 +167,21 @@ TEST(VariableDTypeTest, BadCombinationsAreClearErrors) {
   Mesh mesh(g, "mesh");
   const Shape shape("a:2");
   testing::expect_error<DTypeError>(
-      [&] { get_variable(mesh, "m", shape, Initializer::zeros(), VariableDType(bfloat16, bfloat16, bfloat16)); },
+      [&] {
+        get_variable(mesh, "m", shape, Initializer::zeros(),
+                     VariableDType(bfloat16, bfloat16, bfloat16));
+      },
       {"get_variable \"m\"", "bfloat16 master", "keep the master float32"});
   testing::expect_error<DTypeError>(
-      [&] { get_variable(mesh, "i", shape, Initializer::zeros(), VariableDType(float32, float32, int32)); },
+      [&] {
+        get_variable(mesh, "i", shape, Initializer::zeros(),
+                     VariableDType(float32, float32, int32));
+      },
       {"int32 slices or activations"});
   testing::expect_error<DTypeError>(
-      [&] { get_variable(mesh, "j", shape, Initializer::zeros(), VariableDType(int32, int32, bfloat16)); },
+      [&] {
+        get_variable(mesh, "j", shape, Initializer::zeros(), VariableDType(int32, int32, bfloat16));
+      },
       {"int32 master with float"});
   EXPECT_EQ(VariableDType::of(bfloat16).master, float32);
   EXPECT_EQ(VariableDType::of(bfloat16).slice, bfloat16);

@@ -47,8 +47,8 @@ uint16_t reference_round(uint32_t u) {
 
 std::vector<uint32_t> boundary_floats() {
   std::vector<uint32_t> v;
-  const uint32_t lows[] = {0x0000, 0x0001, 0x3fff, 0x7ffe, 0x7fff, 0x8000,
-                           0x8001, 0xbfff, 0xfffe, 0xffff};
+  const uint32_t lows[] = {0x0000, 0x0001, 0x3fff, 0x7ffe, 0x7fff,
+                           0x8000, 0x8001, 0xbfff, 0xfffe, 0xffff};
   for (uint32_t high = 0; high < 0x10000; ++high)
     for (uint32_t low : lows) v.push_back(high << 16 | low);
   std::mt19937 rng(7);
@@ -70,9 +70,9 @@ TEST(BFloat16, SpecialValues) {
   EXPECT_EQ(round(-INFINITY), 0xff80);
   EXPECT_EQ(round(1.0f), 0x3f80);
   EXPECT_EQ(round(3.4e38f), 0x7f80);  // above the largest bfloat16 + half an ulp: infinity
-  EXPECT_EQ(round(float_of_bits(0x7f7f7fffu)), 0x7f7f);  // just below the midpoint: the largest
-  EXPECT_EQ(round(float_of_bits(0x00000001u)), 0x0000);  // the smallest subnormal: to zero
-  EXPECT_EQ(round(float_of_bits(0x00018000u)), 0x0002);  // a subnormal tie: to even, not flushed
+  EXPECT_EQ(round(float_of_bits(0x7f7f7fffu)), 0x7f7f);    // just below the midpoint: the largest
+  EXPECT_EQ(round(float_of_bits(0x00000001u)), 0x0000);    // the smallest subnormal: to zero
+  EXPECT_EQ(round(float_of_bits(0x00018000u)), 0x0002);    // a subnormal tie: to even, not flushed
   const uint16_t nan = round(float_of_bits(0x7f800001u));  // a signalling NaN becomes quiet
   EXPECT_TRUE(std::isnan(bfloat16_bits_to_float(nan)));
   EXPECT_EQ(nan & 0x40, 0x40);
@@ -91,8 +91,8 @@ TEST(BFloat16, VectorPathGivesThePortableBits) {
   const std::vector<uint32_t> bits = boundary_floats();
   std::vector<float> in(bits.size());
   std::memcpy(in.data(), bits.data(), bits.size() * sizeof(float));
-  for (int64_t n : {int64_t{0}, int64_t{1}, int64_t{15}, int64_t{17},
-                    static_cast<int64_t>(in.size())}) {
+  for (int64_t n :
+       {int64_t{0}, int64_t{1}, int64_t{15}, int64_t{17}, static_cast<int64_t>(in.size())}) {
     std::vector<uint16_t> portable(n), vector(n);
     floats_to_bfloat16(in.data(), portable.data(), n, Bf16ConvertPath::kPortable);
     floats_to_bfloat16(in.data(), vector.data(), n, Bf16ConvertPath::kAvx512);

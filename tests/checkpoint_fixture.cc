@@ -20,6 +20,7 @@ void save(const char* path, std::shared_ptr<mtf::Transport> job) {
   get_variable(m, "w1/adam_m", ab);
   get_variable(m, "count", Shape({{"b", 6}}), Initializer::zeros(), int32, false);
   get_variable(m, "s", Shape(), Initializer::constant(2.5f));
+  get_variable(m, "half", ab, Initializer::zeros(), bfloat16);
   MeshConfig c;
   c.mesh_shape = MeshShape("x:2;y:3");
   c.layout = LayoutRules("a:x;b:y");
@@ -34,6 +35,7 @@ void save(const char* path, std::shared_ptr<mtf::Transport> job) {
   s.set_variable_value("w1", HostTensor::from_floats(ab, w));
   s.set_variable_value("w1/adam_m", HostTensor::from_floats(ab, am));
   s.set_variable_value("count", HostTensor::from_ints(Shape({{"b", 6}}), {7, 8, 9, 10, 11, 12}));
+  s.set_variable_value("half", HostTensor::from_floats(ab, w, bfloat16));
   save_checkpoint(s, path, 42, {{"purpose", "h5py"}});
 }
 

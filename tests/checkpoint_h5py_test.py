@@ -47,6 +47,13 @@ def check(path):
         assert c.dtype == np.int32 and list(c) == [7, 8, 9, 10, 11, 12], c
         assert f["s"][()] == np.float32(2.5)
         assert f["s"].shape == ()
+        # bfloat16: 16-bit words, the upper half of each float32.
+        h = f["half"][...]
+        assert h.dtype == np.uint16 and f["half"].attrs["dtype"] == "bfloat16", h.dtype
+        as_float = (h.astype(np.uint32) << 16).view(np.float32)
+        bits = want.view(np.uint32)
+        nearest_even = (((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16) << 16).astype(np.uint32)
+        assert (as_float == nearest_even.view(np.float32)).all(), as_float
         return dict(f.attrs)
 
 

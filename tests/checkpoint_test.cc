@@ -121,6 +121,39 @@ TEST(Checkpoint, PartialRestoreWithRenames) {
                    "adam_m");
 }
 
+// float32 and bfloat16 variables restore into each other: float32 ->
+// bfloat16 rounds to nearest even, bfloat16 -> float32 is exact, on any
+// mesh; a bfloat16 variable is saved as 16-bit words and comes back bit
+// for bit.
+TEST(Checkpoint, Float32AndBFloat16RestoreIntoEachOther) {
+  const Shape shape({{"rows", 6}, {"cols", 4}});
+  auto session_with = [&](DType dtype, const char* mesh, const char* layout) {
+    auto g = std::make_unique<Graph>();
+    Mesh m(*g, "m");
+    get_variable(m, "w", shape, Initializer::normal(0.0f, 1.0f), dtype);
+    MeshConfig c;
+    c.mesh_shape = MeshShape(mesh);
+    c.layout = LayoutRules(layout);
+    auto s = std::make_unique<Session>(*g, c);
+    return std::make_pair(std::move(g), std::move(s));
+  };
+  const std::string dir = temp_dir("dtypes");
+  auto [g32, s32] = session_with(float32, "", "");
+  const HostTensor f = s32->variable_value("w");
+  save_checkpoint(*s32, dir + "/f32.h5", 0);
+  auto [g16, s16] = session_with(bfloat16, "x:2", "rows:x");
+  restore_checkpoint(*s16, dir + "/f32.h5");
+  const HostTensor rounded = s16->variable_value("w");
+  ASSERT_EQ(rounded.dtype(), bfloat16);
+  expect_same_bits(rounded, f.as_dtype(bfloat16), "float32 into bfloat16: rounded");
+  save_checkpoint(*s16, dir + "/bf16.h5", 0);
+  auto [g16b, s16b] = session_with(bfloat16, "", "");
+  restore_checkpoint(*s16b, dir + "/bf16.h5");
+  expect_same_bits(s16b->variable_value("w"), rounded, "bfloat16 round trip");
+  restore_checkpoint(*s32, dir + "/bf16.h5");
+  expect_same_bits(s32->variable_value("w"), rounded.as_dtype(float32), "bfloat16 into float32");
+}
+
 TEST(Checkpoint, MismatchesAreClearErrorsAndChangeNothing) {
   Model a;
   Session sa(a.g);

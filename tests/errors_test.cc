@@ -66,8 +66,11 @@ TEST_F(ErrorsTest, DtypeMismatch) {
   expect_error<DTypeError>([&] { Session(g).run(log(i)); }, {"log", "int32"});
   // Ops with no bfloat16 form yet say so at graph construction.
   Tensor bf = zeros(mesh, Shape("h:4;w:4;c:1"), bfloat16);
-  expect_error<DTypeError>([&] { max_pool(bf, {2, 2}); },
-                           {"max_pool", "bfloat16", "cast to float32 first"});
+  expect_error<DTypeError>(
+      [&] {
+        max_pool(bf, {2, 2});
+      },
+      {"max_pool", "bfloat16", "cast to float32 first"});
 }
 
 TEST_F(ErrorsTest, BadArguments) {

@@ -355,8 +355,8 @@ std::string AutoLayoutResult::table(int rows) const {
 std::string AutoLayoutResult::to_json(int rows) const {
   std::ostringstream o;
   o.precision(9);
-  o << "{\"mesh\":" << json_string(mesh.to_string()) << ",\"layout\":"
-    << json_string(rules.to_string()) << ",\"evaluations\":" << evaluations
+  o << "{\"mesh\":" << json_string(mesh.to_string())
+    << ",\"layout\":" << json_string(rules.to_string()) << ",\"evaluations\":" << evaluations
     << ",\"space\":" << space << ",\"exhaustive\":" << (exhaustive ? "true" : "false")
     << ",\"cut_short\":" << (cut_short ? "true" : "false") << ",\"seconds\":" << seconds
     << ",\"ranked\":[";

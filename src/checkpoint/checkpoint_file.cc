@@ -322,7 +322,9 @@ CheckpointInfo restore_checkpoint(Session& session, const std::string& path,
                          " in the session but \"" + stored + "\" is " +
                          shape_text(v.dims, v.sizes) + " in \"" + path + "\"");
       }
-      if (v.dtype != probe.dtype()) {
+      // float32 and bfloat16 restore into each other (rounded to nearest
+      // even, or exact); integers only into integers.
+      if (v.dtype != probe.dtype() && !(is_floating(v.dtype) && is_floating(probe.dtype()))) {
         throw DTypeError("restore_checkpoint: variable \"" + var + "\" is " +
                          dtype_name(probe.dtype()) + " in the session but \"" + stored + "\" is " +
                          dtype_name(v.dtype) + " in \"" + path + "\"");
@@ -331,7 +333,7 @@ CheckpointInfo restore_checkpoint(Session& session, const std::string& path,
       s.variable = var;
       for (size_t b = 0; b < v.blocks.size(); ++b) {
         s.begins.push_back(v.blocks[b].begin);
-        s.blocks.push_back(reader.read_block(v, b));
+        s.blocks.push_back(reader.read_block(v, b).as_dtype(probe.dtype()));
       }
       staged.push_back(std::move(s));
     }

@@ -21,8 +21,7 @@ void to_float_portable(const uint16_t* in, float* out, int64_t n) {
 }
 
 #if defined(__x86_64__)
-__attribute__((target("avx512f"))) void to_bf16_avx512(const float* in, uint16_t* out,
-                                                        int64_t n) {
+__attribute__((target("avx512f"))) void to_bf16_avx512(const float* in, uint16_t* out, int64_t n) {
   const __m512i one = _mm512_set1_epi32(1);
   const __m512i bias = _mm512_set1_epi32(0x7fff);
   const __m512i abs_mask = _mm512_set1_epi32(0x7fffffff);
@@ -41,8 +40,7 @@ __attribute__((target("avx512f"))) void to_bf16_avx512(const float* in, uint16_t
   to_bf16_portable(in + i, out + i, n - i);
 }
 
-__attribute__((target("avx512f"))) void to_float_avx512(const uint16_t* in, float* out,
-                                                         int64_t n) {
+__attribute__((target("avx512f"))) void to_float_avx512(const uint16_t* in, float* out, int64_t n) {
   int64_t i = 0;
   for (; i + 16 <= n; i += 16) {
     const __m256i b = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(in + i));

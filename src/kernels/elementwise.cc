@@ -17,8 +17,8 @@ namespace mtf::kernels {
 void require_supported(const HostTensor& t, bool allow_int, const char* kernel) {
   if (t.dtype() == float32 || (allow_int && t.dtype() == int32)) return;
   throw DTypeError(detail::str_cat(
-      kernel, ": dtype ", dtype_name(t.dtype()), " is not supported by the CPU kernels (use float32",
-      allow_int ? " or int32" : "",
+      kernel, ": dtype ", dtype_name(t.dtype()),
+      " is not supported by the CPU kernels (use float32", allow_int ? " or int32" : "",
       t.dtype() == bfloat16 ? "; bfloat16 tensors run through cast only so far: cast to float32 "
                               "before this op)"
                             : ")"));

@@ -25,7 +25,8 @@ Tensor dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v, 
                              float keep_prob) {
   const OriginScope origin = ops::made_by("layers::dot_product_attention", q);
   Tensor logits = einsum({q, k}, q.shape().minus(Shape({kv_dim})).union_with(Shape({memory_dim})));
-  if (mask.valid()) logits = logits + (mask.dtype() == logits.dtype() ? mask : cast(mask, logits.dtype()));
+  if (mask.valid())
+    logits = logits + (mask.dtype() == logits.dtype() ? mask : cast(mask, logits.dtype()));
   Tensor weights = softmax(logits, memory_dim);
   weights = dropout_if(weights, keep_prob);
   return einsum({weights, v}, q.shape());

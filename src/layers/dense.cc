@@ -34,8 +34,8 @@ Tensor dense(const Tensor& x, const std::vector<Dimension>& new_dims,
   kernel_dims.insert(kernel_dims.end(), new_dims.begin(), new_dims.end());
   const Initializer init =
       options.has_initializer ? options.kernel_initializer : variance_scaling(reduced);
-  const Tensor kernel =
-      get_or_create_variable(x.mesh(), name + "/kernel", Shape(kernel_dims), init, variable_dtype_for(x));
+  const Tensor kernel = get_or_create_variable(x.mesh(), name + "/kernel", Shape(kernel_dims), init,
+                                               variable_dtype_for(x));
   std::vector<Dimension> out_dims = x.shape().minus(Shape(reduced)).dims();
   out_dims.insert(out_dims.end(), new_dims.begin(), new_dims.end());
   Tensor y = einsum({x, kernel}, Shape(out_dims), name + "/einsum");

@@ -10,7 +10,8 @@ Tensor layer_norm(const Tensor& x, const DimRef& ref, const std::string& name, f
   const Dimension dim = ops::dim_of("layer_norm \"" + name + "\"", x, ref);
   // bfloat16: the moments, the normalisation and the float32 scale and
   // bias in float32, the result rounded once.
-  if (x.dtype() == bfloat16) return cast(layer_norm(cast(x, float32), dim, name, epsilon), bfloat16);
+  if (x.dtype() == bfloat16)
+    return cast(layer_norm(cast(x, float32), dim, name, epsilon), bfloat16);
   const Tensor scale =
       get_or_create_variable(x.mesh(), name + "/scale", Shape({dim}), Initializer::ones());
   const Tensor bias =

@@ -10,8 +10,7 @@
 namespace mtf::layers {
 
 Tensor get_or_create_variable(const Mesh& mesh, const std::string& name, const Shape& shape,
-                              Initializer initializer, const VariableDType& dtype,
-                              bool trainable) {
+                              Initializer initializer, const VariableDType& dtype, bool trainable) {
   if (Operation* op = mesh.graph().find_operation(name)) {
     const Tensor existing = op->output(0);
     if (!is_variable(existing)) {

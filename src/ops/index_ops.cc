@@ -84,7 +84,9 @@ class GatherOp : public Operation {
   bool differentiable() const override { return is_floating(inputs()[0].dtype()); }
   std::vector<Tensor> gradient(const std::vector<Tensor>& g) const override {
     const Tensor& w = inputs()[0];
-    return {einsum({one_hot(inputs()[1], w.shape()[axis_], 1.0f, 0.0f, g[0].dtype()), g[0]}, w.shape()), Tensor()};
+    return {
+        einsum({one_hot(inputs()[1], w.shape()[axis_], 1.0f, 0.0f, g[0].dtype()), g[0]}, w.shape()),
+        Tensor()};
   }
   double flops() const override { return 0; }
   std::vector<std::string> reduced_dims() const override {

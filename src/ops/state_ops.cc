@@ -96,8 +96,8 @@ AssignOp::AssignOp(Kind kind, const Tensor& var, const Tensor& value, float scal
       kind_(kind),
       scale_(scale) {
   if (scale != 1.0f && var.dtype() == int32) {
-    throw DTypeError(detail::str_cat(type(), ": a scaled update needs a float variable, not ",
-                                     var.describe()));
+    throw DTypeError(
+        detail::str_cat(type(), ": a scaled update needs a float variable, not ", var.describe()));
   }
   if (!is_variable(var)) {
     throw ValueError(detail::str_cat(type(), ": target ", var.describe(),
@@ -176,9 +176,10 @@ void VariableDType::validate(const std::string& where) const {
     throw DTypeError(where + ": variable dtype (" + to_string() + ") " + why);
   };
   if (master == bfloat16) {
-    refuse("has a bfloat16 master: updates smaller than 1/256 of a weight would be lost; keep "
-           "the master float32 (Mesh TensorFlow's choice), with bfloat16 slices and activations "
-           "for half the memory");
+    refuse(
+        "has a bfloat16 master: updates smaller than 1/256 of a weight would be lost; keep "
+        "the master float32 (Mesh TensorFlow's choice), with bfloat16 slices and activations "
+        "for half the memory");
   }
   if (master == int32 && (slice != int32 || activation != int32))
     refuse("mixes an int32 master with float slices or activations; use int32 throughout");
@@ -214,8 +215,8 @@ namespace {
 std::pair<Tensor, Tensor> assignment_operands(const Tensor& var, const Tensor& value) {
   const Tensor v = ops::variable_behind(var);
   if (!v.valid() || !value.valid()) return {var, value};
-  const bool cast_value = value.dtype() != v.dtype() && is_floating(value.dtype()) &&
-                          is_floating(v.dtype());
+  const bool cast_value =
+      value.dtype() != v.dtype() && is_floating(value.dtype()) && is_floating(v.dtype());
   return {v, cast_value ? cast(value, v.dtype()) : value};
 }
 

@@ -56,8 +56,8 @@ std::vector<Operation*> AdafactorOptimizer::apply_grads(const std::vector<Tensor
     const Tensor& var = vars[i];
     const Tensor& g = grads[i];
     if (var.dtype() != float32) {
-      throw DTypeError("AdafactorOptimizer: variable " + var.describe() +
-                       " is stored as " + dtype_name(var.dtype()) +
+      throw DTypeError("AdafactorOptimizer: variable " + var.describe() + " is stored as " +
+                       dtype_name(var.dtype()) +
                        "; Adafactor updates float32 slices only so far: keep the slice dtype "
                        "float32 (--slice_dtype float32; bfloat16 activations are fine)");
     }
