@@ -29,8 +29,9 @@ usage: bench/compare_pytorch.py [--build build] [--rounds 3] [--threads 1,2]
                                 [--quick]
 
 The defaults (3 rounds, as bench/README.md's tables; every case at 1 and 2
-threads) take many minutes on 2 CPUs; --quick is one round of
-transformer128 and mlp100 on one thread, for a first look.
+threads) take about 2.5 minutes on 2 CPUs (137 s measured); --quick is one
+round of transformer128 and mlp100 on one thread, about 7 s, for a first
+look.
 """
 import argparse
 import os
