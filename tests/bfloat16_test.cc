@@ -100,7 +100,9 @@ TEST(BFloat16, VectorPathGivesThePortableBits) {
     std::vector<float> back_p(n), back_v(n);
     bfloat16_to_floats(portable.data(), back_p.data(), n, Bf16ConvertPath::kPortable);
     bfloat16_to_floats(portable.data(), back_v.data(), n, Bf16ConvertPath::kAvx512);
-    ASSERT_EQ(std::memcmp(back_p.data(), back_v.data(), n * sizeof(float)), 0) << n;
+    if (n > 0) {  // memcmp of empty vectors would read null pointers
+      ASSERT_EQ(std::memcmp(back_p.data(), back_v.data(), n * sizeof(float)), 0) << n;
+    }
   }
 }
 
