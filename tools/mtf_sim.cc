@@ -219,6 +219,34 @@ void progress(int64_t done, int64_t total, double seconds) {
   if (done == total) std::fprintf(stderr, "\n");
 }
 
+// --auto_layout: the search over layouts (and mesh shapes with
+// --num_cores), printed as a ranked table with the chosen flags, or as JSON.
+int run_auto_layout(const cli::Flags& flags, const MeshConfig& config, Model& model, bool json) {
+  AutoLayoutOptions opt;
+  opt.topology = config.sim->topology;
+  opt.fixed = LayoutRules(flags.str("fixed_layout"));
+  opt.memory_limit = flags.f64("memory_limit_gib") * double(1 << 30);
+  opt.time_budget = flags.f64("time_budget");
+  opt.max_dims = static_cast<int>(flags.i64("max_dims"));
+  opt.simulate_top = static_cast<int>(flags.i64("simulate_top"));
+  if (opt.simulate_top < 1) throw ValueError("--simulate_top must be at least 1");
+  if (!json) std::printf("%s\n%s\n", opt.topology.to_string().c_str(), model.description.c_str());
+  const int64_t num_cores = flags.i64("num_cores");
+  const AutoLayoutResult r =
+      num_cores > 0
+          ? auto_layout_and_mesh_shape(*model.graph, num_cores, {model.loss}, *model.train_ops, opt)
+          : auto_layout(*model.graph, config.mesh_shape, {model.loss}, *model.train_ops, opt);
+  const int rows = static_cast<int>(flags.i64("candidates"));
+  if (json) {
+    std::printf("%s\n", r.to_json(rows).c_str());
+    return 0;
+  }
+  std::printf("%s", r.table(rows).c_str());
+  std::printf("--mesh_shape \"%s\" --layout \"%s\"\n", r.mesh.to_string().c_str(),
+              r.rules.to_string().c_str());
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -330,32 +358,7 @@ int main(int argc, char** argv) {
     config.sim->trace_path = flags.str("trace");  // each step rewrites it: the last one stays
 
     Model model = make_model(flags.str("model"), flags);
-    if (auto_layout_flag) {
-      AutoLayoutOptions opt;
-      opt.topology = config.sim->topology;
-      opt.fixed = LayoutRules(flags.str("fixed_layout"));
-      opt.memory_limit = flags.f64("memory_limit_gib") * double(1 << 30);
-      opt.time_budget = flags.f64("time_budget");
-      opt.max_dims = static_cast<int>(flags.i64("max_dims"));
-      opt.simulate_top = static_cast<int>(flags.i64("simulate_top"));
-      if (opt.simulate_top < 1) throw ValueError("--simulate_top must be at least 1");
-      if (!json)
-        std::printf("%s\n%s\n", opt.topology.to_string().c_str(), model.description.c_str());
-      const int64_t num_cores = flags.i64("num_cores");
-      const AutoLayoutResult r =
-          num_cores > 0
-              ? auto_layout_and_mesh_shape(*model.graph, num_cores, {model.loss}, *model.train_ops,
-                                           opt)
-              : auto_layout(*model.graph, config.mesh_shape, {model.loss}, *model.train_ops, opt);
-      if (json) {
-        std::printf("%s\n", r.to_json(static_cast<int>(flags.i64("candidates"))).c_str());
-        return 0;
-      }
-      std::printf("%s", r.table(static_cast<int>(flags.i64("candidates"))).c_str());
-      std::printf("--mesh_shape \"%s\" --layout \"%s\"\n", r.mesh.to_string().c_str(),
-                  r.rules.to_string().c_str());
-      return 0;
-    }
+    if (auto_layout_flag) return run_auto_layout(flags, config, model, json);
     Session session(*model.graph, config);
     if (!json) {
       std::printf("%s\n%s\n", config.sim->topology.to_string().c_str(), model.description.c_str());
