@@ -162,6 +162,26 @@ TEST(VariableDTypeTest, Float32SlicesReadAsBFloat16) {
   EXPECT_EQ(s.variable_value("w").to_floats(), std::vector<float>(4, 0.25f));
 }
 
+// bfloat16 slices with optimizers that keep slots (Momentum, Adam): the slots
+// are bfloat16 like the variable, and the loss falls.
+TEST(VariableDTypeTest, OptimizersWithSlotsUpdateBFloat16Slices) {
+  for (int which = 0; which < 2; ++which) {
+    Graph g;
+    Mesh mesh(g, "mesh");
+    Tensor w = get_variable(mesh, "w", Shape("a:4"), Initializer::constant(1.0f), bfloat16);
+    Tensor loss = reduce_sum(cast(w * w, float32));
+    const auto train = which == 0 ? AdamOptimizer(0.05f).minimize(loss)
+                                  : MomentumOptimizer(0.05f, 0.9f).minimize(loss);
+    Session s(g);
+    const float first = s.run({loss}, {}, train)[0].to_floats()[0];
+    float last = first;
+    for (int i = 0; i < 5; ++i) last = s.run({loss}, {}, train)[0].to_floats()[0];
+    EXPECT_LT(last, first) << which;
+    EXPECT_EQ(s.variable_value("w").dtype(), bfloat16);
+    EXPECT_EQ(s.variable_value(which == 0 ? "w/adam_m" : "w/momentum").dtype(), bfloat16);
+  }
+}
+
 TEST(VariableDTypeTest, BadCombinationsAreClearErrors) {
   Graph g;
   Mesh mesh(g, "mesh");

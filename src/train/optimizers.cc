@@ -76,7 +76,9 @@ std::vector<Operation*> AdamOptimizer::apply_grads(const std::vector<Tensor>& gr
     Tensor v_new = v * b2_ + square(g) * (1.0f - b2_);
     updates.push_back(assign(m, m_new));
     updates.push_back(assign(v, v_new));
-    updates.push_back(assign_sub(var, lr_t * m_new / (sqrt(v_new) + eps_)));
+    // bfloat16 slots and slices: the step's float32 rate in their dtype.
+    const Tensor rate = var.dtype() == lr_t.dtype() ? lr_t : cast(lr_t, var.dtype());
+    updates.push_back(assign_sub(var, rate * m_new / (sqrt(v_new) + eps_)));
   }
   return updates;
 }
