@@ -11,7 +11,7 @@ Tensor layer_norm(const Tensor& x, const DimRef& ref, const std::string& name, f
   // bfloat16: the moments, the normalisation and the float32 scale and
   // bias in float32, the result rounded once.
   if (x.dtype() == bfloat16)
-    return cast(layer_norm(cast(x, float32), dim, name, epsilon), bfloat16);
+    return ops::in_float32(x, [&](const Tensor& f) { return layer_norm(f, dim, name, epsilon); });
   const Tensor scale =
       get_or_create_variable(x.mesh(), name + "/scale", Shape({dim}), Initializer::ones());
   const Tensor bias =

@@ -56,4 +56,14 @@ std::shared_ptr<const kernels::KernelPlan> plan_kernel(const Operation& op,
                                                        const std::vector<Shape>& output_slices,
                                                        bool reproducible);
 
+// A statistic of bfloat16 values formed in float32 (sums, exponentials,
+// moments, the loss) and rounded once at the end, as Mesh TensorFlow keeps
+// softmax and norm statistics in float32: f(x), through float32 when x is
+// bfloat16.
+template <typename F>
+Tensor in_float32(const Tensor& x, F f) {
+  if (x.dtype() != bfloat16) return f(x);
+  return cast(f(cast(x, float32)), bfloat16);
+}
+
 }  // namespace mtf::ops

@@ -140,24 +140,11 @@ Tensor reduce_min(const Tensor& x, const ReduceSpec& s) {
 }
 Tensor reduce_min(const Tensor& x) { return reduce(ReduceFn::kMin, x, Shape()); }
 
-namespace {
-
-// A statistic of bfloat16 values is formed in float32 (sums, exponentials,
-// the loss) and rounded once at the end, as Mesh TensorFlow keeps
-// softmax and norm statistics in float32.
-template <typename F>
-Tensor in_float32(const Tensor& x, F f) {
-  if (x.dtype() != bfloat16) return f(x);
-  return cast(f(cast(x, float32)), bfloat16);
-}
-
-}  // namespace
-
 Tensor reduce_mean(const Tensor& x, const ReduceSpec& spec) {
   const OriginScope origin = ops::made_by("reduce_mean", x);
   ops::require_float("reduce_mean", x);
   if (x.dtype() == bfloat16)
-    return in_float32(x, [&](const Tensor& f) { return reduce_mean(f, spec); });
+    return ops::in_float32(x, [&](const Tensor& f) { return reduce_mean(f, spec); });
   const Shape s = spec.output_for("reduce_mean", x);
   const double n = static_cast<double>(x.shape().num_elements()) /
                    static_cast<double>(std::max<int64_t>(s.num_elements(), 1));
@@ -171,7 +158,7 @@ Tensor reduce_logsumexp(const Tensor& x, const ReduceSpec& spec) {
   const OriginScope origin = ops::made_by("reduce_logsumexp", x);
   ops::require_float("reduce_logsumexp", x);
   if (x.dtype() == bfloat16)
-    return in_float32(x, [&](const Tensor& f) { return reduce_logsumexp(f, spec); });
+    return ops::in_float32(x, [&](const Tensor& f) { return reduce_logsumexp(f, spec); });
   const Shape s = spec.output_for("reduce_logsumexp", x);
   // max + log(sum(exp(x - max))), with the max held constant for the gradient.
   Tensor m = stop_gradient(reduce_max(x, s));
@@ -181,12 +168,13 @@ Tensor reduce_logsumexp(const Tensor& x, const ReduceSpec& spec) {
 Tensor log_softmax(const Tensor& x, const DimRef& d) {
   const OriginScope origin = ops::made_by("log_softmax", x);
   if (x.dtype() == bfloat16)
-    return in_float32(x, [&](const Tensor& f) { return log_softmax(f, d); });
+    return ops::in_float32(x, [&](const Tensor& f) { return log_softmax(f, d); });
   return x - reduce_logsumexp(x, ops::dim_of("log_softmax", x, d));
 }
 Tensor softmax(const Tensor& x, const DimRef& d) {
   const OriginScope origin = ops::made_by("softmax", x);
-  if (x.dtype() == bfloat16) return in_float32(x, [&](const Tensor& f) { return softmax(f, d); });
+  if (x.dtype() == bfloat16)
+    return ops::in_float32(x, [&](const Tensor& f) { return softmax(f, d); });
   return exp(log_softmax(x, ops::dim_of("softmax", x, d)));
 }
 
@@ -233,7 +221,7 @@ Tensor softmax_cross_entropy_with_logits(const Tensor& logits, const Tensor& tar
   ops::check_consistent_sizes("softmax_cross_entropy_with_logits", {logits, targets});
   if (logits.dtype() == bfloat16) {
     const Tensor t = targets.dtype() == bfloat16 ? cast(targets, float32) : targets;
-    return in_float32(logits, [&](const Tensor& f) {
+    return ops::in_float32(logits, [&](const Tensor& f) {
       return softmax_cross_entropy_with_logits(f, t, vocab_ref, z_loss);
     });
   }
