@@ -22,7 +22,7 @@ cd "$(dirname "$0")/.."
 
 packages=(
   cmake g++ make pkg-config
-  libopenblas-dev
+  libopenblas-dev libdnnl-dev
   libboost-dev libboost-fiber-dev libboost-context-dev
   libhdf5-dev zlib1g-dev libssl-dev
   libgtest-dev libgmock-dev libbenchmark-dev

@@ -18,8 +18,10 @@
 #include <array>
 #include <cmath>
 
+#include "core/bfloat16_convert.h"
 #include "core/check.h"
 #include "kernels/blas_core.h"
+#include "kernels/gemm_bfloat16.h"
 #include "kernels/gemm_fixed_order.h"
 #include "kernels/kernels.h"
 #include "kernels/strided_loop.h"
@@ -263,7 +265,7 @@ Plan2 plan2(const Shape& a_in, const Shape& b_in, const Shape& os, DType dtype) 
   p.m = product(os, M);
   p.n = product(os, N);
   p.k = product(A0, k_names);
-  if (dtype == float32 && p.k > 0) {
+  if ((dtype == float32 || dtype == bfloat16) && p.k > 0) {
     if (M.empty() && N.empty()) {
       p.path = Plan2::Path::kDot;
       p.k_names = k_names;
@@ -319,6 +321,32 @@ void gemm_through_views(const Plan2& p, const HostTensor& a, const HostTensor& b
   const HostTensor& B0 = p.swap ? a : b;
   const HostTensor& A = p.in_place_swapped ? B0 : A0;
   const HostTensor& B = p.in_place_swapped ? A0 : B0;
+  if (A.dtype() == bfloat16) {
+    MTF_CHECK(alpha == 1.0f && beta == 0.0f && !fixed_order);
+    const BFloat16* pa = A.data<BFloat16>();
+    const BFloat16* pb = B.data<BFloat16>();
+    const bool c_bf16 = out.dtype() == bfloat16;
+    for_each_row<3>(p.batch_plan, [&](const int64_t* off, int64_t rows, const int64_t* st) {
+      Bfloat16Gemm g;
+      g.ta = p.va.trans;
+      g.tb = p.vb.trans;
+      g.m = p.m;
+      g.n = p.n;
+      g.k = p.k;
+      g.lda = p.va.ld;
+      g.ldb = p.vb.ld;
+      g.ldc = p.vc.ld;
+      g.batch = rows;
+      g.stride_a = st[0];
+      g.stride_b = st[1];
+      g.stride_c = st[2];
+      g.c_bfloat16 = c_bf16;
+      void* pc = c_bf16 ? static_cast<void*>(out.data<BFloat16>() + off[2])
+                        : static_cast<void*>(out.data<float>() + off[2]);
+      gemm_bfloat16(g, pa + off[0], pb + off[1], pc);
+    });
+    return;
+  }
   const float* pa = A.data<float>();
   const float* pb = B.data<float>();
   float* pc = out.data<float>();
@@ -376,7 +404,25 @@ void run2(const Plan2& p, const HostTensor& a_in, const HostTensor& b_in, HostTe
     const HostTensor B = p.arrange_b.empty() ? B0 : arranged(B0, p.arrange_b);
     const bool ta = p.ta, tb = p.tb;
     const int64_t lda = ta ? m : k, ldb = tb ? k : n;
-    if (c.dtype() == float32) {
+    if (A.dtype() == bfloat16) {
+      Bfloat16Gemm g;
+      g.ta = ta;
+      g.tb = tb;
+      g.m = m;
+      g.n = n;
+      g.k = k;
+      g.lda = lda;
+      g.ldb = ldb;
+      g.ldc = n;
+      g.batch = nb;
+      g.stride_a = m * k;
+      g.stride_b = k * n;
+      g.stride_c = m * n;
+      g.c_bfloat16 = c.dtype() == bfloat16;
+      void* pc = g.c_bfloat16 ? static_cast<void*>(c.data<BFloat16>())
+                              : static_cast<void*>(c.data<float>());
+      gemm_bfloat16(g, A.data<BFloat16>(), B.data<BFloat16>(), pc);
+    } else if (c.dtype() == float32) {
       const float* pa = A.data<float>();
       const float* pb = B.data<float>();
       float* pc = c.data<float>();
@@ -461,10 +507,58 @@ std::shared_ptr<const KernelPlan> plan_einsum(const std::vector<Shape>& inputs, 
   return p;
 }
 
+namespace {
+
+bool any_bfloat16(const std::vector<const HostTensor*>& inputs, const HostTensor& out) {
+  if (out.dtype() == bfloat16) return true;
+  for (const HostTensor* t : inputs)
+    if (t->dtype() == bfloat16) return true;
+  return false;
+}
+
+// True when the plan is one GEMM of two bfloat16 operands that the bfloat16
+// instructions run (fast mode on a CPU that has them).
+bool runs_on_bfloat16_gemm(const EinsumPlan& p, const std::vector<const HostTensor*>& inputs) {
+  if (p.fixed_order || inputs.size() != 2) return false;
+  for (const HostTensor* t : inputs)
+    if (t->dtype() != bfloat16) return false;
+  const Plan2& s = p.steps[0];
+  const bool gemm = s.path == Plan2::Path::kInPlace || s.path == Plan2::Path::kArranged;
+  return gemm && !s.sum_a && !s.sum_b && s.k > 0 && bfloat16_gemm_native();
+}
+
+}  // namespace
+
 void einsum(const KernelPlan& plan, const std::vector<const HostTensor*>& inputs, HostTensor& out) {
   const auto& p = dynamic_cast<const EinsumPlan&>(plan);
   MTF_CHECK(inputs.size() == p.inputs.size() && out.shape() == p.out);
   check_blas_core();
+  if (any_bfloat16(inputs, out)) {
+    if (runs_on_bfloat16_gemm(p, inputs)) {
+      for (size_t i = 0; i < inputs.size(); ++i) MTF_CHECK(inputs[i]->shape() == p.inputs[i]);
+      run2(p.steps[0], *inputs[0], *inputs[1], out, false);
+      return;
+    }
+    // On float32 copies (products of bfloat16 values are exact in float32),
+    // the result rounded once: the bits of the float32 kernels.
+    std::vector<HostTensor> wide;
+    wide.reserve(inputs.size());
+    std::vector<const HostTensor*> wide_inputs;
+    for (const HostTensor* t : inputs) {
+      if (t->dtype() == bfloat16) {
+        wide.push_back(t->as_dtype(float32));
+        wide_inputs.push_back(&wide.back());
+      } else {
+        wide_inputs.push_back(t);
+      }
+    }
+    if (out.dtype() != bfloat16) return einsum(plan, wide_inputs, out);
+    HostTensor wide_out(out.shape(), float32);
+    einsum(plan, wide_inputs, wide_out);
+    floats_to_bfloat16(wide_out.data<float>(), reinterpret_cast<uint16_t*>(out.data<BFloat16>()),
+                       out.num_elements());
+    return;
+  }
   for (size_t i = 0; i < inputs.size(); ++i) {
     require_supported(*inputs[i], true, "einsum");
     MTF_CHECK(inputs[i]->shape() == p.inputs[i]);

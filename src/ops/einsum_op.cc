@@ -51,6 +51,8 @@ class EinsumOp : public Operation {
   }
 
   bool differentiable() const override { return is_floating(output(0).dtype()); }
+  // bfloat16 operands go to the bfloat16 GEMM, or are widened by the kernel.
+  bool computes_bfloat16() const override { return true; }
 
   std::vector<std::string> reduced_dims() const override {
     std::vector<std::string> r;
