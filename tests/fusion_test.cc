@@ -58,6 +58,41 @@ struct ExprBuilder {
   int last() const { return static_cast<int>(e.instrs.size()) - 1; }
 };
 
+// bfloat16 operands: read widened a block at a time, each op's values
+// rounded where its output is bfloat16 — the bits of the ops run one by one
+// on float32 copies, each bfloat16 result rounded once.
+TEST(FusedKernelTest, BFloat16OperandsGiveTheBitsOfTheKernelsRunOneByOne) {
+  std::mt19937 rng(11);
+  for (int64_t d : {1, 9, 700}) {
+    SCOPED_TRACE(d);
+    const Shape full({{"r", 5}, {"d", d}});
+    const HostTensor x = random_tensor(full, rng).as_dtype(bfloat16);
+    const HostTensor m = random_tensor(Shape({{"r", 5}}), rng).as_dtype(bfloat16);
+    const HostTensor y = random_tensor(Shape({{"d", d}, {"r", 5}}), rng).as_dtype(bfloat16);
+    // a = x - m (bfloat16), e = exp(a) (float32), out = e * y (bfloat16).
+    HostTensor a(full, float32), e(full, float32), out(full, float32);
+    kernels::binary(BinaryFn::kSub, x.as_dtype(float32), m.as_dtype(float32), a);
+    a = a.as_dtype(bfloat16);
+    kernels::unary(UnaryFn::kExp, a.as_dtype(float32), e);
+    kernels::binary(BinaryFn::kMul, e, y.as_dtype(float32), out);
+    out = out.as_dtype(bfloat16);
+
+    ExprBuilder eb;
+    const int ix = eb.input(0), im = eb.input(1), iy = eb.input(2);
+    const int ia = eb.binary(BinaryFn::kSub, ix, im);
+    eb.e.instrs[ia].round_bfloat16 = true;
+    const int ie = eb.unary(UnaryFn::kExp, ia);
+    const int io = eb.binary(BinaryFn::kMul, ie, iy);
+    eb.e.instrs[io].round_bfloat16 = true;
+    eb.e.outputs = {ia, ie, io};
+    HostTensor got_a(full, bfloat16), got_e(full, float32), got_out(full, bfloat16);
+    kernels::fused_elementwise(eb.e, {&x, &m, &y}, {&got_a, &got_e, &got_out});
+    EXPECT_TRUE(same_bits(got_a, a));
+    EXPECT_TRUE(same_bits(got_e, e));
+    EXPECT_TRUE(same_bits(got_out, out));
+  }
+}
+
 // exp((x - m) * s) + gelu(x) / t and its square, with m broadcast over the
 // inner dimension, s over the outer ones, t a scalar and y transposed
 // ([d, r] against the [r, d] output: a strided read).
@@ -292,9 +327,12 @@ TEST(FusionPassTest, OutputsTakeOverDyingInputsThatNothingElseShares) {
 
 // Training is bit-identical with and without fusion, on one processor and on
 // meshes (reproducible mode there: sums whole, fixed-order einsums).
-TEST(FusionPassTest, TransformerTrainingHasTheSameBitsFusedOrNot) {
-  auto train = [](MeshConfig mc) {
+// In float32, and with bfloat16 activations (the fused kernel widens a block
+// at a time and rounds each op's values as the op's own kernel would).
+void expect_same_bits_fused_or_not(DType activation) {
+  auto train = [activation](MeshConfig mc) {
     models::TransformerConfig c = testing::tiny_transformer_config();
+    c.variable_dtype = VariableDType(float32, float32, activation);
     models::TransformerLm lm(c);
     Session s(lm.graph(), mc);
     HostTensor in(lm.inputs.shape(), int32), tg(lm.targets.shape(), int32);
@@ -337,6 +375,14 @@ TEST(FusionPassTest, TransformerTrainingHasTheSameBitsFusedOrNot) {
       for (size_t i = 0; i < fused.size(); ++i) EXPECT_TRUE(same_bits(fused[i], one[i])) << i;
     }
   }
+}
+
+TEST(FusionPassTest, TransformerTrainingHasTheSameBitsFusedOrNot) {
+  expect_same_bits_fused_or_not(float32);
+}
+
+TEST(FusionPassTest, BFloat16TransformerTrainingHasTheSameBitsFusedOrNot) {
+  expect_same_bits_fused_or_not(bfloat16);
 }
 
 }  // namespace

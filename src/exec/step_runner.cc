@@ -40,10 +40,11 @@ std::vector<HostTensor> compute_fused(const Step& s, const std::vector<HostTenso
     const Shape shape = s.output_layouts[k].slice_shape();
     const int donor = k < s.fusion.donors.size() ? s.fusion.donors[k] : -1;
     const HostTensor* d = donor >= 0 ? &slots[s.input_slots[donor]] : nullptr;
-    if (d && d->sole_owner() && d->shape() == shape && d->dtype() == float32) {
+    const DType dtype = k < s.fusion.output_dtypes.size() ? s.fusion.output_dtypes[k] : float32;
+    if (d && d->sole_owner() && d->shape() == shape && d->dtype() == dtype) {
       outputs.push_back(*d);
     } else {
-      outputs.emplace_back(shape, float32);
+      outputs.emplace_back(shape, dtype);
     }
   }
   for (HostTensor& t : outputs) out_ptrs.push_back(&t);

@@ -3,8 +3,10 @@
 #include <algorithm>
 #include <array>
 
+#include "core/bfloat16_convert.h"
 #include "core/check.h"
 #include "kernels/strided_loop.h"
+#include "mtf/bfloat16.h"
 
 namespace mtf::kernels {
 
@@ -32,13 +34,62 @@ struct Value {
   int64_t stride = 0;
 };
 
+// An operand's elements: float32 or bfloat16.
+struct Data {
+  void* p = nullptr;
+  bool bf16 = false;
+  float* f() const { return static_cast<float*>(p); }
+  uint16_t* h() const { return static_cast<uint16_t*>(p); }
+  Data at(int64_t elements) const {
+    return {bf16 ? static_cast<void*>(h() + elements) : static_cast<void*>(f() + elements), bf16};
+  }
+};
+
+// Rounds x[0..n) to bfloat16's values (what storing a bfloat16 tensor does).
+void round_to_bfloat16(float* x, int64_t n) {
+  uint16_t bits[kBlock];
+  floats_to_bfloat16(x, bits, n);
+  bfloat16_to_floats(bits, x, n);
+}
+
+// Reads input block p[i * stride] (stride 0: one value) into `own` as float32.
+Value load(const Data& p, int64_t stride, int64_t m, float* own) {
+  if (!p.bf16) {
+    if (stride == 0 || stride == 1) return {p.f(), stride};
+    for (int64_t i = 0; i < m; ++i) own[i] = p.f()[i * stride];
+    return {own, 1};
+  }
+  if (stride == 0 || stride == 1) {
+    bfloat16_to_floats(p.h(), own, stride ? m : 1);
+    return {own, stride};
+  }
+  for (int64_t i = 0; i < m; ++i) own[i] = bfloat16_bits_to_float(p.h()[i * stride]);
+  return {own, 1};
+}
+
+// Writes a block of values to o[i * stride].
+void store(const Value& v, int64_t m, const Data& o, int64_t stride) {
+  if (o.bf16) {
+    if (stride == 1 && v.stride == 1) return floats_to_bfloat16(v.p, o.h(), m);
+    for (int64_t i = 0; i < m; ++i) o.h()[i * stride] = float_to_bfloat16_bits(v.p[i * v.stride]);
+    return;
+  }
+  if (stride == 1 && v.stride == 1) {
+    std::copy(v.p, v.p + m, o.f());
+  } else {
+    for (int64_t i = 0; i < m; ++i) o.f()[i * stride] = v.p[i * v.stride];
+  }
+}
+
 // Evaluates `e` over a plan of kOps operands (outputs first, then inputs,
-// then unused padding). Outputs that share no buffer with an input are
-// written by their instruction directly; the others after the whole block.
+// then unused padding). float32 outputs that share no buffer with an input
+// are written by their instruction directly; the others after the whole
+// block. bfloat16 inputs are widened a block at a time, and an instruction
+// whose op stores bfloat16 rounds its values as that op does.
 template <int kOps>
 void run_fused(const FusedExpr& e, const std::array<std::vector<int64_t>, kMaxFusedOperands>& st,
-               const std::vector<int64_t>& sizes, const std::vector<const float*>& in_data,
-               const std::vector<float*>& out_data, const std::vector<bool>& aliased) {
+               const std::vector<int64_t>& sizes, const std::vector<Data>& in_data,
+               const std::vector<Data>& out_data, const std::vector<bool>& aliased) {
   std::array<std::vector<int64_t>, kOps> strides;
   for (int k = 0; k < kOps; ++k) strides[k] = st[k];
   const auto plan = make_plan<kOps>(sizes, strides);
@@ -47,7 +98,7 @@ void run_fused(const FusedExpr& e, const std::array<std::vector<int64_t>, kMaxFu
   // Which output (if any) each instruction writes directly.
   std::vector<int> direct(n_instr, -1);
   for (int k = 0; k < n_out; ++k)
-    if (!aliased[k]) direct[e.outputs[k]] = k;
+    if (!aliased[k] && !out_data[k].bf16) direct[e.outputs[k]] = k;
   // One block of scratch per instruction (an input uses its block only when
   // it is read with a stride other than 0 or 1).
   thread_local std::vector<float> scratch_buffer;
@@ -61,18 +112,13 @@ void run_fused(const FusedExpr& e, const std::array<std::vector<int64_t>, kMaxFu
         const FusedInstr& in = e.instrs[j];
         float* const mine = scratch + j * kBlock;
         float* own = mine;
-        if (direct[j] >= 0 && s[direct[j]] == 1) own = out_data[direct[j]] + off[direct[j]] + b0;
+        if (direct[j] >= 0 && s[direct[j]] == 1)
+          own = out_data[direct[j]].f() + off[direct[j]] + b0;
         Value& v = values[j];
         switch (in.kind) {
           case FusedInstr::Kind::kInput: {
             const int k = n_out + in.input;
-            const float* p = in_data[in.input] + off[k] + b0 * s[k];
-            if (s[k] == 0 || s[k] == 1) {
-              v = {p, s[k]};
-            } else {
-              for (int64_t i = 0; i < m; ++i) own[i] = p[i * s[k]];
-              v = {own, 1};
-            }
+            v = load(in_data[in.input].at(off[k] + b0 * s[k]), s[k], m, mine);
             break;
           }
           case FusedInstr::Kind::kUnary: {
@@ -99,19 +145,15 @@ void run_fused(const FusedExpr& e, const std::array<std::vector<int64_t>, kMaxFu
             break;
           }
         }
+        if (in.round_bfloat16 && in.kind != FusedInstr::Kind::kInput)
+          round_to_bfloat16(own, v.stride ? m : 1);
       }
       // Outputs not written directly (sharing a buffer with an input, or
       // strided): stored after every instruction has read the block.
       for (int k = 0; k < n_out; ++k) {
         const int j = e.outputs[k];
         if (direct[j] == k && s[k] == 1) continue;
-        const Value& v = values[j];
-        float* o = out_data[k] + off[k] + b0 * s[k];
-        if (s[k] == 1 && v.stride == 1) {
-          std::copy(v.p, v.p + m, o);
-        } else {
-          for (int64_t i = 0; i < m; ++i) o[i * s[k]] = v.p[i * v.stride];
-        }
+        store(values[j], m, out_data[k].at(off[k] + b0 * s[k]), s[k]);
       }
     }
   });
@@ -121,7 +163,7 @@ using OperandStrides = std::array<std::vector<int64_t>, kMaxFusedOperands>;
 
 // Runs `e` over `sizes`; operands as run_fused takes them.
 void run_space(const FusedExpr& e, const OperandStrides& strides, const std::vector<int64_t>& sizes,
-               const std::vector<const float*>& in_data, const std::vector<float*>& out_data,
+               const std::vector<Data>& in_data, const std::vector<Data>& out_data,
                const std::vector<bool>& aliased) {
   const size_t ops = out_data.size() + in_data.size();
   if (ops <= 4) return run_fused<4>(e, strides, sizes, in_data, out_data, aliased);
@@ -147,21 +189,24 @@ void fused_elementwise(const FusedExpr& e, const std::vector<const HostTensor*>&
   const Shape& shape = reduces ? e.reduce_space : outputs[0]->shape();
   const auto names = shape.names();
   OperandStrides strides;
-  std::vector<float*> out_data;
-  std::vector<const float*> in_data;
+  std::vector<Data> out_data;
+  std::vector<Data> in_data;
   std::vector<bool> aliased(n_out, false);
+  auto data_of = [](const HostTensor& t) {
+    MTF_CHECK(t.dtype() == float32 || t.dtype() == bfloat16);
+    return Data{const_cast<void*>(t.raw_data()), t.dtype() == bfloat16};
+  };
   for (int k = 0; k < n_out; ++k) {
     const bool piece = reduces && k == n_out - 1;
-    MTF_CHECK(piece || (outputs[k]->shape() == shape && outputs[k]->dtype() == float32));
+    MTF_CHECK(piece || outputs[k]->shape() == shape);
     strides[k] = shape.strides();
-    out_data.push_back(piece ? nullptr : outputs[k]->data<float>());
+    out_data.push_back(piece ? Data{} : data_of(*outputs[k]));
   }
   for (int i = 0; i < n_in; ++i) {
-    MTF_CHECK(inputs[i]->dtype() == float32);
     strides[n_out + i] =
         strides_along(names, inputs[i]->shape().names(), inputs[i]->shape().strides());
-    in_data.push_back(inputs[i]->data<float>());
-    for (int k = 0; k < n_out; ++k) aliased[k] = aliased[k] || in_data.back() == out_data[k];
+    in_data.push_back(data_of(*inputs[i]));
+    for (int k = 0; k < n_out; ++k) aliased[k] = aliased[k] || in_data.back().p == out_data[k].p;
   }
   for (int k = n_out + n_in; k < kMaxFusedOperands; ++k) strides[k].assign(names.size(), 0);
   const std::vector<int64_t> sizes = shape.sizes();
@@ -186,14 +231,15 @@ void fused_elementwise(const FusedExpr& e, const std::vector<const HostTensor*>&
   piece.reduce_of = -1;
   thread_local std::vector<float> piece_buffer;
   piece_buffer.resize(std::min(per_piece, rows) * row);
-  std::vector<float*> out_at(out_data.size());
-  std::vector<const float*> in_at(in_data.size());
+  std::vector<Data> out_at(out_data.size());
+  std::vector<Data> in_at(in_data.size());
   std::vector<int64_t> piece_sizes = sizes;
   for (int64_t r0 = 0; r0 < rows; r0 += per_piece) {
     piece_sizes[0] = std::min(per_piece, rows - r0);
     for (int k = 0; k < n_out; ++k)
-      out_at[k] = k == n_out - 1 ? piece_buffer.data() : out_data[k] + r0 * strides[k][0];
-    for (int i = 0; i < n_in; ++i) in_at[i] = in_data[i] + r0 * strides[n_out + i][0];
+      out_at[k] =
+          k == n_out - 1 ? Data{piece_buffer.data(), false} : out_data[k].at(r0 * strides[k][0]);
+    for (int i = 0; i < n_in; ++i) in_at[i] = in_data[i].at(r0 * strides[n_out + i][0]);
     run_space(piece, strides, piece_sizes, in_at, out_at, aliased);
     reduce_float_into(e.reduce_fn, piece_sizes, piece_buffer.data(), strides[n_out - 1],
                       red + r0 * red_strides[0], red_strides, fixed_order);

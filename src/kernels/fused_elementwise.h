@@ -1,5 +1,5 @@
-// fused_elementwise.h — one pass over memory for a chain of float32
-// elementwise ops (unary maps and broadcast-by-name arithmetic).
+// fused_elementwise.h — one pass over memory for a chain of float32 (or
+// bfloat16, computed in float32) elementwise ops (unary maps and broadcast-by-name arithmetic).
 //
 // A FusedExpr is a little straight-line program: each instruction loads an
 // external input or applies a unary or binary function to earlier
@@ -39,6 +39,9 @@ struct FusedInstr {
   UnaryFn unary = UnaryFn::kIdentity;
   BinaryFn binary = BinaryFn::kAdd;
   int a = -1, b = -1;  // operands: indices of earlier instructions
+  // The op stores bfloat16: its values are rounded to bfloat16 (to nearest
+  // even) after it runs, as the unfused op's output would be.
+  bool round_bfloat16 = false;
 };
 
 struct FusedExpr {
@@ -58,7 +61,9 @@ constexpr int kMaxFusedOperands = 16;
 
 // Runs `e`. Every output has one shape (the iteration space), but for a
 // reduction epilogue's; every input's dimensions are a subset of it, in any
-// order (broadcast by name). All float32. fixed_order: the epilogue sums as
+// order (broadcast by name). Inputs and outputs are float32 or bfloat16
+// (read as float32 a block at a time; the reduction epilogue's output is
+// float32). fixed_order: the epilogue sums as
 // reduce(..., fixed_order) does. REQUIRES: inputs + outputs <=
 // kMaxFusedOperands.
 void fused_elementwise(const FusedExpr& e, const std::vector<const HostTensor*>& inputs,

@@ -36,6 +36,7 @@ class FusionPlanner {
         eligible_(n_, false),
         reduces_(n_, false),
         reduce_fn_(n_, kernels::ReduceFn::kSum),
+        fuse_alone_(n_, false),
         group_of_(n_, -1) {
     for (int i = 0; i < n_; ++i) {
       const Step& s = p.steps[i];
@@ -43,7 +44,12 @@ class FusionPlanner {
           !all_float(s.input_slots))
         continue;
       eligible_[i] = ops::as_fused_instr(*s.op, &instr_[i]);
-      reduces_[i] = s.input_slots.size() == 1 && ops::as_reduction(*s.op, &reduce_fn_[i]);
+      reduces_[i] = s.input_slots.size() == 1 && p.slot_dtypes[s.input_slots[0]] == float32 &&
+                    p.slot_dtypes[s.output_slots[0]] == float32 &&
+                    ops::as_reduction(*s.op, &reduce_fn_[i]);
+      // A lone op on bfloat16 runs fused too: the fused kernel widens a
+      // block at a time where its own kernel widens whole tensors.
+      fuse_alone_[i] = eligible_[i] && touches_bfloat16(s);
     }
   }
 
@@ -102,7 +108,7 @@ class FusionPlanner {
     out.steps.clear();
     for (int i = 0; i < n_; ++i) {
       const int g = group_of_[i];
-      if (g < 0 || groups_[g].size() == 1) {  // a lone op keeps its own kernel
+      if (g < 0 || (groups_[g].size() == 1 && !fuse_alone_[i])) {  // its own kernel
         out.steps.push_back(p_.steps[i]);
         continue;
       }
@@ -118,8 +124,13 @@ class FusionPlanner {
  private:
   bool all_float(const std::vector<int>& slots) const {
     for (int slot : slots)
-      if (p_.slot_dtypes[slot] != float32) return false;
+      if (p_.slot_dtypes[slot] != float32 && p_.slot_dtypes[slot] != bfloat16) return false;
     return true;
+  }
+  bool touches_bfloat16(const Step& s) const {
+    for (int slot : s.input_slots)
+      if (p_.slot_dtypes[slot] == bfloat16) return true;
+    return p_.slot_dtypes[s.output_slots[0]] == bfloat16;
   }
   Shape slice_shape(int slot) const { return p_.slot_layouts[slot].slice_shape(); }
   static bool contains(const std::vector<int>& sorted, int x) {
@@ -171,6 +182,7 @@ class FusionPlanner {
         f.fusion.ops.push_back(s.op);
         f.output_slots.push_back(s.output_slots[0]);
         f.output_layouts.push_back(s.output_layouts[0]);
+        f.fusion.output_dtypes.push_back(p_.slot_dtypes[s.output_slots[0]]);
         continue;
       }
       for (size_t k = 0; k < s.input_slots.size(); ++k) {
@@ -195,6 +207,7 @@ class FusionPlanner {
       if (m == members.back() || read_outside(m, members)) {
         f.output_slots.push_back(s.output_slots[0]);
         f.output_layouts.push_back(s.output_layouts[0]);
+        f.fusion.output_dtypes.push_back(p_.slot_dtypes[s.output_slots[0]]);
         expr->outputs.push_back(index);
       }
     }
@@ -210,6 +223,7 @@ class FusionPlanner {
   std::vector<bool> eligible_;
   std::vector<bool> reduces_;  // a float32 reduction (a possible epilogue)
   std::vector<kernels::ReduceFn> reduce_fn_;
+  std::vector<bool> fuse_alone_;  // fused even when alone (bfloat16)
   std::vector<int> group_of_;
   std::vector<std::vector<int>> groups_;  // members in program order
   std::vector<bool> closed_;              // per group: ends in a reduction
@@ -231,7 +245,7 @@ void assign_donors(Program& p) {
         const int slot = s.input_slots[d];
         const bool dies =
             std::find(s.free_after.begin(), s.free_after.end(), slot) != s.free_after.end();
-        if (!dies || used.count(slot) || p.slot_dtypes[slot] != float32 ||
+        if (!dies || used.count(slot) || p.slot_dtypes[slot] != s.fusion.output_dtypes[k] ||
             !(p.slot_layouts[slot].slice_shape() == shape))
           continue;
         s.fusion.donors[k] = static_cast<int>(d);

@@ -62,6 +62,7 @@ struct StepFusion {
   // whose last reader is this step; the executor still checks at run time
   // that no other tensor shares the buffer.
   std::vector<int> donors;
+  std::vector<DType> output_dtypes;  // per output: float32 or bfloat16
 };
 
 // A step made by fuse_updates() (Step::update): Step::op is an assignment

@@ -234,7 +234,15 @@ class StopGradientOp : public Operation {
 namespace ops {
 
 bool as_fused_instr(const Operation& op, kernels::FusedInstr* instr) {
-  if (op.num_outputs() != 1 || op.output(0).dtype() != float32) return false;
+  if (op.num_outputs() != 1 || !is_floating(op.output(0).dtype())) return false;
+  for (const Tensor& t : op.inputs())
+    if (!is_floating(t.dtype())) return false;
+  instr->round_bfloat16 = op.output(0).dtype() == bfloat16;
+  if (dynamic_cast<const CastOp*>(&op)) {  // float32 <-> bfloat16
+    instr->kind = kernels::FusedInstr::Kind::kUnary;
+    instr->unary = UnaryFn::kIdentity;
+    return true;
+  }
   if (const auto* u = dynamic_cast<const UnaryOp*>(&op)) {
     if (u->fn() == UnaryFn::kIdentity) return false;
     instr->kind = kernels::FusedInstr::Kind::kUnary;
