@@ -24,9 +24,15 @@ Models, as mtf's examples define them:
                -> dense 10, biases, softmax cross-entropy, Adam. PyTorch runs
                it channels-first (its native layout), mtf channels-last.
 
+bfloat16 rows (the Transformer cases): PyTorch runs the forward pass and the
+loss under torch.autocast("cpu", dtype=torch.bfloat16) (its oneDNN kernels),
+mtf with --activation_dtype bfloat16; "PyTorch's best" is then the fastest of
+its float32 and bfloat16 runs at any thread count. The header says whether
+the CPU has AVX512-BF16.
+
 usage: bench/compare_pytorch.py [--build build] [--rounds 3] [--threads 1,2]
                                 [--only transformer512,transformer128,mlp100,mlp1000,cnn100]
-                                [--quick]
+                                [--dtypes float32,bfloat16] [--quick]
 
 The defaults (3 rounds, as bench/README.md's tables; every case at 1 and 2
 threads) take about 2.5 minutes on 2 CPUs (137 s measured); --quick is one
@@ -131,7 +137,7 @@ class Cnn(nn.Module):
         return F.cross_entropy(self.dense2(h), y)
 
 
-def torch_step_fn(model, sizes):
+def torch_step_fn(model, sizes, dtype="float32"):
     torch.manual_seed(1)
     if model == "transformer":
         m = TransformerLm(**sizes)
@@ -150,7 +156,11 @@ def torch_step_fn(model, sizes):
 
     def step():
         opt.zero_grad(set_to_none=True)
-        loss = m.loss(*args)
+        if dtype == "bfloat16":
+            with torch.autocast("cpu", dtype=torch.bfloat16):
+                loss = m.loss(*args)
+        else:
+            loss = m.loss(*args)
         loss.backward()
         opt.step()
     return step
@@ -173,18 +183,18 @@ def thread_env(threads):
     return dict(os.environ, OPENBLAS_NUM_THREADS=str(threads), OMP_NUM_THREADS=str(threads))
 
 
-def torch_median_ms_in_process(name, threads, steps, warmup):
+def torch_median_ms_in_process(name, threads, steps, warmup, dtype):
     """PyTorch's side in a fresh process, under the same environment as mtf's."""
     cmd = [sys.executable, os.path.abspath(__file__), "--torch_worker", name, "--threads",
-           str(threads), "--steps", str(steps), "--warmup", str(warmup)]
+           str(threads), "--steps", str(steps), "--warmup", str(warmup), "--dtypes", dtype]
     out = subprocess.run(cmd, env=thread_env(threads), check=True, capture_output=True,
                          text=True).stdout
     return float(out.split()[-1])
 
 
-def mtf_median_ms(binary, model, sizes, threads, steps, warmup, reproducible):
+def mtf_median_ms(binary, model, sizes, threads, steps, warmup, reproducible, dtype):
     cmd = [binary, "--model", model, "--steps", str(steps), "--warmup", str(warmup),
-           "--reproducible", "true" if reproducible else "false"]
+           "--reproducible", "true" if reproducible else "false", "--activation_dtype", dtype]
     for k, v in sizes.items():
         cmd += ["--" + k, str(v)]
     out = subprocess.run(cmd, env=thread_env(threads), check=True, capture_output=True, text=True).stdout
@@ -215,6 +225,8 @@ def main():
                     help="one round of transformer128 and mlp100 on one thread")
     ap.add_argument("--threads", default="1,2")
     ap.add_argument("--only", default=",".join(CONFIGS))
+    ap.add_argument("--dtypes", default="float32,bfloat16",
+                    help="float32 rows for every case, bfloat16 rows for the Transformer cases")
     ap.add_argument("--torch_worker", help=argparse.SUPPRESS)
     ap.add_argument("--steps", type=int, help=argparse.SUPPRESS)
     ap.add_argument("--warmup", type=int, help=argparse.SUPPRESS)
@@ -224,7 +236,7 @@ def main():
     if args.torch_worker:
         torch.set_num_threads(int(args.threads))
         model, sizes = CONFIGS[args.torch_worker]
-        print(torch_median_ms(torch_step_fn(model, sizes), args.steps, args.warmup))
+        print(torch_median_ms(torch_step_fn(model, sizes, args.dtypes), args.steps, args.warmup))
         return
     binary = os.path.join(args.build, "bench", "step_time")
     if not os.path.exists(binary):
@@ -233,6 +245,8 @@ def main():
     print(f"PyTorch {torch.__version__}; OPENBLAS_CORETYPE="
           f"{os.environ.get('OPENBLAS_CORETYPE', '(unset)')}; {args.rounds} alternating rounds, "
           "medians (ms per training step)")
+    flags = open("/proc/cpuinfo").read().split("flags")[1].split("\n")[0].split()
+    print("CPU has AVX512-BF16: " + ("yes" if "avx512_bf16" in flags else "no"))
     print(f"{'case':<16} {'thr':>3} {'mode':<12} {'PyTorch':>9} {'mtf':>9} {'mtf/PyTorch speed':>18}"
           f"  {'core':<10}")
     peak = fma_peak_gflops(binary)
@@ -242,19 +256,27 @@ def main():
         model, sizes = CONFIGS[name]
         big = model == "transformer" and sizes["d_model"] >= 512
         steps, warmup = (5, 2) if big else (20, 5)
-        modes = [False, True] if model == "mlp" else [False]
+        modes = [(False, "float32"), (True, "float32")] if model == "mlp" else [(False, "float32")]
+        if model == "transformer" and "bfloat16" in args.dtypes.split(","):
+            modes.append((False, "bfloat16"))
+        if "float32" not in args.dtypes.split(","):
+            modes = [m for m in modes if m[1] != "float32"]
         for t in threads:
-            for reproducible in modes:
+            for reproducible, dtype in modes:
                 pt, mt = [], []
                 core = "?"
                 for _ in range(args.rounds):
-                    pt.append(torch_median_ms_in_process(name, t, steps, warmup))
-                    m, core = mtf_median_ms(binary, model, sizes, t, steps, warmup, reproducible)
+                    pt.append(torch_median_ms_in_process(name, t, steps, warmup, dtype))
+                    m, core = mtf_median_ms(binary, model, sizes, t, steps, warmup, reproducible,
+                                            dtype)
                     mt.append(m)
                 p, m = statistics.median(pt), statistics.median(mt)
                 torch_best[name] = min(torch_best.get(name, p), p)
                 mode = "reproducible" if reproducible else "fast"
-                print(f"{name:<16} {t:>3} {mode:<12} {p:>9.2f} {m:>9.2f} {p / m:>17.2f}x  {core:<10}",
+                if dtype == "bfloat16":
+                    mode = "bfloat16"
+                print(f"{name:<16} {t:>3} {mode:<12} {p:>9.2f} {m:>9.2f} {p / m:>17.2f}x  {core:<10}"
+                      f"  ranges: PyTorch {min(pt):.1f}-{max(pt):.1f}, mtf {min(mt):.1f}-{max(mt):.1f}",
                       flush=True)
                 if model == "mlp" and t == 1 and not reproducible and peak > 0:
                     g = mlp_product_gflop(sizes)
