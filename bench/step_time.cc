@@ -21,6 +21,7 @@
 #include <random>
 
 #include "cli/dtype_flags.h"
+#include "kernels/gemm_bfloat16.h"
 #include "cli/example_main.h"
 #include "cli/flags.h"
 #include "cli/mesh_flags.h"
@@ -117,6 +118,7 @@ int main(int argc, char** argv) {
     } else if (model == "cnn") {
       models::CnnConfig cfg;
       cfg.batch_size = flags.i64("batch");
+      cfg.variable_dtype = cli::variable_dtype_from_flags(flags);
       cnn = std::make_unique<models::Cnn>(cfg);
       session = std::make_unique<Session>(cnn->graph(), mc);
       in = HostTensor(cnn->images.shape(), float32);
@@ -147,6 +149,7 @@ int main(int argc, char** argv) {
                   session->profile().to_string(static_cast<int>(flags.i64("profile_ops"))).c_str());
     std::printf("openblas_core %s threads %d\n", openblas_get_corename(),
                 openblas_get_num_threads());
+    std::printf("bfloat16_gemm %s\n", kernels::bfloat16_gemm_description());
     if (flags.str("fma_peak") == "true")
       std::printf("fma_peak_gflops %.1f\n", bench::fma_peak_gflops());
     std::printf("steps_ms");

@@ -9,15 +9,21 @@ namespace mtf::models {
 Cnn::Cnn(const CnnConfig& config)
     : batch_dim{"batch", config.batch_size}, config_(config), mesh_(graph_, "mesh") {
   graph_.set_seed(config.seed);
+  config.variable_dtype.validate("CnnConfig::variable_dtype");
+  graph_.set_layer_slice_dtype(config.variable_dtype.slice);
   images = placeholder(mesh_, Shape({batch_dim, h_dim, w_dim, ch_dim}), float32, "images");
   labels = placeholder(mesh_, Shape({batch_dim}), int32, "labels");
-  loss = reduce_mean(softmax_cross_entropy_with_logits(logits_of(images),
-                                                       one_hot(labels, classes_dim), classes_dim));
+  const Tensor logits = logits_of(images);
+  const Tensor xent = softmax_cross_entropy_with_logits(
+      logits, one_hot(labels, classes_dim, 1.0f, 0.0f, logits.dtype()), classes_dim);
+  loss = reduce_mean(xent.dtype() == float32 ? xent : cast(xent, float32));
   AdamOptimizer adam(config.learning_rate);
   train_ops = adam.minimize(loss);
 }
 
-Tensor Cnn::logits_of(const Tensor& x) {
+Tensor Cnn::logits_of(const Tensor& images_f32) {
+  const DType act = config_.variable_dtype.activation;
+  const Tensor x = act == float32 ? images_f32 : cast(images_f32, act);
   layers::ConvOptions relu_conv;
   relu_conv.activation = [](const Tensor& t) { return relu(t); };
   Tensor h = layers::conv2d(x, Dimension{"c1", config_.c1}, {5, 5}, "conv1", relu_conv);

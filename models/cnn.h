@@ -24,6 +24,9 @@ struct CnnConfig {
   float learning_rate = 0.002f;
   uint64_t seed = 1;
   int64_t eval_batch = 500;
+  // Weights stored as .slice, activations and gradients in .activation (the
+  // images are fed as float32 and cast); the loss is read as float32.
+  VariableDType variable_dtype;
 };
 
 class Cnn {

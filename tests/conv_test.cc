@@ -302,6 +302,32 @@ TEST(ConvTest, PoolingMatchesReference) {
   }
 }
 
+// bfloat16 convolutions and pooling compute on float32 copies and round
+// once: the float32 results of the same (rounded) values, rounded, on a
+// spatially split mesh too (halos carry 2-byte elements).
+TEST(ConvTest, BFloat16RoundsTheFloat32ResultOnce) {
+  const Shape xs = spatial_shape(2, {"h", "w"}, {8, 6}, "ci", 2);
+  const HostTensor xv = random_tensor(xs, 4).as_dtype(bfloat16);
+  const HostTensor wv = random_tensor(Shape("kh:3;kw:3;ci:2;co:3"), 5).as_dtype(bfloat16);
+  auto run = [&](DType dt, const char* mesh_shape, const char* layout) {
+    Graph g;
+    Mesh mesh(g, "m");
+    Tensor x = import_host(mesh, xv.as_dtype(dt));
+    Tensor w = import_host(mesh, wv.as_dtype(dt));
+    Tensor y = max_pool(relu(conv(x, w)), {2, 2}, {2, 2});
+    EXPECT_EQ(y.dtype(), dt);
+    MeshConfig mc;
+    mc.mesh_shape = MeshShape(mesh_shape);
+    mc.layout = LayoutRules(layout);
+    Session sess(g, mc);
+    return sess.run(y).to_floats();
+  };
+  std::vector<float> want = run(float32, "", "");
+  for (float& v : want) v = bfloat16_bits_to_float(float_to_bfloat16_bits(v));
+  EXPECT_EQ(run(bfloat16, "", ""), want);
+  EXPECT_EQ(run(bfloat16, "rows:2", "h:rows"), want);
+}
+
 // Mesh TensorFlow's layers_test conv1d case: x [length 4, depth 2], a width-3
 // filter, SAME padding.
 TEST(ConvTest, MeshTensorFlowConv1dKnownValues) {

@@ -87,6 +87,34 @@ TEST(MoeTest, RoutesLikeALoopOverTokens) {
   }
 }
 
+// bfloat16 x: routing in float32 (the gate stays float32), the experts on
+// bfloat16 copies of float32 weights; the output is the reference routed
+// from the rounded input, within bfloat16's rounding of each product.
+TEST(MoeTest, BFloat16InputsRouteInFloat32) {
+  Graph g;
+  Mesh mesh(g, "m");
+  const HostTensor xv = random_tensor(Shape("g:3;s:8;d:5"), 7, -2.f, 2.f).as_dtype(bfloat16);
+  Tensor x = placeholder(mesh, xv.shape(), bfloat16, "x");
+  layers::MoeOptions o;
+  o.experts = {"experts", 4};
+  o.hidden = {"expert_hidden", 6};
+  const layers::MoeOutput out = layers::moe(x, "s", "moe", o);
+  EXPECT_EQ(out.y.dtype(), bfloat16);
+  EXPECT_EQ(out.loss.dtype(), float32);
+  Session sess(g);
+  const std::vector<float> got = sess.run(out.y, {{x, xv}}).to_floats();
+  EXPECT_EQ(sess.variable_value("moe/gate").dtype(), float32);
+  EXPECT_EQ(sess.variable_value("moe/wi").dtype(), float32);  // the master; read as bfloat16
+  auto rounded = [](const HostTensor& t) { return t.as_dtype(bfloat16).to_floats(); };
+  const std::vector<float> want =
+      reference(xv.to_floats(), 3, 8, 5, sess.variable_value("moe/gate").to_floats(),
+                rounded(sess.variable_value("moe/wi")), rounded(sess.variable_value("moe/wo")), 4,
+                6, /*C=ceil(8 * 2.0 / 4)*/ 4);
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < got.size(); ++i)
+    EXPECT_NEAR(got[i], want[i], 0.03f * (1 + std::fabs(want[i]))) << i;
+}
+
 TEST(MoeTest, AUniformRouterScoresTheLossCoefficient) {
   Graph g;
   Mesh mesh(g, "m");

@@ -9,6 +9,7 @@
 #include <cstdio>
 
 #include "cli/example_main.h"
+#include "cli/dtype_flags.h"
 #include "cli/flags.h"
 #include "cli/mesh_flags.h"
 #include "models/cnn.h"
@@ -31,9 +32,11 @@ int main(int argc, char** argv) {
     flags.define("loss_digits", "6", "significant digits of printed losses (17: exact)");
     flags.define("print_counters", "false",
                  "print the training step's program counters (flops, bytes per collective)");
+    cli::define_dtype_flags(flags);
     if (!flags.parse(argc, argv)) return 0;
 
     models::CnnConfig config;
+    config.variable_dtype = cli::variable_dtype_from_flags(flags);
     config.batch_size = flags.i64("batch_size");
     config.learning_rate = static_cast<float>(flags.f64("lr"));
     config.seed = static_cast<uint64_t>(flags.i64("seed"));

@@ -179,7 +179,9 @@ Tensor dense_relu_dense(const Tensor& x, const Dimension& hidden_dim, const std:
 // "batch:b;experts:b"), dispatch and combine are alltoalls; experts over
 // another axis work too (add "g_unsplit:<g's axis>" to keep g split).
 // Variables "<name>/gate" [model, experts_unsplit], "<name>/wi" [experts, model,
-// hidden], "<name>/wo" [experts, hidden, model].
+// hidden], "<name>/wo" [experts, hidden, model]. With bfloat16 x the gating
+// and routing run in float32 (a float32 gate) and the experts in bfloat16
+// (variable_dtype_for(x)); the loss is float32.
 struct MoeOptions {
   Dimension experts{"experts", 4};
   Dimension hidden{"expert_hidden", 256};

@@ -24,7 +24,7 @@ std::pair<Tensor, Tensor> argmax(const Tensor& t, const Dimension& dim) {
 MoeOutput moe(const Tensor& x, const DimRef& group, const std::string& name,
               const MoeOptions& options) {
   const OriginScope origin = ops::made_by("layers::moe \"" + name + "\"", x);
-  ops::require_float32("moe", x);
+  ops::require_float("moe", x);
   if (x.shape().ndims() < 2)
     throw ShapeError("moe \"" + name + "\": input " + x.describe() + " needs [..., group, model]");
   const Dimension s = ops::dim_of("moe \"" + name + "\"", x, group);
@@ -59,11 +59,14 @@ MoeOutput moe(const Tensor& x, const DimRef& group, const std::string& name,
   for (const Dimension& d : groups) unsplit_groups.push_back({d.name + "_unsplit", d.size});
   const Shape groups_u(unsplit_groups);
 
-  // Gating: softmax over the experts of a learned projection.
+  // Gating: softmax over the experts of a learned projection, in float32
+  // whatever x's dtype (as Mesh TensorFlow routes), so that bfloat16
+  // activations do not move tokens between experts.
+  const Tensor x32 = x.dtype() == float32 ? x : cast(x, float32);
   const Tensor w_gate =
       get_or_create_variable(x.mesh(), name + "/gate", Shape({m, eu}), variance_scaling({m}));
   const Tensor raw =
-      softmax(einsum({x, w_gate}, x.shape().minus(Shape({m})).union_with(Shape({eu}))), eu);
+      softmax(einsum({x32, w_gate}, x.shape().minus(Shape({m})).union_with(Shape({eu}))), eu);
   auto [index_1, gate_1] = argmax(raw, eu);
   Tensor mask_1 = one_hot(index_1, eu);
   auto [index_2, gate_2] = argmax(raw * (1.0f - mask_1), eu);
@@ -90,19 +93,22 @@ MoeOutput moe(const Tensor& x, const DimRef& group, const std::string& name,
   position_2 = reduce_sum(position_2 * mask_2, eu);
   // combine [groups..., s, eu, c]: the weight of expert eu's slot c in token
   // s's output; dispatch: 1 where it is nonzero.
-  const Tensor combine =
+  const Tensor combine32 =
       gate_1 * kept_1 * one_hot(index_1, eu) * one_hot(cast(position_1, int32), c) +
       gate_2 * kept_2 * one_hot(index_2, eu) * one_hot(cast(position_2, int32), c);
-  const Tensor dispatch = stop_gradient(cast(greater(combine, zeros(x.mesh(), Shape())), float32));
+  const Tensor dispatch =
+      stop_gradient(cast(greater(combine32, zeros(x.mesh(), Shape())), x.dtype()));
+  const Tensor combine = x.dtype() == float32 ? combine32 : cast(combine32, x.dtype());
 
   // The experts: one dense-relu-dense each, on their slots.
   const Shape slots_u = Shape({eu}).union_with(groups).union_with(Shape({c, m}));
   const Shape slots = Shape({e}).union_with(groups_u).union_with(Shape({c}));
   const Tensor expert_in = reshape(einsum({x, dispatch}, slots_u), slots.union_with(Shape({m})));
+  const VariableDType vd = variable_dtype_for(x);
   const Tensor wi = get_or_create_variable(x.mesh(), name + "/wi", Shape({e, m, options.hidden}),
-                                           variance_scaling({m}));
+                                           variance_scaling({m}), vd);
   const Tensor wo = get_or_create_variable(x.mesh(), name + "/wo", Shape({e, options.hidden, m}),
-                                           variance_scaling({options.hidden}));
+                                           variance_scaling({options.hidden}), vd);
   const Tensor h = relu(einsum({expert_in, wi}, slots.union_with(Shape({options.hidden}))));
   const Tensor expert_out = einsum({h, wo}, slots.union_with(Shape({m})));
   const Tensor y = einsum({reshape(expert_out, slots_u), combine}, x.shape());

@@ -133,7 +133,7 @@ class ConvOp : public SpatialOp {
       : SpatialOp(x.mesh(), "conv", {x, w}, name, std::move(spec), Reads::kX) {
     const Shape& ws = w.shape();
     add_output(side_shape(x.shape(), spec_.n(), spec_.names, y_sizes(spec_), ws[ws.ndims() - 1]),
-               float32);
+               x.dtype());
   }
   void compute(KernelContext& ctx) const override {
     const int n = spec_.n();
@@ -164,7 +164,7 @@ class ConvInputGradOp : public SpatialOp {
   ConvInputGradOp(const Tensor& dy, const Tensor& w, ConvSpec spec, const Shape& x_shape,
                   const std::string& type, const std::string& name)
       : SpatialOp(dy.mesh(), type, {dy, w}, name, std::move(spec), Reads::kY) {
-    add_output(x_shape, float32);
+    add_output(x_shape, dy.dtype());
   }
   void compute(KernelContext& ctx) const override {
     const int n = spec_.n();
@@ -194,7 +194,7 @@ class ConvFilterGradOp : public SpatialOp {
  public:
   ConvFilterGradOp(const Tensor& x, const Tensor& dy, ConvSpec spec, const Shape& w_shape)
       : SpatialOp(x.mesh(), "conv_filter_grad", {x, dy}, "", std::move(spec), Reads::kX) {
-    add_output(w_shape, float32);
+    add_output(w_shape, dy.dtype());
   }
   void compute(KernelContext& ctx) const override {
     const int n = spec_.n();
@@ -227,7 +227,8 @@ class PoolOp : public SpatialOp {
                   std::move(spec), Reads::kX),
         fn_(fn) {
     const Shape& xs = x.shape();
-    add_output(side_shape(xs, spec_.n(), spec_.names, y_sizes(spec_), xs[xs.ndims() - 1]), float32);
+    add_output(side_shape(xs, spec_.n(), spec_.names, y_sizes(spec_), xs[xs.ndims() - 1]),
+               x.dtype());
   }
   void compute(KernelContext& ctx) const override {
     const int n = spec_.n();
@@ -255,7 +256,7 @@ class PoolGradOp : public SpatialOp {
                   fn == kernels::PoolFn::kMax ? "max_pool_grad" : "avg_pool_grad", inputs, "",
                   std::move(spec), Reads::kY),
         fn_(fn) {
-    add_output(x_shape, float32);
+    add_output(x_shape, inputs.back().dtype());
   }
   void compute(KernelContext& ctx) const override {
     const int n = spec_.n();
@@ -369,7 +370,7 @@ ConvSpec spec_of(const std::string& op, const Tensor& x, int n, const std::vecto
     throw ShapeError(detail::str_cat(op, ": input ", x.describe(), " needs ", n,
                                      " spatial dimensions and a channel dimension (last)"));
   }
-  ops::require_float32(op, x);
+  ops::require_float(op, x);
   const bool same = is_same_padding(op, padding);
   const std::vector<int64_t> s = per_axis("strides", op, strides, n);
   const std::vector<int64_t> d = per_axis("dilations", op, dilations, n);
@@ -390,7 +391,13 @@ void check_filter(const std::string& op, const Tensor& x, const Tensor& filter, 
                                      " must be [filter spatial (1 to 3)..., in_channels, "
                                      "out_channels]"));
   }
-  ops::require_float32(op, filter);
+  ops::require_float(op, filter);
+  if (filter.dtype() != x.dtype()) {
+    throw DTypeError(detail::str_cat(op, ": the filter ", filter.describe(), " is ",
+                                     dtype_name(filter.dtype()), " but the input ", x.describe(),
+                                     " is ", dtype_name(x.dtype()),
+                                     "; cast one (layers read weights in the input's dtype)"));
+  }
   const Dimension& xc = x.shape()[x.shape().ndims() - 1];
   if (w[x_channel_at] != xc) {
     throw ShapeError(detail::str_cat(op, ": the input's channel dimension ", xc.to_string(),
@@ -439,7 +446,7 @@ Tensor conv_transpose(const Tensor& x, const Tensor& filter, const std::vector<i
     throw ShapeError(detail::str_cat(op, ": input ", x.describe(), " needs ", n,
                                      " spatial dimensions and a channel dimension (last)"));
   }
-  ops::require_float32(op, x);
+  ops::require_float(op, x);
   const bool same = is_same_padding(op, padding);
   const std::vector<int64_t> s = per_axis("strides", op, strides, n);
   const std::vector<int64_t> d = per_axis("dilations", op, dilations, n);
