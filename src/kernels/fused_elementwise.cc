@@ -171,6 +171,40 @@ void run_space(const FusedExpr& e, const OperandStrides& strides, const std::vec
   run_fused<kMaxFusedOperands>(e, strides, sizes, in_data, out_data, aliased);
 }
 
+// Splits the space into `threads` parts along its outermost axis with at
+// least that many positions (a part is a box of the space: the operands'
+// strides stay, their starts move) and runs them at once. Elementwise: the
+// bits do not depend on the split.
+void run_space_on_threads(const FusedExpr& e, const OperandStrides& strides,
+                          const std::vector<int64_t>& sizes, const std::vector<Data>& in_data,
+                          const std::vector<Data>& out_data, const std::vector<bool>& aliased,
+                          int threads) {
+  int axis = -1;
+  for (size_t a = 0; a < sizes.size() && axis < 0 && threads > 1; ++a)
+    if (sizes[a] >= threads) axis = static_cast<int>(a);
+  if (axis < 0) return run_space(e, strides, sizes, in_data, out_data, aliased);
+  const int n_out = static_cast<int>(out_data.size());
+  const int64_t n = sizes[axis];
+#pragma omp parallel for num_threads(threads) schedule(static)
+  for (int t = 0; t < threads; ++t) {
+    const int64_t r0 = n * t / threads, r1 = n * (t + 1) / threads;
+    std::vector<int64_t> part = sizes;
+    part[axis] = r1 - r0;
+    std::vector<Data> out_at(out_data.size()), in_at(in_data.size());
+    for (int k = 0; k < n_out; ++k) out_at[k] = out_data[k].at(r0 * strides[k][axis]);
+    for (size_t i = 0; i < in_data.size(); ++i)
+      in_at[i] = in_data[i].at(r0 * strides[n_out + i][axis]);
+    run_space(e, strides, part, in_at, out_at, aliased);
+  }
+}
+
+// Threads for a kernel over `elements` values: at most `most`, fewer for
+// spaces too small to repay waking the others.
+int kernel_threads(int64_t elements, int most) {
+  constexpr int64_t kMinPerThread = 32768;
+  return static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(most, elements / kMinPerThread)));
+}
+
 // Floats of the reduced instruction evaluated per piece of a reduction
 // epilogue's space (at least one row of its first axis): L2-resident.
 constexpr int64_t kPieceFloats = 16384;
@@ -178,7 +212,8 @@ constexpr int64_t kPieceFloats = 16384;
 }  // namespace
 
 void fused_elementwise(const FusedExpr& e, const std::vector<const HostTensor*>& inputs,
-                       const std::vector<HostTensor*>& outputs, bool fixed_order) {
+                       const std::vector<HostTensor*>& outputs, bool fixed_order,
+                       int max_threads) {
   const bool reduces = e.reduce_of >= 0;
   // The operands of the elementwise part: its outputs, then (for an
   // epilogue) the piece of reduced values, then the inputs.
@@ -210,11 +245,12 @@ void fused_elementwise(const FusedExpr& e, const std::vector<const HostTensor*>&
   }
   for (int k = n_out + n_in; k < kMaxFusedOperands; ++k) strides[k].assign(names.size(), 0);
   const std::vector<int64_t> sizes = shape.sizes();
-  if (!reduces) return run_space(e, strides, sizes, in_data, out_data, aliased);
+  const int threads = kernel_threads(shape.num_elements(), max_threads);
+  if (!reduces) return run_space_on_threads(e, strides, sizes, in_data, out_data, aliased, threads);
 
   // The epilogue: pieces of the space along its first axis, which the
   // reduced output keeps, so each output element sums within one piece in
-  // the order reduce() sums the whole.
+  // the order reduce() sums the whole (whichever thread takes the piece).
   HostTensor& reduced = *outputs.back();
   MTF_CHECK(reduced.dtype() == float32 && shape.ndims() >= 1 &&
             reduced.shape().index_of(shape[0].name) >= 0);
@@ -229,12 +265,14 @@ void fused_elementwise(const FusedExpr& e, const std::vector<const HostTensor*>&
   FusedExpr piece = e;
   piece.outputs.push_back(e.reduce_of);
   piece.reduce_of = -1;
-  thread_local std::vector<float> piece_buffer;
-  piece_buffer.resize(std::min(per_piece, rows) * row);
-  std::vector<Data> out_at(out_data.size());
-  std::vector<Data> in_at(in_data.size());
-  std::vector<int64_t> piece_sizes = sizes;
-  for (int64_t r0 = 0; r0 < rows; r0 += per_piece) {
+  const int64_t pieces = (rows + per_piece - 1) / per_piece;
+  auto run_piece = [&](int64_t p) {
+    const int64_t r0 = p * per_piece;
+    thread_local std::vector<float> piece_buffer;
+    piece_buffer.resize(std::min(per_piece, rows) * row);
+    std::vector<Data> out_at(out_data.size());
+    std::vector<Data> in_at(in_data.size());
+    std::vector<int64_t> piece_sizes = sizes;
     piece_sizes[0] = std::min(per_piece, rows - r0);
     for (int k = 0; k < n_out; ++k)
       out_at[k] =
@@ -243,7 +281,13 @@ void fused_elementwise(const FusedExpr& e, const std::vector<const HostTensor*>&
     run_space(piece, strides, piece_sizes, in_at, out_at, aliased);
     reduce_float_into(e.reduce_fn, piece_sizes, piece_buffer.data(), strides[n_out - 1],
                       red + r0 * red_strides[0], red_strides, fixed_order);
+  };
+  if (threads <= 1 || pieces < 2) {
+    for (int64_t p = 0; p < pieces; ++p) run_piece(p);
+    return;
   }
+#pragma omp parallel for num_threads(threads) schedule(static)
+  for (int64_t p = 0; p < pieces; ++p) run_piece(p);
 }
 
 }  // namespace mtf::kernels

@@ -66,7 +66,10 @@ constexpr int kMaxFusedOperands = 16;
 // float32). fixed_order: the epilogue sums as
 // reduce(..., fixed_order) does. REQUIRES: inputs + outputs <=
 // kMaxFusedOperands.
+// max_threads > 1: parts of the space run on that many OpenMP threads at
+// most (the bits do not depend on it).
 void fused_elementwise(const FusedExpr& e, const std::vector<const HostTensor*>& inputs,
-                       const std::vector<HostTensor*>& outputs, bool fixed_order = false);
+                       const std::vector<HostTensor*>& outputs, bool fixed_order = false,
+                       int max_threads = 1);
 
 }  // namespace mtf::kernels

@@ -173,6 +173,10 @@ bool bfloat16_gemm_native() {
 
 bool force_bfloat16_gemm_float32(bool forced) { return forced_for_testing.exchange(forced); }
 
+int bfloat16_kernel_threads() {
+  return bfloat16_gemm_native() ? std::max(1, openblas_get_num_threads()) : 1;
+}
+
 const char* bfloat16_gemm_description() { return native_state().description.c_str(); }
 
 void gemm_bfloat16(const Bfloat16Gemm& g, const void* a, const void* b, void* c) {

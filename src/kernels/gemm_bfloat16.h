@@ -39,6 +39,13 @@ bool bfloat16_gemm_native();
 // process, as MTF_BFLOAT16_GEMM=float32 does; returns the previous setting.
 bool force_bfloat16_gemm_float32(bool forced);
 
+// Threads for the kernels of a step with bfloat16 operands: OpenMP's, which
+// the native contractions keep warm, as many as OpenBLAS would use for a
+// GEMM now (BlasThreadsShare divides them between ranks computing at once);
+// 1 without the native path (OpenBLAS's own threads then run the GEMMs and
+// would compete with OpenMP's).
+int bfloat16_kernel_threads();
+
 // The one-line reason bfloat16_gemm_native() gave (for benchmark headers).
 const char* bfloat16_gemm_description();
 
