@@ -21,6 +21,7 @@
 #include "cli/example_main.h"
 #include "cli/flags.h"
 #include "cli/mesh_flags.h"
+#include "kernels/gemm_bfloat16.h"
 #include "models/transformer_decoder.h"
 
 using namespace mtf;
@@ -73,6 +74,7 @@ int main(int argc, char** argv) {
     if (mesh.profile) std::printf("%s", session.profile().to_string(20).c_str());
     std::printf("openblas_core %s threads %d\n", openblas_get_corename(),
                 openblas_get_num_threads());
+    std::printf("bfloat16_gemm %s\n", kernels::bfloat16_gemm_description());
     std::sort(ms.begin(), ms.end());
     std::printf("median_ms %.4f\n", ms[ms.size() / 2]);
     return 0;
