@@ -102,6 +102,12 @@ TEST(BFloat16, VectorPathGivesThePortableBits) {
     bfloat16_to_floats(portable.data(), back_v.data(), n, Bf16ConvertPath::kAvx512);
     if (n > 0) {  // memcmp of empty vectors would read null pointers
       ASSERT_EQ(std::memcmp(back_p.data(), back_v.data(), n * sizeof(float)), 0) << n;
+      // Rounding in place: the round trip's bits, on either path.
+      for (Bf16ConvertPath path : {Bf16ConvertPath::kPortable, Bf16ConvertPath::kAvx512}) {
+        std::vector<float> x(in.begin(), in.begin() + n);
+        round_floats_to_bfloat16(x.data(), n, path);
+        ASSERT_EQ(std::memcmp(x.data(), back_p.data(), n * sizeof(float)), 0) << n;
+      }
     }
   }
 }

@@ -16,6 +16,10 @@ void to_bf16_portable(const float* in, uint16_t* out, int64_t n) {
   for (int64_t i = 0; i < n; ++i) out[i] = float_to_bfloat16_bits(in[i]);
 }
 
+void round_portable(float* x, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) x[i] = bfloat16_bits_to_float(float_to_bfloat16_bits(x[i]));
+}
+
 void to_float_portable(const uint16_t* in, float* out, int64_t n) {
   for (int64_t i = 0; i < n; ++i) out[i] = bfloat16_bits_to_float(in[i]);
 }
@@ -38,6 +42,27 @@ __attribute__((target("avx512f"))) void to_bf16_avx512(const float* in, uint16_t
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + i), _mm512_cvtepi32_epi16(r));
   }
   to_bf16_portable(in + i, out + i, n - i);
+}
+
+// The rounded bits of 16 floats, in the high half of each lane.
+__attribute__((target("avx512f"))) inline __m512i rounded_high(__m512i u) {
+  const __m512i one = _mm512_set1_epi32(1);
+  const __m512i bias = _mm512_set1_epi32(0x7fff);
+  const __m512i abs_mask = _mm512_set1_epi32(0x7fffffff);
+  const __m512i inf = _mm512_set1_epi32(0x7f800000);
+  const __m512i quiet = _mm512_set1_epi32(0x00400000);
+  const __m512i high = _mm512_set1_epi32(static_cast<int>(0xffff0000u));
+  const __mmask16 nan = _mm512_cmpgt_epu32_mask(_mm512_and_si512(u, abs_mask), inf);
+  const __m512i lsb = _mm512_and_si512(_mm512_srli_epi32(u, 16), one);
+  const __m512i rounded = _mm512_add_epi32(u, _mm512_add_epi32(bias, lsb));
+  const __m512i r = _mm512_mask_blend_epi32(nan, rounded, _mm512_or_si512(u, quiet));
+  return _mm512_and_si512(r, high);
+}
+
+__attribute__((target("avx512f"))) void round_avx512(float* x, int64_t n) {
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) _mm512_storeu_si512(x + i, rounded_high(_mm512_loadu_si512(x + i)));
+  round_portable(x + i, n - i);
 }
 
 __attribute__((target("avx512f"))) void to_float_avx512(const uint16_t* in, float* out, int64_t n) {
@@ -76,6 +101,18 @@ void bfloat16_to_floats(const uint16_t* in, float* out, int64_t n, Bf16ConvertPa
 #endif
   (void)path;
   to_float_portable(in, out, n);
+}
+
+void round_floats_to_bfloat16(float* x, int64_t n, Bf16ConvertPath path) {
+#if defined(__x86_64__)
+  if (path == Bf16ConvertPath::kAvx512) return round_avx512(x, n);
+#endif
+  (void)path;
+  round_portable(x, n);
+}
+
+void round_floats_to_bfloat16(float* x, int64_t n) {
+  round_floats_to_bfloat16(x, n, bf16_convert_path());
 }
 
 void floats_to_bfloat16(const float* in, uint16_t* out, int64_t n) {

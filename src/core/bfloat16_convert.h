@@ -23,6 +23,10 @@ Bf16ConvertPath bf16_convert_path();
 // kAvx512 on a CPU without it is the caller's error).
 void floats_to_bfloat16(const float* in, uint16_t* out, int64_t n);
 void floats_to_bfloat16(const float* in, uint16_t* out, int64_t n, Bf16ConvertPath path);
+// x[i] = float(bfloat16(x[i])) for i < n, in place: what storing the value
+// as bfloat16 and reading it back gives, in one pass.
+void round_floats_to_bfloat16(float* x, int64_t n);
+void round_floats_to_bfloat16(float* x, int64_t n, Bf16ConvertPath path);
 // out[i] = float(in[i]) for i < n.
 void bfloat16_to_floats(const uint16_t* in, float* out, int64_t n);
 void bfloat16_to_floats(const uint16_t* in, float* out, int64_t n, Bf16ConvertPath path);

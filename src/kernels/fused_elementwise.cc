@@ -45,13 +45,6 @@ struct Data {
   }
 };
 
-// Rounds x[0..n) to bfloat16's values (what storing a bfloat16 tensor does).
-void round_to_bfloat16(float* x, int64_t n) {
-  uint16_t bits[kBlock];
-  floats_to_bfloat16(x, bits, n);
-  bfloat16_to_floats(bits, x, n);
-}
-
 // Reads input block p[i * stride] (stride 0: one value) into `own` as float32.
 Value load(const Data& p, int64_t stride, int64_t m, float* own) {
   if (!p.bf16) {
@@ -146,7 +139,7 @@ void run_fused(const FusedExpr& e, const std::array<std::vector<int64_t>, kMaxFu
           }
         }
         if (in.round_bfloat16 && in.kind != FusedInstr::Kind::kInput)
-          round_to_bfloat16(own, v.stride ? m : 1);
+          round_floats_to_bfloat16(own, v.stride ? m : 1);
       }
       // Outputs not written directly (sharing a buffer with an input, or
       // strided): stored after every instruction has read the block.
