@@ -322,7 +322,7 @@ void gemm_through_views(const Plan2& p, const HostTensor& a, const HostTensor& b
   const HostTensor& A = p.in_place_swapped ? B0 : A0;
   const HostTensor& B = p.in_place_swapped ? A0 : B0;
   if (A.dtype() == bfloat16) {
-    MTF_CHECK(alpha == 1.0f && beta == 0.0f && !fixed_order);
+    MTF_CHECK(alpha == 1.0f && beta == 0.0f);
     const BFloat16* pa = A.data<BFloat16>();
     const BFloat16* pb = B.data<BFloat16>();
     const bool c_bf16 = out.dtype() == bfloat16;
@@ -341,6 +341,7 @@ void gemm_through_views(const Plan2& p, const HostTensor& a, const HostTensor& b
       g.stride_b = st[1];
       g.stride_c = st[2];
       g.c_bfloat16 = c_bf16;
+      g.fixed_order = fixed_order;
       void* pc = c_bf16 ? static_cast<void*>(out.data<BFloat16>() + off[2])
                         : static_cast<void*>(out.data<float>() + off[2]);
       gemm_bfloat16(g, pa + off[0], pb + off[1], pc);
@@ -419,6 +420,7 @@ void run2(const Plan2& p, const HostTensor& a_in, const HostTensor& b_in, HostTe
       g.stride_b = k * n;
       g.stride_c = m * n;
       g.c_bfloat16 = c.dtype() == bfloat16;
+      g.fixed_order = fixed_order;
       void* pc = g.c_bfloat16 ? static_cast<void*>(c.data<BFloat16>())
                               : static_cast<void*>(c.data<float>());
       gemm_bfloat16(g, A.data<BFloat16>(), B.data<BFloat16>(), pc);
@@ -516,15 +518,15 @@ bool any_bfloat16(const std::vector<const HostTensor*>& inputs, const HostTensor
   return false;
 }
 
-// True when the plan is one GEMM of two bfloat16 operands that the bfloat16
-// instructions run (fast mode on a CPU that has them).
+// True when the plan is one GEMM of two bfloat16 operands (gemm_bfloat16.h
+// reads them as they are, on oneDNN or the fixed-order kernel).
 bool runs_on_bfloat16_gemm(const EinsumPlan& p, const std::vector<const HostTensor*>& inputs) {
-  if (p.fixed_order || inputs.size() != 2) return false;
+  if (inputs.size() != 2) return false;
   for (const HostTensor* t : inputs)
     if (t->dtype() != bfloat16) return false;
   const Plan2& s = p.steps[0];
   const bool gemm = s.path == Plan2::Path::kInPlace || s.path == Plan2::Path::kArranged;
-  return gemm && !s.sum_a && !s.sum_b && s.k > 0 && bfloat16_gemm_native();
+  return gemm && !s.sum_a && !s.sum_b && s.k > 0;
 }
 
 }  // namespace
@@ -536,7 +538,7 @@ void einsum(const KernelPlan& plan, const std::vector<const HostTensor*>& inputs
   if (any_bfloat16(inputs, out)) {
     if (runs_on_bfloat16_gemm(p, inputs)) {
       for (size_t i = 0; i < inputs.size(); ++i) MTF_CHECK(inputs[i]->shape() == p.inputs[i]);
-      run2(p.steps[0], *inputs[0], *inputs[1], out, false);
+      run2(p.steps[0], *inputs[0], *inputs[1], out, p.fixed_order);
       return;
     }
     // On float32 copies (products of bfloat16 values are exact in float32),

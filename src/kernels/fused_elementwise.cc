@@ -205,8 +205,7 @@ constexpr int64_t kPieceFloats = 16384;
 }  // namespace
 
 void fused_elementwise(const FusedExpr& e, const std::vector<const HostTensor*>& inputs,
-                       const std::vector<HostTensor*>& outputs, bool fixed_order,
-                       int max_threads) {
+                       const std::vector<HostTensor*>& outputs, bool fixed_order, int max_threads) {
   const bool reduces = e.reduce_of >= 0;
   // The operands of the elementwise part: its outputs, then (for an
   // epilogue) the piece of reduced values, then the inputs.

@@ -14,8 +14,8 @@
 #include <tuple>
 #include <vector>
 
-#include "core/bfloat16_convert.h"
 #include "core/check.h"
+#include "kernels/gemm_fixed_order.h"
 
 #ifdef MTF_HAVE_ONEDNN
 #include <omp.h>
@@ -48,11 +48,12 @@ const Native& native_state() {
     const bool built = false;
 #endif
     if (forced) {
-      s.description = "bfloat16 contractions in float32 arithmetic (MTF_BFLOAT16_GEMM=float32)";
+      s.description = "bfloat16 contractions on the float32 FMA kernel (MTF_BFLOAT16_GEMM=float32)";
     } else if (!built) {
-      s.description = "bfloat16 contractions in float32 arithmetic (built without oneDNN)";
+      s.description = "bfloat16 contractions on the float32 FMA kernel (built without oneDNN)";
     } else if (!cpu) {
-      s.description = "bfloat16 contractions in float32 arithmetic (this CPU has no AVX512-BF16)";
+      s.description =
+          "bfloat16 contractions on the float32 FMA kernel (this CPU has no AVX512-BF16)";
     } else {
       s.native = true;
       s.description = "bfloat16 contractions on AVX512-BF16 (oneDNN matmul)";
@@ -124,38 +125,24 @@ const Prepared* prepared(const Bfloat16Gemm& g) {
 
 #endif
 
-// One matrix of a batch in float32: rows x cols, dense row-major.
-std::vector<float> widened(const uint16_t* x, int64_t rows, int64_t cols, int64_t ld, bool trans) {
-  std::vector<float> r(static_cast<size_t>(rows * cols));
-  for (int64_t i = 0; i < rows; ++i)
-    for (int64_t j = 0; j < cols; ++j) {
-      const uint16_t v = trans ? x[j * ld + i] : x[i * ld + j];
-      bfloat16_to_floats(&v, &r[static_cast<size_t>(i * cols + j)], 1);
-    }
-  return r;
-}
-
-// The same product through float32 copies and OpenBLAS (layouts oneDNN does
-// not take).
-void gemm_widened(const Bfloat16Gemm& g, const uint16_t* a, const uint16_t* b, void* c) {
-  for (int64_t i = 0; i < g.batch; ++i) {
-    const std::vector<float> wa = widened(a + i * g.stride_a, g.m, g.k, g.lda, g.ta);
-    const std::vector<float> wb = widened(b + i * g.stride_b, g.k, g.n, g.ldb, g.tb);
-    std::vector<float> wc(static_cast<size_t>(g.m * g.n));
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, static_cast<int>(g.m),
-                static_cast<int>(g.n), static_cast<int>(g.k), 1.0f, wa.data(),
-                static_cast<int>(g.k), wb.data(), static_cast<int>(g.n), 0.0f, wc.data(),
-                static_cast<int>(g.n));
-    for (int64_t r = 0; r < g.m; ++r) {
-      const float* row = wc.data() + r * g.n;
-      const int64_t at = i * g.stride_c + r * g.ldc;
-      if (g.c_bfloat16) {
-        floats_to_bfloat16(row, static_cast<uint16_t*>(c) + at, g.n);
-      } else {
-        std::copy(row, row + g.n, static_cast<float*>(c) + at);
-      }
-    }
+// The product on the fixed-order float32 kernel, reading bfloat16 as it
+// packs (reproducible mode, machines without the instructions, layouts
+// oneDNN does not take): matrices of a batch on separate threads when there
+// are enough of them, else each one's row blocks.
+void gemm_fixed(const Bfloat16Gemm& g, const uint16_t* a, const uint16_t* b, void* c) {
+  const int threads = bfloat16_kernel_threads();
+  auto one = [&](int64_t i, int inner) {
+    void* ci = g.c_bfloat16 ? static_cast<void*>(static_cast<uint16_t*>(c) + i * g.stride_c)
+                            : static_cast<void*>(static_cast<float*>(c) + i * g.stride_c);
+    gemm_fixed_order_bfloat16(g.ta, g.tb, g.m, g.n, g.k, a + i * g.stride_a, g.lda,
+                              b + i * g.stride_b, g.ldb, ci, g.c_bfloat16, g.ldc, inner);
+  };
+  if (threads > 1 && g.batch >= threads) {
+#pragma omp parallel for num_threads(threads) schedule(static)
+    for (int64_t i = 0; i < g.batch; ++i) one(i, 1);
+    return;
   }
+  for (int64_t i = 0; i < g.batch; ++i) one(i, threads);
 }
 
 }  // namespace
@@ -173,17 +160,15 @@ bool bfloat16_gemm_native() {
 
 bool force_bfloat16_gemm_float32(bool forced) { return forced_for_testing.exchange(forced); }
 
-int bfloat16_kernel_threads() {
-  return bfloat16_gemm_native() ? std::max(1, openblas_get_num_threads()) : 1;
-}
+int bfloat16_kernel_threads() { return std::max(1, openblas_get_num_threads()); }
 
 const char* bfloat16_gemm_description() { return native_state().description.c_str(); }
 
 void gemm_bfloat16(const Bfloat16Gemm& g, const void* a, const void* b, void* c) {
-  MTF_CHECK(bfloat16_gemm_native());
   if (g.m == 0 || g.n == 0 || g.batch == 0) return;
 #ifdef MTF_HAVE_ONEDNN
-  if (const Prepared* p = g.k > 0 ? prepared(g) : nullptr) {
+  const Prepared* p = !g.fixed_order && g.k > 0 && bfloat16_gemm_native() ? prepared(g) : nullptr;
+  if (p) {
     // Threads as OpenBLAS would use them: its count is what BlasThreadsShare
     // divides between ranks computing at once.
     omp_set_num_threads(openblas_get_num_threads());
@@ -202,7 +187,7 @@ void gemm_bfloat16(const Bfloat16Gemm& g, const void* a, const void* b, void* c)
     return;
   }
 #endif
-  gemm_widened(g, static_cast<const uint16_t*>(a), static_cast<const uint16_t*>(b), c);
+  gemm_fixed(g, static_cast<const uint16_t*>(a), static_cast<const uint16_t*>(b), c);
 }
 
 }  // namespace mtf::kernels

@@ -11,8 +11,11 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <vector>
 
+#include "core/bfloat16_convert.h"
 #include "core/buffer_pool.h"
+#include "mtf/bfloat16.h"
 
 namespace mtf::kernels {
 namespace {
@@ -20,13 +23,24 @@ namespace {
 // Register tiles: 6 rows x 16 columns (two 8-float vectors) for AVX2 and
 // the scalar path, 8 rows x 32 columns (two 16-float vectors) for AVX-512.
 
-inline float at(const float* x, bool trans, int64_t ld, int64_t row, int64_t col) {
-  return trans ? x[col * ld + row] : x[row * ld + col];
+// An element as float32: float32 itself, or bfloat16 widened (exact).
+inline float value(const float* x, int64_t i) { return x[i]; }
+inline float value(const uint16_t* x, int64_t i) { return bfloat16_bits_to_float(x[i]); }
+
+template <typename T>
+inline float at(const T* x, bool trans, int64_t ld, int64_t row, int64_t col) {
+  return trans ? value(x, col * ld + row) : value(x, row * ld + col);
 }
 
+// A contiguous run of n elements as float32.
+inline void copy_row(const float* x, int64_t n, float* out) {
+  std::memcpy(out, x, sizeof(float) * n);
+}
+inline void copy_row(const uint16_t* x, int64_t n, float* out) { bfloat16_to_floats(x, out, n); }
+
 // Packs rows [i0, i0+kMr) of op(A) as k groups of kMr floats (zero padded).
-template <int kMr>
-void pack_a(bool ta, const float* a, int64_t lda, int64_t m, int64_t k, int64_t i0, float* out) {
+template <int kMr, typename T>
+void pack_a(bool ta, const T* a, int64_t lda, int64_t m, int64_t k, int64_t i0, float* out) {
   const int rows = static_cast<int>(std::min<int64_t>(kMr, m - i0));
   for (int64_t p = 0; p < k; ++p) {
     for (int r = 0; r < rows; ++r) out[p * kMr + r] = at(a, ta, lda, i0 + r, p);
@@ -35,13 +49,13 @@ void pack_a(bool ta, const float* a, int64_t lda, int64_t m, int64_t k, int64_t 
 }
 
 // Packs columns [j0, j0+kNr) of op(B) as k groups of kNr floats (zero padded).
-template <int kNr>
-void pack_b(bool tb, const float* b, int64_t ldb, int64_t n, int64_t k, int64_t j0, float* out) {
+template <int kNr, typename T>
+void pack_b(bool tb, const T* b, int64_t ldb, int64_t n, int64_t k, int64_t j0, float* out) {
   const int cols = static_cast<int>(std::min<int64_t>(kNr, n - j0));
   for (int64_t p = 0; p < k; ++p) {
     float* o = out + p * kNr;
     if (!tb && cols == kNr) {
-      std::memcpy(o, b + p * ldb + j0, sizeof(float) * kNr);
+      copy_row(b + p * ldb + j0, kNr, o);
       continue;
     }
     for (int c = 0; c < cols; ++c) o[c] = at(b, tb, ldb, p, j0 + c);
@@ -49,10 +63,23 @@ void pack_b(bool tb, const float* b, int64_t ldb, int64_t n, int64_t k, int64_t 
   }
 }
 
-// Copies the valid rows × cols of a kMr×kNr tile into C.
+// Where C goes: float32, or bfloat16 rounded once from the float32 sums.
+struct Out {
+  void* c = nullptr;
+  bool bf16 = false;
+  void row(int64_t offset, const float* v, int64_t n) const {
+    if (bf16) {
+      floats_to_bfloat16(v, static_cast<uint16_t*>(c) + offset, n);
+    } else {
+      std::memcpy(static_cast<float*>(c) + offset, v, sizeof(float) * n);
+    }
+  }
+};
+
+// Copies the valid rows × cols of a kMr×kNr tile into C at `offset`.
 template <int kNr>
-void store_tile(const float* tile, int rows, int cols, float* c, int64_t ldc) {
-  for (int r = 0; r < rows; ++r) std::memcpy(c + r * ldc, tile + r * kNr, sizeof(float) * cols);
+void store_tile(const float* tile, int rows, int cols, const Out& c, int64_t offset, int64_t ldc) {
+  for (int r = 0; r < rows; ++r) c.row(offset + r * ldc, tile + r * kNr, cols);
 }
 
 template <int kMr, int kNr>
@@ -175,12 +202,15 @@ __attribute__((target("avx512f"))) void micro_avx512_narrow(int64_t k, const flo
 
 using Micro = void (*)(int64_t, const float*, const float*, float*);
 
-template <int kMr, int kNr>
-void gemm(Micro micro, bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float* a,
-          int64_t lda, const float* b, int64_t ldb, float* c, int64_t ldc) {
+// Every element's sum is one FMA chain over k whatever the threads: they
+// take whole chunks of row blocks (and pack whole blocks and panels).
+template <int kMr, int kNr, typename T>
+void gemm(Micro micro, bool ta, bool tb, int64_t m, int64_t n, int64_t k, const T* a, int64_t lda,
+          const T* b, int64_t ldb, const Out& c, int64_t ldc, int threads) {
   if (m == 0 || n == 0) return;
   if (k == 0) {
-    for (int64_t i = 0; i < m; ++i) std::fill(c + i * ldc, c + i * ldc + n, 0.f);
+    const std::vector<float> zeros(static_cast<size_t>(n), 0.f);
+    for (int64_t i = 0; i < m; ++i) c.row(i * ldc, zeros.data(), n);
     return;
   }
   const int64_t mblocks = (m + kMr - 1) / kMr, npanels = (n + kNr - 1) / kNr;
@@ -188,24 +218,41 @@ void gemm(Micro micro, bool ta, bool tb, int64_t m, int64_t n, int64_t k, const 
   auto b_buf = detail::allocate_buffer(sizeof(float) * static_cast<size_t>(npanels * kNr * k));
   float* pa = static_cast<float*>(a_buf->data);
   float* pb = static_cast<float*>(b_buf->data);
+#pragma omp parallel for num_threads(threads) if (threads > 1) schedule(static)
   for (int64_t ib = 0; ib < mblocks; ++ib)
     pack_a<kMr>(ta, a, lda, m, k, ib * kMr, pa + ib * kMr * k);
+#pragma omp parallel for num_threads(threads) if (threads > 1) schedule(static)
   for (int64_t jp = 0; jp < npanels; ++jp)
     pack_b<kNr>(tb, b, ldb, n, k, jp * kNr, pb + jp * kNr * k);
   // A chunk of row blocks stays in cache while every panel of B passes by.
   const int64_t chunk = std::max<int64_t>(1, (128 * 1024) / (sizeof(float) * kMr * k));
-  alignas(64) float tile[kMr * kNr];
-  for (int64_t i0 = 0; i0 < mblocks; i0 += chunk) {
-    const int64_t i1 = std::min(mblocks, i0 + chunk);
+  const int64_t chunks = (mblocks + chunk - 1) / chunk;
+#pragma omp parallel for num_threads(threads) if (threads > 1 && chunks > 1) schedule(static)
+  for (int64_t ci = 0; ci < chunks; ++ci) {
+    alignas(64) float tile[kMr * kNr];
+    const int64_t i0 = ci * chunk, i1 = std::min(mblocks, i0 + chunk);
     for (int64_t jp = 0; jp < npanels; ++jp) {
       const float* panel = pb + jp * kNr * k;
       const int cols = static_cast<int>(std::min<int64_t>(kNr, n - jp * kNr));
       for (int64_t ib = i0; ib < i1; ++ib) {
         micro(k, pa + ib * kMr * k, panel, tile);
         const int rows = static_cast<int>(std::min<int64_t>(kMr, m - ib * kMr));
-        store_tile<kNr>(tile, rows, cols, c + ib * kMr * ldc + jp * kNr, ldc);
+        store_tile<kNr>(tile, rows, cols, c, ib * kMr * ldc + jp * kNr, ldc);
       }
     }
+  }
+}
+
+template <typename T>
+void gemm_on(FixedOrderIsa isa, bool ta, bool tb, int64_t m, int64_t n, int64_t k, const T* a,
+             int64_t lda, const T* b, int64_t ldb, const Out& c, int64_t ldc, int threads) {
+  switch (isa) {
+    case FixedOrderIsa::kAvx512:
+      return gemm<8, 32>(micro_avx512, ta, tb, m, n, k, a, lda, b, ldb, c, ldc, threads);
+    case FixedOrderIsa::kAvx2:
+      return gemm<6, 16>(micro_avx2, ta, tb, m, n, k, a, lda, b, ldb, c, ldc, threads);
+    case FixedOrderIsa::kScalar:
+      return gemm<6, 16>(micro_scalar<6, 16>, ta, tb, m, n, k, a, lda, b, ldb, c, ldc, threads);
   }
 }
 
@@ -225,14 +272,13 @@ FixedOrderIsa best_fixed_order_isa() {
 void sgemm_fixed_order_on(FixedOrderIsa isa, bool ta, bool tb, int64_t m, int64_t n, int64_t k,
                           const float* a, int64_t lda, const float* b, int64_t ldb, float* c,
                           int64_t ldc) {
-  switch (isa) {
-    case FixedOrderIsa::kAvx512:
-      return gemm<8, 32>(micro_avx512, ta, tb, m, n, k, a, lda, b, ldb, c, ldc);
-    case FixedOrderIsa::kAvx2:
-      return gemm<6, 16>(micro_avx2, ta, tb, m, n, k, a, lda, b, ldb, c, ldc);
-    case FixedOrderIsa::kScalar:
-      return gemm<6, 16>(micro_scalar<6, 16>, ta, tb, m, n, k, a, lda, b, ldb, c, ldc);
-  }
+  gemm_on(isa, ta, tb, m, n, k, a, lda, b, ldb, Out{c, false}, ldc, 1);
+}
+
+void gemm_fixed_order_bfloat16(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const uint16_t* a,
+                               int64_t lda, const uint16_t* b, int64_t ldb, void* c,
+                               bool c_bfloat16, int64_t ldc, int threads, FixedOrderIsa isa) {
+  gemm_on(isa, ta, tb, m, n, k, a, lda, b, ldb, Out{c, c_bfloat16}, ldc, std::max(1, threads));
 }
 
 FixedOrderTile fixed_order_tile(int64_t n, FixedOrderIsa isa) {

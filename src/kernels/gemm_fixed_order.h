@@ -29,6 +29,16 @@ void sgemm_fixed_order_on(FixedOrderIsa isa, bool ta, bool tb, int64_t m, int64_
                           const float* a, int64_t lda, const float* b, int64_t ldb, float* c,
                           int64_t ldc);
 
+// bfloat16 A and B (uint16_t bit patterns), read as float32 while packing:
+// products of two bfloat16 values are exact in float32, so C has the bits of
+// sgemm_fixed_order on widened copies (rounded once to bfloat16 when
+// c_bfloat16). `threads` > 1 splits the work over OpenMP threads; every
+// element is still one chain, so the bits do not depend on it.
+void gemm_fixed_order_bfloat16(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const uint16_t* a,
+                               int64_t lda, const uint16_t* b, int64_t ldb, void* c,
+                               bool c_bfloat16, int64_t ldc, int threads,
+                               FixedOrderIsa isa = best_fixed_order_isa());
+
 // The register tile behind sgemm_fixed_order, for callers that pack their
 // own operands (the direct convolution): fn(k, pa, pb, tile) sets
 // tile[r * nr + c] = the fma chain over p in [0, k), from +0, of
