@@ -104,7 +104,9 @@ Tensor avg_pool2d(const Tensor& x, const std::vector<int64_t>& ksize = {2, 2});
 Tensor avg_pool3d(const Tensor& x, const std::vector<int64_t>& ksize = {2, 2, 2});
 
 // (x - mean) / sqrt(var + epsilon) * scale + bias over `dim`; scale starts at
-// one, bias at zero ("<name>/scale", "<name>/bias").
+// one, bias at zero ("<name>/scale", "<name>/bias"). bfloat16 x: the mean
+// and variance in float32, the rest in bfloat16 (scale and bias float32
+// masters read as bfloat16).
 Tensor layer_norm(const Tensor& x, const DimRef& dim, const std::string& name,
                   float epsilon = 1e-6f);
 

@@ -136,6 +136,10 @@ Tensor reduce_max(const Tensor& x);
 Tensor reduce_min(const Tensor& x, const ReduceSpec& spec);
 Tensor reduce_min(const Tensor& x);
 Tensor reduce_logsumexp(const Tensor& x, const ReduceSpec& spec);
+// softmax of bfloat16 x: exp(x - max) in bfloat16, its sum in float32, the
+// product rounded to bfloat16 (Mesh TensorFlow's order; what the backward
+// pass keeps is bfloat16). log_softmax and logsumexp of bfloat16 compute in
+// float32 and round their result.
 Tensor softmax(const Tensor& x, const DimRef& reduced_dim);
 Tensor log_softmax(const Tensor& x, const DimRef& reduced_dim);
 // The k largest values along reduced_dim, which k_dim replaces (k = its size):

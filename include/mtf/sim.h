@@ -281,6 +281,9 @@ struct SimReport {
   std::vector<std::pair<std::string, int64_t>> sent_by_kind;
   int64_t peak_memory = 0;  // bytes per core
   std::string peak_memory_at;
+  // Of peak_memory: the step's tensors and collective buffers (not the
+  // variables and their new values).
+  int64_t peak_activation_memory = 0;
   std::vector<CoreMapping::AxisRing> rings;
 
   double mean_compute() const;

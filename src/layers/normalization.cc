@@ -8,14 +8,22 @@ namespace mtf::layers {
 Tensor layer_norm(const Tensor& x, const DimRef& ref, const std::string& name, float epsilon) {
   const OriginScope origin = ops::made_by("layers::layer_norm \"" + name + "\"", x);
   const Dimension dim = ops::dim_of("layer_norm \"" + name + "\"", x, ref);
-  // bfloat16: the moments, the normalisation and the float32 scale and
-  // bias in float32, the result rounded once.
-  if (x.dtype() == bfloat16)
-    return ops::in_float32(x, [&](const Tensor& f) { return layer_norm(f, dim, name, epsilon); });
+  const VariableDType vd = variable_dtype_for(x);
   const Tensor scale =
-      get_or_create_variable(x.mesh(), name + "/scale", Shape({dim}), Initializer::ones());
+      get_or_create_variable(x.mesh(), name + "/scale", Shape({dim}), Initializer::ones(), vd);
   const Tensor bias =
-      get_or_create_variable(x.mesh(), name + "/bias", Shape({dim}), Initializer::zeros());
+      get_or_create_variable(x.mesh(), name + "/bias", Shape({dim}), Initializer::zeros(), vd);
+  if (x.dtype() == bfloat16) {
+    // The moments in float32, the elementwise steps in bfloat16 (each
+    // computed in float32 and rounded): what the backward pass keeps is
+    // bfloat16, as in Mesh TensorFlow.
+    const Tensor mean = reduce_mean(cast(x, float32), dim);
+    const Tensor centered = x - cast(mean, bfloat16);
+    // square in bfloat16, so that its gradient reads `centered`, not a
+    // float32 copy of it.
+    const Tensor variance = reduce_mean(cast(square(centered), float32), dim);
+    return centered * cast(rsqrt(variance + epsilon), bfloat16) * scale + bias;
+  }
   const Tensor centered = x - reduce_mean(x, dim);
   const Tensor variance = reduce_mean(square(centered), dim);
   return centered * rsqrt(variance + epsilon) * scale + bias;

@@ -229,9 +229,34 @@ class StopGradientOp : public Operation {
   double flops() const override { return 0; }
 };
 
+// value, whose gradient with respect to `x` is grad(dy): value's own ops
+// get no gradient (they read stop_gradient(x)), so the backward pass keeps
+// only what grad reads.
+class WithGradientOp : public Operation {
+ public:
+  WithGradientOp(const Tensor& x, const Tensor& value, ops::GradientFn grad)
+      : Operation(x.mesh(), "with_gradient", {x, value}, ""), grad_(std::move(grad)) {
+    add_output(value.shape(), value.dtype());
+  }
+  void compute(KernelContext& ctx) const override { ctx.set_output(0, ctx.input(1)); }
+  bool computes_bfloat16() const override { return true; }  // hands the value over
+  bool reads_input(int input) const override { return input == 1; }
+  std::vector<Tensor> gradient(const std::vector<Tensor>& g) const override {
+    return {grad_(g[0]), Tensor()};
+  }
+  double flops() const override { return 0; }
+
+ private:
+  ops::GradientFn grad_;
+};
+
 }  // namespace
 
 namespace ops {
+
+Tensor with_gradient(const Tensor& x, const Tensor& value, GradientFn grad) {
+  return x.graph().add<WithGradientOp>(x, value, std::move(grad))->output(0);
+}
 
 bool as_fused_instr(const Operation& op, kernels::FusedInstr* instr) {
   if (op.num_outputs() != 1 || !is_floating(op.output(0).dtype())) return false;

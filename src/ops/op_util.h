@@ -1,6 +1,7 @@
 // op_util.h — shape checks and small builders shared by the op families.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -47,6 +48,12 @@ bool as_reduction(const Operation& op, kernels::ReduceFn* fn);
 // When `op` is an assignment var <- var + alpha * value (assign_add /
 // assign_sub on float32, value of var's shape), sets alpha and returns true.
 bool as_scaled_update(const Operation& op, float* alpha);
+// `value` (computed from stop_gradient(x)) with the gradient grad(dy) with
+// respect to x: a gradient written by hand, so that the backward pass keeps
+// only the tensors grad reads.
+using GradientFn = std::function<Tensor(const Tensor& dy)>;
+Tensor with_gradient(const Tensor& x, const Tensor& value, GradientFn grad);
+
 // True for einsum ops.
 bool is_einsum(const Operation& op);
 // The kernel plan of `op` for these slice shapes, or null for ops whose

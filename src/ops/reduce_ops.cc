@@ -1,7 +1,9 @@
 // Reductions over named dimensions, softmax family, top_k and the softmax
 // cross-entropy loss. mean, logsumexp, softmax and the loss are compositions
-// of primitive ops, so their gradients follow from the primitives'.
+// of primitive ops, so their gradients follow from the primitives' (but
+// bfloat16 softmax's, written by hand so that it keeps only its result).
 #include <limits>
+#include <memory>
 
 #include "kernels/kernel_context.h"
 #include "kernels/kernels.h"
@@ -173,8 +175,23 @@ Tensor log_softmax(const Tensor& x, const DimRef& d) {
 }
 Tensor softmax(const Tensor& x, const DimRef& d) {
   const OriginScope origin = ops::made_by("softmax", x);
-  if (x.dtype() == bfloat16)
-    return ops::in_float32(x, [&](const Tensor& f) { return softmax(f, d); });
+  if (x.dtype() == bfloat16) {
+    // Mesh TensorFlow's way: the elementwise steps in bfloat16 (each
+    // computed in float32 and rounded), the sum in float32.
+    // The gradient, y * (dy - sum(dy * y)), reads only y: the
+    // exponentials are not kept for the backward pass.
+    const Dimension dim = ops::dim_of("softmax", x, d);
+    const Tensor xs = stop_gradient(x);
+    const Tensor e = exp(xs - reduce_max(xs, dim));
+    const Tensor y = e * cast(reciprocal(reduce_sum(cast(e, float32), dim)), bfloat16);
+    // The gradient reads the result itself (the tensor later ops keep too).
+    auto result = std::make_shared<Tensor>();
+    *result = ops::with_gradient(x, y, [result, dim](const Tensor& dy) {
+      const Tensor& out = *result;
+      return out * (dy - cast(reduce_sum(cast(dy * out, float32), dim), bfloat16));
+    });
+    return *result;
+  }
   return exp(log_softmax(x, ops::dim_of("softmax", x, d)));
 }
 

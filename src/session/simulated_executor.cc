@@ -51,6 +51,7 @@ class SimulatedExecutor : public Executor {
     rep.layout = layout_.to_string();
     rep.peak_memory = memory.peak;
     rep.peak_memory_at = memory.peak_at;
+    rep.peak_activation_memory = memory.activations;
     report_ = std::make_unique<SimReport>(std::move(rep));
   }
 

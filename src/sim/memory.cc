@@ -46,6 +46,7 @@ MemoryEstimate estimate_memory(const Program& program,
     const int64_t total = est.persistent + live_bytes + held_bytes + transient;
     if (total <= est.peak) return;
     est.peak = total;
+    est.activations = live_bytes + transient;
     est.peak_at = detail::str_cat(s.op->name(), " (step ", i, ")");
     est.largest = held;
     for (const auto& [slot, item] : live) est.largest.push_back(item);

@@ -17,6 +17,9 @@ namespace mtf::sim {
 struct MemoryEstimate {
   int64_t peak = 0;        // bytes per core
   int64_t persistent = 0;  // variables
+  // At the peak: slices of the step's tensors and collective buffers (the
+  // rest is variables and their new values).
+  int64_t activations = 0;
   std::string peak_at;     // "op (step N)"
   // The largest tensors live at the peak: (description, bytes per core).
   std::vector<std::pair<std::string, int64_t>> largest;

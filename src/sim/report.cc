@@ -66,7 +66,8 @@ std::string SimReport::to_table(int max_ops) const {
   o << "  utilization     " << fmt("%.1f%%", 100 * utilization) << " of peak ("
     << fmt("%.3g", flops_per_core) << " flop per core)\n";
   o << "  peak memory     " << bytes(static_cast<double>(peak_memory)) << " per core, at "
-    << peak_memory_at << "\n";
+    << peak_memory_at << "; activations " << bytes(static_cast<double>(peak_activation_memory))
+    << "\n";
   o << "  messages        " << messages << "; links: " << links_used << " of " << links_total
     << " used, max " << bytes(static_cast<double>(link_bytes_max)) << ", mean "
     << bytes(link_bytes_mean) << "\n";
@@ -111,7 +112,8 @@ std::string SimReport::to_json() const {
     << ",\"messages\":" << messages << ",\"link_bytes_max\":" << link_bytes_max
     << ",\"link_bytes_mean\":" << link_bytes_mean << ",\"links_used\":" << links_used
     << ",\"links_total\":" << links_total << ",\"peak_memory\":" << peak_memory
-    << ",\"peak_memory_at\":" << json_string(peak_memory_at) << ",\"rings\":[";
+    << ",\"peak_memory_at\":" << json_string(peak_memory_at)
+    << ",\"peak_activation_memory\":" << peak_activation_memory << ",\"rings\":[";
   for (size_t i = 0; i < rings.size(); ++i) {
     o << (i ? "," : "") << "{\"axis\":" << json_string(rings[i].axis)
       << ",\"size\":" << rings[i].size << ",\"max_hops\":" << rings[i].max_hops
