@@ -21,14 +21,15 @@
 #include <random>
 
 #include "cli/dtype_flags.h"
-#include "kernels/gemm_bfloat16.h"
 #include "cli/example_main.h"
 #include "cli/flags.h"
 #include "cli/mesh_flags.h"
 #include "fma_peak.h"
+#include "kernels/gemm_bfloat16.h"
 #include "models/cnn.h"
 #include "models/mlp.h"
 #include "models/transformer.h"
+#include "rss.h"
 
 using namespace mtf;
 
@@ -135,6 +136,8 @@ int main(int argc, char** argv) {
                         : mlp ? session->program_text({mlp->loss}, mlp->train_ops).c_str()
                               : session->program_text({cnn->loss}, cnn->train_ops).c_str());
     }
+    bench::reset_peak_rss();
+    const double rss_before = bench::status_mib("VmRSS");
     for (int64_t i = 0; i < flags.i64("warmup"); ++i) step();
     session->reset_profile();
     std::vector<double> ms;
@@ -150,6 +153,11 @@ int main(int argc, char** argv) {
     std::printf("openblas_core %s threads %d\n", openblas_get_corename(),
                 openblas_get_num_threads());
     std::printf("bfloat16_gemm %s\n", kernels::bfloat16_gemm_description());
+    // What the steps added to the process at their peak: variables and
+    // optimizer slots made by the first run, activations, buffers kept for
+    // reuse.
+    const double rss_peak = bench::status_mib("VmHWM");
+    std::printf("peak_rss_mib %.1f steps_added_mib %.1f\n", rss_peak, rss_peak - rss_before);
     if (flags.str("fma_peak") == "true")
       std::printf("fma_peak_gflops %.1f\n", bench::fma_peak_gflops());
     std::printf("steps_ms");
