@@ -8,6 +8,7 @@
 
 #include <cstdio>
 
+#include "kernels/gemm_bfloat16.h"
 #include "mtf/mtf.h"
 #include "paired.h"
 #include "random_data.h"
@@ -137,16 +138,18 @@ using mtf::bench::random_host;
 
 // einsum through the public API (a Session run) against cblas_sgemm on the
 // same shape, paired. reproducible: the Session's fixed-order kernel
-// (MeshConfig::reproducible), whose cost this measures.
-void BM_EinsumVsSgemm(benchmark::State& state, Case c, bool reproducible) {
+// (MeshConfig::reproducible), whose cost this measures. dtype bfloat16: the
+// operands and result in bfloat16 (oneDNN on AVX512-BF16 in fast mode, else
+// the fixed-order kernel reading bfloat16) against float32 sgemm.
+void BM_EinsumVsSgemm(benchmark::State& state, Case c, bool reproducible, DType dtype) {
   Graph g;
   Mesh mesh(g, "m");
   std::vector<Tensor> ins;
   Feeds feeds;
   uint32_t seed = 1;
   for (const char* s : c.inputs) {
-    ins.push_back(placeholder(mesh, Shape(s), float32, "in"));
-    feeds.emplace_back(ins.back(), random_host(Shape(s), seed++));
+    ins.push_back(placeholder(mesh, Shape(s), dtype, "in"));
+    feeds.emplace_back(ins.back(), random_host(Shape(s), seed++).as_dtype(dtype));
   }
   Tensor out = einsum(ins, Shape(c.output));
   MeshConfig config;
@@ -192,11 +195,24 @@ int main(int argc, char** argv) {
     for (const Case& c : cases()) {
       const std::string name =
           std::string(reproducible ? "reproducible_einsum_vs_sgemm/" : "einsum_vs_sgemm/") + c.name;
-      benchmark::RegisterBenchmark(name.c_str(), BM_EinsumVsSgemm, c, reproducible)->MinTime(1.0);
+      benchmark::RegisterBenchmark(name.c_str(), BM_EinsumVsSgemm, c, reproducible, mtf::float32)
+          ->MinTime(1.0);
+    }
+  }
+  std::printf("%s\n", mtf::kernels::bfloat16_gemm_description());
+  for (bool reproducible : {false, true}) {
+    for (const Case& c : cases()) {
+      if (std::string(c.name).rfind("lm_", 0) != 0) continue;  // the Transformer's shapes
+      const std::string name = std::string(reproducible ? "bfloat16_reproducible_einsum_vs_sgemm/"
+                                                        : "bfloat16_einsum_vs_sgemm/") +
+                               c.name;
+      benchmark::RegisterBenchmark(name.c_str(), BM_EinsumVsSgemm, c, reproducible, mtf::bfloat16)
+          ->MinTime(1.0);
     }
   }
   return mtf::bench::run_with_summary(
       argc, argv,
       "einsum / cblas_sgemm throughput, same shapes, paired in the same run (target >= 0.90;\n"
-      "reproducible_*: the fixed-order kernel of reproducible mode, no target):");
+      "reproducible_*: the fixed-order kernel of reproducible mode, no target; bfloat16_*:\n"
+      "bfloat16 operands and result against float32 sgemm, the instructions' peak is 2x):");
 }

@@ -25,6 +25,7 @@ class UnaryOp : public Operation {
     }
     kernels::unary(fn_, ctx.input(0), ctx.allocate_output(0));
   }
+  bool computes_bfloat16() const override { return fn_ == UnaryFn::kIdentity; }
   UnaryFn fn() const { return fn_; }
   bool differentiable() const override {
     return is_floating(inputs()[0].dtype()) && fn_ != UnaryFn::kSign && fn_ != UnaryFn::kReluGrad;
@@ -225,6 +226,7 @@ class StopGradientOp : public Operation {
     add_output(x.shape(), x.dtype());
   }
   void compute(KernelContext& ctx) const override { ctx.set_output(0, ctx.input(0)); }
+  bool computes_bfloat16() const override { return true; }  // hands the input over
   bool differentiable() const override { return false; }
   double flops() const override { return 0; }
 };

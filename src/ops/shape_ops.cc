@@ -26,6 +26,7 @@ class ReshapeOp : public Operation {
   void compute(KernelContext& ctx) const override {
     ctx.set_output(0, ctx.input(0).reshaped(ctx.output_slice_shape(0)));
   }
+  bool computes_bfloat16() const override { return true; }  // a view of the input
   bool differentiable() const override { return is_floating(output(0).dtype()); }
   std::vector<Tensor> gradient(const std::vector<Tensor>& g) const override {
     return {reshape(g[0], inputs()[0].shape())};
