@@ -60,6 +60,22 @@ double predicted_step_seconds(Graph& graph, const Tensor& loss,
   return sim.simulation_report().step_time;
 }
 
+// The run's environment, memory and times, one "key values" line each.
+void print_results(std::vector<double> ms, double rss_before, bool fma_peak) {
+  std::printf("openblas_core %s threads %d\n", openblas_get_corename(), openblas_get_num_threads());
+  std::printf("bfloat16_gemm %s\n", kernels::bfloat16_gemm_description());
+  // What the steps added to the process at their peak: variables and
+  // optimizer slots made by the first run, activations, buffers kept for
+  // reuse.
+  const double rss_peak = bench::status_mib("VmHWM");
+  std::printf("peak_rss_mib %.1f steps_added_mib %.1f\n", rss_peak, rss_peak - rss_before);
+  if (fma_peak) std::printf("fma_peak_gflops %.1f\n", bench::fma_peak_gflops());
+  std::printf("steps_ms");
+  for (double m : ms) std::printf(" %.3f", m);
+  std::sort(ms.begin(), ms.end());
+  std::printf("\nmedian_ms %.3f\n", ms.empty() ? 0.0 : ms[ms.size() / 2]);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -150,20 +166,7 @@ int main(int argc, char** argv) {
     if (mc.profile)
       std::printf("%s",
                   session->profile().to_string(static_cast<int>(flags.i64("profile_ops"))).c_str());
-    std::printf("openblas_core %s threads %d\n", openblas_get_corename(),
-                openblas_get_num_threads());
-    std::printf("bfloat16_gemm %s\n", kernels::bfloat16_gemm_description());
-    // What the steps added to the process at their peak: variables and
-    // optimizer slots made by the first run, activations, buffers kept for
-    // reuse.
-    const double rss_peak = bench::status_mib("VmHWM");
-    std::printf("peak_rss_mib %.1f steps_added_mib %.1f\n", rss_peak, rss_peak - rss_before);
-    if (flags.str("fma_peak") == "true")
-      std::printf("fma_peak_gflops %.1f\n", bench::fma_peak_gflops());
-    std::printf("steps_ms");
-    for (double m : ms) std::printf(" %.3f", m);
-    std::sort(ms.begin(), ms.end());
-    std::printf("\nmedian_ms %.3f\n", ms.empty() ? 0.0 : ms[ms.size() / 2]);
+    print_results(ms, rss_before, flags.str("fma_peak") == "true");
     if (!flags.str("predict").empty() &&
         (!mc.process_transport || mc.process_transport->rank() == 0)) {
       Graph& graph = lm ? lm->graph() : mlp ? mlp->graph() : cnn->graph();

@@ -64,13 +64,13 @@ TEST_F(ErrorsTest, DtypeMismatch) {
   expect_error<DTypeError>([&] { one_hot(f, Dimension{"v", 3}); }, {"one_hot", "int32"});
   expect_error<DTypeError>([&] { reduce_mean(i); }, {"reduce_mean", "float32"});
   expect_error<DTypeError>([&] { Session(g).run(log(i)); }, {"log", "int32"});
-  // Ops with no bfloat16 form yet say so at graph construction.
+  // A convolution of bfloat16 input with a float32 filter names both.
   Tensor bf = zeros(mesh, Shape("h:4;w:4;c:1"), bfloat16);
-  expect_error<DTypeError>(
-      [&] {
-        max_pool(bf, {2, 2});
-      },
-      {"max_pool", "bfloat16", "cast to float32 first"});
+  Tensor filter = zeros(mesh, Shape("kh:2;kw:2;c:1;co:2"));
+  expect_error<DTypeError>([&] { conv(bf, filter); },
+                           {"conv", "float32", "bfloat16", "cast one"});
+  expect_error<DTypeError>([&] { max_pool(zeros(mesh, Shape("h:4;w:4;c:1"), int32), {2, 2}); },
+                           {"max_pool", "int32"});
 }
 
 TEST_F(ErrorsTest, BadArguments) {

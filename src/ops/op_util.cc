@@ -39,14 +39,6 @@ void require_float(const std::string& op, const Tensor& x) {
   }
 }
 
-void require_float32(const std::string& op, const Tensor& x) {
-  if (x.dtype() != float32) {
-    throw DTypeError(detail::str_cat(
-        op, ": input ", x.describe(), " must be float32, not ", dtype_name(x.dtype()),
-        x.dtype() == bfloat16 ? " (this op has no bfloat16 form yet: cast to float32 first)" : ""));
-  }
-}
-
 Shape broadcast_shape(const Shape& a, const Shape& b) {
   if (b.is_subset_of(a)) return a;
   if (a.is_subset_of(b)) return b;

@@ -17,11 +17,8 @@ namespace mtf::ops {
 void check_consistent_sizes(const std::string& op, const std::vector<Tensor>& inputs);
 // Throws DTypeError unless every input has the first one's dtype.
 void check_same_dtype(const std::string& op, const std::vector<Tensor>& inputs);
-// Throws DTypeError unless x is float32.
+// Throws DTypeError unless x is float32 or bfloat16.
 void require_float(const std::string& op, const Tensor& x);
-// The same for ops that have no bfloat16 form yet (convolutions, mixture of
-// experts): float32 only, saying so.
-void require_float32(const std::string& op, const Tensor& x);
 // Mesh TensorFlow's broadcast rule for binary ops (see mtf/ops.h).
 Shape broadcast_shape(const Shape& a, const Shape& b);
 // A scalar constant with x's mesh and dtype.
