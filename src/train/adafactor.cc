@@ -53,15 +53,17 @@ std::vector<Operation*> AdafactorOptimizer::apply_grads(const std::vector<Tensor
   }
   for (size_t i = 0; i < vars.size(); ++i) {
     if (!grads[i].valid()) continue;
-    const Tensor& var = vars[i];
-    const Tensor& g = grads[i];
-    if (var.dtype() != float32) {
-      throw DTypeError("AdafactorOptimizer: variable " + var.describe() + " is stored as " +
-                       dtype_name(var.dtype()) +
-                       "; Adafactor updates float32 slices only so far: keep the slice dtype "
-                       "float32 (--slice_dtype float32; bfloat16 activations are fine)");
+    const Tensor& stored = vars[i];
+    if (stored.dtype() != float32 && stored.dtype() != bfloat16) {
+      throw DTypeError("AdafactorOptimizer: variable " + stored.describe() + " is stored as " +
+                       dtype_name(stored.dtype()) + "; Adafactor updates float32 or bfloat16");
     }
-    const std::string& vname = var.op().name();
+    // A bfloat16 slice (Mesh TensorFlow's slice_dtype) is updated in float32
+    // from its widened value, with float32 slots, and stored rounded once.
+    const bool narrow = stored.dtype() == bfloat16;
+    const Tensor var = narrow ? cast(stored, float32) : stored;
+    const Tensor g = grads[i].dtype() == float32 ? grads[i] : cast(grads[i], float32);
+    const std::string& vname = stored.op().name();
     const Tensor g2 = square(g) + o_.epsilon1;
     const std::vector<Dimension> fd = factored_dims(var.shape());
     Tensor x;
@@ -101,7 +103,8 @@ std::vector<Operation*> AdafactorOptimizer::apply_grads(const std::vector<Tensor
       subtrahend = m * o_.beta1 + subtrahend * (1.0f - o_.beta1);
       updates.push_back(assign(m, subtrahend));
     }
-    updates.push_back(assign_sub(var, subtrahend));
+    updates.push_back(narrow ? assign(stored, cast(var - subtrahend, bfloat16))
+                             : assign_sub(stored, subtrahend));
   }
   return updates;
 }
