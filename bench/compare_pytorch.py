@@ -35,9 +35,10 @@ usage: bench/compare_pytorch.py [--build build] [--rounds 3] [--threads 1,2]
                                 [--dtypes float32,bfloat16] [--quick]
 
 The defaults (3 rounds, as bench/README.md's tables; every case at 1 and 2
-threads) take about 2.5 minutes on 2 CPUs (137 s measured); --quick is one
-round of transformer128 and mlp100 on one thread, about 7 s, for a first
-look.
+threads) took 137 s on 2 CPUs before the bfloat16 rows, which add about
+100 s more (estimated from their step times and process starts); --quick is
+one round of transformer128 (float32 and bfloat16) and mlp100 on one
+thread, about 10 s, for a first look.
 """
 import argparse
 import os
