@@ -72,9 +72,9 @@ def test_bad_feeds_say_what_is_wrong():
     with pytest.raises(mtf.ValueError, match="placeholder"):
         s.run(mtf.identity(x))  # not fed
     g = mtf.Graph()
-    b = mtf.placeholder(mtf.Mesh(g, "m"), "h:2;w:2;c:1", mtf.bfloat16)
-    with pytest.raises(mtf.DTypeError, match="bfloat16.*cast to float32"):
-        mtf.max_pool(b, [2, 2])
+    i = mtf.placeholder(mtf.Mesh(g, "m"), "h:2;w:2;c:1", mtf.int32)
+    with pytest.raises(mtf.DTypeError, match="max_pool.*float32 or bfloat16, not int32"):
+        mtf.max_pool(i, [2, 2])
 
 
 def test_bfloat16_feeds_and_fetches_are_floats_rounded_to_nearest_even():
