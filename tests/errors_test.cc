@@ -67,10 +67,12 @@ TEST_F(ErrorsTest, DtypeMismatch) {
   // A convolution of bfloat16 input with a float32 filter names both.
   Tensor bf = zeros(mesh, Shape("h:4;w:4;c:1"), bfloat16);
   Tensor filter = zeros(mesh, Shape("kh:2;kw:2;c:1;co:2"));
-  expect_error<DTypeError>([&] { conv(bf, filter); },
-                           {"conv", "float32", "bfloat16", "cast one"});
-  expect_error<DTypeError>([&] { max_pool(zeros(mesh, Shape("h:4;w:4;c:1"), int32), {2, 2}); },
-                           {"max_pool", "int32"});
+  expect_error<DTypeError>([&] { conv(bf, filter); }, {"conv", "float32", "bfloat16", "cast one"});
+  expect_error<DTypeError>(
+      [&] {
+        max_pool(zeros(mesh, Shape("h:4;w:4;c:1"), int32), {2, 2});
+      },
+      {"max_pool", "int32"});
 }
 
 TEST_F(ErrorsTest, BadArguments) {

@@ -8,8 +8,8 @@
 #include <chrono>
 #include <cstdio>
 
-#include "cli/example_main.h"
 #include "cli/dtype_flags.h"
+#include "cli/example_main.h"
 #include "cli/flags.h"
 #include "cli/mesh_flags.h"
 #include "models/cnn.h"

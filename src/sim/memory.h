@@ -20,7 +20,7 @@ struct MemoryEstimate {
   // At the peak: slices of the step's tensors and collective buffers (the
   // rest is variables and their new values).
   int64_t activations = 0;
-  std::string peak_at;     // "op (step N)"
+  std::string peak_at;  // "op (step N)"
   // The largest tensors live at the peak: (description, bytes per core).
   std::vector<std::pair<std::string, int64_t>> largest;
   std::string describe(int top = 5) const;
