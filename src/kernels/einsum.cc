@@ -313,6 +313,16 @@ Plan2 plan2(const Shape& a_in, const Shape& b_in, const Shape& os, DType dtype) 
   return p;
 }
 
+// gemm_bfloat16 on bfloat16 A and B from element offsets a_at, b_at into C
+// (float32 or bfloat16) from c_at; g.c_bfloat16 follows c's dtype.
+void run_bfloat16_gemm(Bfloat16Gemm g, const HostTensor& a, int64_t a_at, const HostTensor& b,
+                       int64_t b_at, HostTensor& c, int64_t c_at) {
+  g.c_bfloat16 = c.dtype() == bfloat16;
+  void* pc = g.c_bfloat16 ? static_cast<void*>(c.data<BFloat16>() + c_at)
+                          : static_cast<void*>(c.data<float>() + c_at);
+  gemm_bfloat16(g, a.data<BFloat16>() + a_at, b.data<BFloat16>() + b_at, pc);
+}
+
 // out = alpha * A·B + beta * out for every batch index, operands read and
 // written in place through the plan's views (Path::kInPlace).
 void gemm_through_views(const Plan2& p, const HostTensor& a, const HostTensor& b, float alpha,
@@ -323,28 +333,10 @@ void gemm_through_views(const Plan2& p, const HostTensor& a, const HostTensor& b
   const HostTensor& B = p.in_place_swapped ? A0 : B0;
   if (A.dtype() == bfloat16) {
     MTF_CHECK(alpha == 1.0f && beta == 0.0f);
-    const BFloat16* pa = A.data<BFloat16>();
-    const BFloat16* pb = B.data<BFloat16>();
-    const bool c_bf16 = out.dtype() == bfloat16;
     for_each_row<3>(p.batch_plan, [&](const int64_t* off, int64_t rows, const int64_t* st) {
-      Bfloat16Gemm g;
-      g.ta = p.va.trans;
-      g.tb = p.vb.trans;
-      g.m = p.m;
-      g.n = p.n;
-      g.k = p.k;
-      g.lda = p.va.ld;
-      g.ldb = p.vb.ld;
-      g.ldc = p.vc.ld;
-      g.batch = rows;
-      g.stride_a = st[0];
-      g.stride_b = st[1];
-      g.stride_c = st[2];
-      g.c_bfloat16 = c_bf16;
-      g.fixed_order = fixed_order;
-      void* pc = c_bf16 ? static_cast<void*>(out.data<BFloat16>() + off[2])
-                        : static_cast<void*>(out.data<float>() + off[2]);
-      gemm_bfloat16(g, pa + off[0], pb + off[1], pc);
+      const Bfloat16Gemm g{p.va.trans, p.vb.trans, p.m,   p.n,   p.k,   p.va.ld, p.vb.ld,
+                           p.vc.ld,    rows,       st[0], st[1], st[2], false,   fixed_order};
+      run_bfloat16_gemm(g, A, off[0], B, off[1], out, off[2]);
     });
     return;
   }
@@ -406,24 +398,9 @@ void run2(const Plan2& p, const HostTensor& a_in, const HostTensor& b_in, HostTe
     const bool ta = p.ta, tb = p.tb;
     const int64_t lda = ta ? m : k, ldb = tb ? k : n;
     if (A.dtype() == bfloat16) {
-      Bfloat16Gemm g;
-      g.ta = ta;
-      g.tb = tb;
-      g.m = m;
-      g.n = n;
-      g.k = k;
-      g.lda = lda;
-      g.ldb = ldb;
-      g.ldc = n;
-      g.batch = nb;
-      g.stride_a = m * k;
-      g.stride_b = k * n;
-      g.stride_c = m * n;
-      g.c_bfloat16 = c.dtype() == bfloat16;
-      g.fixed_order = fixed_order;
-      void* pc = g.c_bfloat16 ? static_cast<void*>(c.data<BFloat16>())
-                              : static_cast<void*>(c.data<float>());
-      gemm_bfloat16(g, A.data<BFloat16>(), B.data<BFloat16>(), pc);
+      const Bfloat16Gemm g{ta, tb, m,     n,     k,     lda,   ldb,
+                           n,  nb, m * k, k * n, m * n, false, fixed_order};
+      run_bfloat16_gemm(g, A, 0, B, 0, c, 0);
     } else if (c.dtype() == float32) {
       const float* pa = A.data<float>();
       const float* pb = B.data<float>();
