@@ -247,82 +247,140 @@ int run_auto_layout(const cli::Flags& flags, const MeshConfig& config, Model& mo
   return 0;
 }
 
+// Every flag mtf-sim takes.
+void define_flags(cli::Flags& flags) {
+  flags.define("model", "mlp",
+               "built-in model: mlp (the Fashion-MNIST MLP), transformer (the paper's LM) or "
+               "unet3d (a 3-D U-Net on volumes); synthetic data");
+  flags.define("batch_size", "0", "mlp, unet3d: examples per step (0: 512 for mlp, 32 for unet3d)");
+  flags.define("side", "256", "unet3d: voxels along each of d, h and w");
+  flags.define("channels", "32", "unet3d: channels at the top level (doubling per level down)");
+  flags.define("levels", "4", "unet3d: resolution levels");
+  flags.define("hidden", "1024", "mlp: size of the hidden dimension");
+  // The transformer's sizes default to the paper's smallest language model.
+  models::define_transformer_flags(flags, models::TransformerConfig::paper(4096, 4), true);
+  flags.define("decode", "false",
+               "transformer: simulate one step of incremental decoding (a token per sequence, "
+               "key/value caches) instead of a training step: its time is the latency per "
+               "token");
+  flags.define("decode_batch", "1", "with --decode: sequences decoded together");
+  flags.define("mesh_shape", "all:512", "logical mesh, e.g. \"batch:16;model:32\"");
+  flags.define("layout", "batch:all", "layout rules, e.g. \"batch:batch;hidden:model\"");
+  flags.define("topology", "tpu-v2-512",
+               "machine preset: tpu-v2-{8,32,128,512}, tpu-v3-{8,32,128,512,2048}, "
+               "tpu-v4-{4x4x4,8x8x8,16x16x16}, dgx-a100-N and dgx-h100-N (N nodes of 8 GPUs), "
+               "host (this machine as --calibrate measured it; one device per rank of the "
+               "mesh, as threads unless --topology_set host_ranks=processes)");
+  flags.define("topology_set", "",
+               "overrides, e.g. \"link_bandwidth=50e9,chips=8x8\" (keys: name network chips "
+               "wraparound cores_per_chip core_flops core_flops.<dtype> core_memory "
+               "chip_memory_bandwidth link_bandwidth link_latency core_link_bandwidth "
+               "core_link_latency; switched: nodes devices_per_node node_fabric "
+               "node_link_bandwidth node_link_latency nics_per_node nic_bandwidth "
+               "network_latency nodes_per_leaf oversubscription; docs/simulator.md)");
+  flags.define("calibrate", "",
+               "measure this machine (executor overheads, matrix-product rate by size, "
+               "elementwise bandwidth, latency and bandwidth between ranks as threads and as "
+               "processes), write it as a machine file to this path and exit; --topology host "
+               "reads it from $MTF_HOST_MACHINE or ~/.cache/mtf/host.machine");
+  flags.define("topology_file", "",
+               "file of `key = value` overrides, applied before --topology_set");
+  flags.define("mapping", "",
+               "physical core of each logical processor, comma-separated "
+               "(default: automatic, axes as rings of neighbours)");
+  flags.define("mode", "cost",
+               "functional (real data on every core) or cost (shapes and clocks only)");
+  flags.define("steps", "1", "training steps to simulate");
+  flags.define("ring_timing", "true",
+               "time each ring collective and recursive doubling at once when all its cores "
+               "reach it (false: message by message, slower; for comparison)");
+  flags.define("trace", "", "write a Chrome trace-event JSON of the last step (opens in Perfetto)");
+  flags.define("json", "false", "print the report (with --auto_layout: the search's) as JSON");
+  flags.define("explain", "false",
+               "also print how the layout splits the model: a picture of every variable's, "
+               "input's and fetch's blocks over the mesh, and each op's collectives with their "
+               "bytes and simulated time");
+  flags.define("explain_blocks", "8", "with --explain: blocks shown per tensor axis");
+  flags.define("ops", "12", "rows of the per-op table");
+  flags.define("auto_layout", "false",
+               "choose the layout (and with --num_cores the mesh shape) by predicted step time "
+               "and print the ranked candidates instead of simulating --layout");
+  flags.define("num_cores", "0",
+               "with --auto_layout: also search mesh shapes of this many cores (1-3 dimensions)");
+  flags.define("max_dims", "3",
+               "with --auto_layout and --num_cores: mesh shapes of at most this many dimensions");
+  flags.define("fixed_layout", "", "with --auto_layout: rules kept as given");
+  flags.define("memory_limit_gib", "0", "with --auto_layout: memory per core (0: the topology's)");
+  flags.define("time_budget", "30", "with --auto_layout: seconds for the search");
+  flags.define("candidates", "10", "with --auto_layout: rows of the ranked table");
+  flags.define("simulate_top", "3",
+               "with --auto_layout: simulate up to this many of the best estimates to verify "
+               "the leader (more: slower, surer where the estimates are close)");
+}
+
+// The simulated mesh: shape, layout, machine and how to run it.
+MeshConfig sim_config_from_flags(const cli::Flags& flags, const std::string& mode) {
+  MeshConfig config;
+  config.mesh_shape = MeshShape(flags.str("mesh_shape"));
+  config.layout = LayoutRules(flags.str("layout"));
+  config.impl = MeshImpl::kSimulated;
+  config.sim->topology = Topology::preset(flags.str("topology"));
+  if (!flags.str("topology_file").empty())
+    config.sim->topology.load_file(flags.str("topology_file"));
+  // A host's devices are the mesh's ranks.
+  if (config.sim->topology.host_cpus > 0)
+    config.sim->topology.devices_per_node = static_cast<int>(config.mesh_shape.size());
+  config.sim->topology.apply_overrides(flags.str("topology_set"));
+  config.sim->mode = mode == "functional" ? SimMode::kFunctional : SimMode::kCostOnly;
+  config.sim->physical_order = parse_mapping(flags.str("mapping"));
+  config.sim->ring_timing = flags.boolean("ring_timing");
+  config.sim->trace_path = flags.str("trace");  // each step rewrites it: the last one stays
+
+  return config;
+}
+
+// Runs --steps steps of the model on the simulated machine and prints the
+// report (table or JSON), with --explain's picture first.
+void simulate(const cli::Flags& flags, const MeshConfig& config, Model& model, int64_t steps,
+              bool json) {
+  Session session(*model.graph, config);
+  if (!json) {
+    std::printf("%s\n%s\n", config.sim->topology.to_string().c_str(), model.description.c_str());
+  }
+
+  const auto start = std::chrono::steady_clock::now();
+  for (int64_t step = 0; step < steps; ++step) {
+    Feeds feeds;
+    if (config.sim->mode == SimMode::kFunctional) feeds = model.feeds(static_cast<uint64_t>(step));
+    session.run({model.loss}, feeds, *model.train_ops);
+    progress(step + 1, steps,
+             std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+  }
+  const double wall =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const SimReport& report = session.simulation_report();
+  if (flags.boolean("explain") && !json) {
+    std::printf("%s\n", session
+                            .explain({model.loss}, *model.train_ops,
+                                     static_cast<int>(flags.i64("explain_blocks")))
+                            .c_str());
+  }
+  if (json) {
+    std::printf("%s\n", report.to_json().c_str());
+  } else {
+    std::printf("%s", report.to_table(static_cast<int>(flags.i64("ops"))).c_str());
+    std::printf("simulated %lld step(s) in %.2f s of wall time\n", static_cast<long long>(steps),
+                wall);
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   if (tools::is_calibration_rank(argc, argv)) return tools::calibration_rank(argc, argv);
   try {
     cli::Flags flags;
-    flags.define("model", "mlp",
-                 "built-in model: mlp (the Fashion-MNIST MLP), transformer (the paper's LM) or "
-                 "unet3d (a 3-D U-Net on volumes); synthetic data");
-    flags.define("batch_size", "0",
-                 "mlp, unet3d: examples per step (0: 512 for mlp, 32 for unet3d)");
-    flags.define("side", "256", "unet3d: voxels along each of d, h and w");
-    flags.define("channels", "32", "unet3d: channels at the top level (doubling per level down)");
-    flags.define("levels", "4", "unet3d: resolution levels");
-    flags.define("hidden", "1024", "mlp: size of the hidden dimension");
-    // The transformer's sizes default to the paper's smallest language model.
-    models::define_transformer_flags(flags, models::TransformerConfig::paper(4096, 4), true);
-    flags.define("decode", "false",
-                 "transformer: simulate one step of incremental decoding (a token per sequence, "
-                 "key/value caches) instead of a training step: its time is the latency per "
-                 "token");
-    flags.define("decode_batch", "1", "with --decode: sequences decoded together");
-    flags.define("mesh_shape", "all:512", "logical mesh, e.g. \"batch:16;model:32\"");
-    flags.define("layout", "batch:all", "layout rules, e.g. \"batch:batch;hidden:model\"");
-    flags.define("topology", "tpu-v2-512",
-                 "machine preset: tpu-v2-{8,32,128,512}, tpu-v3-{8,32,128,512,2048}, "
-                 "tpu-v4-{4x4x4,8x8x8,16x16x16}, dgx-a100-N and dgx-h100-N (N nodes of 8 GPUs), "
-                 "host (this machine as --calibrate measured it; one device per rank of the "
-                 "mesh, as threads unless --topology_set host_ranks=processes)");
-    flags.define("topology_set", "",
-                 "overrides, e.g. \"link_bandwidth=50e9,chips=8x8\" (keys: name network chips "
-                 "wraparound cores_per_chip core_flops core_flops.<dtype> core_memory "
-                 "chip_memory_bandwidth link_bandwidth link_latency core_link_bandwidth "
-                 "core_link_latency; switched: nodes devices_per_node node_fabric "
-                 "node_link_bandwidth node_link_latency nics_per_node nic_bandwidth "
-                 "network_latency nodes_per_leaf oversubscription; docs/simulator.md)");
-    flags.define("calibrate", "",
-                 "measure this machine (executor overheads, matrix-product rate by size, "
-                 "elementwise bandwidth, latency and bandwidth between ranks as threads and as "
-                 "processes), write it as a machine file to this path and exit; --topology host "
-                 "reads it from $MTF_HOST_MACHINE or ~/.cache/mtf/host.machine");
-    flags.define("topology_file", "",
-                 "file of `key = value` overrides, applied before --topology_set");
-    flags.define("mapping", "",
-                 "physical core of each logical processor, comma-separated "
-                 "(default: automatic, axes as rings of neighbours)");
-    flags.define("mode", "cost",
-                 "functional (real data on every core) or cost (shapes and clocks only)");
-    flags.define("steps", "1", "training steps to simulate");
-    flags.define("ring_timing", "true",
-                 "time each ring collective and recursive doubling at once when all its cores "
-                 "reach it (false: message by message, slower; for comparison)");
-    flags.define("trace", "",
-                 "write a Chrome trace-event JSON of the last step (opens in Perfetto)");
-    flags.define("json", "false", "print the report (with --auto_layout: the search's) as JSON");
-    flags.define("explain", "false",
-                 "also print how the layout splits the model: a picture of every variable's, "
-                 "input's and fetch's blocks over the mesh, and each op's collectives with their "
-                 "bytes and simulated time");
-    flags.define("explain_blocks", "8", "with --explain: blocks shown per tensor axis");
-    flags.define("ops", "12", "rows of the per-op table");
-    flags.define("auto_layout", "false",
-                 "choose the layout (and with --num_cores the mesh shape) by predicted step time "
-                 "and print the ranked candidates instead of simulating --layout");
-    flags.define("num_cores", "0",
-                 "with --auto_layout: also search mesh shapes of this many cores (1-3 dimensions)");
-    flags.define("max_dims", "3",
-                 "with --auto_layout and --num_cores: mesh shapes of at most this many dimensions");
-    flags.define("fixed_layout", "", "with --auto_layout: rules kept as given");
-    flags.define("memory_limit_gib", "0",
-                 "with --auto_layout: memory per core (0: the topology's)");
-    flags.define("time_budget", "30", "with --auto_layout: seconds for the search");
-    flags.define("candidates", "10", "with --auto_layout: rows of the ranked table");
-    flags.define("simulate_top", "3",
-                 "with --auto_layout: simulate up to this many of the best estimates to verify "
-                 "the leader (more: slower, surer where the estimates are close)");
+    define_flags(flags);
     if (!flags.parse(argc, argv)) return 0;
 
     if (!flags.str("calibrate").empty()) {
@@ -341,54 +399,10 @@ int main(int argc, char** argv) {
     if (steps < 1) throw ValueError("--steps must be at least 1");
     const bool auto_layout_flag = flags.boolean("auto_layout");
 
-    MeshConfig config;
-    config.mesh_shape = MeshShape(flags.str("mesh_shape"));
-    config.layout = LayoutRules(flags.str("layout"));
-    config.impl = MeshImpl::kSimulated;
-    config.sim->topology = Topology::preset(flags.str("topology"));
-    if (!flags.str("topology_file").empty())
-      config.sim->topology.load_file(flags.str("topology_file"));
-    // A host's devices are the mesh's ranks.
-    if (config.sim->topology.host_cpus > 0)
-      config.sim->topology.devices_per_node = static_cast<int>(config.mesh_shape.size());
-    config.sim->topology.apply_overrides(flags.str("topology_set"));
-    config.sim->mode = mode == "functional" ? SimMode::kFunctional : SimMode::kCostOnly;
-    config.sim->physical_order = parse_mapping(flags.str("mapping"));
-    config.sim->ring_timing = flags.boolean("ring_timing");
-    config.sim->trace_path = flags.str("trace");  // each step rewrites it: the last one stays
-
+    const MeshConfig config = sim_config_from_flags(flags, mode);
     Model model = make_model(flags.str("model"), flags);
     if (auto_layout_flag) return run_auto_layout(flags, config, model, json);
-    Session session(*model.graph, config);
-    if (!json) {
-      std::printf("%s\n%s\n", config.sim->topology.to_string().c_str(), model.description.c_str());
-    }
-
-    const auto start = std::chrono::steady_clock::now();
-    for (int64_t step = 0; step < steps; ++step) {
-      Feeds feeds;
-      if (config.sim->mode == SimMode::kFunctional)
-        feeds = model.feeds(static_cast<uint64_t>(step));
-      session.run({model.loss}, feeds, *model.train_ops);
-      progress(step + 1, steps,
-               std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
-    }
-    const double wall =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    const SimReport& report = session.simulation_report();
-    if (flags.boolean("explain") && !json) {
-      std::printf("%s\n", session
-                              .explain({model.loss}, *model.train_ops,
-                                       static_cast<int>(flags.i64("explain_blocks")))
-                              .c_str());
-    }
-    if (json) {
-      std::printf("%s\n", report.to_json().c_str());
-    } else {
-      std::printf("%s", report.to_table(static_cast<int>(flags.i64("ops"))).c_str());
-      std::printf("simulated %lld step(s) in %.2f s of wall time\n", static_cast<long long>(steps),
-                  wall);
-    }
+    simulate(flags, config, model, steps, json);
     return 0;
   } catch (const mtf::Error& e) {
     std::fprintf(stderr, "mtf-sim: %s\n", e.what());
