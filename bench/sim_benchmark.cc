@@ -9,7 +9,6 @@
 //   yielding to each other), to say how many switches a message costs.
 // Targets: the hybrid step on 512 cores <= 5 s wall, <= 2 GiB; the
 // cost-only data-parallel step on 2048 cores <= 2 s.
-#include <sys/resource.h>
 
 #include <boost/fiber/all.hpp>
 #include <cstdio>
@@ -17,6 +16,7 @@
 #include "models/mlp.h"
 #include "models/transformer.h"
 #include "paired.h"
+#include "rss.h"
 
 namespace {
 
@@ -153,10 +153,7 @@ int main(int argc, char** argv) {
   mtf::bench::add_run_context();
   benchmark::Initialize(&argc, argv);
   benchmark::RunSpecifiedBenchmarks();
-  rusage u{};
-  getrusage(RUSAGE_SELF, &u);
-  std::printf("peak RSS of the whole run: %.2f GiB\n",
-              static_cast<double>(u.ru_maxrss) / (1024.0 * 1024.0));
+  std::printf("peak RSS of the whole run: %.2f GiB\n", mtf::bench::status_mib("VmHWM") / 1024.0);
   benchmark::Shutdown();
   return 0;
 }
