@@ -68,6 +68,68 @@ void BM_KernelChain(benchmark::State& state) {
                          "Gelem/s");
 }
 
+// The same chain on bfloat16 tensors (each op's output rounded, as the
+// bfloat16 graph's ops store it): one OpenMP thread (the reference) against
+// two, and float32 on one thread (the reference) against bfloat16 on one.
+kernels::FusedExpr layer_norm_tail(bool round) {
+  using K = kernels::FusedInstr::Kind;
+  using kernels::BinaryFn;
+  kernels::FusedExpr e;
+  e.num_inputs = 4;
+  for (int i = 0; i < 4; ++i) e.instrs.push_back({K::kInput, i});
+  auto op = [&](BinaryFn fn, int p, int q) {
+    kernels::FusedInstr in;
+    in.kind = K::kBinary;
+    in.binary = fn;
+    in.a = p;
+    in.b = q;
+    in.round_bfloat16 = round;
+    e.instrs.push_back(in);
+  };
+  op(BinaryFn::kMul, 0, 1);  // 4
+  op(BinaryFn::kMul, 4, 2);  // 5
+  op(BinaryFn::kAdd, 5, 3);  // 6
+  kernels::FusedInstr sq;
+  sq.kind = K::kUnary;
+  sq.unary = kernels::UnaryFn::kSquare;
+  sq.a = 6;
+  sq.round_bfloat16 = round;
+  e.instrs.push_back(sq);  // 7
+  e.outputs = {4, 6, 7};
+  return e;
+}
+
+void BM_KernelChainBfloat16(benchmark::State& state) {
+  const int64_t rows = state.range(0);
+  const bool threads_case = state.range(1) == 2;
+  const Shape full = Shape("rows:" + std::to_string(rows) + ";d:512");
+  auto make = [&](DType dt, const Shape& s) {
+    std::vector<float> v(static_cast<size_t>(s.num_elements()));
+    for (size_t i = 0; i < v.size(); ++i) v[i] = 0.5f + (i % 7) * 0.1f;
+    return HostTensor::from_floats(s, v, dt);
+  };
+  const Shape row_shape("rows:" + std::to_string(rows)), d_shape("d:512");
+  HostTensor x = make(mtf::bfloat16, full), r = make(mtf::bfloat16, row_shape), scale = make(mtf::bfloat16, d_shape),
+             bias = make(mtf::bfloat16, d_shape);
+  HostTensor a(full, mtf::bfloat16), c(full, mtf::bfloat16), d(full, mtf::bfloat16);
+  HostTensor xf = make(float32, full), rf = make(float32, row_shape), sf = make(float32, d_shape),
+             bf = make(float32, d_shape);
+  HostTensor af(full, float32), cf(full, float32), df(full, float32);
+  const kernels::FusedExpr e16 = layer_norm_tail(true), e32 = layer_norm_tail(false);
+  auto bf16_on = [&](int threads) {
+    kernels::fused_elementwise(e16, {&x, &r, &scale, &bias}, {&a, &c, &d}, false, threads);
+  };
+  auto f32 = [&] { kernels::fused_elementwise(e32, {&xf, &rf, &sf, &bf}, {&af, &cf, &df}); };
+  if (threads_case) {
+    mtf::bench::run_paired(
+        state, [&] { bf16_on(1); }, [&] { bf16_on(2); }, static_cast<double>(full.num_elements()),
+        "Gelem/s");
+  } else {
+    mtf::bench::run_paired(
+        state, f32, [&] { bf16_on(1); }, static_cast<double>(full.num_elements()), "Gelem/s");
+  }
+}
+
 // softmax's denominator: sum over m of exp(x - max), x [b, h, l, m] and max
 // [b, h, l]; the chain's kernel writing exp's values and reduce() reading
 // them back, against one fused call with the sum as its epilogue.
@@ -179,6 +241,13 @@ int main(int argc, char** argv) {
       ->Arg(64)     // 128 KiB per tensor: in L2
       ->Arg(2048)   // 4 MiB: in L3
       ->Arg(16384)  // 32 MiB: memory
+      ->Unit(benchmark::kMicrosecond)
+      ->MinTime(1.0);
+  benchmark::RegisterBenchmark("kernel_chain_bfloat16/rows/case", BM_KernelChainBfloat16)
+      ->Args({2048, 1})   // float32 (reference) against bfloat16, one thread
+      ->Args({2048, 2})   // bfloat16: one thread (reference) against two
+      ->Args({16384, 1})
+      ->Args({16384, 2})
       ->Unit(benchmark::kMicrosecond)
       ->MinTime(1.0);
   benchmark::RegisterBenchmark("exp_sum/m", BM_ExpSum)

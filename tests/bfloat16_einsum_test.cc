@@ -43,7 +43,7 @@ struct Case {
 
 std::vector<Case> cases() {
   const Dimension b{"b", 3}, m{"m", 37}, k{"k", 70}, n{"n", 45}, l{"l", 19}, h{"h", 4}, d{"d", 16},
-      mm{"mm", 23};
+      mm{"mm", 23}, x{"x", 2};
   return {
       {"plain [b,m,k] x [k,n]", Shape({b, m, k}), Shape({k, n}), Shape({b, m, n})},
       {"A transposed [k,m] x [k,n]", Shape({k, m}), Shape({k, n}), Shape({m, n})},
@@ -52,6 +52,8 @@ std::vector<Case> cases() {
        Shape({b, h, l, mm})},
       {"attention values [b,h,l,mm] x [b,mm,h,d]", Shape({b, h, l, mm}), Shape({b, mm, h, d}),
        Shape({b, l, h, d})},
+      {"three batch axes [x,b,l,h,d] x [b,mm,x,h,d] -> [h,x,b,l,mm]", Shape({x, b, l, h, d}),
+       Shape({b, mm, x, h, d}), Shape({h, x, b, l, mm})},
       {"permuted [n,b,k] x [m,k,b] -> [m,b,n]", Shape({n, b, k}), Shape({m, k, b}),
        Shape({m, b, n})},
   };

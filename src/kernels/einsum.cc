@@ -333,10 +333,29 @@ void gemm_through_views(const Plan2& p, const HostTensor& a, const HostTensor& b
   const HostTensor& B = p.in_place_swapped ? A0 : B0;
   if (A.dtype() == bfloat16) {
     MTF_CHECK(alpha == 1.0f && beta == 0.0f);
-    for_each_row<3>(p.batch_plan, [&](const int64_t* off, int64_t rows, const int64_t* st) {
-      const Bfloat16Gemm g{p.va.trans, p.vb.trans, p.m,   p.n,   p.k,   p.va.ld, p.vb.ld,
-                           p.vc.ld,    rows,       st[0], st[1], st[2], false,   fixed_order};
-      run_bfloat16_gemm(g, A, off[0], B, off[1], out, off[2]);
+    // The innermost batch axis in each call, and the next one out as the
+    // call's outer axis (oneDNN keeps its fast kernels on both at once).
+    const StridedPlan<3>& bp = p.batch_plan;
+    Bfloat16Gemm g{p.va.trans, p.vb.trans, p.m, p.n, p.k, p.va.ld, p.vb.ld, p.vc.ld, 1, 0, 0, 0,
+                   false,      fixed_order};
+    if (bp.empty) return;
+    if (bp.sizes.empty()) return run_bfloat16_gemm(g, A, 0, B, 0, out, 0);
+    g.batch = bp.sizes.back();
+    g.stride_a = bp.strides.back()[0];
+    g.stride_b = bp.strides.back()[1];
+    g.stride_c = bp.strides.back()[2];
+    StridedPlan<3> outer = bp;
+    outer.sizes.pop_back();
+    outer.strides.pop_back();
+    for_each_row<3>(outer, [&](const int64_t* off, int64_t rows, const int64_t* st) {
+      Bfloat16Gemm call = g;
+      if (!outer.sizes.empty()) {
+        call.outer = rows;
+        call.outer_a = st[0];
+        call.outer_b = st[1];
+        call.outer_c = st[2];
+      }
+      run_bfloat16_gemm(call, A, off[0], B, off[1], out, off[2]);
     });
     return;
   }

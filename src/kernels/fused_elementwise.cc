@@ -26,6 +26,11 @@ namespace {
 // Elements of a row evaluated at once: every instruction's block of values
 // stays in L1 (16 instructions x 1 KiB).
 constexpr int64_t kBlock = 512;
+// Distance between two instructions' blocks in the scratch: one cache line
+// more than a block, so that blocks are never a multiple of 4 KiB apart (a
+// load from one block and a store to another would then falsely wait on each
+// other: "4K aliasing").
+constexpr int64_t kBlockPitch = kBlock + 16;
 
 // A value of one instruction over a block: element i at p[i * stride], with
 // stride 0 (one value for the whole block) or 1.
@@ -95,7 +100,7 @@ void run_fused(const FusedExpr& e, const std::array<std::vector<int64_t>, kMaxFu
   // One block of scratch per instruction (an input uses its block only when
   // it is read with a stride other than 0 or 1).
   thread_local std::vector<float> scratch_buffer;
-  scratch_buffer.resize(n_instr * kBlock);
+  scratch_buffer.resize(n_instr * kBlockPitch);
   float* const scratch = scratch_buffer.data();
   std::vector<Value> values(n_instr);
   for_each_row(plan, [&](const int64_t* off, int64_t n, const int64_t* s) {
@@ -103,7 +108,7 @@ void run_fused(const FusedExpr& e, const std::array<std::vector<int64_t>, kMaxFu
       const int64_t m = std::min(kBlock, n - b0);
       for (size_t j = 0; j < n_instr; ++j) {
         const FusedInstr& in = e.instrs[j];
-        float* const mine = scratch + j * kBlock;
+        float* const mine = scratch + j * kBlockPitch;
         float* own = mine;
         if (direct[j] >= 0 && s[direct[j]] == 1)
           own = out_data[direct[j]].f() + off[direct[j]] + b0;

@@ -66,11 +66,11 @@ const Native& native_state() {
 #ifdef MTF_HAVE_ONEDNN
 
 using Key = std::tuple<bool, bool, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t,
-                       int64_t, int64_t, int64_t, bool>;
+                       int64_t, int64_t, int64_t, bool, int64_t, int64_t, int64_t, int64_t>;
 
 Key key_of(const Bfloat16Gemm& g) {
   return Key(g.ta, g.tb, g.m, g.n, g.k, g.lda, g.ldb, g.ldc, g.batch, g.stride_a, g.stride_b,
-             g.stride_c, g.c_bfloat16);
+             g.stride_c, g.c_bfloat16, g.outer, g.outer_a, g.outer_b, g.outer_c);
 }
 
 dnnl::engine& engine() {
@@ -78,12 +78,15 @@ dnnl::engine& engine() {
   return e;
 }
 
-// A [batch, rows, cols] view of a matrix stored row-major (or transposed).
-dnnl::memory::desc view(int64_t batch, int64_t rows, int64_t cols, int64_t ld, bool trans,
-                        int64_t batch_stride, dnnl::memory::data_type dt) {
+// A [batch, rows, cols] view of matrices stored row-major (or transposed),
+// [outer, batch, rows, cols] when there is an outer batch axis.
+dnnl::memory::desc view(int64_t outer, int64_t outer_stride, int64_t batch, int64_t rows,
+                        int64_t cols, int64_t ld, bool trans, int64_t batch_stride,
+                        dnnl::memory::data_type dt) {
   const int64_t rs = trans ? 1 : ld, cs = trans ? ld : 1;
-  return dnnl::memory::desc({batch, rows, cols}, dt,
-                            {batch > 1 ? batch_stride : rows * cols, rs, cs});
+  const int64_t bs = batch > 1 ? batch_stride : rows * cols;
+  if (outer > 1) return dnnl::memory::desc({outer, batch, rows, cols}, dt, {outer_stride, bs, rs, cs});
+  return dnnl::memory::desc({batch, rows, cols}, dt, {bs, rs, cs});
 }
 
 // One call's matmul and its operands' layouts.
@@ -103,10 +106,10 @@ const Prepared* prepared(const Bfloat16Gemm& g) {
   auto it = cache.find(key);
   if (it != cache.end()) return it->second.get();
   using dt = dnnl::memory::data_type;
-  const auto a = view(g.batch, g.m, g.k, g.lda, g.ta, g.stride_a, dt::bf16);
-  const auto b = view(g.batch, g.k, g.n, g.ldb, g.tb, g.stride_b, dt::bf16);
-  const auto c =
-      view(g.batch, g.m, g.n, g.ldc, false, g.stride_c, g.c_bfloat16 ? dt::bf16 : dt::f32);
+  const auto a = view(g.outer, g.outer_a, g.batch, g.m, g.k, g.lda, g.ta, g.stride_a, dt::bf16);
+  const auto b = view(g.outer, g.outer_b, g.batch, g.k, g.n, g.ldb, g.tb, g.stride_b, dt::bf16);
+  const auto c = view(g.outer, g.outer_c, g.batch, g.m, g.n, g.ldc, false, g.stride_c,
+                      g.c_bfloat16 ? dt::bf16 : dt::f32);
   std::unique_ptr<Prepared> made;
   try {
     // Scratch memory passed in by each call, so that ranks on different
@@ -131,18 +134,23 @@ const Prepared* prepared(const Bfloat16Gemm& g) {
 // are enough of them, else each one's row blocks.
 void gemm_fixed(const Bfloat16Gemm& g, const uint16_t* a, const uint16_t* b, void* c) {
   const int threads = bfloat16_kernel_threads();
+  // Matrix i of the grid, outer row i / batch.
   auto one = [&](int64_t i, int inner) {
-    void* ci = g.c_bfloat16 ? static_cast<void*>(static_cast<uint16_t*>(c) + i * g.stride_c)
-                            : static_cast<void*>(static_cast<float*>(c) + i * g.stride_c);
-    gemm_fixed_order_bfloat16(g.ta, g.tb, g.m, g.n, g.k, a + i * g.stride_a, g.lda,
-                              b + i * g.stride_b, g.ldb, ci, g.c_bfloat16, g.ldc, inner);
+    const int64_t o = i / g.batch, j = i % g.batch;
+    const int64_t at_c = o * g.outer_c + j * g.stride_c;
+    void* ci = g.c_bfloat16 ? static_cast<void*>(static_cast<uint16_t*>(c) + at_c)
+                            : static_cast<void*>(static_cast<float*>(c) + at_c);
+    gemm_fixed_order_bfloat16(g.ta, g.tb, g.m, g.n, g.k, a + o * g.outer_a + j * g.stride_a,
+                              g.lda, b + o * g.outer_b + j * g.stride_b, g.ldb, ci, g.c_bfloat16,
+                              g.ldc, inner);
   };
-  if (threads > 1 && g.batch >= threads) {
+  const int64_t matrices = g.outer * g.batch;
+  if (threads > 1 && matrices >= threads) {
 #pragma omp parallel for num_threads(threads) schedule(static)
-    for (int64_t i = 0; i < g.batch; ++i) one(i, 1);
+    for (int64_t i = 0; i < matrices; ++i) one(i, 1);
     return;
   }
-  for (int64_t i = 0; i < g.batch; ++i) one(i, threads);
+  for (int64_t i = 0; i < matrices; ++i) one(i, threads);
 }
 
 }  // namespace
@@ -165,7 +173,7 @@ int bfloat16_kernel_threads() { return std::max(1, openblas_get_num_threads()); 
 const char* bfloat16_gemm_description() { return native_state().description.c_str(); }
 
 void gemm_bfloat16(const Bfloat16Gemm& g, const void* a, const void* b, void* c) {
-  if (g.m == 0 || g.n == 0 || g.batch == 0) return;
+  if (g.m == 0 || g.n == 0 || g.batch == 0 || g.outer == 0) return;
 #ifdef MTF_HAVE_ONEDNN
   const Prepared* p = !g.fixed_order && g.k > 0 && bfloat16_gemm_native() ? prepared(g) : nullptr;
   if (p) {

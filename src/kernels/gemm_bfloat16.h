@@ -22,6 +22,10 @@ namespace mtf::kernels {
 
 // One batched call. Strides are in elements; lda, ldb, ldc are the stored
 // row lengths (A stored k×m when ta, B stored n×k when tb), as for sgemm.
+// The matrices form a grid of up to two batch axes: `outer` rows of `batch`
+// (attention's batch × heads, whose strides seldom merge into one); oneDNN
+// takes both in one call, which keeps its fastest kernels (a loop of calls
+// over one strided axis falls back to slower ones).
 struct Bfloat16Gemm {
   bool ta = false, tb = false;
   int64_t m = 0, n = 0, k = 0;
@@ -29,6 +33,7 @@ struct Bfloat16Gemm {
   int64_t batch = 1, stride_a = 0, stride_b = 0, stride_c = 0;
   bool c_bfloat16 = false;   // C is bfloat16 (else float32)
   bool fixed_order = false;  // reproducible mode: the fixed-order kernel
+  int64_t outer = 1, outer_a = 0, outer_b = 0, outer_c = 0;  // the outer batch axis
 };
 
 // True when bfloat16 contractions in fast mode run on bfloat16 instructions
