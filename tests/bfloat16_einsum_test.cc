@@ -54,6 +54,10 @@ std::vector<Case> cases() {
        Shape({b, l, h, d})},
       {"three batch axes [x,b,l,h,d] x [b,mm,x,h,d] -> [h,x,b,l,mm]", Shape({x, b, l, h, d}),
        Shape({b, mm, x, h, d}), Shape({h, x, b, l, mm})},
+      {"dot along contiguous K [b,l,k] x [b,l,k] -> [b,l]", Shape({b, l, k}), Shape({b, l, k}),
+       Shape({b, l})},
+      {"dot along strided K [b,l,d] x [b,l,d] -> [d]", Shape({b, l, d}), Shape({b, l, d}),
+       Shape({d})},
       {"permuted [n,b,k] x [m,k,b] -> [m,b,n]", Shape({n, b, k}), Shape({m, k, b}),
        Shape({m, b, n})},
   };

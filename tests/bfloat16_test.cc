@@ -86,24 +86,36 @@ TEST(BFloat16, SpecialValues) {
   }
 }
 
-TEST(BFloat16, VectorPathGivesThePortableBits) {
-  if (bf16_convert_path() != Bf16ConvertPath::kAvx512) GTEST_SKIP() << "no AVX-512F here";
+// The vector paths this CPU runs: AVX-512F's integer rounding, and
+// AVX512-BF16's instruction when the CPU has it and it passed its self-check.
+std::vector<Bf16ConvertPath> vector_paths() {
+  std::vector<Bf16ConvertPath> paths;
+  if (bf16_convert_path() == Bf16ConvertPath::kPortable) return paths;
+  paths.push_back(Bf16ConvertPath::kAvx512);
+  if (bf16_convert_path() == Bf16ConvertPath::kAvx512Bf16)
+    paths.push_back(Bf16ConvertPath::kAvx512Bf16);
+  return paths;
+}
+
+TEST(BFloat16, VectorPathsGiveThePortableBits) {
+  if (vector_paths().empty()) GTEST_SKIP() << "no AVX-512F here";
   const std::vector<uint32_t> bits = boundary_floats();
   std::vector<float> in(bits.size());
   std::memcpy(in.data(), bits.data(), bits.size() * sizeof(float));
-  for (int64_t n :
-       {int64_t{0}, int64_t{1}, int64_t{15}, int64_t{17}, static_cast<int64_t>(in.size())}) {
-    std::vector<uint16_t> portable(n), vector(n);
-    floats_to_bfloat16(in.data(), portable.data(), n, Bf16ConvertPath::kPortable);
-    floats_to_bfloat16(in.data(), vector.data(), n, Bf16ConvertPath::kAvx512);
-    ASSERT_EQ(portable, vector) << n;
-    std::vector<float> back_p(n), back_v(n);
-    bfloat16_to_floats(portable.data(), back_p.data(), n, Bf16ConvertPath::kPortable);
-    bfloat16_to_floats(portable.data(), back_v.data(), n, Bf16ConvertPath::kAvx512);
-    if (n > 0) {  // memcmp of empty vectors would read null pointers
-      ASSERT_EQ(std::memcmp(back_p.data(), back_v.data(), n * sizeof(float)), 0) << n;
-      // Rounding in place: the round trip's bits, on either path.
-      for (Bf16ConvertPath path : {Bf16ConvertPath::kPortable, Bf16ConvertPath::kAvx512}) {
+  for (Bf16ConvertPath path : vector_paths()) {
+    SCOPED_TRACE(path == Bf16ConvertPath::kAvx512 ? "AVX-512F" : "AVX512-BF16");
+    for (int64_t n :
+         {int64_t{0}, int64_t{1}, int64_t{15}, int64_t{17}, static_cast<int64_t>(in.size())}) {
+      std::vector<uint16_t> portable(n), vector(n);
+      floats_to_bfloat16(in.data(), portable.data(), n, Bf16ConvertPath::kPortable);
+      floats_to_bfloat16(in.data(), vector.data(), n, path);
+      ASSERT_EQ(portable, vector) << n;
+      std::vector<float> back_p(n), back_v(n);
+      bfloat16_to_floats(portable.data(), back_p.data(), n, Bf16ConvertPath::kPortable);
+      bfloat16_to_floats(portable.data(), back_v.data(), n, path);
+      if (n > 0) {  // memcmp of empty vectors would read null pointers
+        ASSERT_EQ(std::memcmp(back_p.data(), back_v.data(), n * sizeof(float)), 0) << n;
+        // Rounding in place: the round trip's bits.
         std::vector<float> x(in.begin(), in.begin() + n);
         round_floats_to_bfloat16(x.data(), n, path);
         ASSERT_EQ(std::memcmp(x.data(), back_p.data(), n * sizeof(float)), 0) << n;

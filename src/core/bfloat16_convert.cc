@@ -2,6 +2,8 @@
 
 #include <immintrin.h>
 
+#include <vector>
+
 #include "mtf/bfloat16.h"
 
 // GCC 12's shift and convert intrinsics pass _mm512_undefined_epi32() as
@@ -73,14 +75,84 @@ __attribute__((target("avx512f"))) void to_float_avx512(const uint16_t* in, floa
   }
   to_float_portable(in + i, out + i, n - i);
 }
+
+// AVX512-BF16's VCVTNEPS2BF16 rounds to nearest even and quiets NaN as the
+// integer rounding does, but treats subnormal inputs as zero: lanes holding
+// one (exponent 0, fraction not 0; rare) take the integer rounding instead.
+#define MTF_BF16_TARGET __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16")))
+
+// The 16 bfloat16 results of 16 floats, in the low half of each lane.
+MTF_BF16_TARGET inline __m512i bf16_lanes(__m512i u) {
+  const __m512i expo = _mm512_set1_epi32(0x7f800000);
+  const __m512i frac = _mm512_set1_epi32(0x007fffff);
+  const __m256bh h = _mm512_cvtneps_pbh(_mm512_castsi512_ps(u));
+  __m512i r = _mm512_cvtepu16_epi32(reinterpret_cast<const __m256i&>(h));
+  const __mmask16 subnormal =
+      _mm512_testn_epi32_mask(u, expo) & _mm512_test_epi32_mask(u, frac);
+  if (__builtin_expect(subnormal != 0, 0))
+    r = _mm512_mask_blend_epi32(subnormal, r, _mm512_srli_epi32(rounded_high(u), 16));
+  return r;
+}
+
+MTF_BF16_TARGET void to_bf16_avx512bf16(const float* in, uint16_t* out, int64_t n) {
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16)
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + i),
+                        _mm512_cvtepi32_epi16(bf16_lanes(_mm512_loadu_si512(in + i))));
+  to_bf16_portable(in + i, out + i, n - i);
+}
+
+MTF_BF16_TARGET void round_avx512bf16(float* x, int64_t n) {
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16)
+    _mm512_storeu_si512(x + i, _mm512_slli_epi32(bf16_lanes(_mm512_loadu_si512(x + i)), 16));
+  round_portable(x + i, n - i);
+}
+#undef MTF_BF16_TARGET
+
+// True when the VCVTNEPS2BF16 path gives the integer rounding's bits on
+// this CPU for every kind of input (ties either way, carries into the
+// exponent, the largest finite values, infinities, NaN payloads, subnormals,
+// zeros): the instruction's rounding is the vendor's, so it is checked
+// before it is trusted.
+bool bf16_instruction_agrees() {
+  std::vector<float> in;
+  for (uint32_t high = 0; high < 0x10000; high += 7)
+    for (uint32_t low : {0x0000u, 0x0001u, 0x7fffu, 0x8000u, 0x8001u, 0xffffu})
+      in.push_back(__builtin_bit_cast(float, (high << 16) | low));
+  for (uint32_t high : {0x0000u, 0x0080u, 0x7f7fu, 0x7f80u, 0x7fc0u, 0xff80u, 0xffc0u, 0x8000u})
+    for (uint32_t low : {0x0000u, 0x0001u, 0x7fffu, 0x8000u, 0x8001u, 0xffffu})
+      in.push_back(__builtin_bit_cast(float, (high << 16) | low));
+  uint32_t state = 12345;
+  for (int i = 0; i < 20000; ++i) {
+    state = state * 1664525u + 1013904223u;
+    in.push_back(__builtin_bit_cast(float, state));
+  }
+  const int64_t n = static_cast<int64_t>(in.size());
+  std::vector<uint16_t> want(in.size()), got(in.size());
+  to_bf16_avx512(in.data(), want.data(), n);
+  to_bf16_avx512bf16(in.data(), got.data(), n);
+  std::vector<float> rounded = in;
+  round_avx512bf16(rounded.data(), n);
+  for (int64_t i = 0; i < n; ++i)
+    if (got[i] != want[i] || __builtin_bit_cast(uint32_t, rounded[i]) !=
+                                 static_cast<uint32_t>(want[i]) << 16)
+      return false;
+  return true;
+}
 #endif
 
 }  // namespace
 
 Bf16ConvertPath bf16_convert_path() {
 #if defined(__x86_64__)
-  static const Bf16ConvertPath path =
-      __builtin_cpu_supports("avx512f") ? Bf16ConvertPath::kAvx512 : Bf16ConvertPath::kPortable;
+  static const Bf16ConvertPath path = [] {
+    if (!__builtin_cpu_supports("avx512f")) return Bf16ConvertPath::kPortable;
+    if (__builtin_cpu_supports("avx512bf16") && __builtin_cpu_supports("avx512bw") &&
+        __builtin_cpu_supports("avx512vl") && bf16_instruction_agrees())
+      return Bf16ConvertPath::kAvx512Bf16;
+    return Bf16ConvertPath::kAvx512;
+  }();
   return path;
 #else
   return Bf16ConvertPath::kPortable;
@@ -89,6 +161,7 @@ Bf16ConvertPath bf16_convert_path() {
 
 void floats_to_bfloat16(const float* in, uint16_t* out, int64_t n, Bf16ConvertPath path) {
 #if defined(__x86_64__)
+  if (path == Bf16ConvertPath::kAvx512Bf16) return to_bf16_avx512bf16(in, out, n);
   if (path == Bf16ConvertPath::kAvx512) return to_bf16_avx512(in, out, n);
 #endif
   (void)path;
@@ -97,7 +170,7 @@ void floats_to_bfloat16(const float* in, uint16_t* out, int64_t n, Bf16ConvertPa
 
 void bfloat16_to_floats(const uint16_t* in, float* out, int64_t n, Bf16ConvertPath path) {
 #if defined(__x86_64__)
-  if (path == Bf16ConvertPath::kAvx512) return to_float_avx512(in, out, n);
+  if (path != Bf16ConvertPath::kPortable) return to_float_avx512(in, out, n);
 #endif
   (void)path;
   to_float_portable(in, out, n);
@@ -105,6 +178,7 @@ void bfloat16_to_floats(const uint16_t* in, float* out, int64_t n, Bf16ConvertPa
 
 void round_floats_to_bfloat16(float* x, int64_t n, Bf16ConvertPath path) {
 #if defined(__x86_64__)
+  if (path == Bf16ConvertPath::kAvx512Bf16) return round_avx512bf16(x, n);
   if (path == Bf16ConvertPath::kAvx512) return round_avx512(x, n);
 #endif
   (void)path;

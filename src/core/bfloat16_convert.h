@@ -3,24 +3,27 @@
 //
 // Every path gives the bits of the scalar functions in mtf/bfloat16.h
 // (round to nearest even, NaN kept and quieted, no flush to zero), so a
-// result does not depend on the machine. AVX512-BF16's VCVTNEPS2BF16 is not
-// used: it flushes subnormal inputs to zero, which the portable rounding
-// does not; the integer rounding below costs a few instructions per 16
-// values and runs at memory speed.
+// result does not depend on the machine. Paths: portable C++; AVX-512F
+// integer rounding (a few instructions per 16 values); and on CPUs with
+// AVX512-BF16, its VCVTNEPS2BF16, which treats subnormal inputs as zero:
+// those lanes (exponent 0, fraction not 0) take the integer rounding, and the
+// path is used only after a self-check on this CPU gives the integer
+// path's bits (ties, carries, infinities, NaN payloads, subnormals).
 #pragma once
 
 #include <cstdint>
 
 namespace mtf {
 
-enum class Bf16ConvertPath { kPortable, kAvx512 };
+enum class Bf16ConvertPath { kPortable, kAvx512, kAvx512Bf16 };
 
-// The path used on this CPU (AVX-512F where it runs, else portable C++ that
-// the compiler may vectorize).
+// The path used on this CPU: AVX512-BF16 where it runs and passes the
+// self-check, else AVX-512F where it runs, else portable C++ that the
+// compiler may vectorize.
 Bf16ConvertPath bf16_convert_path();
 
 // out[i] = bfloat16(in[i]) for i < n. `path` forces one (tests; forcing
-// kAvx512 on a CPU without it is the caller's error).
+// a vector path on a CPU without it is the caller's error).
 void floats_to_bfloat16(const float* in, uint16_t* out, int64_t n);
 void floats_to_bfloat16(const float* in, uint16_t* out, int64_t n, Bf16ConvertPath path);
 // x[i] = float(bfloat16(x[i])) for i < n, in place: what storing the value

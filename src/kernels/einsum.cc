@@ -126,17 +126,25 @@ MatrixView matrix_view(const Shape& s, const Names& rows, const Names& cols, int
   return v;
 }
 
+// An element of a float32 or bfloat16 operand as float32.
+inline float element(const float* p, int64_t i) { return p[i]; }
+inline float element(const uint16_t* p, int64_t i) { return bfloat16_bits_to_float(p[i]); }
+
 // out[batch] = sum over K of a * b, when the product has neither M nor N: one
 // pass of fused multiply-adds over [K..., batch...] in row-major order, so each
 // output element sums its terms in K's index order (fixed-order mode's rule).
-void batched_dot(const HostTensor& a, const HostTensor& b, const Names& k_names, HostTensor& out) {
+// T: float, or uint16_t for bfloat16 operands read as they are (their
+// products are exact in float32: the bits of the float32 copies').
+template <typename T>
+void batched_dot_typed(const HostTensor& a, const HostTensor& b, const Names& k_names,
+                       HostTensor& out) {
+  const T* pa = static_cast<const T*>(a.raw_data());
+  const T* pb = static_cast<const T*>(b.raw_data());
+  float* po = out.data<float>();
   if (folded_stride(a.shape(), k_names) == 1 && folded_stride(b.shape(), k_names) == 1) {
     // K contiguous in both: dot products along K, eight outputs at a time so
     // that their independent chains overlap.
     const int64_t k = product(a.shape(), k_names);
-    const float* pa = a.data<float>();
-    const float* pb = b.data<float>();
-    float* po = out.data<float>();
     for_each_row<3>(plan3(out.shape().names(), out.shape(), a.shape(), b.shape(), out.shape()),
                     [&](const int64_t* off, int64_t n, const int64_t* st) {
                       constexpr int kLanes = 8;
@@ -145,15 +153,15 @@ void batched_dot(const HostTensor& a, const HostTensor& b, const Names& k_names,
                         float acc[kLanes] = {};
                         for (int64_t p = 0; p < k; ++p)
                           for (int j = 0; j < kLanes; ++j)
-                            acc[j] = std::fma(pa[off[0] + (i + j) * st[0] + p],
-                                              pb[off[1] + (i + j) * st[1] + p], acc[j]);
+                            acc[j] = std::fma(element(pa, off[0] + (i + j) * st[0] + p),
+                                              element(pb, off[1] + (i + j) * st[1] + p), acc[j]);
                         for (int j = 0; j < kLanes; ++j) po[off[2] + (i + j) * st[2]] = acc[j];
                       }
                       for (; i < n; ++i) {
                         float acc = 0.f;
                         for (int64_t p = 0; p < k; ++p)
-                          acc =
-                              std::fma(pa[off[0] + i * st[0] + p], pb[off[1] + i * st[1] + p], acc);
+                          acc = std::fma(element(pa, off[0] + i * st[0] + p),
+                                         element(pb, off[1] + i * st[1] + p), acc);
                         po[off[2] + i * st[2]] = acc;
                       }
                     });
@@ -162,26 +170,32 @@ void batched_dot(const HostTensor& a, const HostTensor& b, const Names& k_names,
   Names axes = k_names;
   for (const auto& d : out.shape()) axes.push_back(d.name);
   fill(out, 0.f);
-  const float* pa = a.data<float>();
-  const float* pb = b.data<float>();
-  float* po = out.data<float>();
   for_each_row<3>(plan3(axes, a.shape(), a.shape(), b.shape(), out.shape()),
                   [&](const int64_t* off, int64_t n, const int64_t* st) {
-                    const float* x = pa + off[0];
-                    const float* y = pb + off[1];
+                    const T* x = pa + off[0];
+                    const T* y = pb + off[1];
                     float* o = po + off[2];
                     if (st[2] == 0) {  // a row along K: one output element
                       float acc = *o;
                       for (int64_t i = 0; i < n; ++i)
-                        acc = std::fma(x[i * st[0]], y[i * st[1]], acc);
+                        acc = std::fma(element(x, i * st[0]), element(y, i * st[1]), acc);
                       *o = acc;
                     } else if (st[0] == 1 && st[1] == 1 && st[2] == 1) {
-                      for (int64_t i = 0; i < n; ++i) o[i] = std::fma(x[i], y[i], o[i]);
+                      for (int64_t i = 0; i < n; ++i)
+                        o[i] = std::fma(element(x, i), element(y, i), o[i]);
                     } else {
                       for (int64_t i = 0; i < n; ++i)
-                        o[i * st[2]] = std::fma(x[i * st[0]], y[i * st[1]], o[i * st[2]]);
+                        o[i * st[2]] =
+                            std::fma(element(x, i * st[0]), element(y, i * st[1]), o[i * st[2]]);
                     }
                   });
+}
+
+// batched_dot_typed on two float32 or two bfloat16 operands; out float32.
+void batched_dot(const HostTensor& a, const HostTensor& b, const Names& k_names, HostTensor& out) {
+  MTF_CHECK(a.dtype() == b.dtype() && out.dtype() == float32);
+  if (a.dtype() == bfloat16) return batched_dot_typed<uint16_t>(a, b, k_names, out);
+  batched_dot_typed<float>(a, b, k_names, out);
 }
 
 void gemm_int(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const int32_t* a, int64_t lda,
@@ -514,6 +528,15 @@ bool any_bfloat16(const std::vector<const HostTensor*>& inputs, const HostTensor
   return false;
 }
 
+// True when the plan is one product of two bfloat16 operands over K alone
+// (batched_dot reads them as they are).
+bool runs_on_bfloat16_dot(const EinsumPlan& p, const std::vector<const HostTensor*>& inputs) {
+  if (inputs.size() != 2 || inputs[0]->dtype() != bfloat16 || inputs[1]->dtype() != bfloat16)
+    return false;
+  const Plan2& s = p.steps[0];
+  return s.path == Plan2::Path::kDot && !s.sum_a && !s.sum_b;
+}
+
 // True when the plan is one GEMM of two bfloat16 operands (gemm_bfloat16.h
 // reads them as they are, on oneDNN or the fixed-order kernel).
 bool runs_on_bfloat16_gemm(const EinsumPlan& p, const std::vector<const HostTensor*>& inputs) {
@@ -535,6 +558,16 @@ void einsum(const KernelPlan& plan, const std::vector<const HostTensor*>& inputs
     if (runs_on_bfloat16_gemm(p, inputs)) {
       for (size_t i = 0; i < inputs.size(); ++i) MTF_CHECK(inputs[i]->shape() == p.inputs[i]);
       run2(p.steps[0], *inputs[0], *inputs[1], out, p.fixed_order);
+      return;
+    }
+    if (runs_on_bfloat16_dot(p, inputs)) {
+      for (size_t i = 0; i < inputs.size(); ++i) MTF_CHECK(inputs[i]->shape() == p.inputs[i]);
+      const Names& k_names = p.steps[0].k_names;
+      if (out.dtype() == float32) return batched_dot(*inputs[0], *inputs[1], k_names, out);
+      HostTensor sums(out.shape(), float32);
+      batched_dot(*inputs[0], *inputs[1], k_names, sums);
+      floats_to_bfloat16(sums.data<float>(), reinterpret_cast<uint16_t*>(out.data<BFloat16>()),
+                         out.num_elements());
       return;
     }
     // On float32 copies (products of bfloat16 values are exact in float32),

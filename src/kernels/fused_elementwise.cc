@@ -65,6 +65,47 @@ Value load(const Data& p, int64_t stride, int64_t m, float* own) {
   return {own, 1};
 }
 
+// Reads positions [b0, b0 + m) of a merged row (see merge_short_rows) of an
+// input that holds one value per original row of `row_len` elements, rows
+// `row_stride` apart, into `own`.
+Value load_expanded(const Data& p, int64_t row_stride, int64_t row_len, int64_t b0, int64_t m,
+                    float* own) {
+  for (int64_t i = 0; i < m;) {
+    const int64_t r = (b0 + i) / row_len;
+    const int64_t end = std::min(m, (r + 1) * row_len - b0);
+    const Data at = p.at(r * row_stride);
+    std::fill(own + i, own + end, at.bf16 ? bfloat16_bits_to_float(*at.h()) : *at.f());
+    i = end;
+  }
+  return {own, 1};
+}
+
+// Rows shorter than a block (softmax's 128 positions of attention memory)
+// cost the kernel's per-row work for little data. When every operand walks
+// the innermost axis contiguously, following on from the previous row, or
+// holds one value per row, the two innermost axes become one row: the
+// one-value operands are then read through load_expanded (their `expand`
+// entry is the stride between their values, 0 for the others). Returns the
+// original row length, or 0 when the plan stays as it was.
+template <int kOps>
+int64_t merge_short_rows(StridedPlan<kOps>& p, std::array<int64_t, kOps>& expand) {
+  expand.fill(0);
+  const size_t nd = p.sizes.size();
+  if (p.empty || nd < 2 || p.sizes[nd - 1] >= kBlock) return 0;
+  const int64_t n = p.sizes[nd - 1];
+  const std::array<int64_t, kOps> inner = p.strides[nd - 1], outer = p.strides[nd - 2];
+  for (int k = 0; k < kOps; ++k)
+    if (!(inner[k] == 1 && outer[k] == n) && inner[k] != 0) return 0;
+  for (int k = 0; k < kOps; ++k) {
+    expand[k] = inner[k] == 0 ? outer[k] : 0;
+    p.strides[nd - 2][k] = inner[k];
+  }
+  p.sizes[nd - 2] *= n;
+  p.sizes.pop_back();
+  p.strides.pop_back();
+  return n;
+}
+
 // Writes a block of values to o[i * stride].
 void store(const Value& v, int64_t m, const Data& o, int64_t stride) {
   if (o.bf16) {
@@ -90,7 +131,9 @@ void run_fused(const FusedExpr& e, const std::array<std::vector<int64_t>, kMaxFu
                const std::vector<Data>& out_data, const std::vector<bool>& aliased) {
   std::array<std::vector<int64_t>, kOps> strides;
   for (int k = 0; k < kOps; ++k) strides[k] = st[k];
-  const auto plan = make_plan<kOps>(sizes, strides);
+  auto plan = make_plan<kOps>(sizes, strides);
+  std::array<int64_t, kOps> expand;
+  const int64_t row_len = merge_short_rows<kOps>(plan, expand);
   const int n_out = static_cast<int>(out_data.size());
   const size_t n_instr = e.instrs.size();
   // Which output (if any) each instruction writes directly.
@@ -116,7 +159,11 @@ void run_fused(const FusedExpr& e, const std::array<std::vector<int64_t>, kMaxFu
         switch (in.kind) {
           case FusedInstr::Kind::kInput: {
             const int k = n_out + in.input;
-            v = load(in_data[in.input].at(off[k] + b0 * s[k]), s[k], m, mine);
+            if (expand[k] != 0) {
+              v = load_expanded(in_data[in.input].at(off[k]), expand[k], row_len, b0, m, mine);
+            } else {
+              v = load(in_data[in.input].at(off[k] + b0 * s[k]), s[k], m, mine);
+            }
             break;
           }
           case FusedInstr::Kind::kUnary: {

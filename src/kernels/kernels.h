@@ -82,6 +82,8 @@ enum class ReduceFn { kSum, kMax, kMin };
 // out's dimensions are a subset of x's (any order).
 // fixed_order: each element of a float sum adds its inputs one at a time in
 // row-major order of x's dimensions, whatever the other dimensions' sizes.
+// A bfloat16 x is read as it is and reduced in float32 into a float32 out,
+// or a bfloat16 out rounded once: the bits of reducing a float32 copy.
 void reduce(ReduceFn fn, const HostTensor& x, HostTensor& out, bool fixed_order = false);
 // reduce()'s float32 loop on raw arrays, for kernels that produce x a piece
 // at a time: x is walked over `sizes` with `x_strides`; out, with

@@ -6,10 +6,13 @@
 #include <algorithm>
 #include <cstring>
 #include <limits>
+#include <type_traits>
 
+#include "core/bfloat16_convert.h"
 #include "core/check.h"
 #include "kernels/kernels.h"
 #include "kernels/strided_loop.h"
+#include "mtf/bfloat16.h"
 
 namespace mtf::kernels {
 namespace {
@@ -29,20 +32,32 @@ T identity_of(ReduceFn fn) {
   return T(0);
 }
 
+// An element of x as the accumulator's type: bfloat16 (stored as its bits)
+// widens to float32 exactly.
+template <typename T, typename TI>
+inline T element(const TI* p, int64_t i) {
+  if constexpr (std::is_same_v<TI, uint16_t>) {
+    return bfloat16_bits_to_float(p[i]);
+  } else {
+    return p[i];
+  }
+}
+
 // sequential: every output element accumulates its inputs one by one in
 // row-major order of x's dimensions (no partial results per row). out
-// accumulates into the values it holds.
-template <typename T, typename Op>
-void reduce_strided(const std::vector<int64_t>& sizes, const T* px,
+// accumulates into the values it holds. TI: x's element type (T, or
+// uint16_t for bfloat16 x summed in float32 T).
+template <typename T, typename TI, typename Op>
+void reduce_strided(const std::vector<int64_t>& sizes, const TI* px,
                     const std::vector<int64_t>& x_strides, T* po,
                     const std::vector<int64_t>& out_strides, T init, Op op, bool sequential) {
   auto plan = make_plan<2>(sizes, {x_strides, out_strides});
   for_each_row(plan, [&](const int64_t* off, int64_t n, const int64_t* s) {
-    const T* in = px + off[0];
+    const TI* in = px + off[0];
     T* o = po + off[1];
     if (s[1] == 0 && sequential) {
       T acc = *o;
-      for (int64_t i = 0; i < n; ++i) acc = op(acc, in[i]);
+      for (int64_t i = 0; i < n; ++i) acc = op(acc, element<T>(in, i));
       *o = acc;
     } else if (s[1] == 0) {
       // Reduce a contiguous row into one value; kLanes partial results let
@@ -54,49 +69,50 @@ void reduce_strided(const std::vector<int64_t>& sizes, const T* px,
       for (auto& a : acc) a = init;
       int64_t i = 0;
       for (; i + kLanes <= n; i += kLanes)
-        for (int k = 0; k < kLanes; ++k) acc[k] = op(acc[k], in[i + k]);
+        for (int k = 0; k < kLanes; ++k) acc[k] = op(acc[k], element<T>(in, i + k));
       for (int w = kLanes / 2; w >= 1; w /= 2)
         for (int k = 0; k < w; ++k) acc[k] = op(acc[k], acc[k + w]);
       T r = acc[0];
-      for (; i < n; ++i) r = op(r, in[i]);
+      for (; i < n; ++i) r = op(r, element<T>(in, i));
       *o = op(*o, r);
     } else if (s[1] == 1) {
-      for (int64_t i = 0; i < n; ++i) o[i] = op(o[i], in[i]);
+      for (int64_t i = 0; i < n; ++i) o[i] = op(o[i], element<T>(in, i));
     } else {
-      for (int64_t i = 0; i < n; ++i) o[i * s[1]] = op(o[i * s[1]], in[i]);
+      for (int64_t i = 0; i < n; ++i) o[i * s[1]] = op(o[i * s[1]], element<T>(in, i));
     }
   });
 }
 
 // out <- fn(out, x) over the strided arrays, with fn's operation picked
 // once; sums go in fixed order when asked (max and min are exact in any).
-template <typename T>
-void reduce_into(ReduceFn fn, const std::vector<int64_t>& sizes, const T* x,
+template <typename T, typename TI = T>
+void reduce_into(ReduceFn fn, const std::vector<int64_t>& sizes, const TI* x,
                  const std::vector<int64_t>& x_strides, T* out,
                  const std::vector<int64_t>& out_strides, bool fixed_order) {
   const T init = identity_of<T>(fn);
   switch (fn) {
     case ReduceFn::kSum:
-      return reduce_strided<T>(
+      return reduce_strided<T, TI>(
           sizes, x, x_strides, out, out_strides, init, [](T a, T b) { return a + b; }, fixed_order);
     case ReduceFn::kMax:
-      return reduce_strided<T>(
+      return reduce_strided<T, TI>(
           sizes, x, x_strides, out, out_strides, init, [](T a, T b) { return b > a ? b : a; },
           false);
     case ReduceFn::kMin:
-      return reduce_strided<T>(
+      return reduce_strided<T, TI>(
           sizes, x, x_strides, out, out_strides, init, [](T a, T b) { return b < a ? b : a; },
           false);
   }
 }
 
-template <typename T>
+template <typename T, typename TI = T>
 void reduce_dispatch(ReduceFn fn, const HostTensor& x, HostTensor& out, bool fixed_order) {
   T* po = static_cast<T*>(out.raw_data());
   std::fill(po, po + out.num_elements(), identity_of<T>(fn));
-  reduce_into<T>(fn, x.shape().sizes(), static_cast<const T*>(x.raw_data()), x.shape().strides(),
-                 po, strides_along(x.shape().names(), out.shape().names(), out.shape().strides()),
-                 fixed_order);
+  reduce_into<T, TI>(fn, x.shape().sizes(), static_cast<const TI*>(x.raw_data()),
+                     x.shape().strides(), po,
+                     strides_along(x.shape().names(), out.shape().names(), out.shape().strides()),
+                     fixed_order);
 }
 
 }  // namespace
@@ -130,6 +146,16 @@ void combine(ReduceFn fn, const HostTensor& x, HostTensor& acc) {
 }
 
 void reduce(ReduceFn fn, const HostTensor& x, HostTensor& out, bool fixed_order) {
+  if (x.dtype() == bfloat16) {
+    // Read as it is, summed in float32: the bits of reducing a float32 copy.
+    MTF_CHECK(out.dtype() == float32 || out.dtype() == bfloat16);
+    if (out.dtype() == float32) return reduce_dispatch<float, uint16_t>(fn, x, out, fixed_order);
+    HostTensor sums(out.shape(), float32);
+    reduce_dispatch<float, uint16_t>(fn, x, sums, fixed_order);
+    floats_to_bfloat16(sums.data<float>(), reinterpret_cast<uint16_t*>(out.data<BFloat16>()),
+                       out.num_elements());
+    return;
+  }
   require_supported(x, true, "reduce");
   MTF_CHECK(x.dtype() == out.dtype());
   if (x.dtype() == float32) {

@@ -34,6 +34,8 @@ class ReductionOp : public Operation {
   void compute(KernelContext& ctx) const override {
     kernels::reduce(fn_, ctx.input(0), ctx.allocate_output(0), ctx.state().reproducible);
   }
+  // The kernel reads bfloat16 and sums in float32 (no widened copy).
+  bool computes_bfloat16() const override { return true; }
   bool differentiable() const override { return is_floating(output(0).dtype()); }
   std::vector<Tensor> gradient(const std::vector<Tensor>& g) const override {
     const Tensor& x = inputs()[0];
