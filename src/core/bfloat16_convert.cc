@@ -18,8 +18,8 @@ void to_bf16_portable(const float* in, uint16_t* out, int64_t n) {
   for (int64_t i = 0; i < n; ++i) out[i] = float_to_bfloat16_bits(in[i]);
 }
 
-void round_portable(float* x, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) x[i] = bfloat16_bits_to_float(float_to_bfloat16_bits(x[i]));
+void round_portable(const float* x, float* y, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) y[i] = bfloat16_bits_to_float(float_to_bfloat16_bits(x[i]));
 }
 
 void to_float_portable(const uint16_t* in, float* out, int64_t n) {
@@ -61,10 +61,10 @@ __attribute__((target("avx512f"))) inline __m512i rounded_high(__m512i u) {
   return _mm512_and_si512(r, high);
 }
 
-__attribute__((target("avx512f"))) void round_avx512(float* x, int64_t n) {
+__attribute__((target("avx512f"))) void round_avx512(const float* x, float* y, int64_t n) {
   int64_t i = 0;
-  for (; i + 16 <= n; i += 16) _mm512_storeu_si512(x + i, rounded_high(_mm512_loadu_si512(x + i)));
-  round_portable(x + i, n - i);
+  for (; i + 16 <= n; i += 16) _mm512_storeu_si512(y + i, rounded_high(_mm512_loadu_si512(x + i)));
+  round_portable(x + i, y + i, n - i);
 }
 
 __attribute__((target("avx512f"))) void to_float_avx512(const uint16_t* in, float* out, int64_t n) {
@@ -102,11 +102,11 @@ MTF_BF16_TARGET void to_bf16_avx512bf16(const float* in, uint16_t* out, int64_t 
   to_bf16_portable(in + i, out + i, n - i);
 }
 
-MTF_BF16_TARGET void round_avx512bf16(float* x, int64_t n) {
+MTF_BF16_TARGET void round_avx512bf16(const float* x, float* y, int64_t n) {
   int64_t i = 0;
   for (; i + 16 <= n; i += 16)
-    _mm512_storeu_si512(x + i, _mm512_slli_epi32(bf16_lanes(_mm512_loadu_si512(x + i)), 16));
-  round_portable(x + i, n - i);
+    _mm512_storeu_si512(y + i, _mm512_slli_epi32(bf16_lanes(_mm512_loadu_si512(x + i)), 16));
+  round_portable(x + i, y + i, n - i);
 }
 #undef MTF_BF16_TARGET
 
@@ -133,7 +133,7 @@ bool bf16_instruction_agrees() {
   to_bf16_avx512(in.data(), want.data(), n);
   to_bf16_avx512bf16(in.data(), got.data(), n);
   std::vector<float> rounded = in;
-  round_avx512bf16(rounded.data(), n);
+  round_avx512bf16(rounded.data(), rounded.data(), n);
   for (int64_t i = 0; i < n; ++i)
     if (got[i] != want[i] || __builtin_bit_cast(uint32_t, rounded[i]) !=
                                  static_cast<uint32_t>(want[i]) << 16)
@@ -176,17 +176,25 @@ void bfloat16_to_floats(const uint16_t* in, float* out, int64_t n, Bf16ConvertPa
   to_float_portable(in, out, n);
 }
 
-void round_floats_to_bfloat16(float* x, int64_t n, Bf16ConvertPath path) {
+void round_floats_to_bfloat16(const float* x, float* y, int64_t n, Bf16ConvertPath path) {
 #if defined(__x86_64__)
-  if (path == Bf16ConvertPath::kAvx512Bf16) return round_avx512bf16(x, n);
-  if (path == Bf16ConvertPath::kAvx512) return round_avx512(x, n);
+  if (path == Bf16ConvertPath::kAvx512Bf16) return round_avx512bf16(x, y, n);
+  if (path == Bf16ConvertPath::kAvx512) return round_avx512(x, y, n);
 #endif
   (void)path;
-  round_portable(x, n);
+  round_portable(x, y, n);
+}
+
+void round_floats_to_bfloat16(float* x, int64_t n, Bf16ConvertPath path) {
+  round_floats_to_bfloat16(x, x, n, path);
 }
 
 void round_floats_to_bfloat16(float* x, int64_t n) {
-  round_floats_to_bfloat16(x, n, bf16_convert_path());
+  round_floats_to_bfloat16(x, x, n, bf16_convert_path());
+}
+
+void round_floats_to_bfloat16(const float* x, float* y, int64_t n) {
+  round_floats_to_bfloat16(x, y, n, bf16_convert_path());
 }
 
 void floats_to_bfloat16(const float* in, uint16_t* out, int64_t n) {

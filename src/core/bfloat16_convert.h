@@ -30,6 +30,9 @@ void floats_to_bfloat16(const float* in, uint16_t* out, int64_t n, Bf16ConvertPa
 // as bfloat16 and reading it back gives, in one pass.
 void round_floats_to_bfloat16(float* x, int64_t n);
 void round_floats_to_bfloat16(float* x, int64_t n, Bf16ConvertPath path);
+// y[i] = float(bfloat16(x[i])): the same, from one array into another.
+void round_floats_to_bfloat16(const float* x, float* y, int64_t n);
+void round_floats_to_bfloat16(const float* x, float* y, int64_t n, Bf16ConvertPath path);
 // out[i] = float(in[i]) for i < n.
 void bfloat16_to_floats(const uint16_t* in, float* out, int64_t n);
 void bfloat16_to_floats(const uint16_t* in, float* out, int64_t n, Bf16ConvertPath path);

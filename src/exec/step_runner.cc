@@ -49,10 +49,7 @@ std::vector<HostTensor> compute_fused(const Step& s, const std::vector<HostTenso
     }
   }
   for (HostTensor& t : outputs) out_ptrs.push_back(&t);
-  bool bf16 = false;
-  for (const HostTensor* t : inputs) bf16 = bf16 || t->dtype() == bfloat16;
-  for (const HostTensor& t : outputs) bf16 = bf16 || t.dtype() == bfloat16;
-  const int threads = bf16 ? kernels::bfloat16_kernel_threads() : 1;
+  const int threads = s.fusion.threaded ? kernels::bfloat16_kernel_threads() : 1;
   kernels::fused_elementwise(*s.fusion.expr, inputs, out_ptrs, fixed_order, threads);
   return outputs;
 }

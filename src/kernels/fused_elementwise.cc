@@ -156,6 +156,7 @@ void run_fused(const FusedExpr& e, const std::array<std::vector<int64_t>, kMaxFu
         if (direct[j] >= 0 && s[direct[j]] == 1)
           own = out_data[direct[j]].f() + off[direct[j]] + b0;
         Value& v = values[j];
+        bool rounded = false;  // the instruction rounded its values itself
         switch (in.kind) {
           case FusedInstr::Kind::kInput: {
             const int k = n_out + in.input;
@@ -168,7 +169,14 @@ void run_fused(const FusedExpr& e, const std::array<std::vector<int64_t>, kMaxFu
           }
           case FusedInstr::Kind::kUnary: {
             const Value& x = values[in.a];
-            if (x.stride == 0 && own != mine) {
+            const bool identity = in.unary == UnaryFn::kIdentity;
+            if (identity && !in.round_bfloat16 && own == mine) {
+              v = x;  // a float32 cast or identity kept in scratch: the same values
+            } else if (identity && in.round_bfloat16 && x.stride == 1) {
+              round_floats_to_bfloat16(x.p, own, m);  // a cast to bfloat16, in one pass
+              v = {own, 1};
+              rounded = true;
+            } else if (x.stride == 0 && own != mine) {
               // One value for the block, written across an output row.
               unary_float(in.unary, x.p, own, 1);
               std::fill(own + 1, own + m, own[0]);
@@ -190,7 +198,7 @@ void run_fused(const FusedExpr& e, const std::array<std::vector<int64_t>, kMaxFu
             break;
           }
         }
-        if (in.round_bfloat16 && in.kind != FusedInstr::Kind::kInput)
+        if (in.round_bfloat16 && !rounded && in.kind != FusedInstr::Kind::kInput)
           round_floats_to_bfloat16(own, v.stride ? m : 1);
       }
       // Outputs not written directly (sharing a buffer with an input, or

@@ -316,6 +316,35 @@ int fuse_updates(Program& p) {
   return fused;
 }
 
+namespace {
+
+// True when `s` runs a float32 contraction on OpenBLAS (einsum and the
+// convolutions call sgemm on float32 operands).
+bool runs_float32_blas(const Program& p, const Step& s) {
+  if (s.kind != Step::Kind::kCompute || s.fusion.expr) return false;
+  if (s.update.einsum) return true;  // fused updates are float32
+  const std::string& type = s.op->type();
+  if (!ops::is_einsum(*s.op) && type.rfind("conv", 0) != 0) return false;
+  for (int slot : s.input_slots)
+    if (p.slot_dtypes[slot] == float32) return true;
+  return false;
+}
+
+// Sets StepFusion::threaded on every fused step.
+void assign_threads(Program& p) {
+  bool blas = false;
+  for (const Step& s : p.steps) blas = blas || runs_float32_blas(p, s);
+  for (Step& s : p.steps) {
+    if (!s.fusion.expr) continue;
+    bool bf16 = false;
+    for (int slot : s.input_slots) bf16 = bf16 || p.slot_dtypes[slot] == bfloat16;
+    for (DType d : s.fusion.output_dtypes) bf16 = bf16 || d == bfloat16;
+    s.fusion.threaded = bf16 || !blas;
+  }
+}
+
+}  // namespace
+
 FusionStats fuse_elementwise(Program& program) {
   FusionPlanner planner(program);
   planner.plan();
@@ -323,6 +352,7 @@ FusionStats fuse_elementwise(Program& program) {
   Program fused = planner.rewrite(&stats);
   assign_lifetimes(fused);
   assign_donors(fused);
+  assign_threads(fused);
   program = std::move(fused);
   return stats;
 }

@@ -63,6 +63,11 @@ struct StepFusion {
   // that no other tensor shares the buffer.
   std::vector<int> donors;
   std::vector<DType> output_dtypes;  // per output: float32 or bfloat16
+  // The kernel may run on OpenMP threads: some operand is bfloat16, or no
+  // step of the program runs float32 contractions on OpenBLAS (whose worker
+  // threads spin for a while after each call and would take the cores the
+  // OpenMP threads need: measured 1.2-1.7x slower steps).
+  bool threaded = false;
 };
 
 // A step made by fuse_updates() (Step::update): Step::op is an assignment
