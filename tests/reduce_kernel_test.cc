@@ -4,6 +4,7 @@
 #include <cstring>
 #include <random>
 
+#include "kernels/blas_threads.h"
 #include "kernels/kernels.h"
 #include "test_util.h"
 
@@ -46,6 +47,39 @@ TEST(ReduceKernelTest, RowsOfEveryLengthAroundTheLaneCount) {
       }
     }
   }
+}
+
+// On OpenMP threads (kernel_threads() > 1) the kernel cuts a kept axis into
+// parts: every output keeps the one-thread bits, for float32 and bfloat16
+// input, whichever axes are kept (outer, inner, both, none).
+TEST(ReduceKernelTest, ThreadsGiveTheOneThreadBits) {
+  std::mt19937 rng(11);
+  std::uniform_real_distribution<float> u(-1.f, 1.f);
+  const Shape x_shape({{"a", 6}, {"b", 130}, {"c", 97}});
+  std::vector<float> values(static_cast<size_t>(x_shape.num_elements()));
+  for (float& v : values) v = u(rng);
+  for (DType dtype : {float32, bfloat16}) {
+    const HostTensor x = HostTensor::from_floats(x_shape, values, dtype);
+    for (const char* kept : {"a:6", "c:97", "a:6;c:97", "b:130;a:6", ""}) {
+      for (auto fn : {kernels::ReduceFn::kSum, kernels::ReduceFn::kMax}) {
+        for (bool fixed : {false, true}) {
+          SCOPED_TRACE(std::string(kept) + (dtype == bfloat16 ? " bfloat16" : " float32"));
+          HostTensor one(Shape(kept), dtype), two(Shape(kept), dtype);
+          {
+            kernels::KernelThreadsScope threads(1);
+            kernels::reduce(fn, x, one, fixed);
+          }
+          {
+            kernels::KernelThreadsScope threads(2);
+            EXPECT_EQ(kernels::kernel_threads(), 2);
+            kernels::reduce(fn, x, two, fixed);
+          }
+          EXPECT_EQ(std::memcmp(one.raw_data(), two.raw_data(), one.num_bytes()), 0);
+        }
+      }
+    }
+  }
+  EXPECT_EQ(kernels::kernel_threads(), 1);  // the scopes restored it
 }
 
 }  // namespace

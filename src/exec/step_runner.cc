@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "core/check.h"
+#include "kernels/blas_threads.h"
 #include "kernels/fused_elementwise.h"
 #include "kernels/gemm_bfloat16.h"
 #include "kernels/kernels.h"
@@ -49,8 +50,8 @@ std::vector<HostTensor> compute_fused(const Step& s, const std::vector<HostTenso
     }
   }
   for (HostTensor& t : outputs) out_ptrs.push_back(&t);
-  const int threads = s.fusion.threaded ? kernels::bfloat16_kernel_threads() : 1;
-  kernels::fused_elementwise(*s.fusion.expr, inputs, out_ptrs, fixed_order, threads);
+  kernels::fused_elementwise(*s.fusion.expr, inputs, out_ptrs, fixed_order,
+                             kernels::kernel_threads());
   return outputs;
 }
 
@@ -85,6 +86,7 @@ std::vector<HostTensor> compute(const Step& s, int64_t pnum, const std::vector<H
                                 RunState& state) {
   std::vector<const HostTensor*> inputs;
   for (int slot : s.input_slots) inputs.push_back(&slots[slot]);
+  const kernels::KernelThreadsScope threads(s.threaded ? kernels::bfloat16_kernel_threads() : 1);
   if (s.fusion.expr) return compute_fused(s, slots, inputs, state.reproducible);
   if (s.update.einsum) {
     // var + alpha * einsum(...), straight into the variable's next value.

@@ -6,6 +6,18 @@
 
 namespace mtf::kernels {
 
+namespace {
+thread_local int step_kernel_threads = 1;
+}  // namespace
+
+int kernel_threads() { return step_kernel_threads; }
+
+KernelThreadsScope::KernelThreadsScope(int threads) : saved_(step_kernel_threads) {
+  step_kernel_threads = std::max(1, threads);
+}
+
+KernelThreadsScope::~KernelThreadsScope() { step_kernel_threads = saved_; }
+
 BlasThreadsShare::BlasThreadsShare(int concurrent) {
   if (concurrent <= 1) return;
   saved_ = openblas_get_num_threads();

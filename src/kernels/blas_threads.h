@@ -12,6 +12,24 @@
 
 namespace mtf::kernels {
 
+// Threads (OpenMP's) that the kernels of the step running on this thread may
+// use: 1 unless a KernelThreadsScope on this thread says otherwise. The step
+// runner opens one per step (Step::threaded); kernels that can split their
+// work without changing its bits (elementwise, reductions along kept axes)
+// read it.
+int kernel_threads();
+
+class KernelThreadsScope {
+ public:
+  explicit KernelThreadsScope(int threads);
+  ~KernelThreadsScope();
+  KernelThreadsScope(const KernelThreadsScope&) = delete;
+  KernelThreadsScope& operator=(const KernelThreadsScope&) = delete;
+
+ private:
+  int saved_ = 1;
+};
+
 class BlasThreadsShare {
  public:
   explicit BlasThreadsShare(int concurrent);

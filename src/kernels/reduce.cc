@@ -10,6 +10,7 @@
 
 #include "core/bfloat16_convert.h"
 #include "core/check.h"
+#include "kernels/blas_threads.h"
 #include "kernels/kernels.h"
 #include "kernels/strided_loop.h"
 #include "mtf/bfloat16.h"
@@ -105,14 +106,34 @@ void reduce_into(ReduceFn fn, const std::vector<int64_t>& sizes, const TI* x,
   }
 }
 
+// Reduces x into out (filled with fn's identity first). With
+// kernel_threads() > 1 and enough elements, x's outermost kept axis long
+// enough is cut into one part per OpenMP thread: each output element is then
+// reduced whole by one thread in the same order, so the bits do not depend
+// on the threads.
 template <typename T, typename TI = T>
 void reduce_dispatch(ReduceFn fn, const HostTensor& x, HostTensor& out, bool fixed_order) {
   T* po = static_cast<T*>(out.raw_data());
   std::fill(po, po + out.num_elements(), identity_of<T>(fn));
-  reduce_into<T, TI>(fn, x.shape().sizes(), static_cast<const TI*>(x.raw_data()),
-                     x.shape().strides(), po,
-                     strides_along(x.shape().names(), out.shape().names(), out.shape().strides()),
-                     fixed_order);
+  const TI* px = static_cast<const TI*>(x.raw_data());
+  const std::vector<int64_t> sizes = x.shape().sizes(), xs = x.shape().strides();
+  const std::vector<int64_t> os =
+      strides_along(x.shape().names(), out.shape().names(), out.shape().strides());
+  constexpr int64_t kMinPerThread = 32768;
+  const int threads = static_cast<int>(
+      std::max<int64_t>(1, std::min<int64_t>(kernel_threads(), x.num_elements() / kMinPerThread)));
+  int axis = -1;
+  for (size_t a = 0; a < sizes.size() && axis < 0 && threads > 1; ++a)
+    if (os[a] != 0 && sizes[a] >= threads) axis = static_cast<int>(a);
+  if (axis < 0) return reduce_into<T, TI>(fn, sizes, px, xs, po, os, fixed_order);
+  const int64_t n = sizes[axis];
+#pragma omp parallel for num_threads(threads) schedule(static)
+  for (int t = 0; t < threads; ++t) {
+    const int64_t r0 = n * t / threads, r1 = n * (t + 1) / threads;
+    std::vector<int64_t> part = sizes;
+    part[axis] = r1 - r0;
+    reduce_into<T, TI>(fn, part, px + r0 * xs[axis], xs, po + r0 * os[axis], os, fixed_order);
+  }
 }
 
 }  // namespace

@@ -14,6 +14,7 @@ Program compile(const Graph& graph, const std::vector<Tensor>& fetches,
   if (options.executable) {
     if (options.fuse && !options.reproducible) fuse_updates(program);
     if (options.fuse) fuse_elementwise(program);
+    assign_kernel_threads(program);
     plan_kernels(program, options.reproducible);
   }
   return program;

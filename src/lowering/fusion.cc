@@ -37,7 +37,8 @@ class FusionPlanner {
         reduces_(n_, false),
         reduce_fn_(n_, kernels::ReduceFn::kSum),
         fuse_alone_(n_, false),
-        group_of_(n_, -1) {
+        group_of_(n_, -1),
+        blas_(runs_float32_blas(p)) {
     for (int i = 0; i < n_; ++i) {
       const Step& s = p.steps[i];
       if (s.kind != Step::Kind::kCompute || s.fusion.expr || s.output_slots.size() != 1 ||
@@ -48,8 +49,10 @@ class FusionPlanner {
                     p.slot_dtypes[s.output_slots[0]] == float32 &&
                     ops::as_reduction(*s.op, &reduce_fn_[i]);
       // A lone op on bfloat16 runs fused too: the fused kernel widens a
-      // block at a time where its own kernel widens whole tensors.
-      fuse_alone_[i] = eligible_[i] && touches_bfloat16(s);
+      // block at a time where its own kernel widens whole tensors. So does a
+      // float32 one where kernels may use threads (Step::threaded): the
+      // fused kernel splits its space over them, the op's own does not.
+      fuse_alone_[i] = eligible_[i] && (touches_bfloat16(s) || !blas_);
     }
   }
 
@@ -223,8 +226,9 @@ class FusionPlanner {
   std::vector<bool> eligible_;
   std::vector<bool> reduces_;  // a float32 reduction (a possible epilogue)
   std::vector<kernels::ReduceFn> reduce_fn_;
-  std::vector<bool> fuse_alone_;  // fused even when alone (bfloat16)
+  std::vector<bool> fuse_alone_;  // fused even when alone
   std::vector<int> group_of_;
+  const bool blas_;  // the program runs float32 contractions on OpenBLAS
   std::vector<std::vector<int>> groups_;  // members in program order
   std::vector<bool> closed_;              // per group: ends in a reduction
 };
@@ -316,35 +320,6 @@ int fuse_updates(Program& p) {
   return fused;
 }
 
-namespace {
-
-// True when `s` runs a float32 contraction on OpenBLAS (einsum and the
-// convolutions call sgemm on float32 operands).
-bool runs_float32_blas(const Program& p, const Step& s) {
-  if (s.kind != Step::Kind::kCompute || s.fusion.expr) return false;
-  if (s.update.einsum) return true;  // fused updates are float32
-  const std::string& type = s.op->type();
-  if (!ops::is_einsum(*s.op) && type.rfind("conv", 0) != 0) return false;
-  for (int slot : s.input_slots)
-    if (p.slot_dtypes[slot] == float32) return true;
-  return false;
-}
-
-// Sets StepFusion::threaded on every fused step.
-void assign_threads(Program& p) {
-  bool blas = false;
-  for (const Step& s : p.steps) blas = blas || runs_float32_blas(p, s);
-  for (Step& s : p.steps) {
-    if (!s.fusion.expr) continue;
-    bool bf16 = false;
-    for (int slot : s.input_slots) bf16 = bf16 || p.slot_dtypes[slot] == bfloat16;
-    for (DType d : s.fusion.output_dtypes) bf16 = bf16 || d == bfloat16;
-    s.fusion.threaded = bf16 || !blas;
-  }
-}
-
-}  // namespace
-
 FusionStats fuse_elementwise(Program& program) {
   FusionPlanner planner(program);
   planner.plan();
@@ -352,7 +327,6 @@ FusionStats fuse_elementwise(Program& program) {
   Program fused = planner.rewrite(&stats);
   assign_lifetimes(fused);
   assign_donors(fused);
-  assign_threads(fused);
   program = std::move(fused);
   return stats;
 }

@@ -5,7 +5,9 @@
 #include <sstream>
 
 #include "core/check.h"
+#include "kernels/kernels.h"
 #include "mtf/errors.h"
+#include "ops/op_util.h"
 
 namespace mtf {
 
@@ -488,6 +490,45 @@ Program lower(const Graph& graph, const std::vector<Tensor>& fetches,
   for (const Tensor& t : fetches) p.fetch_slots.push_back(slot_of.at(t.id()));
   assign_lifetimes(p);
   return p;
+}
+
+namespace {
+
+// A float32 operand (or a bfloat16 one beside it, widened) of an einsum
+// whose slices multiply matrices (not dot products or broadcast products,
+// which need no BLAS), or of a convolution.
+bool step_runs_float32_blas(const Program& p, const Step& s) {
+  if (s.kind != Step::Kind::kCompute || s.fusion.expr) return false;
+  if (s.update.einsum) return true;  // fused updates are float32
+  const bool einsum = ops::is_einsum(*s.op);
+  if (!einsum && s.op->type().rfind("conv", 0) != 0) return false;
+  bool float32_operand = false;
+  for (int slot : s.input_slots) float32_operand = float32_operand || p.slot_dtypes[slot] == float32;
+  if (!float32_operand || !einsum) return float32_operand;
+  std::vector<Shape> slices;
+  for (const TensorLayout& l : s.input_layouts) slices.push_back(l.slice_shape());
+  const auto plan =
+      kernels::plan_einsum(slices, s.output_layouts[0].slice_shape(), float32, false);
+  return !kernels::einsum_gemm_calls(*plan).empty();
+}
+
+}  // namespace
+
+bool runs_float32_blas(const Program& program) {
+  for (const Step& s : program.steps)
+    if (step_runs_float32_blas(program, s)) return true;
+  return false;
+}
+
+void assign_kernel_threads(Program& program) {
+  const bool blas = runs_float32_blas(program);
+  for (Step& s : program.steps) {
+    if (s.kind != Step::Kind::kCompute) continue;
+    bool bf16 = false;
+    for (int slot : s.input_slots) bf16 = bf16 || program.slot_dtypes[slot] == bfloat16;
+    for (int slot : s.output_slots) bf16 = bf16 || program.slot_dtypes[slot] == bfloat16;
+    s.threaded = bf16 || !blas;
+  }
 }
 
 }  // namespace mtf

@@ -63,11 +63,6 @@ struct StepFusion {
   // that no other tensor shares the buffer.
   std::vector<int> donors;
   std::vector<DType> output_dtypes;  // per output: float32 or bfloat16
-  // The kernel may run on OpenMP threads: some operand is bfloat16, or no
-  // step of the program runs float32 contractions on OpenBLAS (whose worker
-  // threads spin for a while after each call and would take the cores the
-  // OpenMP threads need: measured 1.2-1.7x slower steps).
-  bool threaded = false;
 };
 
 // A step made by fuse_updates() (Step::update): Step::op is an assignment
@@ -98,6 +93,12 @@ struct Step {
   std::shared_ptr<const kernels::KernelPlan> kernel_plan;
   StepCollective collective;  // collectives and splits
   StepFusion fusion;          // fused compute steps
+  // Compute steps: the kernel may split its work over OpenMP threads
+  // (kernels::KernelThreadsScope) — some operand is bfloat16, or no step of
+  // the program runs float32 contractions on OpenBLAS, whose worker threads
+  // spin for a while after each call and would take the cores OpenMP's need
+  // (measured: float32 steps 1.2-1.7x slower). Set by assign_kernel_threads.
+  bool threaded = false;
   StepUpdate update;          // fused optimizer updates
 };
 
@@ -131,6 +132,13 @@ struct Program {
   ProgramCounters counters() const;
   std::string to_string() const;
 };
+
+// True when some compute step runs a float32 contraction on OpenBLAS
+// (einsum and the convolutions call sgemm on float32 operands).
+bool runs_float32_blas(const Program& program);
+
+// Sets Step::threaded on every compute step.
+void assign_kernel_threads(Program& program);
 
 // Sets every step's free_after: the slots whose last reader (or, for slots
 // nobody reads, whose writer) is that step, except fetched slots and slots a
