@@ -32,9 +32,11 @@ packages=(
 # The checkpoint tests read files back with h5py; the multi-process tests
 # also run under OpenMPI (the MPI transport is built when MPI is found), and
 # across network namespaces (iproute2) where the machine allows them.
-# The Python module's suite runs under pytest.
+# The Python module's suite runs under pytest; mtf-bleu is checked against
+# NLTK's BLEU.
 if [ "$mode" = test ]; then
-  packages+=(python3-h5py libopenmpi-dev openmpi-bin procps bc python3-pytest iproute2)
+  packages+=(python3-h5py libopenmpi-dev openmpi-bin procps bc python3-pytest iproute2
+             python3-nltk)
 fi
 missing=()
 for p in "${packages[@]}"; do
