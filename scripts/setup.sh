@@ -27,7 +27,7 @@ packages=(
   libhdf5-dev zlib1g-dev libssl-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   dataset-fashion-mnist fortunes
-  libsword-dev sword-text-web sword-text-sparv
+  libsword-dev sword-text-web sword-text-sparv libsentencepiece-dev
   pybind11-dev python3-dev python3-numpy
 )
 # The checkpoint tests read files back with h5py; the multi-process tests
