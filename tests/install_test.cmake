@@ -1,7 +1,7 @@
 # Installs mtf from the build tree into a scratch prefix, then configures,
 # builds and runs tests/install_consumer against it with find_package(mtf);
 # builds the same program by hand with pkg-config's flags (mtf.pc); and runs
-# the installed bin/mtf-launch and bin/mtf-sim.
+# the installed bin/mtf-launch, bin/mtf-sim and bin/mtf-bleu.
 # With -DCXX=<compiler> -DPKG_CONFIG=<pkg-config>.
 # With -DPYTHON=<interpreter> -DPYTHON_INSTALL_DIR=<dir under the prefix>,
 # also imports the installed Python package (and only it: PYTHONPATH names
@@ -61,7 +61,14 @@ execute_process(COMMAND "${WORK_DIR}/prefix/bin/mtf-sim" --model mlp --mesh_shap
 if(NOT rc EQUAL 0 OR NOT out MATCHES "step")
   message(FATAL_ERROR "installed mtf-sim failed (${rc}): ${out}\n${err}")
 endif()
-message(STATUS "installed mtf-launch, mtf-sim and mtf.pc work")
+# The installed BLEU scorer.
+file(WRITE "${WORK_DIR}/hyp.txt" "the cat sat on the mat .\n")
+execute_process(COMMAND "${WORK_DIR}/prefix/bin/mtf-bleu" --hypotheses "${WORK_DIR}/hyp.txt"
+  --references "${WORK_DIR}/hyp.txt" OUTPUT_VARIABLE out ERROR_VARIABLE err RESULT_VARIABLE rc)
+if(NOT rc EQUAL 0 OR NOT out MATCHES "BLEU = 100.00")
+  message(FATAL_ERROR "installed mtf-bleu failed (${rc}): ${out}\n${err}")
+endif()
+message(STATUS "installed mtf-launch, mtf-sim, mtf-bleu and mtf.pc work")
 
 if(PYTHON)
   set(site "${WORK_DIR}/prefix/${PYTHON_INSTALL_DIR}")
