@@ -110,6 +110,11 @@ Tensor avg_pool3d(const Tensor& x, const std::vector<int64_t>& ksize = {2, 2, 2}
 Tensor layer_norm(const Tensor& x, const DimRef& dim, const std::string& name,
                   float epsilon = 1e-6f);
 
+// T5's layer norm: x / sqrt(mean over `dim` of x^2 + epsilon) * scale, no
+// centering and no bias; scale ("<name>/scale") starts at one. bfloat16 x:
+// the mean square in float32, the rest in bfloat16.
+Tensor rms_norm(const Tensor& x, const DimRef& dim, const std::string& name, float epsilon = 1e-6f);
+
 // Batch normalization over `reduced_dims` (e.g. batch and spatial
 // dimensions): in training, (x - batch mean) / sqrt(batch variance +
 // epsilon) * scale + bias, and `updates` move "<name>/moving_mean" and
@@ -140,6 +145,39 @@ Tensor dropout_if(const Tensor& x, float keep_prob, const Shape* noise_shape = n
 // query_dim's size and another name.
 Tensor attention_mask_autoregressive(const Mesh& mesh, const Dimension& query_dim,
                                      const Dimension& memory_dim);
+
+// float32 attention bias, -1e9 where the memory position is padding (its id
+// is 0) and 0 elsewhere: memory_ids' shape (add it to logits over queries
+// by name, as Mesh TensorFlow's attention_mask_ignore_padding).
+Tensor attention_mask_ignore_padding(const Tensor& memory_ids);
+
+// float32 attention bias for packed rows, -1e9 where the query's segment id
+// differs from the memory position's and 0 where they match: the union of
+// query_segment's and memory_segment's shapes (int32 ids; the length
+// dimensions must have different names, e.g. [batch, length] and [batch,
+// memory_length]).
+Tensor attention_mask_same_segment(const Tensor& query_segment, const Tensor& memory_segment);
+
+// T5's bucket of each relative position (memory position - query
+// position, int32): with `bidirectional`, half the buckets for memory
+// positions after the query; the first half of the rest count distances
+// one by one, the others grow logarithmically up to max_distance (farther
+// shares the last bucket). int32, relative_position's shape. ValueError for
+// num_buckets < 2 (4 bidirectional) or max_distance not above the exact
+// range.
+Tensor relative_position_bucket(const Tensor& relative_position, bool bidirectional,
+                                int64_t num_buckets = 32, int64_t max_distance = 128);
+
+// T5's relative position bias: a learned [heads, buckets] table
+// ("<name>/relative_attention_bias", zeros at first) read at the bucket of
+// memory_position - query_position, float32, shaped [query_position's
+// dimensions, memory_position's others, heads] (add it to the attention
+// logits, by name).
+// Positions are int32 ([length] from range(), or per example [batch,
+// length] for packed rows); their length dimensions have different names.
+Tensor relative_position_bias(const Tensor& query_position, const Tensor& memory_position,
+                              const Dimension& heads, bool bidirectional, const std::string& name,
+                              int64_t num_buckets = 32, int64_t max_distance = 128);
 
 // softmax over memory_dim of einsum(q, k) (+ mask), then einsum with v.
 // q: [..., query_length, kv_dim], k and v: [..., memory_dim, kv_dim]. No

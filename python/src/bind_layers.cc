@@ -124,6 +124,8 @@ void bind_layers(py::module_& m) {
         py::arg("ksize") = std::vector<int64_t>{2, 2, 2});
   l.def("layer_norm", &layers::layer_norm, py::arg("x"), py::arg("dim"),
         py::arg("name") = "layer_norm", py::arg("epsilon") = 1e-6f);
+  l.def("rms_norm", &layers::rms_norm, py::arg("x"), py::arg("dim"), py::arg("name") = "rms_norm",
+        py::arg("epsilon") = 1e-6f);
   l.def(
       "batch_norm",
       [](const Tensor& x, bool is_training, const py::object& reduced_dims, float momentum,
@@ -154,6 +156,17 @@ void bind_layers(py::module_& m) {
       "Dropout that is the identity when keep_prob is 1.");
   l.def("attention_mask_autoregressive", &layers::attention_mask_autoregressive, py::arg("mesh"),
         py::arg("query_dim"), py::arg("memory_dim"));
+  l.def("attention_mask_ignore_padding", &layers::attention_mask_ignore_padding,
+        py::arg("memory_ids"));
+  l.def("attention_mask_same_segment", &layers::attention_mask_same_segment,
+        py::arg("query_segment"), py::arg("memory_segment"));
+  l.def("relative_position_bucket", &layers::relative_position_bucket,
+        py::arg("relative_position"), py::arg("bidirectional") = true,
+        py::arg("num_buckets") = 32, py::arg("max_distance") = 128);
+  l.def("relative_position_bias", &layers::relative_position_bias, py::arg("query_position"),
+        py::arg("memory_position"), py::arg("heads_dim"), py::arg("bidirectional"),
+        py::arg("name") = "relative_position_bias", py::arg("num_buckets") = 32,
+        py::arg("max_distance") = 128);
   l.def(
       "dot_product_attention",
       [](const Tensor& q, const Tensor& k, const Tensor& v, const std::optional<Tensor>& mask,

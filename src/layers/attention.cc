@@ -20,6 +20,83 @@ Tensor attention_mask_autoregressive(const Mesh& mesh, const Dimension& query_di
   return cast(less(query_pos, memory_pos), float32) * -1e9f;
 }
 
+namespace {
+
+void require_int32(const char* what, const char* operand, const Tensor& t) {
+  if (!t.valid()) throw ValueError(std::string(what) + ": " + operand + " is an invalid tensor");
+  if (t.dtype() != int32) {
+    throw DTypeError(std::string(what) + ": " + operand + " " + t.describe() +
+                     " must be int32 (ids or positions)");
+  }
+}
+
+}  // namespace
+
+Tensor attention_mask_ignore_padding(const Tensor& memory_ids) {
+  require_int32("attention_mask_ignore_padding", "memory_ids", memory_ids);
+  return cast(equal(memory_ids, memory_ids * 0), float32) * -1e9f;
+}
+
+Tensor attention_mask_same_segment(const Tensor& query_segment, const Tensor& memory_segment) {
+  require_int32("attention_mask_same_segment", "query_segment", query_segment);
+  require_int32("attention_mask_same_segment", "memory_segment", memory_segment);
+  return cast(not_equal(query_segment, memory_segment), float32) * -1e9f;
+}
+
+Tensor relative_position_bucket(const Tensor& relative_position, bool bidirectional,
+                                int64_t num_buckets, int64_t max_distance) {
+  require_int32("relative_position_bucket", "relative_position", relative_position);
+  const int64_t half = bidirectional ? num_buckets / 2 : num_buckets;
+  const int64_t max_exact = half / 2;
+  if (max_exact < 1 || max_distance <= max_exact) {
+    throw ValueError(detail::str_cat("relative_position_bucket: ", num_buckets, " buckets",
+                                     bidirectional ? " (bidirectional)" : "", " up to distance ",
+                                     max_distance, ": need at least ", bidirectional ? 4 : 2,
+                                     " buckets and a max_distance above ", max_exact,
+                                     ", the distances counted one by one"));
+  }
+  const OriginScope origin = ops::made_by("layers::relative_position_bucket", relative_position);
+  Tensor n = -relative_position;  // how far back the memory position is
+  Tensor ret = n * 0;
+  if (bidirectional) {
+    ret = cast(less(n, ret), int32) * static_cast<float>(half);  // memory after the query
+    n = abs(n);
+  } else {
+    n = maximum(n, ret);
+  }
+  // Distances from max_exact on, on a log scale: int(log(n / max_exact) /
+  // log(max_distance / max_exact) * (half - max_exact)), as T5 computes it
+  // in float32 (n below max_exact is not used; max() keeps the log finite).
+  const Tensor far = cast(maximum(n, n * 0 + static_cast<float>(max_exact)), float32);
+  const float log_range = static_cast<float>(
+      std::log(static_cast<double>(max_distance) / static_cast<double>(max_exact)));
+  Tensor large = cast(log(far / static_cast<float>(max_exact)) / log_range *
+                          static_cast<float>(half - max_exact),
+                      int32) +
+                 static_cast<float>(max_exact);
+  large = minimum(large, large * 0 + static_cast<float>(half - 1));
+  const Tensor is_small = less(n, n * 0 + static_cast<float>(max_exact));
+  return ret + where(is_small, n, large);
+}
+
+Tensor relative_position_bias(const Tensor& query_position, const Tensor& memory_position,
+                              const Dimension& heads, bool bidirectional, const std::string& name,
+                              int64_t num_buckets, int64_t max_distance) {
+  require_int32("relative_position_bias", "query_position", query_position);
+  require_int32("relative_position_bias", "memory_position", memory_position);
+  const OriginScope origin =
+      ops::made_by("layers::relative_position_bias \"" + name + "\"", query_position);
+  const Dimension buckets{"relative_buckets", num_buckets};
+  const Tensor table =
+      get_or_create_variable(query_position.mesh(), name + "/relative_attention_bias",
+                             Shape({heads, buckets}), Initializer::zeros());
+  const Shape positions = query_position.shape().union_with(memory_position.shape());
+  const Tensor bucket =
+      relative_position_bucket(subtract(memory_position, query_position, &positions), bidirectional,
+                               num_buckets, max_distance);
+  return gather(table, bucket, buckets);
+}
+
 Tensor dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& mask,
                              const Dimension& kv_dim, const Dimension& memory_dim,
                              float keep_prob) {

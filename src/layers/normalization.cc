@@ -29,6 +29,20 @@ Tensor layer_norm(const Tensor& x, const DimRef& ref, const std::string& name, f
   return centered * rsqrt(variance + epsilon) * scale + bias;
 }
 
+Tensor rms_norm(const Tensor& x, const DimRef& ref, const std::string& name, float epsilon) {
+  const OriginScope origin = ops::made_by("layers::rms_norm \"" + name + "\"", x);
+  const Dimension dim = ops::dim_of("rms_norm \"" + name + "\"", x, ref);
+  const Tensor scale = get_or_create_variable(x.mesh(), name + "/scale", Shape({dim}),
+                                              Initializer::ones(), variable_dtype_for(x));
+  if (x.dtype() == bfloat16) {
+    // The mean square in float32 (of bfloat16 squares, whose gradient reads
+    // x itself), the scaling in bfloat16.
+    const Tensor mean_square = reduce_mean(cast(square(x), float32), dim);
+    return x * cast(rsqrt(mean_square + epsilon), bfloat16) * scale;
+  }
+  return x * rsqrt(reduce_mean(square(x), dim) + epsilon) * scale;
+}
+
 BatchNorm batch_norm(const Tensor& x, bool is_training, const std::vector<Dimension>& reduced_dims,
                      const std::string& name, float momentum, float epsilon, bool init_zero) {
   if (reduced_dims.empty()) {

@@ -81,3 +81,28 @@ def test_convolution_and_pooling_layers():
     assert shapes == [(2, 8, 8, 4), (2, 8, 4), (2, 4, 4, 4), (2, 2, 2, 2, 4), (2, 16, 16, 4),
                       (2, 16, 16, 4), (2, 8, 8, 8, 4), (2, 4, 4, 3), (2, 2, 2, 3), (2, 2, 2, 2, 2),
                       (2, 2, 2, 2, 2)]
+
+
+def test_t5_pieces():
+    g = mtf.Graph()
+    m = mtf.Mesh(g, "m")
+    x = mtf.random_normal(m, [BATCH, LEN, MODEL], seed=3)
+    y = mtf.layers.rms_norm(x, MODEL, name="rms")
+    mem_dim = mtf.Dimension("memory_length", 6)
+    ids = mtf.import_fully_replicated(m, np.array([[5, 7, 0, 0, 3, 0]] * 4, dtype=np.int32),
+                          [BATCH, mem_dim])
+    pad = mtf.layers.attention_mask_ignore_padding(ids)
+    seg_q = mtf.import_fully_replicated(m, np.array([1, 1, 2, 2, 2, 0], dtype=np.int32), [LEN])
+    seg_m = mtf.import_fully_replicated(m, np.array([1, 1, 2, 2, 2, 0], dtype=np.int32), [mem_dim])
+    same = mtf.layers.attention_mask_same_segment(seg_q, seg_m)
+    rel = mtf.layers.relative_position_bias(mtf.range(m, LEN), mtf.range(m, mem_dim),
+                                            mtf.Dimension("heads", 2), bidirectional=True)
+    yv, padv, samev, relv = run_both([y, pad, same, rel], layout="heads:r")
+    xv = mtf.Session(g).run(x)
+    want = xv / np.sqrt((xv ** 2).mean(axis=-1, keepdims=True) + 1e-6)
+    np.testing.assert_allclose(yv, want, rtol=1e-4, atol=1e-5)
+    assert padv[0, 2] < -1e8 and padv[0, 0] == 0
+    assert samev[0, 1] == 0 and samev[0, 2] < -1e8 and samev[5, 5] == 0
+    assert relv.shape == (6, 6, 2) and np.all(relv == 0)  # the table starts at zero
+    with pytest.raises(mtf.DTypeError, match="int32"):
+        mtf.layers.attention_mask_ignore_padding(x)
