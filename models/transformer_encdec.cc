@@ -1,0 +1,269 @@
+#include "models/transformer_encdec.h"
+
+#include <cmath>
+#include <string>
+#include <utility>
+
+namespace mtf::models {
+
+void EncDecConfig::validate() const {
+  const std::pair<const char*, int64_t> sizes[] = {{"encoder_layers", encoder_layers},
+                                                   {"decoder_layers", decoder_layers},
+                                                   {"d_model", d_model},
+                                                   {"d_ff", d_ff},
+                                                   {"heads", heads},
+                                                   {"d_kv", d_kv},
+                                                   {"batch", batch},
+                                                   {"input_length", input_length},
+                                                   {"target_length", target_length}};
+  for (const auto& [name, value] : sizes) {
+    if (value < 1) {
+      throw ValueError(std::string("transformer_encdec: ") + name + " must be at least 1, got " +
+                       std::to_string(value));
+    }
+  }
+  if (vocab < 3) {
+    throw ValueError("transformer_encdec: vocab must be at least 3 (padding, end, unknown), got " +
+                     std::to_string(vocab));
+  }
+  if (!(dropout >= 0.0f && dropout < 1.0f))
+    throw ValueError("transformer_encdec: dropout must be in [0, 1), got " +
+                     std::to_string(dropout));
+  if (!(label_smoothing >= 0.0f && label_smoothing < 1.0f))
+    throw ValueError("transformer_encdec: label_smoothing must be in [0, 1), got " +
+                     std::to_string(label_smoothing));
+  auto one_of = [](const char* name, const std::string& v, const char* a, const char* b) {
+    if (v != a && v != b) {
+      throw ValueError(std::string("transformer_encdec: ") + name + " must be " + a + " or " + b +
+                       ", not \"" + v + "\"");
+    }
+  };
+  one_of("norm", norm, "rms", "layer");
+  one_of("ffn", ffn, "relu", "gated_gelu");
+  one_of("position", position, "relative", "absolute");
+}
+
+TransformerEncDec::TransformerEncDec(const EncDecConfig& config)
+    : batch{"batch", config.batch},
+      inputs_length{"inputs_length", config.input_length},
+      targets_length{"targets_length", config.target_length},
+      d_model{"d_model", config.d_model},
+      vocab{"vocab", config.vocab},
+      config_(config),
+      mesh_(graph_, "mesh"),
+      d_ff_{"d_ff", config.d_ff},
+      heads_{"heads", config.heads},
+      d_kv_{"d_kv", config.d_kv} {
+  config.validate();
+  graph_.set_seed(config.seed);
+  graph_.set_layer_slice_dtype(config.variable_dtype.slice);
+  const Shape in_shape({batch, inputs_length}), tg_shape({batch, targets_length});
+  inputs = placeholder(mesh_, in_shape, int32, "inputs");
+  targets = placeholder(mesh_, tg_shape, int32, "targets");
+  if (config.packed) {
+    inputs_segmentation = placeholder(mesh_, in_shape, int32, "inputs_segmentation");
+    inputs_position = placeholder(mesh_, in_shape, int32, "inputs_position");
+    targets_segmentation = placeholder(mesh_, tg_shape, int32, "targets_segmentation");
+    targets_position = placeholder(mesh_, tg_shape, int32, "targets_position");
+  }
+  const Tensor weights = cast(not_equal(targets, targets * 0.0f), float32);  // not padding
+  const Tensor tokens = reduce_sum(weights);
+
+  // Training: label smoothing spreads epsilon over the other ids, and a small
+  // z-loss keeps the softmax normalizer near 1 (as Mesh TensorFlow trains).
+  Tensor logits = logits_of(1.0f - config.dropout);
+  if (logits.dtype() != float32) logits = cast(logits, float32);
+  const float eps = config.label_smoothing;
+  const Tensor soft = one_hot(targets, vocab, 1.0f - eps, eps / static_cast<float>(vocab.size - 1));
+  const Tensor per_token = softmax_cross_entropy_with_logits(logits, soft, vocab, 1e-4f);
+  loss = reduce_sum(per_token * weights) / maximum(tokens, constant(mesh_, 1.0f));
+  AdafactorOptions opt;
+  opt.learning_rate = config.learning_rate;
+  train_ops = AdafactorOptimizer(opt).minimize(loss);
+
+  eval_logits = config.dropout > 0 ? logits_of(1.0f) : logits;
+  if (eval_logits.dtype() != float32) eval_logits = cast(eval_logits, float32);
+  const Tensor eval_per_token =
+      softmax_cross_entropy_with_logits(eval_logits, one_hot(targets, vocab), vocab);
+  eval_loss_sum = reduce_sum(eval_per_token * weights);
+  eval_tokens = tokens;
+}
+
+Tensor TransformerEncDec::embed(const Tensor& ids, const Tensor& positions,
+                                const std::string& stack) {
+  const VariableDType& vd = config_.variable_dtype;
+  const Tensor table = layers::get_or_create_variable(
+      mesh_, "shared/embedding", Shape({vocab, d_model}), Initializer::normal(0.0f, 1.0f), vd);
+  Tensor x = gather(table, ids, vocab);
+  if (config_.position == "absolute") {
+    const Dimension max_positions{"max_positions",
+                                  std::max(inputs_length.size, targets_length.size)};
+    const Tensor pos_table =
+        layers::get_or_create_variable(mesh_, stack + "/positions", Shape({max_positions, d_model}),
+                                       Initializer::normal(0.0f, 1.0f), vd);
+    x = x + gather(pos_table, positions, max_positions);
+  }
+  return x;
+}
+
+namespace {
+
+// The pieces every block is made of, with the config's choices.
+struct Blocks {
+  const EncDecConfig& c;
+  Dimension d_model, d_ff, heads, d_kv;
+  float keep_prob;
+
+  Tensor norm(const Tensor& x, const std::string& name) const {
+    return c.norm == "rms" ? layers::rms_norm(x, d_model, name)
+                           : layers::layer_norm(x, d_model, name);
+  }
+  Tensor ffn(const Tensor& x, const std::string& name) const {
+    if (c.ffn == "relu") return layers::dense_relu_dense(x, d_ff, name, keep_prob);
+    layers::DenseOptions no_bias;
+    no_bias.use_bias = false;
+    const Tensor gate = gelu(layers::dense(x, {d_ff}, {d_model}, name + "/wi_0", no_bias));
+    const Tensor linear = layers::dense(x, {d_ff}, {d_model}, name + "/wi_1", no_bias);
+    const Tensor h = layers::dropout_if(gate * linear, keep_prob);
+    return layers::dense(h, {d_model}, {d_ff}, name + "/wo", no_bias);
+  }
+  // x + dropout(attention(norm(x), memory(norm(x)) or `memory`)).
+  Tensor attention(const Tensor& x, const Tensor* memory, const Dimension& length,
+                   const Dimension& memory_length, const Tensor& bias,
+                   const std::string& name) const {
+    const Tensor h = norm(x, name + "_norm");
+    const Tensor m = memory ? *memory : rename_dimension(h, length.name, memory_length.name);
+    const Tensor a =
+        layers::multihead_attention(h, m, bias, {heads, d_kv, memory_length}, name, keep_prob);
+    return x + layers::dropout_if(a, keep_prob);
+  }
+  Tensor feed_forward(const Tensor& x, const std::string& name) const {
+    return x + layers::dropout_if(ffn(norm(x, name + "_norm"), name), keep_prob);
+  }
+};
+
+}  // namespace
+
+Tensor TransformerEncDec::logits_of(float keep_prob) {
+  const EncDecConfig& c = config_;
+  const Blocks blocks{c, d_model, d_ff_, heads_, d_kv_, keep_prob};
+  const Dimension in_memory{"inputs_memory_length", inputs_length.size};
+  const Dimension tg_memory{"targets_memory_length", targets_length.size};
+  const bool relative = c.position == "relative";
+  auto as_memory = [](const Tensor& t, const Dimension& from, const Dimension& to) {
+    return rename_dimension(t, from.name, to.name);
+  };
+  const Tensor in_pos = c.packed ? inputs_position : range(mesh_, inputs_length);
+  const Tensor tg_pos = c.packed ? targets_position : range(mesh_, targets_length);
+
+  // The encoder: padding (or other pairs' tokens) masked, positions relative.
+  Tensor encoder_bias =
+      c.packed ? layers::attention_mask_same_segment(
+                     inputs_segmentation, as_memory(inputs_segmentation, inputs_length, in_memory))
+               : layers::attention_mask_ignore_padding(as_memory(inputs, inputs_length, in_memory));
+  if (relative) {
+    encoder_bias =
+        encoder_bias + layers::relative_position_bias(
+                           in_pos, as_memory(in_pos, inputs_length, in_memory), heads_, true,
+                           "encoder/relative_bias", c.relative_buckets, c.relative_max_distance);
+  }
+  Tensor x = layers::dropout_if(embed(inputs, in_pos, "encoder"), keep_prob);
+  for (int64_t l = 0; l < c.encoder_layers; ++l) {
+    const std::string name = "encoder/layer_" + std::to_string(l);
+    x = blocks.attention(x, nullptr, inputs_length, in_memory, encoder_bias,
+                         name + "/self_attention");
+    x = blocks.feed_forward(x, name + "/ffn");
+  }
+  const Tensor encoded = layers::dropout_if(blocks.norm(x, "encoder/final_norm"), keep_prob);
+
+  // The decoder reads the targets shifted right: 0 first, and at the start
+  // of every pair in a packed row.
+  Tensor decoder_ids = shift(targets, 1, targets_length, false);
+  if (c.packed) {
+    decoder_ids = decoder_ids * cast(equal(shift(targets_segmentation, 1, targets_length, false),
+                                           targets_segmentation),
+                                     int32);
+  }
+  Tensor self_bias = layers::attention_mask_autoregressive(mesh_, targets_length, tg_memory);
+  if (c.packed) {
+    self_bias = self_bias + layers::attention_mask_same_segment(
+                                targets_segmentation,
+                                as_memory(targets_segmentation, targets_length, tg_memory));
+  }
+  if (relative) {
+    self_bias = self_bias +
+                layers::relative_position_bias(tg_pos, as_memory(tg_pos, targets_length, tg_memory),
+                                               heads_, false, "decoder/relative_bias",
+                                               c.relative_buckets, c.relative_max_distance);
+  }
+  const Tensor cross_bias =
+      c.packed ? layers::attention_mask_same_segment(targets_segmentation, inputs_segmentation)
+               : layers::attention_mask_ignore_padding(inputs);
+  Tensor y = layers::dropout_if(embed(decoder_ids, tg_pos, "decoder"), keep_prob);
+  for (int64_t l = 0; l < c.decoder_layers; ++l) {
+    const std::string name = "decoder/layer_" + std::to_string(l);
+    y = blocks.attention(y, nullptr, targets_length, tg_memory, self_bias,
+                         name + "/self_attention");
+    y = blocks.attention(y, &encoded, targets_length, inputs_length, cross_bias,
+                         name + "/encdec_attention");
+    y = blocks.feed_forward(y, name + "/ffn");
+  }
+  y = layers::dropout_if(blocks.norm(y, "decoder/final_norm"), keep_prob);
+
+  // The output projection is the embedding table, scaled as T5 scales it.
+  const Tensor table =
+      layers::get_or_create_variable(mesh_, "shared/embedding", Shape({vocab, d_model}),
+                                     Initializer::normal(0.0f, 1.0f), c.variable_dtype);
+  return einsum({y, table}, Shape({batch, targets_length, vocab})) *
+         (1.0f / std::sqrt(static_cast<float>(d_model.size)));
+}
+
+std::vector<std::vector<int32_t>> translate_greedy(
+    TransformerEncDec& model, Session& session, const std::vector<std::vector<int32_t>>& sources) {
+  const EncDecConfig& c = model.config();
+  if (c.packed) throw ValueError("translate_greedy: the model is packed; build one that is not");
+  if (static_cast<int64_t>(sources.size()) > c.batch) {
+    throw ValueError("translate_greedy: " + std::to_string(sources.size()) +
+                     " sentences but the model's batch is " + std::to_string(c.batch) +
+                     "; translate them in batches");
+  }
+  HostTensor in = HostTensor::zeros(model.inputs.shape(), int32);
+  HostTensor tg = HostTensor::zeros(model.targets.shape(), int32);
+  for (size_t b = 0; b < sources.size(); ++b) {
+    for (size_t i = 0; i < sources[b].size() && static_cast<int64_t>(i) < c.input_length; ++i) {
+      const int32_t id = sources[b][i];
+      if (id < 0 || id >= c.vocab) {
+        throw ValueError("translate_greedy: sentence " + std::to_string(b) + " holds id " +
+                         std::to_string(id) + ", outside the vocabulary of " +
+                         std::to_string(c.vocab));
+      }
+      in.data<int32_t>()[b * c.input_length + i] = id;
+    }
+  }
+  std::vector<std::vector<int32_t>> out(sources.size());
+  std::vector<bool> done(sources.size(), false);
+  for (int64_t t = 0; t < c.target_length; ++t) {
+    const HostTensor logits =
+        session.run(model.eval_logits, {{model.inputs, in}, {model.targets, tg}});
+    const float* p = logits.data<float>();
+    bool all = true;
+    for (size_t b = 0; b < sources.size(); ++b) {
+      if (done[b]) continue;
+      const float* row = p + (static_cast<int64_t>(b) * c.target_length + t) * c.vocab;
+      int32_t best = 1;  // padding (0) is never written
+      for (int32_t v = 2; v < c.vocab; ++v)
+        if (row[v] > row[best]) best = v;
+      tg.data<int32_t>()[b * c.target_length + t] = best;
+      if (best == 1) {
+        done[b] = true;
+      } else {
+        out[b].push_back(best);
+        all = false;
+      }
+    }
+    if (all) break;
+  }
+  return out;
+}
+
+}  // namespace mtf::models

@@ -1,0 +1,102 @@
+// transformer_encdec.h — the paper's sequence-to-sequence Transformer, as
+// Mesh TensorFlow's transformer library (T5's variant) builds it: an encoder
+// stack and a decoder stack (causal self-attention, then attention over the
+// encoder's output), each block pre-normalized with a residual connection,
+// one embedding table shared by both inputs and the output projection.
+//
+// Choices: RMS norm (T5) or layer norm; a ReLU or gated-GELU feed-forward
+// block; T5's bucketed relative position bias (one table per stack, shared
+// by its layers; bidirectional in the encoder, causal in the decoder) or
+// learned absolute positions; dropout on every residual branch, in attention
+// and in the feed-forward block (training graph only); label smoothing.
+//
+// Ids: 0 is padding (never attended to, never in the loss), 1 ends a
+// sentence. The decoder reads the targets shifted right by one, a 0 first.
+// Packed rows (config.packed) hold several pairs one after another, with
+// segment ids (1, 2, ... per pair, 0 for padding) and positions (from 0 in
+// each pair): attention stays within a segment, positions restart, and the
+// decoder's shift restarts at each segment, so every pair gets the loss it
+// would get alone.
+//
+// Dimensions: "batch", "inputs_length", "targets_length", "d_model", "d_ff",
+// "heads", "d_kv", "vocab" — lay any of them out over a mesh axis
+// ("batch:rows;heads:cols;d_ff:cols;vocab:cols").
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "mtf/mtf.h"
+
+namespace mtf::models {
+
+struct EncDecConfig {
+  int64_t encoder_layers = 3, decoder_layers = 3;
+  int64_t d_model = 256, d_ff = 1024, heads = 4, d_kv = 64;
+  int64_t vocab = 8000;  // shared by inputs and targets
+  int64_t batch = 32, input_length = 48, target_length = 48;
+  float dropout = 0.1f;               // training graph only
+  float label_smoothing = 0.1f;       // training loss only
+  std::string norm = "rms";           // "rms" or "layer"
+  std::string ffn = "relu";           // "relu" or "gated_gelu"
+  std::string position = "relative";  // "relative" or "absolute"
+  int64_t relative_buckets = 32, relative_max_distance = 128;
+  bool packed = false;
+  float learning_rate = 0.0f;  // Adafactor's: 0 = its default schedule
+  uint64_t seed = 1;
+  VariableDType variable_dtype;
+  // ValueError naming the field that is out of range or unknown.
+  void validate() const;
+};
+
+class TransformerEncDec {
+ public:
+  explicit TransformerEncDec(const EncDecConfig& config);
+
+  Graph& graph() { return graph_; }
+  const Mesh& mesh() const { return mesh_; }
+  const EncDecConfig& config() const { return config_; }
+
+  Dimension batch, inputs_length, targets_length, d_model, vocab;
+
+  // int32 placeholders: inputs [batch, inputs_length], targets [batch,
+  // targets_length]; with config.packed also inputs_segmentation,
+  // inputs_position, targets_segmentation and targets_position, of the same
+  // shapes (invalid otherwise).
+  Tensor inputs, targets;
+  Tensor inputs_segmentation, inputs_position, targets_segmentation, targets_position;
+
+  // Training: label-smoothed cross-entropy, mean over the non-padding target
+  // tokens (float32); Adafactor's update ops.
+  Tensor loss;
+  std::vector<Operation*> train_ops;
+  // Without dropout or smoothing: the cross-entropy per target token summed
+  // over the batch (nats) and the number of non-padding target tokens, so
+  // that several batches average exactly; and the logits [batch,
+  // targets_length, vocab] (float32) the decoder gives the targets it is fed.
+  Tensor eval_loss_sum, eval_tokens, eval_logits;
+
+ private:
+  // The decoder's logits for the targets fed, with this keep probability for
+  // dropout (1: none); the variables are made once and shared.
+  Tensor logits_of(float keep_prob);
+  // The shared embedding of ids, plus `stack`'s learned absolute positions
+  // when the config has them.
+  Tensor embed(const Tensor& ids, const Tensor& positions, const std::string& stack);
+
+  EncDecConfig config_;
+  Graph graph_;
+  Mesh mesh_;
+  Dimension d_ff_, heads_, d_kv_;
+};
+
+// Greedy translation by recomputation: the decoder is run on the prefix so
+// far, one position a step, and the most likely next id appended, until
+// every sentence has ended (id 1) or the targets are full. `sources` are id
+// sequences (without padding; cut to inputs_length), at most `batch` of
+// them; returns each translation's ids without the ending. The model must
+// not be packed.
+std::vector<std::vector<int32_t>> translate_greedy(
+    TransformerEncDec& model, Session& session, const std::vector<std::vector<int32_t>>& sources);
+
+}  // namespace mtf::models
