@@ -218,10 +218,32 @@ Tensor TransformerEncDec::logits_of(float keep_prob) {
          (1.0f / std::sqrt(static_cast<float>(d_model.size)));
 }
 
+Feeds TransformerEncDec::feeds(const HostTensor& input_ids, const HostTensor& target_ids) const {
+  Feeds f = {{inputs, input_ids}, {targets, target_ids}};
+  if (!config_.packed) return f;
+  auto segments_and_positions = [](const HostTensor& ids, bool all) {
+    HostTensor seg = HostTensor::zeros(ids.shape(), int32), pos = seg;
+    const int64_t length = ids.shape()[1].size;
+    for (int64_t i = 0; i < ids.num_elements(); ++i) {
+      seg.data<int32_t>()[i] = all || ids.data<int32_t>()[i] != 0;
+      pos.data<int32_t>()[i] = static_cast<int32_t>(i % length);
+    }
+    return std::pair(seg, pos);
+  };
+  // Every decoder position is the sentence's (those after the last id are
+  // never read by earlier ones: the mask is causal).
+  const auto [in_seg, in_pos] = segments_and_positions(input_ids, false);
+  const auto [tg_seg, tg_pos] = segments_and_positions(target_ids, true);
+  f.emplace_back(inputs_segmentation, in_seg);
+  f.emplace_back(inputs_position, in_pos);
+  f.emplace_back(targets_segmentation, tg_seg);
+  f.emplace_back(targets_position, tg_pos);
+  return f;
+}
+
 std::vector<std::vector<int32_t>> translate_greedy(
     TransformerEncDec& model, Session& session, const std::vector<std::vector<int32_t>>& sources) {
   const EncDecConfig& c = model.config();
-  if (c.packed) throw ValueError("translate_greedy: the model is packed; build one that is not");
   if (static_cast<int64_t>(sources.size()) > c.batch) {
     throw ValueError("translate_greedy: " + std::to_string(sources.size()) +
                      " sentences but the model's batch is " + std::to_string(c.batch) +
@@ -243,8 +265,7 @@ std::vector<std::vector<int32_t>> translate_greedy(
   std::vector<std::vector<int32_t>> out(sources.size());
   std::vector<bool> done(sources.size(), false);
   for (int64_t t = 0; t < c.target_length; ++t) {
-    const HostTensor logits =
-        session.run(model.eval_logits, {{model.inputs, in}, {model.targets, tg}});
+    const HostTensor logits = session.run(model.eval_logits, model.feeds(in, tg));
     const float* p = logits.data<float>();
     bool all = true;
     for (size_t b = 0; b < sources.size(); ++b) {

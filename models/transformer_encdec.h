@@ -66,6 +66,12 @@ class TransformerEncDec {
   Tensor inputs, targets;
   Tensor inputs_segmentation, inputs_position, targets_segmentation, targets_position;
 
+  // The feeds for rows of one pair each (ids padded with 0): inputs and
+  // targets, and for a packed model segment 1 over each row's ids and
+  // positions from 0 — so that a packed model evaluates and translates
+  // unpacked rows too.
+  Feeds feeds(const HostTensor& input_ids, const HostTensor& target_ids) const;
+
   // Training: label-smoothed cross-entropy, mean over the non-padding target
   // tokens (float32); Adafactor's update ops.
   Tensor loss;
@@ -94,8 +100,8 @@ class TransformerEncDec {
 // far, one position a step, and the most likely next id appended, until
 // every sentence has ended (id 1) or the targets are full. `sources` are id
 // sequences (without padding; cut to inputs_length), at most `batch` of
-// them; returns each translation's ids without the ending. The model must
-// not be packed.
+// them; returns each translation's ids without the ending. A packed model
+// reads each sentence as a row of one segment.
 std::vector<std::vector<int32_t>> translate_greedy(
     TransformerEncDec& model, Session& session, const std::vector<std::vector<int32_t>>& sources);
 

@@ -1,0 +1,355 @@
+// examples/translate: trains the sequence-to-sequence Transformer
+// (models/transformer_encdec.h) to translate English to Spanish on Debian's
+// verse-aligned Bibles (or any TSV corpus given by --corpus), with a
+// SentencePiece vocabulary trained on the training split once and cached,
+// on any mesh and layout. Prints training loss, the development set's loss
+// per token and greedy BLEU as it trains, then the test set's BLEU beside
+// the source-copy baseline's. With --checkpoint_dir it saves checkpoints
+// (with the vocabulary) and resumes from the latest; --translate "text"
+// loads the latest and translates the text.
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "cli/checkpoint_flags.h"
+#include "cli/dtype_flags.h"
+#include "cli/example_main.h"
+#include "cli/flags.h"
+#include "cli/mesh_flags.h"
+#include "models/translation_data.h"
+
+namespace {
+
+using namespace mtf;
+using models::EncDecConfig;
+using models::SentencePair;
+
+void define_flags(cli::Flags& flags) {
+  flags.define("corpus", "bible",
+               "\"bible\" (English-Spanish, through libsword) or a TSV file, source<TAB>target");
+  flags.define("dev_per_mille", "20", "pairs per thousand in the development set");
+  flags.define("test_per_mille", "20", "pairs per thousand in the test set");
+  flags.define("vocab_size", "8000", "SentencePiece pieces (a joint vocabulary)");
+  const char* home = std::getenv("HOME");
+  flags.define("vocab_dir", home ? std::string(home) + "/.cache/mtf" : "/tmp/mtf-cache",
+               "where trained vocabularies are cached");
+  const EncDecConfig d;
+  flags.define("encoder_layers", std::to_string(d.encoder_layers), "encoder blocks");
+  flags.define("decoder_layers", std::to_string(d.decoder_layers), "decoder blocks");
+  flags.define("d_model", std::to_string(d.d_model), "model dimension");
+  flags.define("d_ff", std::to_string(d.d_ff), "feed-forward hidden dimension");
+  flags.define("heads", std::to_string(d.heads), "attention heads");
+  flags.define("d_kv", std::to_string(d.d_kv), "key/value dimension per head");
+  flags.define("input_length", "64", "source pieces per row (longer pairs are not trained on)");
+  flags.define("target_length", "64", "target pieces per row");
+  flags.define("batch", std::to_string(d.batch), "rows per step");
+  flags.define("norm", d.norm, "rms or layer");
+  flags.define("ffn", d.ffn, "relu or gated_gelu");
+  flags.define("position", d.position, "relative (T5's buckets) or absolute");
+  flags.define("dropout", "0.1", "dropout rate during training");
+  flags.define("label_smoothing", "0.1", "label smoothing of the training loss");
+  flags.define("packed", "false", "pack several pairs into each row");
+  flags.define("lr", "0", "Adafactor learning rate (0: its schedule min(0.01, 1/sqrt(step)))");
+  flags.define("steps", "3000", "training steps");
+  flags.define("minutes", "0", "also stop training after this many minutes (0: no limit)");
+  flags.define("eval_every", "500", "evaluate on the development set every this many steps");
+  flags.define("eval_sentences", "128", "development sentences translated for BLEU (0: none)");
+  flags.define("test_sentences", "0", "test sentences translated at the end (0: all)");
+  flags.define("hypotheses", "", "write the test set's translations to this file");
+  flags.define("translate", "", "only translate this text with the latest checkpoint");
+  flags.define("seed", "1", "seed for initialisation and data order");
+  cli::define_dtype_flags(flags);
+  cli::define_checkpoint_flags(flags, /*save_every=*/500);
+  cli::define_mesh_flags(flags);
+}
+
+EncDecConfig config_from_flags(const cli::Flags& flags) {
+  EncDecConfig c;
+  c.encoder_layers = flags.i64("encoder_layers");
+  c.decoder_layers = flags.i64("decoder_layers");
+  c.d_model = flags.i64("d_model");
+  c.d_ff = flags.i64("d_ff");
+  c.heads = flags.i64("heads");
+  c.d_kv = flags.i64("d_kv");
+  c.input_length = flags.i64("input_length");
+  c.target_length = flags.i64("target_length");
+  c.batch = flags.i64("batch");
+  c.norm = flags.str("norm");
+  c.ffn = flags.str("ffn");
+  c.position = flags.str("position");
+  c.dropout = static_cast<float>(flags.f64("dropout"));
+  c.label_smoothing = static_cast<float>(flags.f64("label_smoothing"));
+  c.packed = flags.boolean("packed");
+  c.learning_rate = static_cast<float>(flags.f64("lr"));
+  c.seed = static_cast<uint64_t>(flags.i64("seed"));
+  c.variable_dtype = cli::variable_dtype_from_flags(flags);
+  return c;
+}
+
+// What a checkpoint must agree on with the flags to be resumed or used.
+std::map<std::string, std::string> model_metadata(const EncDecConfig& c,
+                                                  const models::Vocabulary& v) {
+  return {{"encoder_layers", std::to_string(c.encoder_layers)},
+          {"decoder_layers", std::to_string(c.decoder_layers)},
+          {"d_model", std::to_string(c.d_model)},
+          {"d_ff", std::to_string(c.d_ff)},
+          {"heads", std::to_string(c.heads)},
+          {"d_kv", std::to_string(c.d_kv)},
+          {"norm", c.norm},
+          {"ffn", c.ffn},
+          {"position", c.position},
+          {"vocabulary", v.fingerprint()}};
+}
+
+// The checkpoint's model must be the flags' (and its vocabulary this one).
+void check_checkpoint(const CheckpointInfo& info, const EncDecConfig& c,
+                      const models::Vocabulary& v) {
+  auto it = info.metadata.find("vocabulary");
+  v.check_matches(it == info.metadata.end() ? "" : it->second, "checkpoint " + info.path);
+  for (const auto& [key, value] : model_metadata(c, v)) {
+    auto found = info.metadata.find(key);
+    if (found == info.metadata.end() || found->second != value) {
+      throw ValueError("checkpoint " + info.path + " holds a model with " + key + " " +
+                       (found == info.metadata.end() ? "(none)" : found->second) +
+                       ", not this run's " + value +
+                       ": pass its sizes, or use another --checkpoint_dir");
+    }
+  }
+}
+
+struct Data {
+  std::unique_ptr<models::Vocabulary> vocabulary;
+  std::vector<models::EncodedPair> train, dev, test;
+  std::vector<SentencePair> dev_pairs, test_pairs;
+};
+
+// Reads and splits the corpus, trains (or loads) the vocabulary, encodes.
+Data load_data(const cli::Flags& flags, const EncDecConfig& c) {
+  const std::string corpus = flags.str("corpus");
+  const std::vector<SentencePair> pairs =
+      corpus == "bible"
+          ? models::read_sword_pairs(models::kEnglishWebModule, models::kSpanishRv1909Module)
+          : models::read_tsv_pairs(corpus);
+  const models::CorpusSplit split =
+      models::split_corpus(pairs, static_cast<int>(flags.i64("dev_per_mille")),
+                           static_cast<int>(flags.i64("test_per_mille")));
+  if (split.train.empty() || split.dev.empty() || split.test.empty())
+    throw ValueError("--corpus " + corpus + " gives an empty train, dev or test split (" +
+                     std::to_string(pairs.size()) + " pairs): give a larger corpus");
+  std::vector<std::string> sentences;
+  for (const auto& p : split.train) {
+    sentences.push_back(p.source);
+    sentences.push_back(p.target);
+  }
+  models::VocabularyOptions vo;
+  vo.size = flags.i64("vocab_size");
+  const auto start = std::chrono::steady_clock::now();
+  Data d;
+  d.vocabulary = std::make_unique<models::Vocabulary>(
+      models::cached_vocabulary(sentences, vo, flags.str("vocab_dir")));
+  const double secs =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  int64_t dropped = 0;
+  d.train = models::encode_pairs(*d.vocabulary, split.train, c.input_length, c.target_length, true,
+                                 &dropped);
+  d.dev = models::encode_pairs(*d.vocabulary, split.dev, c.input_length, c.target_length, false,
+                               nullptr);
+  d.test = models::encode_pairs(*d.vocabulary, split.test, c.input_length, c.target_length, false,
+                                nullptr);
+  d.dev_pairs = split.dev;
+  d.test_pairs = split.test;
+  std::printf(
+      "data: %zu pairs from %s: %zu train (%lld longer than the lengths left out), %zu "
+      "dev, %zu test\n",
+      pairs.size(), corpus.c_str(), d.train.size(), static_cast<long long>(dropped), d.dev.size(),
+      d.test.size());
+  std::printf("vocabulary: %s (%.1f s to train or load, cached in %s)\n",
+              d.vocabulary->fingerprint().c_str(), secs, flags.str("vocab_dir").c_str());
+  return d;
+}
+
+// BLEU of the greedy translations of the first `n` pairs (0: all).
+models::BleuScore bleu_of(models::TransformerEncDec& model, Session& session,
+                          const models::Vocabulary& v,
+                          const std::vector<models::EncodedPair>& encoded,
+                          const std::vector<SentencePair>& pairs, size_t n,
+                          std::vector<std::string>* hypotheses = nullptr) {
+  if (n == 0 || n > encoded.size()) n = encoded.size();
+  const std::vector<models::EncodedPair> some(encoded.begin(), encoded.begin() + n);
+  std::vector<std::string> hyps = models::translate_pairs(model, session, v, some);
+  std::vector<std::string> refs;
+  for (const auto& e : some) refs.push_back(pairs[e.index].target);
+  if (hypotheses) *hypotheses = hyps;
+  return models::corpus_bleu_13a(hyps, refs);
+}
+
+// The vocabulary beside the checkpoints (vocabulary.model), written whole
+// or not at all, for --translate to read.
+void save_vocabulary(const models::Vocabulary& v, const std::string& dir) {
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) throw IoError("cannot make --checkpoint_dir " + dir + ": " + ec.message());
+  const std::string path = dir + "/vocabulary.model", tmp = path + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    out << v.serialized();
+    out.flush();
+    if (!out) throw IoError("cannot write " + tmp + " (disk full?)");
+  }
+  std::filesystem::rename(tmp, path, ec);
+  if (ec) throw IoError("cannot rename " + tmp + " to " + path + ": " + ec.message());
+}
+
+// The source-copy baseline: the English as its own "translation".
+models::BleuScore copy_baseline(const std::vector<SentencePair>& pairs) {
+  std::vector<std::string> hyps, refs;
+  for (const auto& p : pairs) {
+    hyps.push_back(p.source);
+    refs.push_back(p.target);
+  }
+  return models::corpus_bleu_13a(hyps, refs);
+}
+
+// --translate: the latest checkpoint's model (its vocabulary beside it)
+// translates one text.
+int translate_text(const cli::Flags& flags, const EncDecConfig& cfg, CheckpointManager* checkpoints,
+                   const MeshConfig& mesh) {
+  if (!checkpoints) throw ValueError("--translate needs --checkpoint_dir");
+  const auto path = checkpoints->latest_path();
+  if (!path) throw ValueError("--checkpoint_dir holds no checkpoint: train into it first");
+  const models::Vocabulary v =
+      models::Vocabulary::load(checkpoints->directory() + "/vocabulary.model");
+  EncDecConfig c = cfg;
+  c.vocab = v.size();
+  c.batch = 1;
+  c.packed = false;
+  check_checkpoint(read_checkpoint_info(*path), c, v);
+  models::TransformerEncDec model(c);
+  Session session(model.graph(), mesh);
+  RestoreOptions only_weights;
+  for (const Tensor& t : model.graph().trainable_variables())
+    only_weights.only.push_back(t.op().name());
+  restore_checkpoint(session, *path, only_weights);
+  std::vector<int32_t> ids = v.encode(flags.str("translate"));
+  ids.push_back(models::Vocabulary::kEos);
+  std::printf("%s\n", v.decode(models::translate_greedy(model, session, {ids})[0]).c_str());
+  return 0;
+}
+
+// The test set's BLEU at the end, beside the source-copy baseline's; the
+// translations to --hypotheses when given.
+void report_test(const cli::Flags& flags, models::TransformerEncDec& model, Session& session,
+                 const Data& data) {
+  std::vector<std::string> hyps;
+  const models::BleuScore test =
+      bleu_of(model, session, *data.vocabulary, data.test, data.test_pairs,
+              static_cast<size_t>(std::max<int64_t>(0, flags.i64("test_sentences"))), &hyps);
+  std::printf("test %s\n", test.to_string().c_str());
+  std::printf("source-copy baseline %s\n", copy_baseline(data.test_pairs).to_string().c_str());
+  if (!flags.str("hypotheses").empty()) {
+    std::ofstream out(flags.str("hypotheses"));
+    for (const std::string& h : hyps) out << h << '\n';
+    if (!out) throw IoError("cannot write --hypotheses " + flags.str("hypotheses"));
+  }
+}
+
+// Trains (resuming from --checkpoint_dir's latest), evaluating on the
+// development set as it goes, then reports the test set.
+int train(const cli::Flags& flags, const EncDecConfig& cfg, CheckpointManager* checkpoints,
+          int64_t save_every, MeshConfig mesh, const std::string& transport_name) {
+  const int64_t steps = flags.i64("steps");
+  if (steps < 0) throw ValueError("--steps must be >= 0");
+  const double minutes = flags.f64("minutes");
+  const int64_t eval_every = std::max<int64_t>(1, flags.i64("eval_every"));
+  const size_t eval_sentences =
+      static_cast<size_t>(std::max<int64_t>(0, flags.i64("eval_sentences")));
+  Data data = load_data(flags, cfg);
+  EncDecConfig c = cfg;
+  c.vocab = data.vocabulary->size();
+  models::TransformerEncDec model(c);
+  cli::resolve_auto_layout(flags, mesh, model.graph(), {model.loss}, model.train_ops);
+  Session session(model.graph(), mesh);
+  std::printf("%s\n", cli::describe_mesh(mesh, transport_name).c_str());
+  session.counters_text({model.loss}, model.train_ops);  // layouts checked before training
+  models::TranslationBatcher batcher(data.train, c, c.seed);
+  int64_t first_step = 1;
+  if (checkpoints) {
+    const auto path = checkpoints->latest_path();
+    // A checkpoint of another model or vocabulary is refused before
+    // anything in the directory changes.
+    if (path) check_checkpoint(read_checkpoint_info(*path), c, *data.vocabulary);
+    save_vocabulary(*data.vocabulary, checkpoints->directory());
+    if (path) {
+      const CheckpointInfo info = read_checkpoint_info(*path);
+      restore_checkpoint(session, *path);
+      batcher.restore(info.metadata.at("data"));
+      first_step = info.step + 1;
+      std::printf("resumed from %s at step %lld\n", path->c_str(),
+                  static_cast<long long>(info.step));
+    }
+  }
+  const auto start = std::chrono::steady_clock::now();
+  auto elapsed = [&] {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  };
+  double interval_loss = 0, tokens = 0, train_seconds = 0;
+  int64_t interval_steps = 0, step = first_step;
+  for (; step <= steps && (minutes <= 0 || elapsed() < 60 * minutes); ++step) {
+    const Feeds feeds = batcher.next(model);
+    tokens += static_cast<double>(batcher.last_target_tokens());
+    const auto t0 = std::chrono::steady_clock::now();
+    interval_loss += session.run({model.loss}, feeds, model.train_ops)[0].to_floats()[0];
+    train_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    ++interval_steps;
+    if (step % eval_every == 0 || step == steps) {
+      const double dev_loss = models::mean_token_loss(model, session, data.dev);
+      const models::BleuScore bleu =
+          eval_sentences == 0
+              ? models::BleuScore()
+              : bleu_of(model, session, *data.vocabulary, data.dev, data.dev_pairs, eval_sentences);
+      std::printf(
+          "step %lld loss %.4f dev loss %.4f dev BLEU %.2f (%zu sentences); "
+          "training %.0f target tokens/s (%.1f ms/step), %.1f min in all\n",
+          static_cast<long long>(step), interval_loss / interval_steps, dev_loss, bleu.bleu,
+          std::min(eval_sentences, data.dev.size()), tokens / train_seconds,
+          1000 * train_seconds / static_cast<double>(step - first_step + 1), elapsed() / 60);
+      std::fflush(stdout);
+      interval_loss = 0;
+      interval_steps = 0;
+    }
+    if (checkpoints && (step % save_every == 0 || step == steps)) {
+      std::map<std::string, std::string> meta = model_metadata(c, *data.vocabulary);
+      meta["data"] = batcher.state();
+      checkpoints->save(session, step, meta);
+    }
+  }
+  std::printf("trained to step %lld in %.1f min\n", static_cast<long long>(step - 1),
+              elapsed() / 60);
+  report_test(flags, model, session, data);
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  return mtf::cli::run_example("translate", [&]() -> int {
+    cli::Flags flags;
+    define_flags(flags);
+    if (!flags.parse(argc, argv)) return 0;
+    const EncDecConfig cfg = config_from_flags(flags);
+    cfg.validate();
+    int64_t save_every = 0;
+    std::unique_ptr<CheckpointManager> checkpoints =
+        cli::checkpoints_from_flags(flags, &save_every);
+    std::string transport_name;
+    const MeshConfig mesh = cli::mesh_config_from_flags(flags, &transport_name);
+    if (!flags.str("translate").empty()) return translate_text(flags, cfg, checkpoints.get(), mesh);
+    return train(flags, cfg, checkpoints.get(), save_every, mesh, transport_name);
+  });
+}
