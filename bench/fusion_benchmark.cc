@@ -109,8 +109,8 @@ void BM_KernelChainBfloat16(benchmark::State& state) {
     return HostTensor::from_floats(s, v, dt);
   };
   const Shape row_shape("rows:" + std::to_string(rows)), d_shape("d:512");
-  HostTensor x = make(mtf::bfloat16, full), r = make(mtf::bfloat16, row_shape), scale = make(mtf::bfloat16, d_shape),
-             bias = make(mtf::bfloat16, d_shape);
+  HostTensor x = make(mtf::bfloat16, full), r = make(mtf::bfloat16, row_shape),
+             scale = make(mtf::bfloat16, d_shape), bias = make(mtf::bfloat16, d_shape);
   HostTensor a(full, mtf::bfloat16), c(full, mtf::bfloat16), d(full, mtf::bfloat16);
   HostTensor xf = make(float32, full), rf = make(float32, row_shape), sf = make(float32, d_shape),
              bf = make(float32, d_shape);
@@ -244,8 +244,8 @@ int main(int argc, char** argv) {
       ->Unit(benchmark::kMicrosecond)
       ->MinTime(1.0);
   benchmark::RegisterBenchmark("kernel_chain_bfloat16/rows/case", BM_KernelChainBfloat16)
-      ->Args({2048, 1})   // float32 (reference) against bfloat16, one thread
-      ->Args({2048, 2})   // bfloat16: one thread (reference) against two
+      ->Args({2048, 1})  // float32 (reference) against bfloat16, one thread
+      ->Args({2048, 2})  // bfloat16: one thread (reference) against two
       ->Args({16384, 1})
       ->Args({16384, 2})
       ->Unit(benchmark::kMicrosecond)

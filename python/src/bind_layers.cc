@@ -160,9 +160,9 @@ void bind_layers(py::module_& m) {
         py::arg("memory_ids"));
   l.def("attention_mask_same_segment", &layers::attention_mask_same_segment,
         py::arg("query_segment"), py::arg("memory_segment"));
-  l.def("relative_position_bucket", &layers::relative_position_bucket,
-        py::arg("relative_position"), py::arg("bidirectional") = true,
-        py::arg("num_buckets") = 32, py::arg("max_distance") = 128);
+  l.def("relative_position_bucket", &layers::relative_position_bucket, py::arg("relative_position"),
+        py::arg("bidirectional") = true, py::arg("num_buckets") = 32,
+        py::arg("max_distance") = 128);
   l.def("relative_position_bias", &layers::relative_position_bias, py::arg("query_position"),
         py::arg("memory_position"), py::arg("heads_dim"), py::arg("bidirectional"),
         py::arg("name") = "relative_position_bias", py::arg("num_buckets") = 32,

@@ -87,8 +87,7 @@ MTF_BF16_TARGET inline __m512i bf16_lanes(__m512i u) {
   const __m512i frac = _mm512_set1_epi32(0x007fffff);
   const __m256bh h = _mm512_cvtneps_pbh(_mm512_castsi512_ps(u));
   __m512i r = _mm512_cvtepu16_epi32(reinterpret_cast<const __m256i&>(h));
-  const __mmask16 subnormal =
-      _mm512_testn_epi32_mask(u, expo) & _mm512_test_epi32_mask(u, frac);
+  const __mmask16 subnormal = _mm512_testn_epi32_mask(u, expo) & _mm512_test_epi32_mask(u, frac);
   if (__builtin_expect(subnormal != 0, 0))
     r = _mm512_mask_blend_epi32(subnormal, r, _mm512_srli_epi32(rounded_high(u), 16));
   return r;
@@ -135,8 +134,8 @@ bool bf16_instruction_agrees() {
   std::vector<float> rounded = in;
   round_avx512bf16(rounded.data(), rounded.data(), n);
   for (int64_t i = 0; i < n; ++i)
-    if (got[i] != want[i] || __builtin_bit_cast(uint32_t, rounded[i]) !=
-                                 static_cast<uint32_t>(want[i]) << 16)
+    if (got[i] != want[i] ||
+        __builtin_bit_cast(uint32_t, rounded[i]) != static_cast<uint32_t>(want[i]) << 16)
       return false;
   return true;
 }

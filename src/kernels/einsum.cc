@@ -350,8 +350,8 @@ void gemm_through_views(const Plan2& p, const HostTensor& a, const HostTensor& b
     // The innermost batch axis in each call, and the next one out as the
     // call's outer axis (oneDNN keeps its fast kernels on both at once).
     const StridedPlan<3>& bp = p.batch_plan;
-    Bfloat16Gemm g{p.va.trans, p.vb.trans, p.m, p.n, p.k, p.va.ld, p.vb.ld, p.vc.ld, 1, 0, 0, 0,
-                   false,      fixed_order};
+    Bfloat16Gemm g{p.va.trans, p.vb.trans, p.m, p.n, p.k, p.va.ld, p.vb.ld,
+                   p.vc.ld,    1,          0,   0,   0,   false,   fixed_order};
     if (bp.empty) return;
     if (bp.sizes.empty()) return run_bfloat16_gemm(g, A, 0, B, 0, out, 0);
     g.batch = bp.sizes.back();

@@ -85,7 +85,8 @@ dnnl::memory::desc view(int64_t outer, int64_t outer_stride, int64_t batch, int6
                         dnnl::memory::data_type dt) {
   const int64_t rs = trans ? 1 : ld, cs = trans ? ld : 1;
   const int64_t bs = batch > 1 ? batch_stride : rows * cols;
-  if (outer > 1) return dnnl::memory::desc({outer, batch, rows, cols}, dt, {outer_stride, bs, rs, cs});
+  if (outer > 1)
+    return dnnl::memory::desc({outer, batch, rows, cols}, dt, {outer_stride, bs, rs, cs});
   return dnnl::memory::desc({batch, rows, cols}, dt, {bs, rs, cs});
 }
 
@@ -140,9 +141,9 @@ void gemm_fixed(const Bfloat16Gemm& g, const uint16_t* a, const uint16_t* b, voi
     const int64_t at_c = o * g.outer_c + j * g.stride_c;
     void* ci = g.c_bfloat16 ? static_cast<void*>(static_cast<uint16_t*>(c) + at_c)
                             : static_cast<void*>(static_cast<float*>(c) + at_c);
-    gemm_fixed_order_bfloat16(g.ta, g.tb, g.m, g.n, g.k, a + o * g.outer_a + j * g.stride_a,
-                              g.lda, b + o * g.outer_b + j * g.stride_b, g.ldb, ci, g.c_bfloat16,
-                              g.ldc, inner);
+    gemm_fixed_order_bfloat16(g.ta, g.tb, g.m, g.n, g.k, a + o * g.outer_a + j * g.stride_a, g.lda,
+                              b + o * g.outer_b + j * g.stride_b, g.ldb, ci, g.c_bfloat16, g.ldc,
+                              inner);
   };
   const int64_t matrices = g.outer * g.batch;
   if (threads > 1 && matrices >= threads) {

@@ -228,7 +228,7 @@ class FusionPlanner {
   std::vector<kernels::ReduceFn> reduce_fn_;
   std::vector<bool> fuse_alone_;  // fused even when alone
   std::vector<int> group_of_;
-  const bool blas_;  // the program runs float32 contractions on OpenBLAS
+  const bool blas_;                       // the program runs float32 contractions on OpenBLAS
   std::vector<std::vector<int>> groups_;  // members in program order
   std::vector<bool> closed_;              // per group: ends in a reduction
 };

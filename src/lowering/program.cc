@@ -503,12 +503,12 @@ bool step_runs_float32_blas(const Program& p, const Step& s) {
   const bool einsum = ops::is_einsum(*s.op);
   if (!einsum && s.op->type().rfind("conv", 0) != 0) return false;
   bool float32_operand = false;
-  for (int slot : s.input_slots) float32_operand = float32_operand || p.slot_dtypes[slot] == float32;
+  for (int slot : s.input_slots)
+    float32_operand = float32_operand || p.slot_dtypes[slot] == float32;
   if (!float32_operand || !einsum) return float32_operand;
   std::vector<Shape> slices;
   for (const TensorLayout& l : s.input_layouts) slices.push_back(l.slice_shape());
-  const auto plan =
-      kernels::plan_einsum(slices, s.output_layouts[0].slice_shape(), float32, false);
+  const auto plan = kernels::plan_einsum(slices, s.output_layouts[0].slice_shape(), float32, false);
   return !kernels::einsum_gemm_calls(*plan).empty();
 }
 

@@ -99,7 +99,7 @@ struct Step {
   // spin for a while after each call and would take the cores OpenMP's need
   // (measured: float32 steps 1.2-1.7x slower). Set by assign_kernel_threads.
   bool threaded = false;
-  StepUpdate update;          // fused optimizer updates
+  StepUpdate update;  // fused optimizer updates
 };
 
 // "compute", "allgather", "allreduce", "split", "halo" or "alltoall".
