@@ -222,7 +222,8 @@ Feeds TransformerEncDec::feeds(const HostTensor& input_ids, const HostTensor& ta
   Feeds f = {{inputs, input_ids}, {targets, target_ids}};
   if (!config_.packed) return f;
   auto segments_and_positions = [](const HostTensor& ids, bool all) {
-    HostTensor seg = HostTensor::zeros(ids.shape(), int32), pos = seg;
+    HostTensor seg = HostTensor::zeros(ids.shape(), int32);
+    HostTensor pos = HostTensor::zeros(ids.shape(), int32);  // not a copy: that would share
     const int64_t length = ids.shape()[1].size;
     for (int64_t i = 0; i < ids.num_elements(); ++i) {
       seg.data<int32_t>()[i] = all || ids.data<int32_t>()[i] != 0;

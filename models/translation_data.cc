@@ -67,8 +67,11 @@ Feeds TranslationBatcher::next(const TransformerEncDec& model) {
   const int64_t B = config_.batch, LI = config_.input_length, LT = config_.target_length;
   HostTensor in = HostTensor::zeros(model.inputs.shape(), int32);
   HostTensor tg = HostTensor::zeros(model.targets.shape(), int32);
-  HostTensor in_seg = HostTensor::zeros(model.inputs.shape(), int32), in_pos = in_seg,
-             tg_seg = HostTensor::zeros(model.targets.shape(), int32), tg_pos = tg_seg;
+  // Four buffers of their own (a HostTensor copy shares its buffer).
+  HostTensor in_seg = HostTensor::zeros(model.inputs.shape(), int32);
+  HostTensor in_pos = HostTensor::zeros(model.inputs.shape(), int32);
+  HostTensor tg_seg = HostTensor::zeros(model.targets.shape(), int32);
+  HostTensor tg_pos = HostTensor::zeros(model.targets.shape(), int32);
   last_tokens_ = last_pairs_ = 0;
   for (int64_t row = 0; row < B; ++row) {
     int64_t ui = 0, ut = 0;  // used positions of the row

@@ -7,9 +7,12 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <random>
+
+#include "models/translation_data.h"
 
 namespace mtf::models {
 namespace {
@@ -74,6 +77,63 @@ TEST(TransformerEncDec, PackedRowGivesEachPairTheLossItGetsAlone) {
     for (int v = 0; v < 12; ++v)
       EXPECT_NEAR(pl[t * 12 + v], al[(where[t].first * 5 + where[t].second) * 12 + v], 2e-4)
           << "packed position " << t << " id " << v;
+}
+
+TEST(TransformerEncDec, PackedBatchesHoldSegmentsAndPositionsOfTheirOwn) {
+  EncDecConfig c = tiny();
+  c.packed = true;
+  c.batch = 2;
+  c.input_length = c.target_length = 8;
+  TransformerEncDec m(c);
+  // Three pairs of 3+2, 4+3 and 2+2 ids (with their endings).
+  std::vector<EncodedPair> pairs = {
+      {{5, 6, 1}, {7, 1}, 0}, {{3, 4, 5, 1}, {8, 9, 1}, 1}, {{9, 1}, {4, 1}, 2}};
+  TranslationBatcher batcher(pairs, c, 1);
+  const Feeds feeds = batcher.next(m);
+  ASSERT_EQ(feeds.size(), 6u);
+  const auto ints_of = [&](const Tensor& t) {
+    for (const auto& [tensor, value] : feeds)
+      if (tensor.id() == t.id())
+        return std::vector<int32_t>(value.data<int32_t>(),
+                                    value.data<int32_t>() + value.num_elements());
+    return std::vector<int32_t>();
+  };
+  const std::vector<int32_t> seg = ints_of(m.inputs_segmentation), pos = ints_of(m.inputs_position);
+  const std::vector<int32_t> ids = ints_of(m.inputs);
+  const std::vector<int32_t> tseg = ints_of(m.targets_segmentation);
+  int64_t pairs_in_rows = 0;
+  for (int row = 0; row < 2; ++row) {
+    int32_t segments = 0;
+    for (int k = 0; k < 8; ++k) {
+      const int i = row * 8 + k;
+      segments = std::max(segments, seg[i]);
+      if (ids[i] == 0) {
+        EXPECT_EQ(seg[i], 0) << i;  // padding
+        continue;
+      }
+      // Segments count up from 1; positions restart in each.
+      EXPECT_TRUE(seg[i] == (k ? seg[i - 1] : 1) || seg[i] == seg[i - 1] + 1) << i;
+      EXPECT_EQ(pos[i], k == 0 || seg[i] != seg[i - 1] ? 0 : pos[i - 1] + 1) << i;
+    }
+    EXPECT_GE(segments, 2) << "row " << row << " holds one pair where two fit";
+    EXPECT_EQ(*std::max_element(tseg.begin() + row * 8, tseg.begin() + row * 8 + 8), segments);
+    pairs_in_rows += segments;
+  }
+  EXPECT_EQ(batcher.last_pairs(), pairs_in_rows);
+  EXPECT_NE(seg, pos);  // their own buffers
+  // A packed model evaluates rows of one pair (segment 1, positions from 0)
+  // as the unpacked model does, with the same weights.
+  EncDecConfig u = c;
+  u.packed = false;
+  TransformerEncDec plain(u);
+  Session ps(m.graph()), us(plain.graph());
+  for (const std::string& name : ps.variable_names())
+    us.set_variable_value(name, ps.variable_value(name));
+  const HostTensor in = ints(m.inputs.shape(), {5, 6, 1, 0, 0, 0, 0, 0, 3, 4, 5, 1, 0, 0, 0, 0});
+  const HostTensor tg = ints(m.targets.shape(), {7, 1, 0, 0, 0, 0, 0, 0, 8, 9, 1, 0, 0, 0, 0, 0});
+  const auto a = ps.run({m.eval_loss_sum}, m.feeds(in, tg))[0].to_floats();
+  const auto b = us.run({plain.eval_loss_sum}, plain.feeds(in, tg))[0].to_floats();
+  EXPECT_NEAR(a[0], b[0], 1e-4 * std::fabs(b[0]));
 }
 
 // Random copy-task batches: targets are the inputs (ids 3..vocab-1, then 1).
