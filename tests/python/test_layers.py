@@ -106,3 +106,8 @@ def test_t5_pieces():
     assert relv.shape == (6, 6, 2) and np.all(relv == 0)  # the table starts at zero
     with pytest.raises(mtf.DTypeError, match="int32"):
         mtf.layers.attention_mask_ignore_padding(x)
+    # T5's buckets of relative positions -3..2 (8 buckets, bidirectional).
+    rel = mtf.import_fully_replicated(m, np.arange(-3, 3, dtype=np.int32), [LEN])
+    buckets = mtf.layers.relative_position_bucket(rel, bidirectional=True, num_buckets=8,
+                                                  max_distance=20)
+    np.testing.assert_array_equal(mtf.Session(g).run(buckets), [2, 2, 1, 0, 5, 6])
