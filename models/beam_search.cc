@@ -41,14 +41,14 @@ std::vector<double> log_probs_of(const float* row, int64_t vocab) {
 
 }  // namespace
 
-BeamResult beam_search(const TransformerDecoder& decoder, Session& session,
+BeamResult beam_search(const IncrementalDecoder& decoder, Session& session,
                        const std::vector<std::vector<int32_t>>& prompts, int64_t steps,
                        const BeamOptions& options) {
   const int64_t vocab = decoder.vocab(), beams = options.beams;
   options.validate(vocab);
   const int64_t sequences = static_cast<int64_t>(prompts.size());
-  if (sequences * beams != decoder.batch.size) {
-    throw ValueError("beam search: a decoder of batch " + std::to_string(decoder.batch.size) +
+  if (sequences * beams != decoder.batch_size()) {
+    throw ValueError("beam search: a decoder of batch " + std::to_string(decoder.batch_size()) +
                      " cannot hold " + std::to_string(sequences) + " prompts x " +
                      std::to_string(beams) + " beams (make it with batch " +
                      std::to_string(sequences * beams) + ")");
@@ -94,7 +94,7 @@ BeamResult beam_search(const TransformerDecoder& decoder, Session& session,
       logits = decoder.step(session, tokens, p);
     }
     const int64_t new_tokens = p + 2 - n;  // each hypothesis' after this step
-    std::vector<int32_t> parents(decoder.batch.size);
+    std::vector<int32_t> parents(decoder.batch_size());
     std::iota(parents.begin(), parents.end(), 0);
     for (int64_t s = 0; s < sequences; ++s) {
       if (done[s]) continue;

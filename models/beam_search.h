@@ -1,4 +1,4 @@
-// beam_search.h — beam search over a TransformerDecoder, as Mesh TensorFlow's
+// beam_search.h — beam search over an IncrementalDecoder, as Mesh TensorFlow's
 // beam_search: each prompt grows `beams` hypotheses, ranked by their
 // log-probability divided by the length penalty ((5 + n) / 6)^alpha of their
 // n new tokens (Wu et al., 2016); a hypothesis that emits the stop token is
@@ -9,7 +9,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "models/transformer_decoder.h"
+#include "models/incremental_decoder.h"
 
 namespace mtf::models {
 
@@ -35,7 +35,7 @@ struct BeamResult {
 // prompts.size() x options.beams (ValueError otherwise). The search for a
 // prompt ends early once no live hypothesis can beat its `beams` finished
 // ones.
-BeamResult beam_search(const TransformerDecoder& decoder, Session& session,
+BeamResult beam_search(const IncrementalDecoder& decoder, Session& session,
                        const std::vector<std::vector<int32_t>>& prompts, int64_t steps,
                        const BeamOptions& options);
 

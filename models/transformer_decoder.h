@@ -10,34 +10,15 @@
 #pragma once
 
 #include <cstdint>
-#include <random>
 #include <string>
 #include <vector>
 
+#include "models/incremental_decoder.h"
 #include "models/transformer.h"
 
 namespace mtf::models {
 
-// How the next token is chosen from a row of logits: temperature 0 takes
-// the highest logit (the lowest id on ties); otherwise a draw from
-// softmax(logits / temperature) restricted to the top_k highest (0: all)
-// and then to the smallest set of highest whose probability reaches top_p.
-struct SamplingOptions {
-  double temperature = 0.0;
-  int64_t top_k = 0;
-  double top_p = 1.0;
-  int32_t stop = -1;  // a sequence that emits this token ends there (-1: none)
-  uint64_t seed = 1;
-  // ValueError naming the field: temperature < 0, top_k < 0, top_p outside
-  // (0, 1], or stop outside the vocabulary.
-  void validate(int64_t vocab) const;
-};
-
-// One choice from `row` (vocab logits) by `options`, drawing from `rng`.
-int32_t choose_next(const float* row, int64_t vocab, const SamplingOptions& options,
-                    std::mt19937_64& rng);
-
-class TransformerDecoder {
+class TransformerDecoder : public IncrementalDecoder {
  public:
   // A decoder of `batch` sequences for lm (ValueError for a mixture-of-
   // experts LM: its capacity per sequence makes one-token steps route
@@ -71,36 +52,21 @@ class TransformerDecoder {
   Tensor parents;
   std::vector<Operation*> reorder_caches;
 
-  // One step: the logits, row by row (batch x vocab), after feeding `tokens`
-  // at position p.
-  std::vector<float> step(Session& session, const std::vector<int32_t>& tokens, int64_t p) const;
-  // The prefill of `prompts` (one per sequence, all of one length n, 1 <= n
-  // <= length): the logits after position n - 1, row by row; the next step
-  // is at position n.
+  int64_t batch_size() const override { return batch.size; }
+  int64_t length() const override { return length_; }
+  int64_t vocab() const override { return vocab_; }
+  const char* name() const override { return "TransformerDecoder"; }
+  // A step at position p runs write_caches; the prefill runs prompt_logits
+  // and prefill_caches; reorder runs reorder_caches.
+  std::vector<float> step(Session& session, const std::vector<int32_t>& tokens,
+                          int64_t p) const override;
   std::vector<float> prefill(Session& session,
-                             const std::vector<std::vector<int32_t>>& prompts) const;
-  // Sequence b takes over the caches of sequence parents[b].
-  void reorder(Session& session, const std::vector<int32_t>& parents) const;
-  // Prefills the prompts (all of one length >= 1), then appends `steps`
-  // tokens chosen greedily (the highest logit, the lowest id on ties), up to
-  // the model's length in all. Returns each sequence, prompt included.
-  std::vector<std::vector<int32_t>> greedy(Session& session,
-                                           const std::vector<std::vector<int32_t>>& prompts,
-                                           int64_t steps) const;
-  // The same with tokens chosen by `options`; a sequence that emits
-  // options.stop ends there (the others go on).
-  std::vector<std::vector<int32_t>> generate(Session& session,
-                                             const std::vector<std::vector<int32_t>>& prompts,
-                                             int64_t steps, const SamplingOptions& options) const;
+                             const std::vector<std::vector<int32_t>>& prompts) const override;
+  void reorder(Session& session, const std::vector<int32_t>& parents) const override;
 
   // The cache variables (k and v of each layer): state, not weights, so
   // checkpoints of the model need not hold them.
   const std::vector<Tensor>& caches() const { return caches_; }
-  int64_t length() const { return length_; }
-  int64_t vocab() const { return vocab_; }
-  // ValueError unless there is one prompt per sequence, all of one length
-  // 1 .. length, of tokens in the vocabulary (`who` names the caller).
-  void check_prompts(const std::vector<std::vector<int32_t>>& prompts, const char* who) const;
 
  private:
   // The layers over `ids` (int32, [batch] for a step or [batch, length] for

@@ -1,5 +1,7 @@
 #include "models/transformer_encdec.h"
 
+#include "models/encdec_blocks.h"
+
 #include <cmath>
 #include <string>
 #include <utility>
@@ -106,48 +108,9 @@ Tensor TransformerEncDec::embed(const Tensor& ids, const Tensor& positions,
   return x;
 }
 
-namespace {
-
-// The pieces every block is made of, with the config's choices.
-struct Blocks {
-  const EncDecConfig& c;
-  Dimension d_model, d_ff, heads, d_kv;
-  float keep_prob;
-
-  Tensor norm(const Tensor& x, const std::string& name) const {
-    return c.norm == "rms" ? layers::rms_norm(x, d_model, name)
-                           : layers::layer_norm(x, d_model, name);
-  }
-  Tensor ffn(const Tensor& x, const std::string& name) const {
-    if (c.ffn == "relu") return layers::dense_relu_dense(x, d_ff, name, keep_prob);
-    layers::DenseOptions no_bias;
-    no_bias.use_bias = false;
-    const Tensor gate = gelu(layers::dense(x, {d_ff}, {d_model}, name + "/wi_0", no_bias));
-    const Tensor linear = layers::dense(x, {d_ff}, {d_model}, name + "/wi_1", no_bias);
-    const Tensor h = layers::dropout_if(gate * linear, keep_prob);
-    return layers::dense(h, {d_model}, {d_ff}, name + "/wo", no_bias);
-  }
-  // x + dropout(attention(norm(x), memory(norm(x)) or `memory`)).
-  Tensor attention(const Tensor& x, const Tensor* memory, const Dimension& length,
-                   const Dimension& memory_length, const Tensor& bias,
-                   const std::string& name) const {
-    const Tensor h = norm(x, name + "_norm");
-    const Tensor m = memory ? *memory : rename_dimension(h, length.name, memory_length.name);
-    const Tensor a =
-        layers::multihead_attention(h, m, bias, {heads, d_kv, memory_length}, name, keep_prob);
-    return x + layers::dropout_if(a, keep_prob);
-  }
-  Tensor feed_forward(const Tensor& x, const std::string& name) const {
-    return x + layers::dropout_if(ffn(norm(x, name + "_norm"), name), keep_prob);
-  }
-};
-
-}  // namespace
-
 Tensor TransformerEncDec::logits_of(float keep_prob) {
   const EncDecConfig& c = config_;
   const Blocks blocks{c, d_model, d_ff_, heads_, d_kv_, keep_prob};
-  const Dimension in_memory{"inputs_memory_length", inputs_length.size};
   const Dimension tg_memory{"targets_memory_length", targets_length.size};
   const bool relative = c.position == "relative";
   auto as_memory = [](const Tensor& t, const Dimension& from, const Dimension& to) {
@@ -156,25 +119,8 @@ Tensor TransformerEncDec::logits_of(float keep_prob) {
   const Tensor in_pos = c.packed ? inputs_position : range(mesh_, inputs_length);
   const Tensor tg_pos = c.packed ? targets_position : range(mesh_, targets_length);
 
-  // The encoder: padding (or other pairs' tokens) masked, positions relative.
-  Tensor encoder_bias =
-      c.packed ? layers::attention_mask_same_segment(
-                     inputs_segmentation, as_memory(inputs_segmentation, inputs_length, in_memory))
-               : layers::attention_mask_ignore_padding(as_memory(inputs, inputs_length, in_memory));
-  if (relative) {
-    encoder_bias =
-        encoder_bias + layers::relative_position_bias(
-                           in_pos, as_memory(in_pos, inputs_length, in_memory), heads_, true,
-                           "encoder/relative_bias", c.relative_buckets, c.relative_max_distance);
-  }
-  Tensor x = layers::dropout_if(embed(inputs, in_pos, "encoder"), keep_prob);
-  for (int64_t l = 0; l < c.encoder_layers; ++l) {
-    const std::string name = "encoder/layer_" + std::to_string(l);
-    x = blocks.attention(x, nullptr, inputs_length, in_memory, encoder_bias,
-                         name + "/self_attention");
-    x = blocks.feed_forward(x, name + "/ffn");
-  }
-  const Tensor encoded = layers::dropout_if(blocks.norm(x, "encoder/final_norm"), keep_prob);
+  const Tensor encoded =
+      encode(inputs, c.packed ? inputs_segmentation : Tensor(), in_pos, keep_prob);
 
   // The decoder reads the targets shifted right: 0 first, and at the start
   // of every pair in a packed row.
@@ -210,11 +156,40 @@ Tensor TransformerEncDec::logits_of(float keep_prob) {
   }
   y = layers::dropout_if(blocks.norm(y, "decoder/final_norm"), keep_prob);
 
-  // The output projection is the embedding table, scaled as T5 scales it.
+  return output_logits(y);
+}
+
+Tensor TransformerEncDec::encode(const Tensor& ids, const Tensor& segmentation,
+                                 const Tensor& positions, float keep_prob) {
+  const EncDecConfig& c = config_;
+  const Blocks blocks{c, d_model, d_ff_, heads_, d_kv_, keep_prob};
+  const Dimension length = ids.shape()[ids.shape().ndims() - 1];
+  const Dimension memory{"inputs_memory_length", length.size};
+  auto as_memory = [&](const Tensor& t) { return rename_dimension(t, length.name, memory.name); };
+  // Padding (or other pairs' tokens) masked, positions relative.
+  Tensor bias = segmentation.valid()
+                    ? layers::attention_mask_same_segment(segmentation, as_memory(segmentation))
+                    : layers::attention_mask_ignore_padding(as_memory(ids));
+  if (c.position == "relative") {
+    bias = bias + layers::relative_position_bias(positions, as_memory(positions), heads_, true,
+                                                 "encoder/relative_bias", c.relative_buckets,
+                                                 c.relative_max_distance);
+  }
+  Tensor x = layers::dropout_if(embed(ids, positions, "encoder"), keep_prob);
+  for (int64_t l = 0; l < c.encoder_layers; ++l) {
+    const std::string name = "encoder/layer_" + std::to_string(l);
+    x = blocks.attention(x, nullptr, length, memory, bias, name + "/self_attention");
+    x = blocks.feed_forward(x, name + "/ffn");
+  }
+  return layers::dropout_if(blocks.norm(x, "encoder/final_norm"), keep_prob);
+}
+
+Tensor TransformerEncDec::output_logits(const Tensor& y) {
+  // The embedding table, scaled as T5 scales it.
   const Tensor table =
       layers::get_or_create_variable(mesh_, "shared/embedding", Shape({vocab, d_model}),
-                                     Initializer::normal(0.0f, 1.0f), c.variable_dtype);
-  return einsum({y, table}, Shape({batch, targets_length, vocab})) *
+                                     Initializer::normal(0.0f, 1.0f), config_.variable_dtype);
+  return einsum({y, table}, y.shape().minus(Shape({d_model})).union_with(Shape({vocab}))) *
          (1.0f / std::sqrt(static_cast<float>(d_model.size)));
 }
 

@@ -82,13 +82,27 @@ class TransformerEncDec {
   // targets_length, vocab] (float32) the decoder gives the targets it is fed.
   Tensor eval_loss_sum, eval_tokens, eval_logits;
 
+  // The pieces the graphs are made of, for EncDecDecoder (they make or find
+  // the same variables by name):
+  // the encoder's output [ids' dimensions, d_model] for int32 ids [rows,
+  // inputs length] at `positions`, within segments when `segmentation` is
+  // valid and else with padding masked, with this keep probability;
+  Tensor encode(const Tensor& ids, const Tensor& segmentation, const Tensor& positions,
+                float keep_prob);
+  // the shared embedding of ids, plus `stack`'s ("encoder" or "decoder")
+  // learned absolute positions when the config has them;
+  Tensor embed(const Tensor& ids, const Tensor& positions, const std::string& stack);
+  // the output projection of the decoder's final output y (d_model
+  // replaced by vocab): the embedding table, scaled by 1/sqrt(d_model).
+  Tensor output_logits(const Tensor& y);
+  const Dimension& d_ff() const { return d_ff_; }
+  const Dimension& heads() const { return heads_; }
+  const Dimension& d_kv() const { return d_kv_; }
+
  private:
   // The decoder's logits for the targets fed, with this keep probability for
   // dropout (1: none); the variables are made once and shared.
   Tensor logits_of(float keep_prob);
-  // The shared embedding of ids, plus `stack`'s learned absolute positions
-  // when the config has them.
-  Tensor embed(const Tensor& ids, const Tensor& positions, const std::string& stack);
 
   EncDecConfig config_;
   Graph graph_;
@@ -96,7 +110,8 @@ class TransformerEncDec {
   Dimension d_ff_, heads_, d_kv_;
 };
 
-// Greedy translation by recomputation: the decoder is run on the prefix so
+// Greedy translation by recomputation (the reference for the cached
+// decoder, models/encdec_decoder.h): the decoder is run on the prefix so
 // far, one position a step, and the most likely next id appended, until
 // every sentence has ended (id 1) or the targets are full. `sources` are id
 // sequences (without padding; cut to inputs_length), at most `batch` of

@@ -1,0 +1,210 @@
+#include "models/encdec_decoder.h"
+
+#include <algorithm>
+#include <limits>
+#include <string>
+
+#include "models/encdec_blocks.h"
+
+namespace mtf::models {
+
+EncDecDecoder::EncDecDecoder(TransformerEncDec& model, int64_t batch_size,
+                             const std::string& batch_name)
+    : batch{batch_name, batch_size},
+      inputs_(model.inputs_length.size),
+      targets_(model.targets_length.size),
+      vocab_(model.vocab.size) {
+  if (batch_size < 1) throw ValueError("EncDecDecoder: batch must be at least 1");
+  const EncDecConfig& c = model.config();
+  const Mesh& mesh = model.mesh();
+  const Blocks blocks{c, model.d_model, model.d_ff(), model.heads(), model.d_kv(), 1.0f};
+  const Dimension& heads = model.heads();
+  const Dimension& d_kv = model.d_kv();
+  const Dimension& in_length = model.inputs_length;
+  const Dimension memory{"targets_memory_length", targets_};
+  const std::string prefix = "encdec_decode_" +
+                             (batch_name == "batch" ? std::string("b") : batch_name + "_") +
+                             std::to_string(batch_size) + "/";
+  const VariableDType state_dtype = VariableDType::of(c.variable_dtype.activation);
+  auto state = [&](const std::string& name, const Shape& shape, const VariableDType& dtype) {
+    caches_.push_back(layers::get_or_create_variable(mesh, prefix + name, shape,
+                                                     Initializer::zeros(), dtype,
+                                                     /*trainable=*/false));
+    return caches_.back();
+  };
+
+  // Encoding: the encoder's output projected to each layer's keys and
+  // values, and the sources' padding as an attention bias.
+  source = placeholder(mesh, Shape({batch, in_length}), int32, prefix + "source");
+  const Tensor encoded = model.encode(source, Tensor(), range(mesh, in_length), 1.0f);
+  const Tensor source_bias =
+      state("source_bias", Shape({batch, in_length}), VariableDType::of(float32));
+  encode_ops.push_back(assign(source_bias, layers::attention_mask_ignore_padding(source)));
+  std::vector<Tensor> cross;  // k and v of each layer
+  for (int64_t l = 0; l < c.decoder_layers; ++l) {
+    const std::string name = "decoder/layer_" + std::to_string(l) + "/encdec_attention";
+    for (const char* w : {"k", "v"}) {
+      const Tensor value = blocks.project(encoded, name, w);
+      cross.push_back(state("layer_" + std::to_string(l) + "/encdec_" + w, value.shape(),
+                            state_dtype));
+      encode_ops.push_back(assign(cross.back(), value));
+    }
+  }
+
+  // One step: causal over the self-attention caches (rows after the
+  // position are stale or zero), relative positions as in training.
+  token = placeholder(mesh, Shape({batch}), int32, prefix + "token");
+  position = placeholder(mesh, Shape(), int32, prefix + "position");
+  Tensor self_bias = cast(greater(range(mesh, memory), position), float32) * -1e9f;
+  if (c.position == "relative") {
+    self_bias = self_bias + layers::relative_position_bias(
+                                position, range(mesh, memory), heads, false,
+                                "decoder/relative_bias", c.relative_buckets,
+                                c.relative_max_distance);
+  }
+  const Tensor others = not_equal(range(mesh, memory), position);  // int32 [memory]
+  const Shape cache_shape({batch, heads, memory, d_kv});
+  std::vector<Tensor> self_caches;
+  Tensor y = model.embed(token, position, "decoder");
+  for (int64_t l = 0; l < c.decoder_layers; ++l) {
+    const std::string name = "decoder/layer_" + std::to_string(l);
+    const std::string self = name + "/self_attention", encdec = name + "/encdec_attention";
+    const Tensor h = blocks.norm(y, self + "_norm");
+    std::vector<Tensor> kv;
+    for (const char* w : {"k", "v"}) {
+      const Tensor cache =
+          state("layer_" + std::to_string(l) + "/self_" + w, cache_shape, state_dtype);
+      self_caches.push_back(cache);
+      const Tensor written = where(others, cache, blocks.project(h, self, w));
+      write_caches.push_back(assign(cache, written));
+      kv.push_back(written);
+    }
+    y = y + blocks.attention_over(h, kv[0], kv[1], memory, self_bias, self);
+    y = y + blocks.attention_over(blocks.norm(y, encdec + "_norm"), cross[2 * l],
+                                  cross[2 * l + 1], in_length, source_bias, encdec);
+    y = blocks.feed_forward(y, name + "/ffn");
+  }
+  logits = model.output_logits(blocks.norm(y, "decoder/final_norm"));
+  if (logits.dtype() != float32) logits = cast(logits, float32);
+
+  // Beam search's reordering, along a renamed batch dimension (the
+  // encoder-decoder caches stay: parents decode the same source).
+  parents = placeholder(mesh, Shape({batch}), int32, prefix + "parents");
+  for (const Tensor& cache : self_caches) {
+    const Tensor from = rename_dimension(cache, batch.name, "parent");
+    reorder_caches.push_back(assign(cache, gather(from, parents, "parent")));
+  }
+}
+
+void EncDecDecoder::encode(Session& session, const std::vector<std::vector<int32_t>>& sources) {
+  if (static_cast<int64_t>(sources.size()) != batch.size) {
+    throw ValueError("EncDecDecoder::encode: " + std::to_string(sources.size()) +
+                     " sources for a batch of " + std::to_string(batch.size) +
+                     " (one source per sequence)");
+  }
+  std::vector<int32_t> rows(batch.size * inputs_, 0);
+  std::vector<std::vector<int32_t>> kept;
+  for (int64_t b = 0; b < batch.size; ++b) {
+    const auto& s = sources[b];
+    kept.emplace_back(s.begin(), s.begin() + std::min<int64_t>(inputs_, s.size()));
+    for (size_t i = 0; i < kept.back().size(); ++i) {
+      const int32_t id = kept.back()[i];
+      if (id < 0 || id >= vocab_) {
+        throw ValueError("EncDecDecoder::encode: source " + std::to_string(b) + " holds id " +
+                         std::to_string(id) + ", outside the vocabulary of " +
+                         std::to_string(vocab_));
+      }
+      rows[b * inputs_ + static_cast<int64_t>(i)] = id;
+    }
+  }
+  session.run(std::vector<Tensor>{}, {{source, HostTensor::from_ints(source.shape(), rows)}},
+              encode_ops);
+  encoded_ = std::move(kept);
+}
+
+std::vector<float> EncDecDecoder::step(Session& session, const std::vector<int32_t>& tokens,
+                                       int64_t p) const {
+  check_step(tokens, p, "step");
+  if (p >= targets_) {
+    throw ValueError("EncDecDecoder::step: position " + std::to_string(p) +
+                     " is past the targets' length " + std::to_string(targets_));
+  }
+  if (encoded_.empty())
+    throw ValueError("EncDecDecoder::step: nothing encoded yet: call encode() with the sources");
+  const Feeds feeds = {{token, HostTensor::from_ints(Shape({batch}), tokens)},
+                       {position, HostTensor::from_ints(Shape(), {static_cast<int32_t>(p)})}};
+  std::vector<float> out = session.run({logits}, feeds, write_caches)[0].to_floats();
+  for (int64_t b = 0; b < batch.size; ++b)
+    out[b * vocab_] = -std::numeric_limits<float>::infinity();  // padding
+  return out;
+}
+
+std::vector<float> EncDecDecoder::prefill(Session& session,
+                                          const std::vector<std::vector<int32_t>>& prompts) const {
+  check_prompts(prompts, "prefill");
+  std::vector<float> out;
+  for (size_t p = 0; p < prompts[0].size(); ++p) {
+    std::vector<int32_t> column;
+    for (const auto& prompt : prompts) column.push_back(prompt[p]);
+    out = step(session, column, static_cast<int64_t>(p));
+  }
+  return out;
+}
+
+void EncDecDecoder::reorder(Session& session, const std::vector<int32_t>& from) const {
+  check_parents(from);
+  for (int64_t b = 0; b < batch.size; ++b) {
+    if (!encoded_.empty() && encoded_[from[b]] != encoded_[b]) {
+      throw ValueError("EncDecDecoder::reorder: sequence " + std::to_string(b) +
+                       " would take over sequence " + std::to_string(from[b]) +
+                       ", which decodes another source (reorder among one source's beams)");
+    }
+  }
+  session.run(std::vector<Tensor>{}, {{parents, HostTensor::from_ints(parents.shape(), from)}},
+              reorder_caches);
+}
+
+std::vector<std::vector<int32_t>> translate(EncDecDecoder& decoder, Session& session,
+                                            const std::vector<std::vector<int32_t>>& sources,
+                                            const BeamOptions& options) {
+  BeamOptions o = options;
+  o.stop = 1;  // the end id
+  o.validate(decoder.vocab());
+  const int64_t rows = decoder.batch_size();
+  if (rows % o.beams != 0) {
+    throw ValueError("translate: a decoder of batch " + std::to_string(rows) +
+                     " cannot hold whole sentences of " + std::to_string(o.beams) +
+                     " beams (make its batch a multiple of the beams)");
+  }
+  const size_t per_call = static_cast<size_t>(rows / o.beams);
+  const int64_t steps = decoder.length() - 1;
+  std::vector<std::vector<int32_t>> out;
+  for (size_t first = 0; first < sources.size(); first += per_call) {
+    // A short last batch is filled with empty sources, translated and
+    // dropped.
+    std::vector<std::vector<int32_t>> chunk, rows_in;
+    for (size_t i = first; i < first + per_call; ++i)
+      chunk.push_back(i < sources.size() ? sources[i] : std::vector<int32_t>{1});
+    for (const auto& s : chunk) rows_in.insert(rows_in.end(), o.beams, s);
+    decoder.encode(session, rows_in);
+    std::vector<std::vector<int32_t>> found;
+    if (o.beams == 1) {
+      SamplingOptions greedy;
+      greedy.stop = 1;
+      found = decoder.generate(session, std::vector<std::vector<int32_t>>(rows, {0}), steps,
+                               greedy);
+    } else {
+      found = beam_search(decoder, session, std::vector<std::vector<int32_t>>(per_call, {0}),
+                          steps, o)
+                  .sequences;
+    }
+    for (size_t i = 0; i < per_call && first + i < sources.size(); ++i) {
+      std::vector<int32_t> ids(found[i].begin() + 1, found[i].end());  // after the start id
+      if (!ids.empty() && ids.back() == 1) ids.pop_back();
+      out.push_back(std::move(ids));
+    }
+  }
+  return out;
+}
+
+}  // namespace mtf::models
