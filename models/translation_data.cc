@@ -165,18 +165,15 @@ double mean_token_loss(TransformerEncDec& model, Session& session,
   return tokens > 0 ? sum / tokens : 0.0;
 }
 
-std::vector<std::string> translate_pairs(TransformerEncDec& model, Session& session,
+std::vector<std::string> translate_pairs(EncDecDecoder& decoder, Session& session,
                                          const Vocabulary& vocabulary,
-                                         const std::vector<EncodedPair>& pairs) {
+                                         const std::vector<EncodedPair>& pairs,
+                                         const BeamOptions& options) {
+  std::vector<std::vector<int32_t>> sources;
+  for (const EncodedPair& p : pairs) sources.push_back(p.source);
   std::vector<std::string> out;
-  const size_t batch = static_cast<size_t>(model.config().batch);
-  for (size_t first = 0; first < pairs.size(); first += batch) {
-    std::vector<std::vector<int32_t>> sources;
-    for (size_t i = first; i < std::min(pairs.size(), first + batch); ++i)
-      sources.push_back(pairs[i].source);
-    for (const auto& ids : translate_greedy(model, session, sources))
-      out.push_back(vocabulary.decode(ids));
-  }
+  for (const auto& ids : translate(decoder, session, sources, options))
+    out.push_back(vocabulary.decode(ids));
   return out;
 }
 

@@ -1,7 +1,7 @@
 // translation_data.h — sentence pairs as the encoder-decoder reads them:
 // SentencePiece ids ending with the end id (1), batches of them padded or
 // packed, and the model's evaluations over a set of pairs (loss per token,
-// greedy translations and their BLEU).
+// translations).
 #pragma once
 
 #include <cstdint>
@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "models/bleu.h"
+#include "models/encdec_decoder.h"
 #include "models/parallel_corpus.h"
 #include "models/transformer_encdec.h"
 #include "models/vocabulary.h"
@@ -60,9 +61,11 @@ class TranslationBatcher {
 double mean_token_loss(TransformerEncDec& model, Session& session,
                        const std::vector<EncodedPair>& pairs);
 
-// Greedy translations of pairs' sources, decoded to text, in batches.
-std::vector<std::string> translate_pairs(TransformerEncDec& model, Session& session,
+// Translations of pairs' sources through the cached decoder (greedy for
+// one beam, else beam search; models/encdec_decoder.h), decoded to text.
+std::vector<std::string> translate_pairs(EncDecDecoder& decoder, Session& session,
                                          const Vocabulary& vocabulary,
-                                         const std::vector<EncodedPair>& pairs);
+                                         const std::vector<EncodedPair>& pairs,
+                                         const BeamOptions& options);
 
 }  // namespace mtf::models

@@ -121,6 +121,31 @@ TEST(Checkpoint, PartialRestoreWithRenames) {
                    "adam_m");
 }
 
+// SaveOptions::skip leaves state out of the file; the rest restores with
+// `only`, and restoring everything names the variable the file lacks.
+TEST(Checkpoint, SkippedVariablesAreNotSaved) {
+  Model a;
+  Session sa(a.g);
+  sa.run({a.loss}, a.feeds(0), a.train);
+  const std::string dir = temp_dir("skip");
+  CheckpointManager m(dir, 1);
+  SaveOptions skip;
+  skip.skip = {"w2"};
+  m.set_save_options(skip);
+  const std::string path = m.save(sa, 1);
+  Model b;
+  Session sb(b.g);
+  const HostTensor w2_before = sb.variable_value("w2");
+  RestoreOptions others;
+  for (const std::string& n : sb.variable_names())
+    if (n != "w2") others.only.push_back(n);
+  restore_checkpoint(sb, path, others);
+  expect_same_bits(sb.variable_value("w1"), sa.variable_value("w1"), "w1");
+  expect_same_bits(sb.variable_value("w2"), w2_before, "w2 not in the file");
+  testing::expect_error<ValueError>([&] { restore_checkpoint(sb, path); },
+                                    {"has no variable \"w2\""});
+}
+
 // float32 and bfloat16 variables restore into each other: float32 ->
 // bfloat16 rounds to nearest even, bfloat16 -> float32 is exact, on any
 // mesh; a bfloat16 variable is saved as 16-bit words and comes back bit

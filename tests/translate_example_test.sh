@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # examples/translate end to end on the English-Spanish Bible: a short run on
-# a 2x2 mesh into a checkpoint directory, packed rows, --translate from the
-# checkpoint, and a resumption with another vocabulary refused by name.
+# a 2x2 mesh into a checkpoint directory (test BLEU greedy and by beam
+# search), a resumption, packed rows, --translate from the checkpoint, and a
+# resumption with another vocabulary refused by name.
 # usage: translate_example_test.sh PATH_TO_TRANSLATE WORK_DIR
 set -euo pipefail
 translate=$1
@@ -16,16 +17,31 @@ out=$("$translate" "${tiny[@]}" --vocab_size 1000 --steps 4 --checkpoint_dir "$w
 echo "$out"
 grep -q "data: 310[0-9][0-9] pairs from bible" <<<"$out"
 grep -q "step 4 loss [0-9.]* dev loss [0-9.]* dev BLEU [0-9.]* (4 sentences)" <<<"$out"
-grep -q "^test BLEU = [0-9.]* " <<<"$out"
+grep -q "^test, greedy: BLEU = [0-9.]* " <<<"$out"
+grep -q "^test, 4 beams: BLEU = [0-9.]* " <<<"$out"
 grep -q "^source-copy baseline BLEU = " <<<"$out"
 test -f "$work/ckpt/vocabulary.model"
+# Resumes from the checkpoint (the decoder's caches are neither saved nor
+# needed to resume).
+resumed=$("$translate" "${tiny[@]}" --vocab_size 1000 --steps 6 --checkpoint_dir "$work/ckpt" \
+          --mesh_shape "rows:2;cols:2" --layout "batch:rows;heads:cols;vocab:cols;d_ff:cols")
+grep -q "resumed from .*ckpt-4.h5 at step 4" <<<"$resumed"
+grep -q "step 6 loss" <<<"$resumed"
+# --eval: a saved checkpoint's test BLEU, the latest or a given step's.
+evaluated=$("$translate" "${tiny[@]}" --vocab_size 1000 --checkpoint_dir "$work/ckpt" --eval true \
+            --eval_step 4 --beams 2 --hypotheses "$work/hyps.txt")
+grep -q "evaluating .*ckpt-4.h5" <<<"$evaluated"
+grep -q "^test, 2 beams: BLEU = " <<<"$evaluated"
+test "$(wc -l < "$work/hyps.txt")" -eq 8
+if "$translate" "${tiny[@]}" --vocab_size 1000 --checkpoint_dir "$work/ckpt" --eval true \
+     --eval_step 5 2>/dev/null; then echo "FAIL: evaluated a missing step"; exit 1; fi
 packed=$("$translate" "${tiny[@]}" --vocab_size 1000 --steps 2 --packed true)
 grep -q "step 2 loss" <<<"$packed"
 said=$("$translate" "${tiny[@]}" --vocab_size 1000 --checkpoint_dir "$work/ckpt" \
        --translate "In the beginning God created the heavens and the earth.")
 echo "translation: $said"
 test -n "$said"
-if refused=$("$translate" "${tiny[@]}" --vocab_size 900 --steps 6 --checkpoint_dir "$work/ckpt" 2>&1); then
+if refused=$("$translate" "${tiny[@]}" --vocab_size 900 --steps 8 --checkpoint_dir "$work/ckpt" 2>&1); then
   echo "FAIL: resumed with another vocabulary"; exit 1
 fi
 grep -q "was trained with vocabulary spm1000-.*not this one (spm900-" <<<"$refused" ||

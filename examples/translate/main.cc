@@ -3,8 +3,9 @@
 // verse-aligned Bibles (or any TSV corpus given by --corpus), with a
 // SentencePiece vocabulary trained on the training split once and cached,
 // on any mesh and layout. Prints training loss, the development set's loss
-// per token and greedy BLEU as it trains, then the test set's BLEU beside
-// the source-copy baseline's. With --checkpoint_dir it saves checkpoints
+// per token and greedy BLEU as it trains, then the test set's BLEU (greedy
+// and beam search, through the cached decoder) beside the source-copy
+// baseline's. With --checkpoint_dir it saves checkpoints
 // (with the vocabulary) and resumes from the latest; --translate "text"
 // loads the latest and translates the text.
 #include <chrono>
@@ -14,6 +15,7 @@
 #include <fstream>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -61,8 +63,14 @@ void define_flags(cli::Flags& flags) {
   flags.define("eval_every", "500", "evaluate on the development set every this many steps");
   flags.define("eval_sentences", "128", "development sentences translated for BLEU (0: none)");
   flags.define("test_sentences", "0", "test sentences translated at the end (0: all)");
+  flags.define("beams", "4", "beam search's beams for the test set and --translate (1: greedy)");
+  flags.define("alpha", "0.6", "beam search's length penalty exponent");
+  flags.define("decode_sentences", "16", "sentences decoded together");
   flags.define("hypotheses", "", "write the test set's translations to this file");
   flags.define("translate", "", "only translate this text with the latest checkpoint");
+  flags.define("eval", "false",
+               "only evaluate the latest checkpoint (or --eval_step's) on the test set");
+  flags.define("eval_step", "0", "with --eval: the checkpoint of this step (0: the latest)");
   flags.define("seed", "1", "seed for initialisation and data order");
   cli::define_dtype_flags(flags);
   cli::define_checkpoint_flags(flags, /*save_every=*/500);
@@ -174,19 +182,55 @@ Data load_data(const cli::Flags& flags, const EncDecConfig& c) {
   return d;
 }
 
-// BLEU of the greedy translations of the first `n` pairs (0: all).
-models::BleuScore bleu_of(models::TransformerEncDec& model, Session& session,
+// BLEU of the translations (by `beams`) of the first `n` pairs (0: all).
+models::BleuScore bleu_of(models::EncDecDecoder& decoder, Session& session,
                           const models::Vocabulary& v,
                           const std::vector<models::EncodedPair>& encoded,
                           const std::vector<SentencePair>& pairs, size_t n,
+                          const models::BeamOptions& beams,
                           std::vector<std::string>* hypotheses = nullptr) {
   if (n == 0 || n > encoded.size()) n = encoded.size();
   const std::vector<models::EncodedPair> some(encoded.begin(), encoded.begin() + n);
-  std::vector<std::string> hyps = models::translate_pairs(model, session, v, some);
+  std::vector<std::string> hyps = models::translate_pairs(decoder, session, v, some, beams);
   std::vector<std::string> refs;
   for (const auto& e : some) refs.push_back(pairs[e.index].target);
   if (hypotheses) *hypotheses = hyps;
   return models::corpus_bleu_13a(hyps, refs);
+}
+
+models::BeamOptions beams_from_flags(const cli::Flags& flags) {
+  models::BeamOptions o;
+  o.beams = flags.i64("beams");
+  o.alpha = flags.f64("alpha");
+  if (o.beams < 1) throw ValueError("--beams must be >= 1, got " + std::to_string(o.beams));
+  if (!(o.alpha >= 0)) throw ValueError("--alpha must be >= 0, got " + flags.str("alpha"));
+  return o;
+}
+
+// The cached decoder of --decode_sentences x --beams sequences (made before
+// the Session, which creates its caches): split like the training batch
+// where the mesh splits that evenly, kept whole otherwise.
+std::unique_ptr<models::EncDecDecoder> make_decoder(models::TransformerEncDec& model,
+                                                    const cli::Flags& flags,
+                                                    const MeshConfig& mesh) {
+  const int64_t sentences = flags.i64("decode_sentences");
+  if (sentences < 1) throw ValueError("--decode_sentences must be >= 1");
+  const int64_t rows = sentences * beams_from_flags(flags).beams;
+  const auto axis = mesh.layout.mesh_axis_for("batch", mesh.mesh_shape);
+  const bool even = !axis || rows % mesh.mesh_shape.dims()[*axis].size == 0;
+  return std::make_unique<models::EncDecDecoder>(model, rows, even ? "batch" : "sequences");
+}
+
+// The model's variables: every variable but the decoder's state.
+std::vector<std::string> model_variables(const Session& session,
+                                         const models::EncDecDecoder& decoder) {
+  std::vector<std::string> names;
+  for (const std::string& name : session.variable_names()) {
+    bool state = false;
+    for (const Tensor& c : decoder.caches()) state = state || c.op().name() == name;
+    if (!state) names.push_back(name);
+  }
+  return names;
 }
 
 // The vocabulary beside the checkpoints (vocabulary.model), written whole
@@ -231,6 +275,8 @@ int translate_text(const cli::Flags& flags, const EncDecConfig& cfg, CheckpointM
   c.packed = false;
   check_checkpoint(read_checkpoint_info(*path), c, v);
   models::TransformerEncDec model(c);
+  const models::BeamOptions beams = beams_from_flags(flags);
+  models::EncDecDecoder decoder(model, beams.beams, "sequences");
   Session session(model.graph(), mesh);
   RestoreOptions only_weights;
   for (const Tensor& t : model.graph().trainable_variables())
@@ -238,25 +284,66 @@ int translate_text(const cli::Flags& flags, const EncDecConfig& cfg, CheckpointM
   restore_checkpoint(session, *path, only_weights);
   std::vector<int32_t> ids = v.encode(flags.str("translate"));
   ids.push_back(models::Vocabulary::kEos);
-  std::printf("%s\n", v.decode(models::translate_greedy(model, session, {ids})[0]).c_str());
+  std::printf("%s\n", v.decode(models::translate(decoder, session, {ids}, beams)[0]).c_str());
   return 0;
 }
 
-// The test set's BLEU at the end, beside the source-copy baseline's; the
-// translations to --hypotheses when given.
-void report_test(const cli::Flags& flags, models::TransformerEncDec& model, Session& session,
+// The test set's BLEU at the end, greedy and by --beams, beside the
+// source-copy baseline's; the translations (by --beams) to --hypotheses
+// when given.
+void report_test(const cli::Flags& flags, models::EncDecDecoder& decoder, Session& session,
                  const Data& data) {
+  const size_t n = static_cast<size_t>(std::max<int64_t>(0, flags.i64("test_sentences")));
+  const models::BeamOptions beams = beams_from_flags(flags);
   std::vector<std::string> hyps;
-  const models::BleuScore test =
-      bleu_of(model, session, *data.vocabulary, data.test, data.test_pairs,
-              static_cast<size_t>(std::max<int64_t>(0, flags.i64("test_sentences"))), &hyps);
-  std::printf("test %s\n", test.to_string().c_str());
+  models::BeamOptions greedy = beams;
+  greedy.beams = 1;
+  const auto timed = [&](const models::BeamOptions& o, std::vector<std::string>* h) {
+    const auto t0 = std::chrono::steady_clock::now();
+    const models::BleuScore b =
+        bleu_of(decoder, session, *data.vocabulary, data.test, data.test_pairs, n, o, h);
+    const double secs =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    std::printf("test, %s: %s (%.1f s)\n",
+                o.beams == 1 ? "greedy" : (std::to_string(o.beams) + " beams").c_str(),
+                b.to_string().c_str(), secs);
+  };
+  if (beams.beams > 1) timed(greedy, nullptr);
+  timed(beams, &hyps);
   std::printf("source-copy baseline %s\n", copy_baseline(data.test_pairs).to_string().c_str());
   if (!flags.str("hypotheses").empty()) {
     std::ofstream out(flags.str("hypotheses"));
     for (const std::string& h : hyps) out << h << '\n';
     if (!out) throw IoError("cannot write --hypotheses " + flags.str("hypotheses"));
   }
+}
+
+// --eval: the test set's BLEU (and --hypotheses) of the latest checkpoint,
+// or of --eval_step's.
+int evaluate_checkpoint(const cli::Flags& flags, const EncDecConfig& cfg,
+                        CheckpointManager* checkpoints, const MeshConfig& mesh) {
+  if (!checkpoints) throw ValueError("--eval needs --checkpoint_dir");
+  const int64_t step = flags.i64("eval_step");
+  std::optional<std::string> path = checkpoints->latest_path();
+  if (step > 0) {
+    path = checkpoints->directory() + "/ckpt-" + std::to_string(step) + ".h5";
+    if (!std::filesystem::is_regular_file(*path))
+      throw ValueError("--eval_step " + std::to_string(step) + ": no checkpoint " + *path);
+  }
+  if (!path) throw ValueError("--checkpoint_dir holds no checkpoint: train into it first");
+  const Data data = load_data(flags, cfg);
+  EncDecConfig c = cfg;
+  c.vocab = data.vocabulary->size();
+  check_checkpoint(read_checkpoint_info(*path), c, *data.vocabulary);
+  models::TransformerEncDec model(c);
+  const std::unique_ptr<models::EncDecDecoder> decoder = make_decoder(model, flags, mesh);
+  Session session(model.graph(), mesh);
+  RestoreOptions model_only;
+  model_only.only = model_variables(session, *decoder);
+  restore_checkpoint(session, *path, model_only);
+  std::printf("evaluating %s\n", path->c_str());
+  report_test(flags, *decoder, session, data);
+  return 0;
 }
 
 // Trains (resuming from --checkpoint_dir's latest), evaluating on the
@@ -274,7 +361,10 @@ int train(const cli::Flags& flags, const EncDecConfig& cfg, CheckpointManager* c
   c.vocab = data.vocabulary->size();
   models::TransformerEncDec model(c);
   cli::resolve_auto_layout(flags, mesh, model.graph(), {model.loss}, model.train_ops);
+  const std::unique_ptr<models::EncDecDecoder> decoder = make_decoder(model, flags, mesh);
   Session session(model.graph(), mesh);
+  RestoreOptions model_only;  // the decoder's state is neither saved nor restored
+  model_only.only = model_variables(session, *decoder);
   std::printf("%s\n", cli::describe_mesh(mesh, transport_name).c_str());
   session.counters_text({model.loss}, model.train_ops);  // layouts checked before training
   models::TranslationBatcher batcher(data.train, c, c.seed);
@@ -285,15 +375,20 @@ int train(const cli::Flags& flags, const EncDecConfig& cfg, CheckpointManager* c
     // anything in the directory changes.
     if (path) check_checkpoint(read_checkpoint_info(*path), c, *data.vocabulary);
     save_vocabulary(*data.vocabulary, checkpoints->directory());
+    SaveOptions skip_state;
+    for (const Tensor& t : decoder->caches()) skip_state.skip.push_back(t.op().name());
+    checkpoints->set_save_options(skip_state);
     if (path) {
       const CheckpointInfo info = read_checkpoint_info(*path);
-      restore_checkpoint(session, *path);
+      restore_checkpoint(session, *path, model_only);
       batcher.restore(info.metadata.at("data"));
       first_step = info.step + 1;
       std::printf("resumed from %s at step %lld\n", path->c_str(),
                   static_cast<long long>(info.step));
     }
   }
+  models::BeamOptions greedy;  // development BLEU while training
+  greedy.beams = 1;
   const auto start = std::chrono::steady_clock::now();
   auto elapsed = [&] {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -312,7 +407,8 @@ int train(const cli::Flags& flags, const EncDecConfig& cfg, CheckpointManager* c
       const models::BleuScore bleu =
           eval_sentences == 0
               ? models::BleuScore()
-              : bleu_of(model, session, *data.vocabulary, data.dev, data.dev_pairs, eval_sentences);
+              : bleu_of(*decoder, session, *data.vocabulary, data.dev, data.dev_pairs,
+                        eval_sentences, greedy);
       std::printf(
           "step %lld loss %.4f dev loss %.4f dev BLEU %.2f (%zu sentences); "
           "training %.0f target tokens/s (%.1f ms/step), %.1f min in all\n",
@@ -331,7 +427,7 @@ int train(const cli::Flags& flags, const EncDecConfig& cfg, CheckpointManager* c
   }
   std::printf("trained to step %lld in %.1f min\n", static_cast<long long>(step - 1),
               elapsed() / 60);
-  report_test(flags, model, session, data);
+  report_test(flags, *decoder, session, data);
   return 0;
 }
 
@@ -350,6 +446,7 @@ int main(int argc, char** argv) {
     std::string transport_name;
     const MeshConfig mesh = cli::mesh_config_from_flags(flags, &transport_name);
     if (!flags.str("translate").empty()) return translate_text(flags, cfg, checkpoints.get(), mesh);
+    if (flags.boolean("eval")) return evaluate_checkpoint(flags, cfg, checkpoints.get(), mesh);
     return train(flags, cfg, checkpoints.get(), save_every, mesh, transport_name);
   });
 }

@@ -26,6 +26,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "mtf/session.h"
@@ -53,6 +54,9 @@ struct SaveOptions {
   //   result is a single self-contained file).
   enum class Files { kPerRank, kOneFile };
   Files files = Files::kPerRank;
+  // Variables not saved: state the program rebuilds, such as decoding
+  // caches (restore the others with RestoreOptions::only).
+  std::vector<std::string> skip;
 };
 
 struct RestoreOptions {
@@ -106,6 +110,9 @@ class CheckpointManager {
   // Steps of the checkpoints present, ascending.
   std::vector<int64_t> steps() const;
   const std::string& directory() const { return dir_; }
+  // The options of later saves (e.g. variables to skip, known only once
+  // the model is built).
+  void set_save_options(SaveOptions options) { options_ = std::move(options); }
 
  private:
   std::string dir_;

@@ -453,6 +453,7 @@ void save_checkpoint(Session& session, const std::string& path, int64_t step,
   std::vector<VariablePlan> plans;
   std::map<std::string, std::string> datasets;
   for (const std::string& n : session.variable_names()) {
+    if (std::find(options.skip.begin(), options.skip.end(), n) != options.skip.end()) continue;
     auto [it, fresh] = datasets.emplace(dataset_name(n), n);
     if (!fresh) {
       throw ValueError("save_checkpoint: variables \"" + it->second + "\" and \"" + n +
