@@ -17,6 +17,15 @@ Models, as mtf's examples define them:
                (no bias) -> residual; final layer_norm, vocab projection,
                softmax cross-entropy + 1e-4 z-loss. mtf trains with
                Adafactor, PyTorch with Adam (a small part of either step).
+  transformer_encdec
+               the sequence-to-sequence Transformer (models/transformer_encdec.h,
+               examples/translate's default sizes): PyTorch's nn.Transformer
+               (pre-norm, ReLU, dropout 0.1, its biases and layer norms),
+               one embedding for sources, targets and the tied output
+               projection, learned absolute positions, label smoothing 0.1;
+               mtf with RMS norm and T5's relative position bias (a little
+               more work than absolute positions). Random ids, no padding.
+               mtf trains with Adafactor, PyTorch with Adam.
   mlp          the README's Fashion-MNIST MLP: 784 -> relu 1024 -> 10, no
                bias, softmax cross-entropy, SGD.
   cnn          the CNN example (models/cnn.h): 32x32x1 -> conv 5x5 16 relu ->
@@ -31,7 +40,7 @@ its float32 and bfloat16 runs at any thread count. The header says whether
 the CPU has AVX512-BF16.
 
 usage: bench/compare_pytorch.py [--build build] [--rounds 3] [--threads 1,2]
-                                [--only transformer512,transformer128,mlp100,mlp1000,cnn100]
+                                [--only transformer512,transformer128,encdec256,mlp100,mlp1000,cnn100]
                                 [--dtypes float32,bfloat16] [--quick]
 
 The defaults (3 rounds, as bench/README.md's tables; every case at 1 and 2
@@ -62,6 +71,8 @@ CONFIGS = {
                                            batch=8, length=128, vocab=256)),
     "transformer128": ("transformer", dict(d_model=128, d_ff=512, heads=4, d_kv=32, layers=2,
                                            batch=16, length=64, vocab=256)),
+    "encdec256": ("transformer_encdec", dict(d_model=256, d_ff=1024, heads=4, d_kv=64, layers=3,
+                                             batch=32, length=64, vocab=8000)),
     "mlp100": ("mlp", dict(batch=100, hidden=1024)),
     "mlp1000": ("mlp", dict(batch=1000, hidden=1024)),
     "cnn100": ("cnn", dict(batch=100)),
@@ -113,6 +124,29 @@ class TransformerLm(nn.Module):
         return (ce + z_loss * lse * lse).mean()
 
 
+class EncDec(nn.Module):
+    def __init__(self, d_model, d_ff, heads, layers, length, vocab, **_):
+        super().__init__()
+        self.embedding = nn.Embedding(vocab, d_model)
+        self.src_positions = nn.Parameter(torch.randn(length, d_model))
+        self.tgt_positions = nn.Parameter(torch.randn(length, d_model))
+        self.transformer = nn.Transformer(d_model, heads, layers, layers, d_ff, dropout=0.1,
+                                          batch_first=True, norm_first=True)
+        causal = torch.triu(torch.ones(length, length, dtype=torch.bool), diagonal=1)
+        self.register_buffer("causal", causal)
+        self.scale = d_model ** -0.5
+
+    def loss(self, src, tgt):
+        shifted = torch.cat([torch.zeros_like(tgt[:, :1]), tgt[:, :-1]], dim=1)
+        y = self.transformer(self.embedding(src) + self.src_positions,
+                             self.embedding(shifted) + self.tgt_positions,
+                             tgt_mask=self.causal, src_key_padding_mask=src == 0,
+                             memory_key_padding_mask=src == 0)
+        logits = (y @ self.embedding.weight.t()) * self.scale
+        return F.cross_entropy(logits.flatten(0, 1).float(), tgt.flatten(), ignore_index=0,
+                               label_smoothing=0.1)
+
+
 class Mlp(nn.Module):
     def __init__(self, hidden, **_):
         super().__init__()
@@ -146,6 +180,11 @@ def torch_step_fn(model, sizes, dtype="float32"):
         ids = torch.randint(0, sizes["vocab"], (sizes["batch"], sizes["length"]))
         tg = torch.randint(0, sizes["vocab"], (sizes["batch"], sizes["length"]))
         args = (ids, tg)
+    elif model == "transformer_encdec":
+        m = EncDec(**sizes)
+        opt = torch.optim.Adam(m.parameters(), lr=1e-3)
+        shape = (sizes["batch"], sizes["length"])
+        args = (torch.randint(3, sizes["vocab"], shape), torch.randint(3, sizes["vocab"], shape))
     elif model == "cnn":
         m = Cnn(**sizes)
         opt = torch.optim.Adam(m.parameters(), lr=0.002)
@@ -255,10 +294,10 @@ def main():
     torch_best = {}
     for name in args.only.split(","):
         model, sizes = CONFIGS[name]
-        big = model == "transformer" and sizes["d_model"] >= 512
+        big = model == "transformer_encdec" or (model == "transformer" and sizes["d_model"] >= 512)
         steps, warmup = (5, 2) if big else (20, 5)
         modes = [(False, "float32"), (True, "float32")] if model == "mlp" else [(False, "float32")]
-        if model == "transformer" and "bfloat16" in args.dtypes.split(","):
+        if model.startswith("transformer") and "bfloat16" in args.dtypes.split(","):
             modes.append((False, "bfloat16"))
         if "float32" not in args.dtypes.split(","):
             modes = [m for m in modes if m[1] != "float32"]

@@ -1,5 +1,6 @@
 // step_time — median wall time of one training step of the Transformer LM,
-// the Fashion-MNIST MLP or the Fashion-MNIST CNN on one processor, for bench/compare_pytorch.py,
+// the sequence-to-sequence Transformer, the Fashion-MNIST MLP or the
+// Fashion-MNIST CNN on one processor, for bench/compare_pytorch.py,
 // which runs the same models in PyTorch and alternates the two. Inputs are random (timing does not
 // depend on them); the OpenBLAS core and thread count in force are printed so both sides can be
 // checked to run under one setting.
@@ -29,6 +30,7 @@
 #include "models/cnn.h"
 #include "models/mlp.h"
 #include "models/transformer.h"
+#include "models/transformer_encdec.h"
 #include "rss.h"
 
 using namespace mtf;
@@ -81,7 +83,7 @@ void print_results(std::vector<double> ms, double rss_before, bool fma_peak) {
 int main(int argc, char** argv) {
   return cli::run_example("step_time", [&] {
     cli::Flags flags;
-    flags.define("model", "transformer", "transformer, mlp or cnn");
+    flags.define("model", "transformer", "transformer, transformer_encdec, mlp or cnn");
     models::TransformerConfig defaults;
     models::define_transformer_flags(flags, defaults, /*with_vocab=*/true);
     flags.define("hidden", "1024", "mlp: hidden units");
@@ -102,9 +104,14 @@ int main(int argc, char** argv) {
     std::mt19937 rng(1);
     std::function<void()> step;
     std::unique_ptr<models::TransformerLm> lm;
+    std::unique_ptr<models::TransformerEncDec> encdec;
     std::unique_ptr<models::Mlp> mlp;
     std::unique_ptr<models::Cnn> cnn;
     std::unique_ptr<Session> session;
+    // The timed graph's loss and update.
+    Graph* graph = nullptr;
+    Tensor loss;
+    const std::vector<Operation*>* train = nullptr;
     HostTensor in, tg;
     if (model == "transformer") {
       models::TransformerConfig cfg = models::transformer_config_from_flags(flags, defaults, true);
@@ -119,6 +126,34 @@ int main(int argc, char** argv) {
       step = [&] {
         session->run({lm->loss}, {{lm->inputs, in}, {lm->targets, tg}}, lm->train_ops);
       };
+      graph = &lm->graph(), loss = lm->loss, train = &lm->train_ops;
+    } else if (model == "transformer_encdec") {
+      // The sequence-to-sequence Transformer: --layers in each stack,
+      // --length for sources and targets, rows of random ids without
+      // padding (examples/translate's other defaults: RMS norm, ReLU,
+      // relative positions, dropout and label smoothing 0.1).
+      models::EncDecConfig cfg;
+      cfg.encoder_layers = cfg.decoder_layers = flags.i64("layers");
+      cfg.d_model = flags.i64("d_model");
+      cfg.d_ff = flags.i64("d_ff");
+      cfg.heads = flags.i64("heads");
+      cfg.d_kv = flags.i64("d_kv");
+      cfg.vocab = flags.i64("vocab");
+      cfg.batch = flags.i64("batch");
+      cfg.input_length = cfg.target_length = flags.i64("length");
+      cfg.variable_dtype = cli::variable_dtype_from_flags(flags);
+      encdec = std::make_unique<models::TransformerEncDec>(cfg);
+      session = std::make_unique<Session>(encdec->graph(), mc);
+      in = HostTensor(encdec->inputs.shape(), int32);
+      tg = HostTensor(encdec->targets.shape(), int32);
+      for (int64_t i = 0; i < in.num_elements(); ++i) {
+        in.data<int32_t>()[i] = 3 + static_cast<int32_t>(rng() % (cfg.vocab - 3));
+        tg.data<int32_t>()[i] = 3 + static_cast<int32_t>(rng() % (cfg.vocab - 3));
+      }
+      step = [&] {
+        session->run({encdec->loss}, encdec->feeds(in, tg), encdec->train_ops);
+      };
+      graph = &encdec->graph(), loss = encdec->loss, train = &encdec->train_ops;
     } else if (model == "mlp") {
       models::MlpConfig cfg;
       cfg.batch_size = flags.i64("batch");
@@ -132,6 +167,7 @@ int main(int argc, char** argv) {
       for (int64_t i = 0; i < tg.num_elements(); ++i)
         tg.data<int32_t>()[i] = static_cast<int32_t>(rng() % 10);
       step = [&] { mlp->train_step(*session, in, tg); };
+      graph = &mlp->graph(), loss = mlp->loss, train = &mlp->train_ops;
     } else if (model == "cnn") {
       models::CnnConfig cfg;
       cfg.batch_size = flags.i64("batch");
@@ -144,14 +180,13 @@ int main(int argc, char** argv) {
       for (int64_t i = 0; i < tg.num_elements(); ++i)
         tg.data<int32_t>()[i] = static_cast<int32_t>(rng() % 10);
       step = [&] { cnn->train_step(*session, in, tg); };
+      graph = &cnn->graph(), loss = cnn->loss, train = &cnn->train_ops;
     } else {
-      throw ValueError("--model must be transformer, mlp or cnn, not \"" + model + "\"");
+      throw ValueError("--model must be transformer, transformer_encdec, mlp or cnn, not \"" +
+                       model + "\"");
     }
-    if (flags.str("print_program") == "true") {
-      std::printf("%s", lm    ? session->program_text({lm->loss}, lm->train_ops).c_str()
-                        : mlp ? session->program_text({mlp->loss}, mlp->train_ops).c_str()
-                              : session->program_text({cnn->loss}, cnn->train_ops).c_str());
-    }
+    if (flags.str("print_program") == "true")
+      std::printf("%s", session->program_text({loss}, *train).c_str());
     bench::reset_peak_rss();
     const double rss_before = bench::status_mib("VmRSS");
     for (int64_t i = 0; i < flags.i64("warmup"); ++i) step();
@@ -169,13 +204,8 @@ int main(int argc, char** argv) {
     print_results(ms, rss_before, flags.str("fma_peak") == "true");
     if (!flags.str("predict").empty() &&
         (!mc.process_transport || mc.process_transport->rank() == 0)) {
-      Graph& graph = lm ? lm->graph() : mlp ? mlp->graph() : cnn->graph();
-      const Tensor loss = lm ? lm->loss : mlp ? mlp->loss : cnn->loss;
-      const std::vector<Operation*>& train = lm    ? lm->train_ops
-                                             : mlp ? mlp->train_ops
-                                                   : cnn->train_ops;
       std::printf("predicted_ms %.3f\n",
-                  1e3 * predicted_step_seconds(graph, loss, train, mc, flags.str("predict")));
+                  1e3 * predicted_step_seconds(*graph, loss, *train, mc, flags.str("predict")));
     }
     return 0;
   });
