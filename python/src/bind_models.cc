@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "array_convert.h"
+#include "config_kwargs.h"
 #include "handles.h"
 #include "interruptible.h"
 #include "models/beam_search.h"
@@ -37,7 +38,7 @@ void config_fields(Class& c) {
       .def_readwrite("moe_experts", &TransformerConfig::moe_experts)
       .def_readwrite("seed", &TransformerConfig::seed);
 }
-const char* const kConfigFields[] = {
+const std::vector<const char*> kConfigFields = {
     "layers", "d_model", "d_ff",   "heads",         "d_kv",      "vocab",       "length",
     "batch",  "dropout", "z_loss", "learning_rate", "recompute", "moe_experts", "seed"};
 
@@ -71,21 +72,7 @@ void bind_models(py::module_& m) {
       "Sizes and training settings of the Transformer LM; TransformerConfig(d_model=256, ...) "
       "sets any field by name.");
   config.def(py::init([](const py::kwargs& kwargs) {
-    TransformerConfig c;
-    py::object self = py::cast(&c, py::return_value_policy::reference);
-    for (const auto& [key, value] : kwargs) {
-      const std::string name = key.cast<std::string>();
-      bool known = false;
-      for (const char* f : kConfigFields) known = known || name == f;
-      if (!known) {
-        std::string fields;
-        for (const char* f : kConfigFields) fields += std::string(fields.empty() ? "" : ", ") + f;
-        throw ValueError("TransformerConfig has no field \"" + name + "\" (fields: " + fields +
-                         ")");
-      }
-      self.attr(key) = value;
-    }
-    return c;
+    return config_from_kwargs<TransformerConfig>(kwargs, kConfigFields, "TransformerConfig");
   }));
   config_fields(config);
   config.def("validate", &TransformerConfig::validate)
@@ -93,13 +80,7 @@ void bind_models(py::module_& m) {
                   "The paper's language model at one of its d_ff/heads sizes.")
       .def_property_readonly("num_parameters", &TransformerConfig::num_parameters)
       .def("__repr__", [](const TransformerConfig& c) {
-        std::string s = "TransformerConfig(";
-        py::object self = py::cast(c);
-        for (const char* f : kConfigFields) {
-          s += std::string(f) + "=" + py::repr(self.attr(f)).cast<std::string>() +
-               (f == kConfigFields[std::size(kConfigFields) - 1] ? ")" : ", ");
-        }
-        return s;
+        return config_repr(c, kConfigFields, "TransformerConfig");
       });
 
   py::class_<TransformerLm, std::shared_ptr<TransformerLm>>(

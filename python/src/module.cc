@@ -15,4 +15,5 @@ PYBIND11_MODULE(_mtf, m) {
   mp::bind_checkpoint(m);
   mp::bind_data(m);
   mp::bind_models(m);
+  mp::bind_translation(m);
 }

@@ -183,6 +183,23 @@ def test_the_readme_python_example_runs_as_written():
         assert float(out.strip()) > 0
 
 
+@pytest.mark.skipif(not os.path.isdir("/usr/share/sword/modules/texts/ztext/engWEB2015eb"),
+                    reason="sword-text-web not installed")
+def test_translate_example_trains_and_translates(tmp_path):
+    out = run([PYTHON, os.path.join(ROOT, "examples", "python", "translate.py"), "--steps", "4",
+               "--eval_every", "2", "--layers", "1", "--d_model", "32", "--d_ff", "64",
+               "--heads", "2", "--d_kv", "16", "--batch", "8", "--length", "48",
+               "--vocab_size", "1000", "--vocab_dir", str(tmp_path), "--test_sentences", "8",
+               "--decode_sentences", "4", "--beams", "2", "--packed",
+               "--mesh_shape", "rows:2", "--layout", "batch:rows"])
+    assert re.search(r"^data: 310\d\d pairs", out, re.M), out
+    assert re.search(r"^step 4 loss [\d.]+ dev loss [\d.]+", out, re.M), out
+    assert re.search(r"^test, greedy: BLEU = [\d.]+", out, re.M), out
+    assert re.search(r"^test, 2 beams: BLEU = [\d.]+", out, re.M), out
+    assert re.search(r"^In the beginning God created the heavens and the earth\. -> \S", out,
+                     re.M), out
+
+
 def test_every_binding_is_called():
     missing = sorted(set(BINDINGS) - CALLED)
     assert not missing, f"bindings no test calls: {missing}"
