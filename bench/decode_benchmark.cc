@@ -1,5 +1,7 @@
 // decode_benchmark — per-token latency of incremental decoding
-// (models/transformer_decoder.h) of a Transformer LM with random weights:
+// (models/transformer_decoder.h) of a Transformer LM with random weights
+// (or, with --model transformer_encdec, of the encoder-decoder's decoder,
+// models/encdec_decoder.h, and the time to encode a sentence):
 // `--tokens` steps at positions cycling through the model's length (a step's
 // attention reads every cache row, masked past its position), after
 // `--warmup` untimed ones, at batch `--decode_batch`, on any mesh and layout
@@ -16,12 +18,14 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <memory>
 #include <random>
 
 #include "cli/example_main.h"
 #include "cli/flags.h"
 #include "cli/mesh_flags.h"
 #include "kernels/gemm_bfloat16.h"
+#include "models/encdec_decoder.h"
 #include "models/transformer_decoder.h"
 
 using namespace mtf;
@@ -38,6 +42,9 @@ int main(int argc, char** argv) {
     defaults.length = 128;
     defaults.batch = 1;
     models::define_transformer_flags(flags, defaults, /*with_vocab=*/true);
+    flags.define("model", "transformer",
+                 "transformer (the LM) or transformer_encdec (the encoder-decoder: --layers in "
+                 "each stack, --length for sources and targets; also times encoding)");
     flags.define("decode_batch", "1", "sequences decoded together");
     flags.define("tokens", "128", "timed steps");
     flags.define("warmup", "8", "untimed steps first");
@@ -50,17 +57,57 @@ int main(int argc, char** argv) {
     if (batch < 1 || tokens < 1) throw ValueError("--decode_batch and --tokens must be >= 1");
     std::string transport;
     const MeshConfig mesh = cli::mesh_config_from_flags(flags, &transport);
-    models::TransformerLm lm(cfg);
-    models::TransformerDecoder decoder(lm, batch);
-    Session session(lm.graph(), mesh);
+    const std::string model = flags.str("model");
+    std::unique_ptr<models::TransformerLm> lm;
+    std::unique_ptr<models::TransformerDecoder> lm_decoder;
+    std::unique_ptr<models::TransformerEncDec> encdec;
+    std::unique_ptr<models::EncDecDecoder> encdec_decoder;
+    if (model == "transformer") {
+      lm = std::make_unique<models::TransformerLm>(cfg);
+      lm_decoder = std::make_unique<models::TransformerDecoder>(*lm, batch);
+    } else if (model == "transformer_encdec") {
+      // --layers in each stack, --length for sources and targets.
+      models::EncDecConfig c;
+      c.encoder_layers = c.decoder_layers = cfg.layers;
+      c.d_model = cfg.d_model;
+      c.d_ff = cfg.d_ff;
+      c.heads = cfg.heads;
+      c.d_kv = cfg.d_kv;
+      c.vocab = cfg.vocab;
+      c.input_length = c.target_length = cfg.length;
+      c.batch = 1;
+      encdec = std::make_unique<models::TransformerEncDec>(c);
+      encdec_decoder = std::make_unique<models::EncDecDecoder>(*encdec, batch);
+    } else {
+      throw ValueError("--model must be transformer or transformer_encdec, not \"" + model + "\"");
+    }
+    const models::IncrementalDecoder& decoder =
+        lm_decoder ? static_cast<const models::IncrementalDecoder&>(*lm_decoder) : *encdec_decoder;
+    Session session(lm ? lm->graph() : encdec->graph(), mesh);
     std::printf("%s\n", cli::describe_mesh(mesh, transport).c_str());
     std::mt19937 rng(1);
     std::vector<int32_t> ids(batch);
+    // The encoder-decoder's sources: random ids, the length's last one 1.
+    std::vector<double> encode_ms;
+    auto encode = [&] {
+      std::vector<std::vector<int32_t>> sources(batch);
+      for (auto& s : sources) {
+        for (int64_t i = 0; i + 1 < cfg.length; ++i)
+          s.push_back(3 + static_cast<int32_t>(rng() % (cfg.vocab - 3)));
+        s.push_back(1);
+      }
+      const auto t0 = std::chrono::steady_clock::now();
+      encdec_decoder->encode(session, sources);
+      encode_ms.push_back(
+          std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+    };
+    if (encdec_decoder) encode();
     int64_t p = 0;
+    const int64_t positions = decoder.length() - (encdec ? 1 : 0);
     auto step = [&] {
       for (int32_t& t : ids) t = static_cast<int32_t>(rng() % cfg.vocab);
       decoder.step(session, ids, p);
-      p = (p + 1) % cfg.length;
+      p = (p + 1) % positions;
     };
     for (int64_t i = 0; i < flags.i64("warmup"); ++i) step();
     session.reset_profile();
@@ -70,11 +117,17 @@ int main(int argc, char** argv) {
       step();
       ms.push_back(
           std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+      if (encdec_decoder && p == 0) encode();  // a new sentence
     }
     if (mesh.profile) std::printf("%s", session.profile().to_string(20).c_str());
     std::printf("openblas_core %s threads %d\n", openblas_get_corename(),
                 openblas_get_num_threads());
     std::printf("bfloat16_gemm %s\n", kernels::bfloat16_gemm_description());
+    if (!encode_ms.empty()) {
+      std::sort(encode_ms.begin(), encode_ms.end());
+      std::printf("encode_median_ms %.4f (%zu sentences)\n", encode_ms[encode_ms.size() / 2],
+                  encode_ms.size());
+    }
     std::sort(ms.begin(), ms.end());
     std::printf("median_ms %.4f\n", ms[ms.size() / 2]);
     return 0;
