@@ -17,6 +17,7 @@
 #include "models/mlp.h"
 #include "models/transformer.h"
 #include "models/transformer_decoder.h"
+#include "models/transformer_encdec.h"
 #include "models/unet3d.h"
 #include "mtf/mtf.h"
 #include "rank_links.h"
@@ -137,6 +138,46 @@ Model decoding_model(const models::TransformerConfig& tc, int64_t batch) {
   return r;
 }
 
+// The sequence-to-sequence Transformer at the transformer flags' sizes:
+// --layers in each stack, --length for sources and targets, random ids.
+Model encdec_model(const cli::Flags& flags) {
+  const models::TransformerConfig tc = models::transformer_config_from_flags(
+      flags, models::TransformerConfig::paper(4096, 4), true);
+  models::EncDecConfig c;
+  c.encoder_layers = c.decoder_layers = tc.layers;
+  c.d_model = tc.d_model;
+  c.d_ff = tc.d_ff;
+  c.heads = tc.heads;
+  c.d_kv = tc.d_kv;
+  c.vocab = tc.vocab;
+  c.batch = tc.batch;
+  c.input_length = c.target_length = tc.length;
+  c.variable_dtype = tc.variable_dtype;
+  auto m = std::make_shared<models::TransformerEncDec>(c);
+  int64_t parameters = 0;
+  for (const Tensor& v : m->graph().trainable_variables()) parameters += v.shape().num_elements();
+  char buf[320];
+  std::snprintf(buf, sizeof(buf),
+                "model: transformer_encdec, %lld + %lld layers, d_model %lld, d_ff %lld, %lld "
+                "heads of %lld, vocab %lld, batch %lld x %lld + %lld tokens, %.3gB parameters",
+                static_cast<long long>(c.encoder_layers), static_cast<long long>(c.decoder_layers),
+                static_cast<long long>(c.d_model), static_cast<long long>(c.d_ff),
+                static_cast<long long>(c.heads), static_cast<long long>(c.d_kv),
+                static_cast<long long>(c.vocab), static_cast<long long>(c.batch),
+                static_cast<long long>(c.input_length), static_cast<long long>(c.target_length),
+                static_cast<double>(parameters) / 1e9);
+  auto feeds = [](models::TransformerEncDec& t, uint64_t step) {
+    std::mt19937_64 rng(5000 + step);
+    const int64_t vocab = t.vocab.size;
+    HostTensor in(t.inputs.shape(), int32), tg(t.targets.shape(), int32);
+    for (HostTensor* h : {&in, &tg})
+      for (int64_t i = 0; i < h->num_elements(); ++i)
+        h->data<int32_t>()[i] = 3 + static_cast<int32_t>(rng() % (vocab - 3));
+    return t.feeds(in, tg);
+  };
+  return Model::of(m, feeds, buf);
+}
+
 Model make_model(const std::string& name, const cli::Flags& flags) {
   const int64_t batch = flags.i64("batch_size");
   if (batch < 0) throw ValueError("--batch_size must be positive (or 0 for the model's default)");
@@ -160,6 +201,7 @@ Model make_model(const std::string& name, const cli::Flags& flags) {
     auto m = std::make_shared<models::TransformerLm>(tc);
     return Model::of(m, lm_feeds, describe_lm(tc));
   }
+  if (name == "transformer_encdec") return encdec_model(flags);
   if (name == "unet3d") {
     models::UNet3dConfig uc;
     if (batch) uc.batch = batch;
@@ -170,7 +212,8 @@ Model make_model(const std::string& name, const cli::Flags& flags) {
     const std::string d = m->describe();
     return Model::of(m, unet_feeds, d);
   }
-  throw ValueError("--model: unknown model \"" + name + "\"; built-in: mlp, transformer, unet3d");
+  throw ValueError("--model: unknown model \"" + name +
+                   "\"; built-in: mlp, transformer, transformer_encdec, unet3d");
 }
 
 std::vector<int> parse_mapping(const std::string& s) {
@@ -250,7 +293,9 @@ int run_auto_layout(const cli::Flags& flags, const MeshConfig& config, Model& mo
 // Every flag mtf-sim takes.
 void define_flags(cli::Flags& flags) {
   flags.define("model", "mlp",
-               "built-in model: mlp (the Fashion-MNIST MLP), transformer (the paper's LM) or "
+               "built-in model: mlp (the Fashion-MNIST MLP), transformer (the paper's LM), "
+               "transformer_encdec (the sequence-to-sequence Transformer at the transformer "
+               "flags' sizes: --layers in each stack, --length for sources and targets) or "
                "unet3d (a 3-D U-Net on volumes); synthetic data");
   flags.define("batch_size", "0", "mlp, unet3d: examples per step (0: 512 for mlp, 32 for unet3d)");
   flags.define("side", "256", "unet3d: voxels along each of d, h and w");
