@@ -1,6 +1,7 @@
-# An example (the Fashion-MNIST MLP, or the Transformer LM) trained by N
-# processes over TCP (mtf-launch) or MPI prints the same losses, to the last
-# bit (17 digits), and the same test accuracy or held-out loss, as the
+# An example (the Fashion-MNIST MLP, the Transformer LM or the translation
+# model) trained by N processes over TCP (mtf-launch) or MPI prints the same
+# losses, to the last bit (17 digits), and the same test accuracy, held-out
+# or development loss, or test BLEU (greedy and beam search), as the
 # in-process SIMD run of the same mesh and layout; with -DINPUT_SHARE=K,
 # each rank says it read 1/K of each batch's bytes (sharded input); with
 # -DINPUT_BYTES=B, exactly B bytes (when inputs split unevenly, e.g. images
@@ -31,7 +32,7 @@ execute_process(COMMAND ${launch} ${PROGRAM} ${args}
 if(NOT rc EQUAL 0)
   message(FATAL_ERROR "the ${N}-process run failed (${rc}):\n${multi}\n${multi_err}")
 endif()
-set(line_re "step [0-9]+ loss [0-9.e+-]+( held-out loss [0-9.e+-]+)?|test accuracy: [0-9.]+")
+set(line_re "step [0-9]+ loss [0-9.e+-]+( (held-out|dev) loss [0-9.e+-]+)?|test accuracy: [0-9.]+|test, [a-z0-9 ]+: BLEU = [0-9.]+")
 string(REGEX MATCHALL "${line_re}" want "${single}")
 foreach(rank RANGE 0 ${N})
   if(rank EQUAL N)

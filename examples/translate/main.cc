@@ -8,6 +8,7 @@
 // baseline's. With --checkpoint_dir it saves checkpoints
 // (with the vocabulary) and resumes from the latest; --translate "text"
 // loads the latest and translates the text.
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -72,6 +73,7 @@ void define_flags(cli::Flags& flags) {
                "only evaluate the latest checkpoint (or --eval_step's) on the test set");
   flags.define("eval_step", "0", "with --eval: the checkpoint of this step (0: the latest)");
   flags.define("seed", "1", "seed for initialisation and data order");
+  flags.define("loss_digits", "4", "significant digits of printed losses (17: exact)");
   cli::define_dtype_flags(flags);
   cli::define_checkpoint_flags(flags, /*save_every=*/500);
   cli::define_mesh_flags(flags);
@@ -387,6 +389,7 @@ int train(const cli::Flags& flags, const EncDecConfig& cfg, CheckpointManager* c
                   static_cast<long long>(info.step));
     }
   }
+  const int digits = static_cast<int>(std::clamp<int64_t>(flags.i64("loss_digits"), 1, 17));
   models::BeamOptions greedy;  // development BLEU while training
   greedy.beams = 1;
   const auto start = std::chrono::steady_clock::now();
@@ -410,9 +413,10 @@ int train(const cli::Flags& flags, const EncDecConfig& cfg, CheckpointManager* c
               : bleu_of(*decoder, session, *data.vocabulary, data.dev, data.dev_pairs,
                         eval_sentences, greedy);
       std::printf(
-          "step %lld loss %.4f dev loss %.4f dev BLEU %.2f (%zu sentences); "
+          "step %lld loss %.*g dev loss %.*g dev BLEU %.2f (%zu sentences); "
           "training %.0f target tokens/s (%.1f ms/step), %.1f min in all\n",
-          static_cast<long long>(step), interval_loss / interval_steps, dev_loss, bleu.bleu,
+          static_cast<long long>(step), digits, interval_loss / interval_steps, digits, dev_loss,
+          bleu.bleu,
           std::min(eval_sentences, data.dev.size()), tokens / train_seconds,
           1000 * train_seconds / static_cast<double>(step - first_step + 1), elapsed() / 60);
       std::fflush(stdout);
