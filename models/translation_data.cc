@@ -73,33 +73,50 @@ Feeds TranslationBatcher::next(const TransformerEncDec& model) {
   HostTensor tg_seg = HostTensor::zeros(model.targets.shape(), int32);
   HostTensor tg_pos = HostTensor::zeros(model.targets.shape(), int32);
   last_tokens_ = last_pairs_ = 0;
-  for (int64_t row = 0; row < B; ++row) {
-    int64_t ui = 0, ut = 0;  // used positions of the row
-    for (int32_t segment = 1;; ++segment) {
-      if (at_ == order_.size()) {
-        ++epoch_;
-        at_ = 0;
-        reshuffle();
-      }
-      const EncodedPair& p = pairs_[order_[at_]];
+  // Writes pair p into `row` after its used positions, as `segment`.
+  std::vector<int64_t> used_in(B, 0), used_tg(B, 0);
+  std::vector<int32_t> segments(B, 0);
+  auto place = [&](int64_t row, const EncodedPair& p) {
+    const int32_t segment = ++segments[row];
+    const int64_t ui = used_in[row], ut = used_tg[row];
+    for (size_t i = 0; i < p.source.size(); ++i) {
+      in.data<int32_t>()[row * LI + ui + static_cast<int64_t>(i)] = p.source[i];
+      in_seg.data<int32_t>()[row * LI + ui + static_cast<int64_t>(i)] = segment;
+      in_pos.data<int32_t>()[row * LI + ui + static_cast<int64_t>(i)] = static_cast<int32_t>(i);
+    }
+    for (size_t i = 0; i < p.target.size(); ++i) {
+      tg.data<int32_t>()[row * LT + ut + static_cast<int64_t>(i)] = p.target[i];
+      tg_seg.data<int32_t>()[row * LT + ut + static_cast<int64_t>(i)] = segment;
+      tg_pos.data<int32_t>()[row * LT + ut + static_cast<int64_t>(i)] = static_cast<int32_t>(i);
+    }
+    used_in[row] += static_cast<int64_t>(p.source.size());
+    used_tg[row] += static_cast<int64_t>(p.target.size());
+    last_tokens_ += static_cast<int64_t>(p.target.size());
+    ++last_pairs_;
+    ++at_;
+  };
+  auto next_pair = [&]() -> const EncodedPair& {
+    if (at_ == order_.size()) {
+      ++epoch_;
+      at_ = 0;
+      reshuffle();
+    }
+    return pairs_[order_[at_]];
+  };
+  if (!config_.packed) {
+    for (int64_t row = 0; row < B; ++row) place(row, next_pair());
+  } else {
+    // First fit over the batch's rows, in the shuffled order: each pair goes
+    // into the first row with room for both its sides; the first pair that
+    // fits no row (every row holds a pair by then) starts the next batch.
+    for (;;) {
+      const EncodedPair& p = next_pair();
       const int64_t ns = static_cast<int64_t>(p.source.size()),
                     nt = static_cast<int64_t>(p.target.size());
-      if (segment > 1 && (!config_.packed || ui + ns > LI || ut + nt > LT)) break;
-      for (int64_t i = 0; i < ns; ++i) {
-        in.data<int32_t>()[row * LI + ui + i] = p.source[i];
-        in_seg.data<int32_t>()[row * LI + ui + i] = segment;
-        in_pos.data<int32_t>()[row * LI + ui + i] = static_cast<int32_t>(i);
-      }
-      for (int64_t i = 0; i < nt; ++i) {
-        tg.data<int32_t>()[row * LT + ut + i] = p.target[i];
-        tg_seg.data<int32_t>()[row * LT + ut + i] = segment;
-        tg_pos.data<int32_t>()[row * LT + ut + i] = static_cast<int32_t>(i);
-      }
-      ui += ns;
-      ut += nt;
-      last_tokens_ += nt;
-      ++last_pairs_;
-      ++at_;
+      int64_t row = 0;
+      while (row < B && (used_in[row] + ns > LI || used_tg[row] + nt > LT)) ++row;
+      if (row == B) break;
+      place(row, p);
     }
   }
   Feeds feeds = {{model.inputs, in}, {model.targets, tg}};

@@ -30,9 +30,10 @@ std::vector<EncodedPair> encode_pairs(const Vocabulary& vocabulary,
 
 // The model's training batches from a list of pairs: an epoch at a time in
 // an order shuffled by (seed, epoch), each row one pair padded with 0
-// (config.packed: as many whole pairs as fit, one after another, with
-// segment ids and positions). Deterministic; its position is saved and
-// restored as text for checkpoints.
+// (config.packed: pairs placed in that order into the first row with room
+// for both sides, one after another with segment ids and positions, until
+// a pair fits no row; it starts the next batch). Deterministic; its
+// position is saved and restored as text for checkpoints.
 class TranslationBatcher {
  public:
   TranslationBatcher(std::vector<EncodedPair> pairs, const EncDecConfig& config, uint64_t seed);

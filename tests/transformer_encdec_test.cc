@@ -151,6 +151,59 @@ void copy_batch(TransformerEncDec& m, std::mt19937& rng, HostTensor& in, HostTen
   }
 }
 
+// Packing is first fit over the batch's rows: a batch ends at the first
+// pair that fits no row, and that pair starts the next batch.
+TEST(TransformerEncDec, PackingFillsEveryRowFirstFit) {
+  EncDecConfig c = tiny();
+  c.packed = true;
+  c.batch = 3;
+  c.input_length = c.target_length = 16;
+  TransformerEncDec m(c);
+  std::mt19937 rng(9);
+  std::vector<EncodedPair> pairs;
+  for (size_t i = 0; i < 40; ++i) {
+    EncodedPair p;
+    p.source.assign(1 + rng() % 8, 4);
+    p.target.assign(1 + rng() % 8, 5);
+    p.source.push_back(1);
+    p.target.push_back(1);
+    p.index = i;
+    pairs.push_back(p);
+  }
+  TranslationBatcher batcher(pairs, c, 1);
+  // Per row: used source and target positions; and the first pair's sizes.
+  struct Rows {
+    std::vector<int64_t> in, tg;
+    int64_t first_in = 0, first_tg = 0;
+  };
+  auto rows_of = [&](const Feeds& feeds) {
+    Rows r{std::vector<int64_t>(3, 0), std::vector<int64_t>(3, 0)};
+    for (const auto& [tensor, value] : feeds) {
+      const bool in = tensor.id() == m.inputs_segmentation.id();
+      if (!in && tensor.id() != m.targets_segmentation.id()) continue;
+      for (int64_t i = 0; i < value.num_elements(); ++i) {
+        const int32_t seg = value.data<int32_t>()[i];
+        if (seg == 0) continue;
+        (in ? r.in : r.tg)[i / 16] += 1;
+        if (i / 16 == 0 && seg == 1) (in ? r.first_in : r.first_tg) += 1;
+      }
+    }
+    return r;
+  };
+  Rows before = rows_of(batcher.next(m));
+  int64_t filled = 0;
+  for (int batch = 0; batch < 10; ++batch) {
+    const Rows after = rows_of(batcher.next(m));
+    for (int row = 0; row < 3; ++row) {
+      EXPECT_TRUE(before.in[row] + after.first_in > 16 || before.tg[row] + after.first_tg > 16)
+          << "batch " << batch << ": the next batch's first pair fits row " << row;
+      filled += before.in[row];
+    }
+    before = after;
+  }
+  EXPECT_GT(filled, 480 * 3 / 4) << "source positions used, of 480";
+}
+
 TEST(TransformerEncDec, LayoutsAndMeshImplementationsGiveTheOneProcessorBits) {
   EncDecConfig c = tiny();
   std::vector<std::vector<float>> losses;
