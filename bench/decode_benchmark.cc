@@ -30,6 +30,49 @@
 
 using namespace mtf;
 
+namespace {
+
+// The model and its decoder: the LM's, or the encoder-decoder's (--layers
+// in each stack, --length for sources and targets).
+struct Decoding {
+  std::shared_ptr<void> model;
+  Graph* graph = nullptr;
+  std::shared_ptr<models::IncrementalDecoder> decoder;
+  models::EncDecDecoder* encdec_decoder = nullptr;  // or null for the LM
+};
+
+Decoding make_decoding(const std::string& model, const models::TransformerConfig& cfg,
+                       int64_t batch) {
+  Decoding d;
+  if (model == "transformer") {
+    auto lm = std::make_shared<models::TransformerLm>(cfg);
+    d.decoder = std::make_shared<models::TransformerDecoder>(*lm, batch);
+    d.graph = &lm->graph();
+    d.model = lm;
+    return d;
+  }
+  if (model != "transformer_encdec")
+    throw ValueError("--model must be transformer or transformer_encdec, not \"" + model + "\"");
+  models::EncDecConfig c;
+  c.encoder_layers = c.decoder_layers = cfg.layers;
+  c.d_model = cfg.d_model;
+  c.d_ff = cfg.d_ff;
+  c.heads = cfg.heads;
+  c.d_kv = cfg.d_kv;
+  c.vocab = cfg.vocab;
+  c.input_length = c.target_length = cfg.length;
+  c.batch = 1;
+  auto m = std::make_shared<models::TransformerEncDec>(c);
+  auto decoder = std::make_shared<models::EncDecDecoder>(*m, batch);
+  d.encdec_decoder = decoder.get();
+  d.decoder = decoder;
+  d.graph = &m->graph();
+  d.model = m;
+  return d;
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
   return cli::run_example("decode_benchmark", [&] {
     cli::Flags flags;
@@ -57,33 +100,10 @@ int main(int argc, char** argv) {
     if (batch < 1 || tokens < 1) throw ValueError("--decode_batch and --tokens must be >= 1");
     std::string transport;
     const MeshConfig mesh = cli::mesh_config_from_flags(flags, &transport);
-    const std::string model = flags.str("model");
-    std::unique_ptr<models::TransformerLm> lm;
-    std::unique_ptr<models::TransformerDecoder> lm_decoder;
-    std::unique_ptr<models::TransformerEncDec> encdec;
-    std::unique_ptr<models::EncDecDecoder> encdec_decoder;
-    if (model == "transformer") {
-      lm = std::make_unique<models::TransformerLm>(cfg);
-      lm_decoder = std::make_unique<models::TransformerDecoder>(*lm, batch);
-    } else if (model == "transformer_encdec") {
-      // --layers in each stack, --length for sources and targets.
-      models::EncDecConfig c;
-      c.encoder_layers = c.decoder_layers = cfg.layers;
-      c.d_model = cfg.d_model;
-      c.d_ff = cfg.d_ff;
-      c.heads = cfg.heads;
-      c.d_kv = cfg.d_kv;
-      c.vocab = cfg.vocab;
-      c.input_length = c.target_length = cfg.length;
-      c.batch = 1;
-      encdec = std::make_unique<models::TransformerEncDec>(c);
-      encdec_decoder = std::make_unique<models::EncDecDecoder>(*encdec, batch);
-    } else {
-      throw ValueError("--model must be transformer or transformer_encdec, not \"" + model + "\"");
-    }
-    const models::IncrementalDecoder& decoder =
-        lm_decoder ? static_cast<const models::IncrementalDecoder&>(*lm_decoder) : *encdec_decoder;
-    Session session(lm ? lm->graph() : encdec->graph(), mesh);
+    const Decoding d = make_decoding(flags.str("model"), cfg, batch);
+    const models::IncrementalDecoder& decoder = *d.decoder;
+    models::EncDecDecoder* encdec_decoder = d.encdec_decoder;
+    Session session(*d.graph, mesh);
     std::printf("%s\n", cli::describe_mesh(mesh, transport).c_str());
     std::mt19937 rng(1);
     std::vector<int32_t> ids(batch);
@@ -103,7 +123,7 @@ int main(int argc, char** argv) {
     };
     if (encdec_decoder) encode();
     int64_t p = 0;
-    const int64_t positions = decoder.length() - (encdec ? 1 : 0);
+    const int64_t positions = decoder.length() - (encdec_decoder ? 1 : 0);
     auto step = [&] {
       for (int32_t& t : ids) t = static_cast<int32_t>(rng() % cfg.vocab);
       decoder.step(session, ids, p);

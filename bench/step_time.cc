@@ -78,6 +78,109 @@ void print_results(std::vector<double> ms, double rss_before, bool fma_peak) {
   std::printf("\nmedian_ms %.3f\n", ms.empty() ? 0.0 : ms[ms.size() / 2]);
 }
 
+// A model set up for timing: its session, one training step on random
+// data, and the graph's loss and update (for --print_program and --predict).
+struct Timed {
+  std::shared_ptr<void> model;
+  std::unique_ptr<Session> session;
+  std::function<void()> step;
+  Graph* graph = nullptr;
+  Tensor loss;
+  const std::vector<Operation*>* train = nullptr;
+};
+
+// Random int32 ids in [low, vocab) of `shape`.
+HostTensor random_ids(const Shape& shape, int64_t low, int64_t vocab, std::mt19937& rng) {
+  HostTensor t(shape, int32);
+  for (int64_t i = 0; i < t.num_elements(); ++i)
+    t.data<int32_t>()[i] = static_cast<int32_t>(low + static_cast<int64_t>(rng() % (vocab - low)));
+  return t;
+}
+
+// Random images in [0, 1] and labels of 10 classes.
+std::pair<HostTensor, HostTensor> random_images(const Shape& images, const Shape& labels,
+                                                std::mt19937& rng) {
+  HostTensor in(images, float32), tg(labels, int32);
+  for (int64_t i = 0; i < in.num_elements(); ++i) in.data<float>()[i] = (rng() % 256) / 255.f;
+  for (int64_t i = 0; i < tg.num_elements(); ++i)
+    tg.data<int32_t>()[i] = static_cast<int32_t>(rng() % 10);
+  return {in, tg};
+}
+
+template <typename M>
+Timed timed(std::shared_ptr<M> m, const MeshConfig& mc) {
+  Timed t;
+  t.session = std::make_unique<Session>(m->graph(), mc);
+  t.graph = &m->graph();
+  t.loss = m->loss;
+  t.train = &m->train_ops;
+  t.model = std::move(m);
+  return t;
+}
+
+Timed timed_model(const cli::Flags& flags, const models::TransformerConfig& defaults,
+                  const MeshConfig& mc) {
+  const std::string model = flags.str("model");
+  std::mt19937 rng(1);
+  if (model == "transformer") {
+    const models::TransformerConfig cfg =
+        models::transformer_config_from_flags(flags, defaults, true);
+    auto lm = std::make_shared<models::TransformerLm>(cfg);
+    Timed t = timed(lm, mc);
+    const Feeds feeds = {{lm->inputs, random_ids(lm->inputs.shape(), 0, cfg.vocab, rng)},
+                         {lm->targets, random_ids(lm->targets.shape(), 0, cfg.vocab, rng)}};
+    t.step = [s = t.session.get(), lm, feeds] { s->run({lm->loss}, feeds, lm->train_ops); };
+    return t;
+  }
+  if (model == "transformer_encdec") {
+    // The sequence-to-sequence Transformer: --layers in each stack,
+    // --length for sources and targets, rows of random ids without
+    // padding (examples/translate's other defaults: RMS norm, ReLU,
+    // relative positions, dropout and label smoothing 0.1).
+    const models::TransformerConfig lm =
+        models::transformer_config_from_flags(flags, defaults, true);
+    models::EncDecConfig cfg;
+    cfg.encoder_layers = cfg.decoder_layers = lm.layers;
+    cfg.d_model = lm.d_model;
+    cfg.d_ff = lm.d_ff;
+    cfg.heads = lm.heads;
+    cfg.d_kv = lm.d_kv;
+    cfg.vocab = lm.vocab;
+    cfg.batch = lm.batch;
+    cfg.input_length = cfg.target_length = lm.length;
+    cfg.variable_dtype = lm.variable_dtype;
+    auto m = std::make_shared<models::TransformerEncDec>(cfg);
+    Timed t = timed(m, mc);
+    const Feeds feeds = m->feeds(random_ids(m->inputs.shape(), 3, cfg.vocab, rng),
+                                 random_ids(m->targets.shape(), 3, cfg.vocab, rng));
+    t.step = [s = t.session.get(), m, feeds] { s->run({m->loss}, feeds, m->train_ops); };
+    return t;
+  }
+  if (model == "mlp") {
+    models::MlpConfig cfg;
+    cfg.batch_size = flags.i64("batch");
+    cfg.hidden = flags.i64("hidden");
+    cfg.variable_dtype = cli::variable_dtype_from_flags(flags);
+    auto m = std::make_shared<models::Mlp>(cfg);
+    Timed t = timed(m, mc);
+    auto [in, tg] = random_images(m->images.shape(), m->labels.shape(), rng);
+    t.step = [s = t.session.get(), m, in = in, tg = tg] { m->train_step(*s, in, tg); };
+    return t;
+  }
+  if (model == "cnn") {
+    models::CnnConfig cfg;
+    cfg.batch_size = flags.i64("batch");
+    cfg.variable_dtype = cli::variable_dtype_from_flags(flags);
+    auto m = std::make_shared<models::Cnn>(cfg);
+    Timed t = timed(m, mc);
+    auto [in, tg] = random_images(m->images.shape(), m->labels.shape(), rng);
+    t.step = [s = t.session.get(), m, in = in, tg = tg] { m->train_step(*s, in, tg); };
+    return t;
+  }
+  throw ValueError("--model must be transformer, transformer_encdec, mlp or cnn, not \"" + model +
+                   "\"");
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -98,114 +201,30 @@ int main(int argc, char** argv) {
     flags.define("fma_peak", "false",
                  "also measure this core's float32 FMA peak (prints fma_peak_gflops)");
     if (!flags.parse(argc, argv)) return 0;
-    const std::string model = flags.str("model");
     std::string transport_name;
     const MeshConfig mc = cli::mesh_config_from_flags(flags, &transport_name);
-    std::mt19937 rng(1);
-    std::function<void()> step;
-    std::unique_ptr<models::TransformerLm> lm;
-    std::unique_ptr<models::TransformerEncDec> encdec;
-    std::unique_ptr<models::Mlp> mlp;
-    std::unique_ptr<models::Cnn> cnn;
-    std::unique_ptr<Session> session;
-    // The timed graph's loss and update.
-    Graph* graph = nullptr;
-    Tensor loss;
-    const std::vector<Operation*>* train = nullptr;
-    HostTensor in, tg;
-    if (model == "transformer") {
-      models::TransformerConfig cfg = models::transformer_config_from_flags(flags, defaults, true);
-      lm = std::make_unique<models::TransformerLm>(cfg);
-      session = std::make_unique<Session>(lm->graph(), mc);
-      in = HostTensor(lm->inputs.shape(), int32);
-      tg = HostTensor(lm->targets.shape(), int32);
-      for (int64_t i = 0; i < in.num_elements(); ++i) {
-        in.data<int32_t>()[i] = static_cast<int32_t>(rng() % cfg.vocab);
-        tg.data<int32_t>()[i] = static_cast<int32_t>(rng() % cfg.vocab);
-      }
-      step = [&] {
-        session->run({lm->loss}, {{lm->inputs, in}, {lm->targets, tg}}, lm->train_ops);
-      };
-      graph = &lm->graph(), loss = lm->loss, train = &lm->train_ops;
-    } else if (model == "transformer_encdec") {
-      // The sequence-to-sequence Transformer: --layers in each stack,
-      // --length for sources and targets, rows of random ids without
-      // padding (examples/translate's other defaults: RMS norm, ReLU,
-      // relative positions, dropout and label smoothing 0.1).
-      models::EncDecConfig cfg;
-      cfg.encoder_layers = cfg.decoder_layers = flags.i64("layers");
-      cfg.d_model = flags.i64("d_model");
-      cfg.d_ff = flags.i64("d_ff");
-      cfg.heads = flags.i64("heads");
-      cfg.d_kv = flags.i64("d_kv");
-      cfg.vocab = flags.i64("vocab");
-      cfg.batch = flags.i64("batch");
-      cfg.input_length = cfg.target_length = flags.i64("length");
-      cfg.variable_dtype = cli::variable_dtype_from_flags(flags);
-      encdec = std::make_unique<models::TransformerEncDec>(cfg);
-      session = std::make_unique<Session>(encdec->graph(), mc);
-      in = HostTensor(encdec->inputs.shape(), int32);
-      tg = HostTensor(encdec->targets.shape(), int32);
-      for (int64_t i = 0; i < in.num_elements(); ++i) {
-        in.data<int32_t>()[i] = 3 + static_cast<int32_t>(rng() % (cfg.vocab - 3));
-        tg.data<int32_t>()[i] = 3 + static_cast<int32_t>(rng() % (cfg.vocab - 3));
-      }
-      step = [&] {
-        session->run({encdec->loss}, encdec->feeds(in, tg), encdec->train_ops);
-      };
-      graph = &encdec->graph(), loss = encdec->loss, train = &encdec->train_ops;
-    } else if (model == "mlp") {
-      models::MlpConfig cfg;
-      cfg.batch_size = flags.i64("batch");
-      cfg.hidden = flags.i64("hidden");
-      cfg.variable_dtype = cli::variable_dtype_from_flags(flags);
-      mlp = std::make_unique<models::Mlp>(cfg);
-      session = std::make_unique<Session>(mlp->graph(), mc);
-      in = HostTensor(mlp->images.shape(), float32);
-      tg = HostTensor(mlp->labels.shape(), int32);
-      for (int64_t i = 0; i < in.num_elements(); ++i) in.data<float>()[i] = (rng() % 256) / 255.f;
-      for (int64_t i = 0; i < tg.num_elements(); ++i)
-        tg.data<int32_t>()[i] = static_cast<int32_t>(rng() % 10);
-      step = [&] { mlp->train_step(*session, in, tg); };
-      graph = &mlp->graph(), loss = mlp->loss, train = &mlp->train_ops;
-    } else if (model == "cnn") {
-      models::CnnConfig cfg;
-      cfg.batch_size = flags.i64("batch");
-      cfg.variable_dtype = cli::variable_dtype_from_flags(flags);
-      cnn = std::make_unique<models::Cnn>(cfg);
-      session = std::make_unique<Session>(cnn->graph(), mc);
-      in = HostTensor(cnn->images.shape(), float32);
-      tg = HostTensor(cnn->labels.shape(), int32);
-      for (int64_t i = 0; i < in.num_elements(); ++i) in.data<float>()[i] = (rng() % 256) / 255.f;
-      for (int64_t i = 0; i < tg.num_elements(); ++i)
-        tg.data<int32_t>()[i] = static_cast<int32_t>(rng() % 10);
-      step = [&] { cnn->train_step(*session, in, tg); };
-      graph = &cnn->graph(), loss = cnn->loss, train = &cnn->train_ops;
-    } else {
-      throw ValueError("--model must be transformer, transformer_encdec, mlp or cnn, not \"" +
-                       model + "\"");
-    }
+    Timed t = timed_model(flags, defaults, mc);
     if (flags.str("print_program") == "true")
-      std::printf("%s", session->program_text({loss}, *train).c_str());
+      std::printf("%s", t.session->program_text({t.loss}, *t.train).c_str());
     bench::reset_peak_rss();
     const double rss_before = bench::status_mib("VmRSS");
-    for (int64_t i = 0; i < flags.i64("warmup"); ++i) step();
-    session->reset_profile();
+    for (int64_t i = 0; i < flags.i64("warmup"); ++i) t.step();
+    t.session->reset_profile();
     std::vector<double> ms;
     for (int64_t i = 0; i < flags.i64("steps"); ++i) {
       const auto t0 = std::chrono::steady_clock::now();
-      step();
+      t.step();
       ms.push_back(
           std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
     }
     if (mc.profile)
-      std::printf("%s",
-                  session->profile().to_string(static_cast<int>(flags.i64("profile_ops"))).c_str());
+      std::printf(
+          "%s", t.session->profile().to_string(static_cast<int>(flags.i64("profile_ops"))).c_str());
     print_results(ms, rss_before, flags.str("fma_peak") == "true");
     if (!flags.str("predict").empty() &&
         (!mc.process_transport || mc.process_transport->rank() == 0)) {
-      std::printf("predicted_ms %.3f\n",
-                  1e3 * predicted_step_seconds(*graph, loss, *train, mc, flags.str("predict")));
+      std::printf("predicted_ms %.3f\n", 1e3 * predicted_step_seconds(*t.graph, t.loss, *t.train,
+                                                                      mc, flags.str("predict")));
     }
     return 0;
   });

@@ -45,9 +45,9 @@ struct Blocks {
   // or v; made by the model already): h's shape with d_model replaced by
   // heads and d_kv.
   Tensor project(const Tensor& h, const std::string& name, const char* w) const {
-    const Tensor weight = layers::get_or_create_variable(
-        h.mesh(), name + "/" + w, Shape({d_model, heads, d_kv}), Initializer::zeros(),
-        layers::variable_dtype_for(h));
+    const Tensor weight =
+        layers::get_or_create_variable(h.mesh(), name + "/" + w, Shape({d_model, heads, d_kv}),
+                                       Initializer::zeros(), layers::variable_dtype_for(h));
     return einsum({h, weight}, h.shape().minus(Shape({d_model})).union_with(Shape({heads, d_kv})));
   }
   // The attention branch of attention(..., name) (before the residual) for
@@ -58,15 +58,14 @@ struct Blocks {
                         const std::string& name) const {
     const Tensor o =
         layers::dot_product_attention(project(h, name, "q"), k, v, bias, d_kv, memory_length);
-    const Tensor wo = layers::get_or_create_variable(
-        h.mesh(), name + "/o", Shape({heads, d_kv, d_model}), Initializer::zeros(),
-        layers::variable_dtype_for(h));
+    const Tensor wo =
+        layers::get_or_create_variable(h.mesh(), name + "/o", Shape({heads, d_kv, d_model}),
+                                       Initializer::zeros(), layers::variable_dtype_for(h));
     return einsum({o, wo}, h.shape());
   }
   Tensor feed_forward(const Tensor& x, const std::string& name) const {
     return x + layers::dropout_if(ffn(norm(x, name + "_norm"), name), keep_prob);
   }
 };
-
 
 }  // namespace mtf::models

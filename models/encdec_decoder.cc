@@ -45,8 +45,8 @@ EncDecDecoder::EncDecDecoder(TransformerEncDec& model, int64_t batch_size,
     const std::string name = "decoder/layer_" + std::to_string(l) + "/encdec_attention";
     for (const char* w : {"k", "v"}) {
       const Tensor value = blocks.project(encoded, name, w);
-      cross.push_back(state("layer_" + std::to_string(l) + "/encdec_" + w, value.shape(),
-                            state_dtype));
+      cross.push_back(
+          state("layer_" + std::to_string(l) + "/encdec_" + w, value.shape(), state_dtype));
       encode_ops.push_back(assign(cross.back(), value));
     }
   }
@@ -57,10 +57,10 @@ EncDecDecoder::EncDecDecoder(TransformerEncDec& model, int64_t batch_size,
   position = placeholder(mesh, Shape(), int32, prefix + "position");
   Tensor self_bias = cast(greater(range(mesh, memory), position), float32) * -1e9f;
   if (c.position == "relative") {
-    self_bias = self_bias + layers::relative_position_bias(
-                                position, range(mesh, memory), heads, false,
-                                "decoder/relative_bias", c.relative_buckets,
-                                c.relative_max_distance);
+    self_bias =
+        self_bias + layers::relative_position_bias(position, range(mesh, memory), heads, false,
+                                                   "decoder/relative_bias", c.relative_buckets,
+                                                   c.relative_max_distance);
   }
   const Tensor others = not_equal(range(mesh, memory), position);  // int32 [memory]
   const Shape cache_shape({batch, heads, memory, d_kv});
@@ -80,8 +80,8 @@ EncDecDecoder::EncDecDecoder(TransformerEncDec& model, int64_t batch_size,
       kv.push_back(written);
     }
     y = y + blocks.attention_over(h, kv[0], kv[1], memory, self_bias, self);
-    y = y + blocks.attention_over(blocks.norm(y, encdec + "_norm"), cross[2 * l],
-                                  cross[2 * l + 1], in_length, source_bias, encdec);
+    y = y + blocks.attention_over(blocks.norm(y, encdec + "_norm"), cross[2 * l], cross[2 * l + 1],
+                                  in_length, source_bias, encdec);
     y = blocks.feed_forward(y, name + "/ffn");
   }
   logits = model.output_logits(blocks.norm(y, "decoder/final_norm"));
@@ -191,12 +191,12 @@ std::vector<std::vector<int32_t>> translate(EncDecDecoder& decoder, Session& ses
     if (o.beams == 1) {
       SamplingOptions greedy;
       greedy.stop = 1;
-      found = decoder.generate(session, std::vector<std::vector<int32_t>>(rows, {0}), steps,
-                               greedy);
+      found =
+          decoder.generate(session, std::vector<std::vector<int32_t>>(rows, {0}), steps, greedy);
     } else {
-      found = beam_search(decoder, session, std::vector<std::vector<int32_t>>(per_call, {0}),
-                          steps, o)
-                  .sequences;
+      found =
+          beam_search(decoder, session, std::vector<std::vector<int32_t>>(per_call, {0}), steps, o)
+              .sequences;
     }
     for (size_t i = 0; i < per_call && first + i < sources.size(); ++i) {
       std::vector<int32_t> ids(found[i].begin() + 1, found[i].end());  // after the start id

@@ -1,10 +1,10 @@
 #include "models/transformer_encdec.h"
 
-#include "models/encdec_blocks.h"
-
 #include <cmath>
 #include <string>
 #include <utility>
+
+#include "models/encdec_blocks.h"
 
 namespace mtf::models {
 

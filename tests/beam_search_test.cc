@@ -3,12 +3,12 @@
 // force over full recomputation finds; a stop token ends hypotheses; a mesh
 // gives one core's result; bad options are clear errors.
 #include "models/beam_search.h"
-#include "models/transformer_decoder.h"
 
 #include <algorithm>
 #include <cmath>
 
 #include "expect_error.h"
+#include "models/transformer_decoder.h"
 #include "test_util.h"
 #include "tiny_transformer.h"
 

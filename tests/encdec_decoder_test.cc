@@ -86,8 +86,8 @@ TEST(EncDecDecoder, StepsGiveTheWholeSequencesLogits) {
     const auto sources = some_sources(c.batch, c.input_length, c.vocab);
     const auto targets = some_sources(c.batch, c.target_length, c.vocab);
     const std::vector<float> whole =
-        s.run(m.eval_logits, m.feeds(padded(m.inputs.shape(), sources),
-                                     padded(m.targets.shape(), targets)))
+        s.run(m.eval_logits,
+              m.feeds(padded(m.inputs.shape(), sources), padded(m.targets.shape(), targets)))
             .to_floats();
     d.encode(s, sources);
     const int64_t T = c.target_length, V = c.vocab;
@@ -214,7 +214,7 @@ TEST(EncDecDecoder, MisuseIsAClearError) {
   TransformerEncDec m(c);
   EncDecDecoder d(m, 2);
   Session s(m.graph());
-  EXPECT_THROW(d.step(s, {0, 0}, 0), ValueError);  // nothing encoded
+  EXPECT_THROW(d.step(s, {0, 0}, 0), ValueError);   // nothing encoded
   EXPECT_THROW(d.encode(s, {{2, 1}}), ValueError);  // one source for two
   EXPECT_THROW(d.encode(s, {{2, 1}, {2, 99}}), ValueError);
   d.encode(s, {{2, 1}, {3, 1}});

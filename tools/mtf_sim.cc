@@ -141,8 +141,8 @@ Model decoding_model(const models::TransformerConfig& tc, int64_t batch) {
 // The sequence-to-sequence Transformer at the transformer flags' sizes:
 // --layers in each stack, --length for sources and targets, random ids.
 Model encdec_model(const cli::Flags& flags) {
-  const models::TransformerConfig tc = models::transformer_config_from_flags(
-      flags, models::TransformerConfig::paper(4096, 4), true);
+  const models::TransformerConfig tc =
+      models::transformer_config_from_flags(flags, models::TransformerConfig::paper(4096, 4), true);
   models::EncDecConfig c;
   c.encoder_layers = c.decoder_layers = tc.layers;
   c.d_model = tc.d_model;

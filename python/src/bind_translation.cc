@@ -86,9 +86,8 @@ void bind_config_and_model(py::module_& m) {
       .def_readwrite("seed", &EncDecConfig::seed)
       .def_readwrite("variable_dtype", &EncDecConfig::variable_dtype)
       .def("validate", &EncDecConfig::validate)
-      .def("__repr__", [](const EncDecConfig& c) {
-        return config_repr(c, kEncDecFields, "EncDecConfig");
-      });
+      .def("__repr__",
+           [](const EncDecConfig& c) { return config_repr(c, kEncDecFields, "EncDecConfig"); });
 
   py::class_<TransformerEncDec, std::shared_ptr<TransformerEncDec>>(
       m, "TransformerEncDec",
@@ -119,8 +118,7 @@ void bind_config_and_model(py::module_& m) {
       .def_readonly("eval_loss_sum", &TransformerEncDec::eval_loss_sum)
       .def_readonly("eval_tokens", &TransformerEncDec::eval_tokens)
       .def_readonly("eval_logits", &TransformerEncDec::eval_logits)
-      .def_property_readonly("train_ops",
-                             [](TransformerEncDec& t) { return wrap(t.train_ops); })
+      .def_property_readonly("train_ops", [](TransformerEncDec& t) { return wrap(t.train_ops); })
       .def(
           "feeds",
           [](const TransformerEncDec& t, const py::handle& inputs, const py::handle& targets) {
@@ -251,8 +249,7 @@ void bind_corpus_and_bleu(py::module_& m) {
       .def_property_readonly("size", &models::Vocabulary::size)
       .def_property_readonly("fingerprint", &models::Vocabulary::fingerprint)
       .def_property_readonly(
-          "serialized",
-          [](const models::Vocabulary& v) { return py::bytes(v.serialized()); },
+          "serialized", [](const models::Vocabulary& v) { return py::bytes(v.serialized()); },
           "The SentencePiece model's bytes (write them to a file for Vocabulary.load).")
       .def("piece", &models::Vocabulary::piece, py::arg("id"));
   py::class_<models::EncodedPair>(m, "EncodedPair", "A pair's ids, each ending with 1.")
@@ -281,8 +278,7 @@ void bind_corpus_and_bleu(py::module_& m) {
             return feed_dict(b.next(t));
           },
           py::arg("model"), "The next batch's feed dict.")
-      .def_property_readonly("last_target_tokens",
-                             &models::TranslationBatcher::last_target_tokens);
+      .def_property_readonly("last_target_tokens", &models::TranslationBatcher::last_target_tokens);
   m.def(
       "mean_token_loss",
       [](TransformerEncDec& t, const py::object& session,

@@ -23,8 +23,8 @@ Config config_from_kwargs(const py::kwargs& kwargs, const std::vector<const char
     if (!known) {
       std::string listed;
       for (const char* f : fields) listed += std::string(listed.empty() ? "" : ", ") + f;
-      throw ValueError(std::string(type_name) + " has no field \"" + name + "\" (fields: " +
-                       listed + ")");
+      throw ValueError(std::string(type_name) + " has no field \"" + name +
+                       "\" (fields: " + listed + ")");
     }
     self.attr(key) = value;
   }
