@@ -136,15 +136,18 @@ class EncDec(nn.Module):
         self.register_buffer("causal", causal)
         self.scale = d_model ** -0.5
 
-    def loss(self, src, tgt):
+    def logits(self, src, tgt):
+        """The logits of each target position given the targets before it."""
         shifted = torch.cat([torch.zeros_like(tgt[:, :1]), tgt[:, :-1]], dim=1)
         y = self.transformer(self.embedding(src) + self.src_positions,
                              self.embedding(shifted) + self.tgt_positions,
                              tgt_mask=self.causal, src_key_padding_mask=src == 0,
                              memory_key_padding_mask=src == 0)
-        logits = (y @ self.embedding.weight.t()) * self.scale
-        return F.cross_entropy(logits.flatten(0, 1).float(), tgt.flatten(), ignore_index=0,
-                               label_smoothing=0.1)
+        return (y @ self.embedding.weight.t()) * self.scale
+
+    def loss(self, src, tgt):
+        return F.cross_entropy(self.logits(src, tgt).flatten(0, 1).float(), tgt.flatten(),
+                               ignore_index=0, label_smoothing=0.1)
 
 
 class Mlp(nn.Module):
