@@ -61,12 +61,7 @@ SamplingOptions sampling_options(double temperature, int64_t top_k, double top_p
   return o;
 }
 
-}  // namespace
-
-void bind_models(py::module_& m) {
-  py::module_ models = m.def_submodule(
-      "models", "The project's models: the Transformer LM of the paper and its decoder.");
-
+void bind_lm(py::module_& models) {
   py::class_<TransformerConfig> config(
       models, "TransformerConfig",
       "Sizes and training settings of the Transformer LM; TransformerConfig(d_model=256, ...) "
@@ -110,7 +105,9 @@ void bind_models(py::module_& m) {
       .def_readonly("eval_logits", &TransformerLm::eval_logits)
       .def_readonly("moe_loss", &TransformerLm::moe_loss)
       .def_property_readonly("train_ops", [](TransformerLm& lm) { return wrap(lm.train_ops); });
+}
 
+void bind_lm_decoder(py::module_& models) {
   py::class_<TransformerDecoder>(
       models, "TransformerDecoder",
       "Incremental decoding of a TransformerLm: a graph added to the LM's that takes one token "
@@ -213,6 +210,17 @@ void bind_models(py::module_& m) {
           "((5 + n) / 6)^alpha over their n new tokens; `stop` finishes a hypothesis. The "
           "decoder's batch must be len(prompts) x beams. Returns a dict of sequences (prompt "
           "included), log_probs and scores.");
+}
+
+}  // namespace
+
+void bind_models(py::module_& m) {
+  py::module_ models = m.def_submodule(
+      "models",
+      "The project's models: the paper's Transformer LM and its decoder; the "
+      "sequence-to-sequence Transformer, its decoder and translation's data and BLEU.");
+  bind_lm(models);
+  bind_lm_decoder(models);
 }
 
 }  // namespace mtf::python
