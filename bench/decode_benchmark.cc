@@ -53,15 +53,8 @@ Decoding make_decoding(const std::string& model, const models::TransformerConfig
   }
   if (model != "transformer_encdec")
     throw ValueError("--model must be transformer or transformer_encdec, not \"" + model + "\"");
-  models::EncDecConfig c;
-  c.encoder_layers = c.decoder_layers = cfg.layers;
-  c.d_model = cfg.d_model;
-  c.d_ff = cfg.d_ff;
-  c.heads = cfg.heads;
-  c.d_kv = cfg.d_kv;
-  c.vocab = cfg.vocab;
-  c.input_length = c.target_length = cfg.length;
-  c.batch = 1;
+  models::EncDecConfig c = models::encdec_config_like(cfg);
+  c.batch = 1;  // the training graph is not run
   auto m = std::make_shared<models::TransformerEncDec>(c);
   auto decoder = std::make_shared<models::EncDecDecoder>(*m, batch);
   d.encdec_decoder = decoder.get();

@@ -139,16 +139,7 @@ Timed timed_model(const cli::Flags& flags, const models::TransformerConfig& defa
     // relative positions, dropout and label smoothing 0.1).
     const models::TransformerConfig lm =
         models::transformer_config_from_flags(flags, defaults, true);
-    models::EncDecConfig cfg;
-    cfg.encoder_layers = cfg.decoder_layers = lm.layers;
-    cfg.d_model = lm.d_model;
-    cfg.d_ff = lm.d_ff;
-    cfg.heads = lm.heads;
-    cfg.d_kv = lm.d_kv;
-    cfg.vocab = lm.vocab;
-    cfg.batch = lm.batch;
-    cfg.input_length = cfg.target_length = lm.length;
-    cfg.variable_dtype = lm.variable_dtype;
+    const models::EncDecConfig cfg = models::encdec_config_like(lm);
     auto m = std::make_shared<models::TransformerEncDec>(cfg);
     Timed t = timed(m, mc);
     const Feeds feeds = m->feeds(random_ids(m->inputs.shape(), 3, cfg.vocab, rng),

@@ -39,6 +39,34 @@ std::vector<double> log_probs_of(const float* row, int64_t vocab) {
   return out;
 }
 
+struct Candidate {
+  double log_prob;
+  int64_t beam;
+  int32_t token;
+};
+
+// The 2 x beams best one-token extensions of one prompt's live hypotheses
+// (`logits`: their rows, beams x vocab) by log-probability; ties: lower
+// beam, then lower token.
+std::vector<Candidate> best_extensions(const std::vector<Hypothesis>& alive, const float* logits,
+                                       int64_t vocab, int64_t beams) {
+  std::vector<Candidate> candidates;
+  for (int64_t w = 0; w < beams; ++w) {
+    if (alive[w].log_prob == kNever) continue;
+    const std::vector<double> lp = log_probs_of(logits + w * vocab, vocab);
+    for (int64_t v = 0; v < vocab; ++v)
+      candidates.push_back({alive[w].log_prob + lp[v], w, static_cast<int32_t>(v)});
+  }
+  const size_t keep = std::min<size_t>(candidates.size(), 2 * beams);
+  std::partial_sort(candidates.begin(), candidates.begin() + keep, candidates.end(),
+                    [](const Candidate& a, const Candidate& b) {
+                      if (a.log_prob != b.log_prob) return a.log_prob > b.log_prob;
+                      return a.beam != b.beam ? a.beam < b.beam : a.token < b.token;
+                    });
+  candidates.resize(keep);
+  return candidates;
+}
+
 }  // namespace
 
 BeamResult beam_search(const IncrementalDecoder& decoder, Session& session,
@@ -98,30 +126,12 @@ BeamResult beam_search(const IncrementalDecoder& decoder, Session& session,
     std::iota(parents.begin(), parents.end(), 0);
     for (int64_t s = 0; s < sequences; ++s) {
       if (done[s]) continue;
-      // The 2 x beams best extensions by log-probability (ties: lower beam,
-      // then lower token): at most `beams` of them end with the stop token,
-      // so at least `beams` go on.
-      struct Candidate {
-        double log_prob;
-        int64_t beam;
-        int32_t token;
-      };
-      std::vector<Candidate> candidates;
-      for (int64_t w = 0; w < beams; ++w) {
-        if (alive[s][w].log_prob == kNever) continue;
-        const std::vector<double> lp = log_probs_of(logits.data() + (s * beams + w) * vocab, vocab);
-        for (int64_t v = 0; v < vocab; ++v)
-          candidates.push_back({alive[s][w].log_prob + lp[v], w, static_cast<int32_t>(v)});
-      }
-      const size_t keep = std::min<size_t>(candidates.size(), 2 * beams);
-      std::partial_sort(candidates.begin(), candidates.begin() + keep, candidates.end(),
-                        [](const Candidate& a, const Candidate& b) {
-                          if (a.log_prob != b.log_prob) return a.log_prob > b.log_prob;
-                          return a.beam != b.beam ? a.beam < b.beam : a.token < b.token;
-                        });
+      // At most `beams` of the 2 x beams best end with the stop token, so at
+      // least `beams` go on.
+      const std::vector<Candidate> candidates =
+          best_extensions(alive[s], logits.data() + s * beams * vocab, vocab, beams);
       std::vector<Hypothesis> next;
-      for (size_t i = 0; i < keep; ++i) {
-        const Candidate& c = candidates[i];
+      for (const Candidate& c : candidates) {
         Hypothesis h{alive[s][c.beam].tokens, c.log_prob, c.log_prob / penalty(new_tokens)};
         h.tokens.push_back(c.token);
         if (c.token == options.stop) {

@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "models/encdec_blocks.h"
+#include "models/transformer.h"
 
 namespace mtf::models {
 
@@ -43,6 +44,20 @@ void EncDecConfig::validate() const {
   one_of("norm", norm, "rms", "layer");
   one_of("ffn", ffn, "relu", "gated_gelu");
   one_of("position", position, "relative", "absolute");
+}
+
+EncDecConfig encdec_config_like(const TransformerConfig& lm) {
+  EncDecConfig c;
+  c.encoder_layers = c.decoder_layers = lm.layers;
+  c.d_model = lm.d_model;
+  c.d_ff = lm.d_ff;
+  c.heads = lm.heads;
+  c.d_kv = lm.d_kv;
+  c.vocab = lm.vocab;
+  c.batch = lm.batch;
+  c.input_length = c.target_length = lm.length;
+  c.variable_dtype = lm.variable_dtype;
+  return c;
 }
 
 TransformerEncDec::TransformerEncDec(const EncDecConfig& config)

@@ -49,6 +49,14 @@ struct EncDecConfig {
   void validate() const;
 };
 
+struct TransformerConfig;  // models/transformer.h
+
+// An encoder-decoder of the LM's sizes, for the tools and benchmarks that
+// take the LM's size flags: `layers` blocks in each stack, `length` for
+// sources and targets, its d_model, d_ff, heads, d_kv, vocabulary, batch and
+// variable dtypes; the other fields at their defaults.
+EncDecConfig encdec_config_like(const TransformerConfig& lm);
+
 class TransformerEncDec {
  public:
   explicit TransformerEncDec(const EncDecConfig& config);

@@ -143,16 +143,7 @@ Model decoding_model(const models::TransformerConfig& tc, int64_t batch) {
 Model encdec_model(const cli::Flags& flags) {
   const models::TransformerConfig tc =
       models::transformer_config_from_flags(flags, models::TransformerConfig::paper(4096, 4), true);
-  models::EncDecConfig c;
-  c.encoder_layers = c.decoder_layers = tc.layers;
-  c.d_model = tc.d_model;
-  c.d_ff = tc.d_ff;
-  c.heads = tc.heads;
-  c.d_kv = tc.d_kv;
-  c.vocab = tc.vocab;
-  c.batch = tc.batch;
-  c.input_length = c.target_length = tc.length;
-  c.variable_dtype = tc.variable_dtype;
+  const models::EncDecConfig c = models::encdec_config_like(tc);
   auto m = std::make_shared<models::TransformerEncDec>(c);
   int64_t parameters = 0;
   for (const Tensor& v : m->graph().trainable_variables()) parameters += v.shape().num_elements();
