@@ -21,7 +21,7 @@ namespace mtf::models {
 struct CnnConfig {
   int64_t batch_size = 100;
   int64_t c1 = 16, c2 = 32, hidden = 128;
-  float learning_rate = 0.002f;
+  LearningRate learning_rate = 0.002f;  // Adam's; a float or a schedule (mtf/learning_rate.h)
   uint64_t seed = 1;
   int64_t eval_batch = 500;
   // Weights stored as .slice, activations and gradients in .activation (the

@@ -19,7 +19,7 @@ namespace mtf::models {
 struct MlpConfig {
   int64_t batch_size = 100;
   int64_t hidden = 1024;
-  float learning_rate = 0.2f;
+  LearningRate learning_rate = 0.2f;  // SGD's; a float or a schedule (mtf/learning_rate.h)
   uint64_t seed = 1;
   int64_t eval_batch = 1000;
   // Weights stored as .slice, activations and gradients in .activation (the

@@ -28,7 +28,8 @@ struct TransformerConfig {
   int64_t batch = 16;
   float dropout = 0.0f;  // training only
   float z_loss = 1e-4f;
-  float learning_rate = 0.0f;  // Adafactor's: 0 = its default schedule
+  LearningRate learning_rate =
+      0.0f;  // Adafactor's (0: its default schedule); a float or a schedule
   // Each layer of the training graph under recompute_grad: its activations
   // are recomputed in the backward pass instead of kept (less memory, about
   // one more forward pass of compute).

@@ -42,7 +42,8 @@ struct EncDecConfig {
   std::string position = "relative";  // "relative" or "absolute"
   int64_t relative_buckets = 32, relative_max_distance = 128;
   bool packed = false;
-  float learning_rate = 0.0f;  // Adafactor's: 0 = its default schedule
+  LearningRate learning_rate =
+      0.0f;  // Adafactor's (0: its default schedule); a float or a schedule
   uint64_t seed = 1;
   VariableDType variable_dtype;
   // ValueError naming the field that is out of range or unknown.

@@ -25,7 +25,7 @@ struct UNet3dConfig {
   int64_t channels = 32;  // at the top level, doubling per level down
   int64_t levels = 4;
   int64_t classes = 2;
-  float learning_rate = 1e-4f;
+  LearningRate learning_rate = 1e-4f;  // Adam's; a float or a schedule
   uint64_t seed = 1;
 };
 

@@ -22,8 +22,10 @@ std::vector<double> reference(const AdafactorOptions& o, bool factored, std::vec
       g2[i] = g[i] * g[i] + o.epsilon1;
     }
     const double decay = 1 - std::pow(t + 1.0, -o.decay_exponent), mix = 1 - decay;
-    double lr = o.learning_rate > 0 ? o.learning_rate : std::min(1 / std::sqrt(t + 1.0), 0.01);
-    if (o.learning_rate == 0 && !o.multiply_by_parameter_scale) lr *= 0.05;
+    const bool default_rate =
+        o.learning_rate.is_constant() && o.learning_rate.constant_value() == 0;
+    double lr = default_rate ? std::min(1 / std::sqrt(t + 1.0), 0.01) : o.learning_rate.at(t + 1);
+    if (default_rate && !o.multiply_by_parameter_scale) lr *= 0.05;
     if (factored) {
       // d0 = r (largest), d1 = c: vr has shape [c] (mean over r), vc [r] (mean over c).
       for (int c = 0; c < C; ++c) {
@@ -113,6 +115,9 @@ TEST(AdafactorTest, FollowsTheUpdateRuleByHand) {
   mom.beta1 = 0.9f;
   mom.learning_rate = 0.05f;
   cases.push_back({"first moment, fixed learning rate", true, mom});
+  AdafactorOptions scheduled = base;
+  scheduled.learning_rate = "0.2*warmup(3) until 3 then 0.05*cosine(4)";
+  cases.push_back({"a scheduled learning rate", true, scheduled});
   AdafactorOptions noscale = base;
   noscale.multiply_by_parameter_scale = false;
   noscale.clipping_threshold = 0.5f;

@@ -22,7 +22,9 @@ int main(int argc, char** argv) {
     flags.define("data_dir", "/usr/share/datasets/fashion-mnist", "directory of the IDX files");
     flags.define("steps", "2000", "training steps");
     flags.define("batch_size", "100", "examples per step");
-    flags.define("lr", "0.002", "Adam learning rate");
+    flags.define("lr", "0.002",
+                 "Adam learning rate: a number or a schedule, e.g. \"0.002*cosine(2000)\" "
+                 "(docs/training.md)");
     flags.define("seed", "1", "seed for initialisation and data order");
     flags.define("eval_every", "200", "print the mean training loss every this many steps");
     cli::define_mesh_flags(flags);
@@ -38,7 +40,7 @@ int main(int argc, char** argv) {
     models::CnnConfig config;
     config.variable_dtype = cli::variable_dtype_from_flags(flags);
     config.batch_size = flags.i64("batch_size");
-    config.learning_rate = static_cast<float>(flags.f64("lr"));
+    config.learning_rate = LearningRate(flags.str("lr"));
     config.seed = static_cast<uint64_t>(flags.i64("seed"));
     const int64_t steps = flags.i64("steps");
     const int64_t eval_every = std::max<int64_t>(1, flags.i64("eval_every"));

@@ -21,7 +21,9 @@ int main(int argc, char** argv) {
     flags.define("steps", "3000", "training steps");
     flags.define("batch_size", "100", "examples per step");
     flags.define("hidden", "1024", "size of the hidden dimension");
-    flags.define("lr", "0.2", "SGD learning rate");
+    flags.define("lr", "0.2",
+                 "SGD learning rate: a number or a schedule, e.g. \"0.2*linear_decay(100, 400)\" "
+                 "(docs/training.md)");
     flags.define("seed", "1", "seed for initialisation and data order");
     flags.define("eval_every", "500", "print the mean training loss every this many steps");
     // Reproducible by default: the example shows that layouts do not change
@@ -37,7 +39,7 @@ int main(int argc, char** argv) {
     models::MlpConfig config;
     config.batch_size = flags.i64("batch_size");
     config.hidden = flags.i64("hidden");
-    config.learning_rate = static_cast<float>(flags.f64("lr"));
+    config.learning_rate = LearningRate(flags.str("lr"));
     config.seed = static_cast<uint64_t>(flags.i64("seed"));
     config.variable_dtype = cli::variable_dtype_from_flags(flags);
     const int64_t steps = flags.i64("steps");

@@ -160,8 +160,9 @@ int main(int argc, char** argv) {
     flags.define("dropout", "0", "dropout rate during training");
     flags.define("z_loss", "1e-4", "weight of the z-loss (logsumexp^2)");
     flags.define("lr", "0.03",
-                 "Adafactor learning rate, relative to each parameter's RMS (0: its default "
-                 "schedule min(0.01, 1/sqrt(step)))");
+                 "Adafactor learning rate, relative to each parameter's RMS: a number or a "
+                 "schedule such as \"0.03*warmup(50)\" (docs/training.md; 0: Adafactor's "
+                 "own, min(0.01, 1/sqrt(step)))");
     flags.define("steps", "300", "training steps");
     flags.define("eval_every", "100", "print losses every this many steps");
     flags.define("eval_batches", "8", "held-out batches per evaluation");
@@ -186,7 +187,7 @@ int main(int argc, char** argv) {
         models::transformer_config_from_flags(flags, models::TransformerConfig(), false);
     cfg.dropout = static_cast<float>(flags.f64("dropout"));
     cfg.z_loss = static_cast<float>(flags.f64("z_loss"));
-    cfg.learning_rate = static_cast<float>(flags.f64("lr"));
+    cfg.learning_rate = LearningRate(flags.str("lr"));
     cfg.seed = static_cast<uint64_t>(flags.i64("seed"));
     const int64_t steps = flags.i64("steps");
     const int64_t eval_every = std::max<int64_t>(1, flags.i64("eval_every"));

@@ -58,7 +58,10 @@ void define_flags(cli::Flags& flags) {
   flags.define("dropout", "0.1", "dropout rate during training");
   flags.define("label_smoothing", "0.1", "label smoothing of the training loss");
   flags.define("packed", "true", "pack several pairs into each row (first fit)");
-  flags.define("lr", "0", "Adafactor learning rate (0: its schedule min(0.01, 1/sqrt(step)))");
+  flags.define("lr", "0",
+               "Adafactor learning rate: a number or a schedule such as "
+               "\"0.03*warmup(200)\" (docs/training.md; 0: Adafactor's own, "
+               "min(0.01, 1/sqrt(step)))");
   flags.define("steps", "2000", "training steps (about 55 minutes at the defaults on 2 cores)");
   flags.define("minutes", "0", "also stop training after this many minutes (0: no limit)");
   flags.define("eval_every", "500", "evaluate on the development set every this many steps");
@@ -96,7 +99,7 @@ EncDecConfig config_from_flags(const cli::Flags& flags) {
   c.dropout = static_cast<float>(flags.f64("dropout"));
   c.label_smoothing = static_cast<float>(flags.f64("label_smoothing"));
   c.packed = flags.boolean("packed");
-  c.learning_rate = static_cast<float>(flags.f64("lr"));
+  c.learning_rate = LearningRate(flags.str("lr"));
   c.seed = static_cast<uint64_t>(flags.i64("seed"));
   c.variable_dtype = cli::variable_dtype_from_flags(flags);
   return c;
@@ -398,6 +401,9 @@ int train(const cli::Flags& flags, const EncDecConfig& cfg, CheckpointManager* c
   };
   double interval_loss = 0, tokens = 0, train_seconds = 0;
   int64_t interval_steps = 0, step = first_step;
+  // The rate Adafactor applies (a constant 0 is its own schedule).
+  const bool own_rate = c.learning_rate.is_constant() && c.learning_rate.constant_value() == 0;
+  const LearningRate rate = own_rate ? LearningRate("rsqrt(10000)") : c.learning_rate;
   for (; step <= steps && (minutes <= 0 || elapsed() < 60 * minutes); ++step) {
     const Feeds feeds = batcher.next(model);
     tokens += static_cast<double>(batcher.last_target_tokens());
@@ -412,11 +418,12 @@ int train(const cli::Flags& flags, const EncDecConfig& cfg, CheckpointManager* c
                                          : bleu_of(*decoder, session, *data.vocabulary, data.dev,
                                                    data.dev_pairs, eval_sentences, greedy);
       std::printf(
-          "step %lld loss %.*g dev loss %.*g dev BLEU %.2f (%zu sentences); "
+          "step %lld loss %.*g dev loss %.*g dev BLEU %.2f (%zu sentences); learning rate %.3g; "
           "training %.0f target tokens/s (%.1f ms/step), %.1f min in all\n",
           static_cast<long long>(step), digits, interval_loss / interval_steps, digits, dev_loss,
-          bleu.bleu, std::min(eval_sentences, data.dev.size()), tokens / train_seconds,
-          1000 * train_seconds / static_cast<double>(step - first_step + 1), elapsed() / 60);
+          bleu.bleu, std::min(eval_sentences, data.dev.size()), rate.at(step),
+          tokens / train_seconds, 1000 * train_seconds / static_cast<double>(step - first_step + 1),
+          elapsed() / 60);
       std::fflush(stdout);
       interval_loss = 0;
       interval_steps = 0;

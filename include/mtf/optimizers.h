@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "mtf/graph.h"
+#include "mtf/learning_rate.h"
 
 namespace mtf {
 
@@ -20,40 +21,54 @@ class Optimizer {
   std::vector<Operation*> minimize(const Tensor& loss);
 };
 
+// Every optimizer takes a LearningRate (mtf/learning_rate.h): a float, or a
+// schedule evaluated in the graph at the optimizer's step, which it counts
+// in the variable "<name>/step" (saved in checkpoints). SGD and momentum
+// with a constant rate keep no step variable.
+
 // var -= lr * grad
 class SgdOptimizer : public Optimizer {
  public:
-  explicit SgdOptimizer(float learning_rate) : lr_(learning_rate) {}
+  explicit SgdOptimizer(LearningRate learning_rate, std::string name = "sgd")
+      : lr_(std::move(learning_rate)), name_(std::move(name)) {}
   std::vector<Operation*> apply_grads(const std::vector<Tensor>& grads,
                                       const std::vector<Tensor>& variables) override;
 
  private:
-  float lr_;
+  LearningRate lr_;
+  std::string name_;
 };
 
 // v = momentum * v + grad; var -= lr * v
 class MomentumOptimizer : public Optimizer {
  public:
-  MomentumOptimizer(float learning_rate, float momentum) : lr_(learning_rate), mom_(momentum) {}
+  MomentumOptimizer(LearningRate learning_rate, float momentum, std::string name = "momentum")
+      : lr_(std::move(learning_rate)), mom_(momentum), name_(std::move(name)) {}
   std::vector<Operation*> apply_grads(const std::vector<Tensor>& grads,
                                       const std::vector<Tensor>& variables) override;
 
  private:
-  float lr_, mom_;
+  LearningRate lr_;
+  float mom_;
+  std::string name_;
 };
 
-// Adam (Kingma & Ba) with bias correction; step count in a variable
-// "<name>/step" so that it is checkpointed with the model.
+// Adam (Kingma & Ba) with bias correction.
 class AdamOptimizer : public Optimizer {
  public:
-  explicit AdamOptimizer(float learning_rate, float beta1 = 0.9f, float beta2 = 0.999f,
+  explicit AdamOptimizer(LearningRate learning_rate, float beta1 = 0.9f, float beta2 = 0.999f,
                          float epsilon = 1e-8f, std::string name = "adam")
-      : lr_(learning_rate), b1_(beta1), b2_(beta2), eps_(epsilon), name_(std::move(name)) {}
+      : lr_(std::move(learning_rate)),
+        b1_(beta1),
+        b2_(beta2),
+        eps_(epsilon),
+        name_(std::move(name)) {}
   std::vector<Operation*> apply_grads(const std::vector<Tensor>& grads,
                                       const std::vector<Tensor>& variables) override;
 
  private:
-  float lr_, b1_, b2_, eps_;
+  LearningRate lr_;
+  float b1_, b2_, eps_;
   std::string name_;
 };
 
@@ -62,13 +77,14 @@ class AdamOptimizer : public Optimizer {
 // largest dimensions both have at least min_dim_size_to_factor elements (one
 // full accumulator otherwise), decay 1 - (step+1)^-decay_exponent, updates
 // clipped to RMS clipping_threshold, scaled by max(RMS(var), epsilon2) when
-// multiply_by_parameter_scale, learning rate min(0.01, 1/sqrt(step+1)) by
-// default (times 0.05 without parameter scaling), optional first moment
+// multiply_by_parameter_scale, learning rate "rsqrt(10000)" = min(0.01,
+// 1/sqrt(step)) by default (times 0.05 without parameter scaling; a
+// constant 0 asks for the default), optional first moment
 // (beta1 > 0). Slots are "<var>/adafactor_vr", "_vc", "_v", "_m"; the step
 // count is the variable "<name>/step".
 struct AdafactorOptions {
   bool multiply_by_parameter_scale = true;
-  float learning_rate = 0.0f;  // 0: the default schedule above
+  LearningRate learning_rate = 0.0f;  // constant 0: the default schedule above
   float decay_exponent = 0.8f;
   float beta1 = 0.0f;
   float clipping_threshold = 1.0f;  // 0: no clipping

@@ -8,6 +8,7 @@
 #include "config_kwargs.h"
 #include "handles.h"
 #include "interruptible.h"
+#include "learning_rate_arg.h"
 #include "models/beam_search.h"
 #include "models/transformer.h"
 #include "models/transformer_decoder.h"
@@ -33,10 +34,10 @@ void config_fields(Class& c) {
       .def_readwrite("batch", &TransformerConfig::batch)
       .def_readwrite("dropout", &TransformerConfig::dropout)
       .def_readwrite("z_loss", &TransformerConfig::z_loss)
-      .def_readwrite("learning_rate", &TransformerConfig::learning_rate)
       .def_readwrite("recompute", &TransformerConfig::recompute)
       .def_readwrite("moe_experts", &TransformerConfig::moe_experts)
       .def_readwrite("seed", &TransformerConfig::seed);
+  learning_rate_property(c, "learning_rate", &TransformerConfig::learning_rate);
 }
 const std::vector<const char*> kConfigFields = {
     "layers", "d_model", "d_ff",   "heads",         "d_kv",      "vocab",       "length",

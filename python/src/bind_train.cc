@@ -7,6 +7,7 @@
 #include <variant>
 
 #include "handles.h"
+#include "learning_rate_arg.h"
 
 namespace mtf::python {
 
@@ -113,20 +114,42 @@ void bind_train(py::module_& m) {
       .def(
           "minimize", [](Optimizer& o, const Tensor& loss) { return wrap(o.minimize(loss)); },
           py::arg("loss"), "gradients of loss with respect to every trainable variable, applied.");
-  py::class_<SgdOptimizer, Optimizer>(opt, "SgdOptimizer").def(py::init<float>(), py::arg("lr"));
+  py::class_<LearningRate>(opt, "LearningRate",
+                           "A learning rate: a float, or a schedule evaluated in the graph at the "
+                           "optimizer's step, e.g. \"warmup(1000)*rsqrt(1000)\" (every optimizer "
+                           "takes a float, a string or a LearningRate).")
+      .def(py::init<float>(), py::arg("value"))
+      .def(py::init<const std::string&>(), py::arg("schedule"))
+      .def("at", &LearningRate::at, py::arg("step"), "The rate at a step (1 = the first update).")
+      .def_property_readonly("is_constant", &LearningRate::is_constant)
+      .def("__str__", &LearningRate::str)
+      .def("__repr__", [](const LearningRate& lr) { return "LearningRate(\"" + lr.str() + "\")"; })
+      .def("__float__", &LearningRate::constant_value);
+  py::class_<SgdOptimizer, Optimizer>(opt, "SgdOptimizer")
+      .def(py::init([](const py::object& lr, std::string name) {
+             return SgdOptimizer(learning_rate_arg(lr), std::move(name));
+           }),
+           py::arg("lr"), py::arg("name") = "sgd");
   py::class_<MomentumOptimizer, Optimizer>(opt, "MomentumOptimizer")
-      .def(py::init<float, float>(), py::arg("learning_rate"), py::arg("momentum"));
+      .def(py::init([](const py::object& lr, float momentum, std::string name) {
+             return MomentumOptimizer(learning_rate_arg(lr), momentum, std::move(name));
+           }),
+           py::arg("learning_rate"), py::arg("momentum"), py::arg("name") = "momentum");
   py::class_<AdamOptimizer, Optimizer>(opt, "AdamOptimizer")
-      .def(py::init<float, float, float, float, std::string>(), py::arg("learning_rate"),
-           py::arg("beta_1") = 0.9f, py::arg("beta_2") = 0.999f, py::arg("epsilon") = 1e-8f,
-           py::arg("name") = "adam");
+      .def(py::init([](const py::object& lr, float beta1, float beta2, float epsilon,
+                       std::string name) {
+             return AdamOptimizer(learning_rate_arg(lr), beta1, beta2, epsilon, std::move(name));
+           }),
+           py::arg("learning_rate"), py::arg("beta_1") = 0.9f, py::arg("beta_2") = 0.999f,
+           py::arg("epsilon") = 1e-8f, py::arg("name") = "adam");
   py::class_<AdafactorOptimizer, Optimizer>(opt, "AdafactorOptimizer")
-      .def(py::init([](bool multiply_by_parameter_scale, float learning_rate, float decay_exponent,
-                       float beta1, float clipping_threshold, bool factored, float epsilon1,
-                       float epsilon2, int64_t min_dim_size_to_factor, std::string name) {
+      .def(py::init([](bool multiply_by_parameter_scale, const py::object& learning_rate,
+                       float decay_exponent, float beta1, float clipping_threshold, bool factored,
+                       float epsilon1, float epsilon2, int64_t min_dim_size_to_factor,
+                       std::string name) {
              AdafactorOptions o;
              o.multiply_by_parameter_scale = multiply_by_parameter_scale;
-             o.learning_rate = learning_rate;
+             o.learning_rate = learning_rate_arg(learning_rate);
              o.decay_exponent = decay_exponent;
              o.beta1 = beta1;
              o.clipping_threshold = clipping_threshold;

@@ -11,6 +11,7 @@
 #include "config_kwargs.h"
 #include "handles.h"
 #include "interruptible.h"
+#include "learning_rate_arg.h"
 #include "models/encdec_decoder.h"
 #include "models/translation_data.h"
 
@@ -64,6 +65,7 @@ void bind_config_and_model(py::module_& m) {
   config.def(py::init([](const py::kwargs& kwargs) {
     return config_from_kwargs<EncDecConfig>(kwargs, kEncDecFields, "EncDecConfig");
   }));
+  learning_rate_property(config, "learning_rate", &EncDecConfig::learning_rate);
   config.def_readwrite("encoder_layers", &EncDecConfig::encoder_layers)
       .def_readwrite("decoder_layers", &EncDecConfig::decoder_layers)
       .def_readwrite("d_model", &EncDecConfig::d_model)
@@ -82,7 +84,6 @@ void bind_config_and_model(py::module_& m) {
       .def_readwrite("relative_buckets", &EncDecConfig::relative_buckets)
       .def_readwrite("relative_max_distance", &EncDecConfig::relative_max_distance)
       .def_readwrite("packed", &EncDecConfig::packed)
-      .def_readwrite("learning_rate", &EncDecConfig::learning_rate)
       .def_readwrite("seed", &EncDecConfig::seed)
       .def_readwrite("variable_dtype", &EncDecConfig::variable_dtype)
       .def("validate", &EncDecConfig::validate)

@@ -6,6 +6,7 @@
 #include "mtf/optimizers.h"
 #include "mtf/variables.h"
 #include "ops/op_util.h"
+#include "train/step_rate.h"
 
 namespace mtf {
 namespace {
@@ -28,29 +29,26 @@ std::vector<Operation*> AdafactorOptimizer::apply_grads(const std::vector<Tensor
                                      vars.size(), " variables"));
   }
   if (o_.beta1 < 0 || o_.beta1 >= 1 || o_.decay_exponent <= 0 || o_.decay_exponent > 1 ||
-      o_.clipping_threshold < 0 || o_.learning_rate < 0) {
-    throw ValueError(detail::str_cat("AdafactorOptimizer: need 0 <= beta1 < 1 (got ", o_.beta1,
-                                     "), 0 < decay_exponent <= 1 (", o_.decay_exponent,
-                                     "), clipping_threshold >= 0 (", o_.clipping_threshold,
-                                     ") and learning_rate >= 0 (", o_.learning_rate, ")"));
+      o_.clipping_threshold < 0) {
+    throw ValueError(detail::str_cat(
+        "AdafactorOptimizer: need 0 <= beta1 < 1 (got ", o_.beta1, "), 0 < decay_exponent <= 1 (",
+        o_.decay_exponent, ") and clipping_threshold >= 0 (", o_.clipping_threshold, ")"));
   }
   if (vars.empty()) return {};
   const Mesh& mesh = vars[0].mesh();
-  const Tensor step =
-      get_variable(mesh, o_.name + "/step", Shape(), Initializer::zeros(), float32, false);
-  const Tensor step_plus_one = step + 1.0f;
-  std::vector<Operation*> updates{assign(step, step_plus_one)};
+  // A constant 0 asks for Adafactor's own schedule, min(0.01, 1/sqrt(step)).
+  const bool default_rate =
+      o_.learning_rate.is_constant() && o_.learning_rate.constant_value() == 0;
+  const train::StepRate sr = train::step_rate(
+      mesh, o_.name, default_rate ? LearningRate("rsqrt(10000)") : o_.learning_rate);
+  const Tensor& step_plus_one = sr.step;
+  std::vector<Operation*> updates{sr.count};
   // decay = 1 - (step + 1)^-exponent: 0 on the first step, so the first
   // moment estimate is that step's squared gradient.
   const Tensor decay = 1.0f - pow(step_plus_one, constant(mesh, -o_.decay_exponent));
   const Tensor mixing = 1.0f - decay;
-  Tensor lr;
-  if (o_.learning_rate > 0) {
-    lr = constant(mesh, o_.learning_rate);
-  } else {
-    lr = minimum(rsqrt(step_plus_one), constant(mesh, 0.01f));
-    if (!o_.multiply_by_parameter_scale) lr = lr * 0.05f;
-  }
+  Tensor lr = sr.rate;
+  if (default_rate && !o_.multiply_by_parameter_scale) lr = lr * 0.05f;
   for (size_t i = 0; i < vars.size(); ++i) {
     if (!grads[i].valid()) continue;
     const Tensor& stored = vars[i];

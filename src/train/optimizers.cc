@@ -6,6 +6,7 @@
 #include "mtf/ops.h"
 #include "mtf/variables.h"
 #include "ops/state_ops.h"
+#include "train/step_rate.h"
 
 namespace mtf {
 
@@ -25,13 +26,42 @@ void check_pairs(const char* who, const std::vector<Tensor>& grads,
 }
 }  // namespace
 
+namespace train {
+StepRate step_rate(const Mesh& mesh, const std::string& optimizer_name, const LearningRate& lr) {
+  const Tensor variable =
+      get_variable(mesh, optimizer_name + "/step", Shape(), Initializer::zeros(), float32, false);
+  StepRate out;
+  out.step = variable + 1.0f;
+  out.rate = lr.build(out.step);
+  out.count = assign(variable, out.step);
+  return out;
+}
+}  // namespace train
+
+namespace {
+// var -= rate * delta, with the fused scaled update when the rate is a
+// constant; a scheduled rate is cast to a bfloat16 variable's dtype.
+Operation* subtract_scaled(const Tensor& var, const Tensor& delta, const LearningRate& lr,
+                           const Tensor& rate) {
+  if (lr.is_constant()) return ops::assign_sub_scaled(var, delta, lr.constant_value());
+  const Tensor r = var.dtype() == rate.dtype() ? rate : cast(rate, var.dtype());
+  return assign_sub(var, delta * r);
+}
+}  // namespace
+
 std::vector<Operation*> SgdOptimizer::apply_grads(const std::vector<Tensor>& grads,
                                                   const std::vector<Tensor>& vars) {
   check_pairs("SgdOptimizer", grads, vars);
   std::vector<Operation*> updates;
+  Tensor rate;
+  if (!lr_.is_constant() && !vars.empty()) {
+    const train::StepRate sr = train::step_rate(vars[0].mesh(), name_, lr_);
+    rate = sr.rate;
+    updates.push_back(sr.count);
+  }
   for (size_t i = 0; i < vars.size(); ++i) {
     if (!grads[i].valid()) continue;
-    updates.push_back(ops::assign_sub_scaled(vars[i], grads[i], lr_));
+    updates.push_back(subtract_scaled(vars[i], grads[i], lr_, rate));
   }
   return updates;
 }
@@ -40,6 +70,12 @@ std::vector<Operation*> MomentumOptimizer::apply_grads(const std::vector<Tensor>
                                                        const std::vector<Tensor>& vars) {
   check_pairs("MomentumOptimizer", grads, vars);
   std::vector<Operation*> updates;
+  Tensor rate;
+  if (!lr_.is_constant() && !vars.empty()) {
+    const train::StepRate sr = train::step_rate(vars[0].mesh(), name_, lr_);
+    rate = sr.rate;
+    updates.push_back(sr.count);
+  }
   for (size_t i = 0; i < vars.size(); ++i) {
     if (!grads[i].valid()) continue;
     const Tensor& var = vars[i];
@@ -47,7 +83,7 @@ std::vector<Operation*> MomentumOptimizer::apply_grads(const std::vector<Tensor>
                             Initializer::zeros(), var.dtype(), false);
     Tensor v_new = v * mom_ + grads[i];
     updates.push_back(assign(v, v_new));
-    updates.push_back(ops::assign_sub_scaled(var, v_new, lr_));
+    updates.push_back(subtract_scaled(var, v_new, lr_, rate));
   }
   return updates;
 }
@@ -57,13 +93,13 @@ std::vector<Operation*> AdamOptimizer::apply_grads(const std::vector<Tensor>& gr
   check_pairs("AdamOptimizer", grads, vars);
   if (vars.empty()) return {};
   const Mesh& mesh = vars[0].mesh();
-  Tensor step = get_variable(mesh, name_ + "/step", Shape(), Initializer::zeros(), float32, false);
-  Tensor t = step + 1.0f;
+  const train::StepRate sr = train::step_rate(mesh, name_, lr_);
+  const Tensor& t = sr.step;
   // lr * sqrt(1 - beta2^t) / (1 - beta1^t)
   Tensor b1t = pow(constant(mesh, b1_), t);
   Tensor b2t = pow(constant(mesh, b2_), t);
-  Tensor lr_t = sqrt(1.0f - b2t) / (1.0f - b1t) * lr_;
-  std::vector<Operation*> updates{assign(step, t)};
+  Tensor lr_t = sqrt(1.0f - b2t) / (1.0f - b1t) * sr.rate;
+  std::vector<Operation*> updates{sr.count};
   for (size_t i = 0; i < vars.size(); ++i) {
     if (!grads[i].valid()) continue;
     const Tensor& var = vars[i];

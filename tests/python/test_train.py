@@ -84,6 +84,8 @@ def test_recompute_grad_gives_the_plain_gradients():
     lambda: mtf.optimize.MomentumOptimizer(0.5, 0.5),
     lambda: mtf.optimize.AdamOptimizer(0.05),
     lambda: mtf.optimize.AdafactorOptimizer(learning_rate=0.05),
+    lambda: mtf.optimize.AdamOptimizer("0.1*warmup(5)*rsqrt(5)"),
+    lambda: mtf.optimize.AdafactorOptimizer(learning_rate="0.1*cosine(30, 0.1)"),
 ])
 def test_optimizers_reduce_the_loss(optimizer):
     g = mtf.Graph()
@@ -98,3 +100,24 @@ def test_optimizers_reduce_the_loss(optimizer):
     for _ in range(30):
         s.run(updates)
     assert s.run(loss) < first / 2
+
+
+def test_learning_rate_schedules_follow_the_step():
+    lr = mtf.optimize.LearningRate("0.5*warmup(2) until 3 then 0.1")
+    assert [lr.at(s) for s in range(1, 6)] == [0.25, 0.5, 0.5, 0.1, 0.1]
+    assert not lr.is_constant and mtf.optimize.LearningRate(0.5).is_constant
+    assert str(mtf.optimize.LearningRate(str(lr))) == str(lr)
+    # SGD on sum(w) moves w by the step's rate: the graph's schedule.
+    g = mtf.Graph()
+    m = mtf.Mesh(g, "m")
+    w = mtf.get_variable(m, "w", [A], initializer=mtf.zeros_initializer())
+    updates = mtf.optimize.SgdOptimizer(lr).minimize(mtf.reduce_sum(w))
+    s = mtf.Session(g)
+    for step in range(1, 6):
+        s.run(updates)
+        np.testing.assert_allclose(-s.run(w)[0], sum(lr.at(k) for k in range(1, step + 1)),
+                                   rtol=1e-6)
+    with pytest.raises(ValueError, match=r'at character 5, expected a finite number'):
+        mtf.optimize.SgdOptimizer("0.1*")
+    with pytest.raises(ValueError, match="not 'warmpu'"):
+        mtf.optimize.LearningRate("warmpu(3)")
