@@ -7,6 +7,7 @@
 #include <memory>
 #include <unordered_map>
 
+#include "models/fnv1a.h"
 #include "mtf/errors.h"
 
 #ifdef MTF_HAVE_SWORD
@@ -255,7 +256,7 @@ CorpusSplit split_corpus(const std::vector<SentencePair>& pairs, int dev_per_mil
   }
   CorpusSplit split;
   for (const SentencePair& p : pairs) {
-    uint64_t h = 0xcbf29ce484222325ull;  // FNV-1a over the source, spaces normalized
+    uint64_t h = kFnv1aOffset;  // FNV-1a over the source, spaces normalized
     bool space = false, any = false;
     for (char c : p.source) {
       const bool ws = c == ' ' || c == '\t' || c == '\n' || c == '\r';
@@ -263,10 +264,10 @@ CorpusSplit split_corpus(const std::vector<SentencePair>& pairs, int dev_per_mil
         space = any;
         continue;
       }
-      if (space) h = (h ^ static_cast<unsigned char>(' ')) * 0x100000001b3ull;
+      if (space) h = fnv1a_byte(h, ' ');
       space = false;
       any = true;
-      h = (h ^ static_cast<unsigned char>(c)) * 0x100000001b3ull;
+      h = fnv1a_byte(h, c);
     }
     const int bucket = static_cast<int>(h % 1000);
     if (bucket < test_per_mille) {

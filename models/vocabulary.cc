@@ -11,15 +11,11 @@
 #include <sstream>
 #include <thread>
 
+#include "models/fnv1a.h"
 #include "mtf/errors.h"
 
 namespace mtf::models {
 namespace {
-
-uint64_t fnv1a(const std::string& bytes, uint64_t h = 0xcbf29ce484222325ull) {
-  for (char c : bytes) h = (h ^ static_cast<unsigned char>(c)) * 0x100000001b3ull;
-  return h;
-}
 
 std::string hex16(uint64_t h) {
   char buf[17];

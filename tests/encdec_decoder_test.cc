@@ -13,26 +13,12 @@
 #include <functional>
 #include <random>
 
+#include "encdec_test_util.h"
+
 namespace mtf::models {
 namespace {
 
-EncDecConfig tiny() {
-  EncDecConfig c;
-  c.encoder_layers = c.decoder_layers = 2;
-  c.d_model = 16;
-  c.d_ff = 32;
-  c.heads = 2;
-  c.d_kv = 8;
-  c.vocab = 12;
-  c.batch = 4;
-  c.input_length = 7;
-  c.target_length = 5;
-  c.dropout = 0.0f;
-  c.label_smoothing = 0.0f;
-  c.relative_buckets = 8;
-  c.relative_max_distance = 16;
-  return c;
-}
+EncDecConfig tiny() { return tiny_encdec(2, 7, 5); }
 
 // Random values for the relative position tables (zeros at first, which
 // would test nothing).

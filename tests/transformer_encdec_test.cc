@@ -12,27 +12,13 @@
 #include <cstring>
 #include <random>
 
+#include "encdec_test_util.h"
 #include "models/translation_data.h"
 
 namespace mtf::models {
 namespace {
 
-EncDecConfig tiny() {
-  EncDecConfig c;
-  c.encoder_layers = c.decoder_layers = 1;
-  c.d_model = 16;
-  c.d_ff = 32;
-  c.heads = 2;
-  c.d_kv = 8;
-  c.vocab = 12;
-  c.batch = 4;
-  c.input_length = c.target_length = 6;
-  c.dropout = 0.0f;
-  c.label_smoothing = 0.0f;
-  c.relative_buckets = 8;
-  c.relative_max_distance = 16;
-  return c;
-}
+EncDecConfig tiny() { return tiny_encdec(1, 6, 6); }
 
 HostTensor ints(const Shape& shape, const std::vector<int32_t>& v) {
   return HostTensor::from_ints(shape, v);

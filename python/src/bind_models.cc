@@ -2,21 +2,17 @@
 // its incremental decoder, so Python can train, checkpoint and decode the
 // same model as the C++ examples (the decode graph shares the LM's graph and
 // variables, and runs in any Session of that graph, on any mesh).
-#include <cstring>
-
 #include "array_convert.h"
 #include "config_kwargs.h"
 #include "handles.h"
 #include "interruptible.h"
 #include "learning_rate_arg.h"
-#include "models/beam_search.h"
 #include "models/transformer.h"
 #include "models/transformer_decoder.h"
 
 namespace mtf::python {
 namespace {
 
-using models::SamplingOptions;
 using models::TransformerConfig;
 using models::TransformerDecoder;
 using models::TransformerLm;
@@ -42,25 +38,6 @@ void config_fields(Class& c) {
 const std::vector<const char*> kConfigFields = {
     "layers", "d_model", "d_ff",   "heads",         "d_kv",      "vocab",       "length",
     "batch",  "dropout", "z_loss", "learning_rate", "recompute", "moe_experts", "seed"};
-
-// Logits row by row (batch x vocab) as a float32 [batch, vocab] array.
-py::array_t<float> logits_array(const TransformerDecoder& d, const std::vector<float>& logits) {
-  py::array_t<float> out(
-      {static_cast<py::ssize_t>(d.batch.size), static_cast<py::ssize_t>(d.vocab())});
-  std::memcpy(out.mutable_data(), logits.data(), logits.size() * sizeof(float));
-  return out;
-}
-
-SamplingOptions sampling_options(double temperature, int64_t top_k, double top_p, int32_t stop,
-                                 uint64_t seed) {
-  SamplingOptions o;
-  o.temperature = temperature;
-  o.top_k = top_k;
-  o.top_p = top_p;
-  o.stop = stop;
-  o.seed = seed;
-  return o;
-}
 
 void bind_lm(py::module_& models) {
   py::class_<TransformerConfig> config(
@@ -109,7 +86,7 @@ void bind_lm(py::module_& models) {
 }
 
 void bind_lm_decoder(py::module_& models) {
-  py::class_<TransformerDecoder>(
+  py::class_<TransformerDecoder, models::IncrementalDecoder>(
       models, "TransformerDecoder",
       "Incremental decoding of a TransformerLm: a graph added to the LM's that takes one token "
       "per sequence at a fed position and keeps each layer's keys and values in cache "
@@ -131,86 +108,7 @@ void bind_lm_decoder(py::module_& models) {
       .def_readonly("parents", &TransformerDecoder::parents)
       .def_property_readonly("reorder_caches",
                              [](const TransformerDecoder& d) { return wrap(d.reorder_caches); })
-      .def_property_readonly("caches", &TransformerDecoder::caches)
-      .def(
-          "step",
-          [](const TransformerDecoder& d, const py::object& session,
-             const std::vector<int32_t>& tokens, int64_t position) {
-            Session& s = session_of(session);
-            return logits_array(d, interruptible([&] { return d.step(s, tokens, position); }));
-          },
-          py::arg("session"), py::arg("tokens"), py::arg("position"),
-          "Feeds each sequence's token at `position` (writing that row of the caches) and "
-          "returns the next token's logits, float32 [batch, vocab].")
-      .def(
-          "prefill",
-          [](const TransformerDecoder& d, const py::object& session,
-             const std::vector<std::vector<int32_t>>& prompts) {
-            Session& s = session_of(session);
-            return logits_array(d, interruptible([&] { return d.prefill(s, prompts); }));
-          },
-          py::arg("session"), py::arg("prompts"),
-          "Reads the prompts (one per sequence, all of one length n) in one pass, filling the "
-          "caches; returns the logits after position n - 1 ([batch, vocab]). The next step is "
-          "at position n.")
-      .def(
-          "reorder",
-          [](const TransformerDecoder& d, const py::object& session,
-             const std::vector<int32_t>& parents) {
-            Session& s = session_of(session);
-            interruptible([&] {
-              d.reorder(s, parents);
-              return 0;
-            });
-          },
-          py::arg("session"), py::arg("parents"),
-          "Sequence b takes over the caches of sequence parents[b].")
-      .def(
-          "greedy",
-          [](const TransformerDecoder& d, const py::object& session,
-             const std::vector<std::vector<int32_t>>& prompts, int64_t steps) {
-            Session& s = session_of(session);
-            return interruptible([&] { return d.greedy(s, prompts, steps); });
-          },
-          py::arg("session"), py::arg("prompts"), py::arg("steps"),
-          "Feeds the prompts (one per sequence, all of one length >= 1) and appends `steps` "
-          "tokens of highest logit, up to the model's length; returns each sequence.")
-      .def(
-          "generate",
-          [](const TransformerDecoder& d, const py::object& session,
-             const std::vector<std::vector<int32_t>>& prompts, int64_t steps, double temperature,
-             int64_t top_k, double top_p, int32_t stop, uint64_t seed) {
-            Session& s = session_of(session);
-            const SamplingOptions o = sampling_options(temperature, top_k, top_p, stop, seed);
-            return interruptible([&] { return d.generate(s, prompts, steps, o); });
-          },
-          py::arg("session"), py::arg("prompts"), py::arg("steps"), py::kw_only(),
-          py::arg("temperature") = 0.0, py::arg("top_k") = 0, py::arg("top_p") = 1.0,
-          py::arg("stop") = -1, py::arg("seed") = 1,
-          "As greedy, with tokens drawn from softmax(logits / temperature) cut to the top_k "
-          "highest (0: all) and the nucleus of probability top_p (temperature 0: greedy). A "
-          "sequence that emits `stop` ends there.")
-      .def(
-          "beam_search",
-          [](const TransformerDecoder& d, const py::object& session,
-             const std::vector<std::vector<int32_t>>& prompts, int64_t steps, int64_t beams,
-             double alpha, int32_t stop) {
-            Session& s = session_of(session);
-            const models::BeamOptions o{beams, alpha, stop};
-            const models::BeamResult r =
-                interruptible([&] { return models::beam_search(d, s, prompts, steps, o); });
-            py::dict out;
-            out["sequences"] = r.sequences;
-            out["log_probs"] = r.log_probs;
-            out["scores"] = r.scores;
-            return out;
-          },
-          py::arg("session"), py::arg("prompts"), py::arg("steps"), py::kw_only(),
-          py::arg("beams") = 4, py::arg("alpha") = 0.6, py::arg("stop") = -1,
-          "Beam search: per prompt the best of `beams` hypotheses by log-probability / "
-          "((5 + n) / 6)^alpha over their n new tokens; `stop` finishes a hypothesis. The "
-          "decoder's batch must be len(prompts) x beams. Returns a dict of sequences (prompt "
-          "included), log_probs and scores.");
+      .def_property_readonly("caches", &TransformerDecoder::caches);
 }
 
 }  // namespace
@@ -221,6 +119,7 @@ void bind_models(py::module_& m) {
       "The project's models: the paper's Transformer LM and its decoder; the "
       "sequence-to-sequence Transformer, its decoder and translation's data and BLEU.");
   bind_lm(models);
+  bind_incremental_decoder(models);
   bind_lm_decoder(models);
 }
 

@@ -5,7 +5,6 @@
 // vocabularies, encoded pairs and padded or packed batches, and corpus
 // BLEU — so a Python script trains and evaluates the model as
 // examples/translate does.
-#include <cstring>
 
 #include "array_convert.h"
 #include "config_kwargs.h"
@@ -48,12 +47,6 @@ py::dict feed_dict(const Feeds& feeds) {
   py::dict d;
   for (const auto& [tensor, value] : feeds) d[py::cast(wrap(tensor))] = host_to_array(value);
   return d;
-}
-
-py::array_t<float> rows_array(int64_t rows, int64_t vocab, const std::vector<float>& logits) {
-  py::array_t<float> out({static_cast<py::ssize_t>(rows), static_cast<py::ssize_t>(vocab)});
-  std::memcpy(out.mutable_data(), logits.data(), logits.size() * sizeof(float));
-  return out;
 }
 
 void bind_config_and_model(py::module_& m) {
@@ -142,7 +135,7 @@ void bind_config_and_model(py::module_& m) {
 }
 
 void bind_decoder(py::module_& m) {
-  py::class_<EncDecDecoder>(
+  py::class_<EncDecDecoder, models::IncrementalDecoder>(
       m, "EncDecDecoder",
       "Cached decoding of a TransformerEncDec: encode() runs the encoder once per batch of "
       "sources and keeps each layer's encoder-decoder keys and values; each step feeds one "
@@ -152,7 +145,6 @@ void bind_decoder(py::module_& m) {
       .def(py::init<TransformerEncDec&, int64_t, const std::string&>(), py::arg("model"),
            py::arg("batch"), py::arg("batch_name") = "batch", py::keep_alive<1, 2>())
       .def_readonly("batch", &EncDecDecoder::batch)
-      .def_property_readonly("length", &EncDecDecoder::length)
       .def_property_readonly("caches", &EncDecDecoder::caches)
       .def(
           "encode",
@@ -165,29 +157,6 @@ void bind_decoder(py::module_& m) {
             });
           },
           py::arg("session"), py::arg("sources"), "Encodes one source (ids) per sequence.")
-      .def(
-          "step",
-          [](const EncDecDecoder& d, const py::object& session, const std::vector<int32_t>& tokens,
-             int64_t position) {
-            Session& s = session_of(session);
-            return rows_array(d.batch_size(), d.vocab(),
-                              interruptible([&] { return d.step(s, tokens, position); }));
-          },
-          py::arg("session"), py::arg("tokens"), py::arg("position"),
-          "Feeds each sequence's token at `position` (0 first) and returns the next token's "
-          "logits, float32 [batch, vocab] (padding's are -inf).")
-      .def(
-          "reorder",
-          [](const EncDecDecoder& d, const py::object& session,
-             const std::vector<int32_t>& parents) {
-            Session& s = session_of(session);
-            interruptible([&] {
-              d.reorder(s, parents);
-              return 0;
-            });
-          },
-          py::arg("session"), py::arg("parents"),
-          "Sequence b takes over the self-attention caches of parents[b] (of the same source).")
       .def(
           "translate",
           [](EncDecDecoder& d, const py::object& session,

@@ -84,7 +84,8 @@ void bind_simulation(py::module_& m);
 void bind_checkpoint(py::module_& m);
 void bind_data(py::module_& m);
 void bind_models(py::module_& m);
-void bind_translation(py::module_& m);  // into mtf.models, after bind_models
+void bind_incremental_decoder(py::module_& models);  // before the decoders
+void bind_translation(py::module_& m);               // into mtf.models, after bind_models
 
 }  // namespace mtf::python
 
