@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdio>
 #include <string>
 #include <vector>
 
@@ -127,6 +128,43 @@ TEST(LearningRateTest, TheGraphFollowsTheHostFormulaStepByStep) {
       EXPECT_NEAR(got[i], sum, 1e-6 * (1 + sum)) << "after step " << i + 1;
     }
   }
+}
+
+// A run saved mid-warm-up and restored into a new session (another mesh)
+// continues the schedule where it stopped: the step is a saved variable.
+TEST(LearningRateTest, ARestoredRunContinuesItsSchedule) {
+  const LearningRate lr("0.5*warmup(4)*rsqrt(4)");
+  const auto build = [&](Graph& g) {
+    Mesh mesh(g, "m");
+    Tensor w = get_variable(mesh, "w", Shape("x:4"), Initializer::zeros());
+    return AdamOptimizer(lr).minimize(reduce_sum(square(w - 1.0f)));
+  };
+  Graph whole_graph;
+  const auto whole_updates = build(whole_graph);
+  Session whole(whole_graph);
+  for (int i = 0; i < 6; ++i) whole.run({}, {}, whole_updates);
+
+  const std::string path = ::testing::TempDir() + "/learning_rate_resume.h5";
+  {
+    Graph g;
+    const auto updates = build(g);
+    Session first(g);
+    for (int i = 0; i < 2; ++i) first.run({}, {}, updates);
+    save_checkpoint(first, path, 2);
+  }
+  Graph g;
+  const auto updates = build(g);
+  MeshConfig two_cores;
+  two_cores.mesh_shape = MeshShape("all:2");
+  two_cores.layout = LayoutRules("x:all");
+  Session resumed(g, two_cores);
+  restore_checkpoint(resumed, path);
+  EXPECT_EQ(resumed.variable_value("adam/step").to_floats()[0], 2.0f);
+  for (int i = 0; i < 4; ++i) resumed.run({}, {}, updates);
+  const auto want = whole.variable_value("w").to_floats();
+  const auto got = resumed.variable_value("w").to_floats();
+  for (size_t i = 0; i < want.size(); ++i) EXPECT_NEAR(got[i], want[i], 1e-6) << i;
+  std::remove(path.c_str());
 }
 
 TEST(LearningRateTest, MomentumCountsItsStepsInAVariable) {
