@@ -4,7 +4,7 @@
 #include <limits>
 #include <string>
 
-#include "models/encdec_blocks.h"
+#include "models/transformer_blocks.h"
 
 namespace mtf::models {
 
@@ -17,7 +17,8 @@ EncDecDecoder::EncDecDecoder(TransformerEncDec& model, int64_t batch_size,
   if (batch_size < 1) throw ValueError("EncDecDecoder: batch must be at least 1");
   const EncDecConfig& c = model.config();
   const Mesh& mesh = model.mesh();
-  const Blocks blocks{c, model.d_model, model.d_ff(), model.heads(), model.d_kv(), 1.0f};
+  const Blocks blocks{c.norm,        c.ffn,        model.d_model, model.d_ff(),
+                      model.heads(), model.d_kv(), 1.0f};
   const Dimension& heads = model.heads();
   const Dimension& d_kv = model.d_kv();
   const Dimension& in_length = model.inputs_length;

@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "cli/dtype_flags.h"
+#include "models/transformer_blocks.h"
 
 namespace mtf::models {
 
@@ -121,6 +122,10 @@ TransformerLm::TransformerLm(const TransformerConfig& config)
   if (eval_logits.dtype() != float32) eval_logits = cast(eval_logits, float32);  // read as floats
 }
 
+Blocks TransformerLm::blocks(float keep_prob) const {
+  return Blocks{"layer", "relu", d_model, d_ff, heads, d_kv, keep_prob};
+}
+
 Tensor TransformerLm::logits_of(const Tensor& ids, float keep_prob, bool recompute,
                                 Tensor* aux_loss) {
   const VariableDType& vd = config_.variable_dtype;
@@ -128,34 +133,27 @@ Tensor TransformerLm::logits_of(const Tensor& ids, float keep_prob, bool recompu
              layers::get_or_create_variable(mesh_, "positions", Shape({length, d_model}),
                                             Initializer::normal(0.0f, 1.0f), vd);
   const Tensor mask = layers::attention_mask_autoregressive(mesh_, length, memory_length);
+  const Blocks blocks = this->blocks(keep_prob);
   for (int64_t l = 0; l < config_.layers; ++l) {
     const std::string name = "layer_" + std::to_string(l);
     // By value: recompute_grad calls it again when the gradients are built.
-    auto layer = [this, name, mask, keep_prob](const std::vector<Tensor>& in) {
-      Tensor x = in[0];
-      Tensor h = layers::layer_norm(x, d_model, name + "/attention_norm");
-      h = layers::multihead_attention(h, rename_dimension(h, length.name, memory_length.name), mask,
-                                      {heads, d_kv, memory_length}, name + "/attention", keep_prob);
-      x = x + layers::dropout_if(h, keep_prob);
-      h = layers::layer_norm(x, d_model, name + "/ffn_norm");
-      Tensor layer_loss = zeros(mesh_, Shape());
-      if (config_.moe_experts > 0) {
-        layers::MoeOptions moe;
-        moe.experts = {"experts", config_.moe_experts};
-        moe.hidden = {"d_ff", d_ff.size};
-        const layers::MoeOutput out = layers::moe(h, length, name + "/moe", moe);
-        h = out.y;
-        layer_loss = out.loss;
-      } else {
-        h = layers::dense_relu_dense(h, d_ff, name + "/ffn", keep_prob);
-      }
-      return std::vector<Tensor>{x + layers::dropout_if(h, keep_prob), layer_loss};
+    auto layer = [this, name, mask, blocks](const std::vector<Tensor>& in) {
+      const Tensor x =
+          blocks.attention(in[0], nullptr, length, memory_length, mask, name + "/attention");
+      if (config_.moe_experts == 0)
+        return std::vector<Tensor>{blocks.feed_forward(x, name + "/ffn"), zeros(mesh_, Shape())};
+      layers::MoeOptions moe;
+      moe.experts = {"experts", config_.moe_experts};
+      moe.hidden = {"d_ff", d_ff.size};
+      const layers::MoeOutput out =
+          layers::moe(blocks.norm(x, name + "/ffn_norm"), length, name + "/moe", moe);
+      return std::vector<Tensor>{x + layers::dropout_if(out.y, blocks.keep_prob), out.loss};
     };
     const std::vector<Tensor> out = recompute ? recompute_grad(layer, {x}) : layer({x});
     x = out[0];
     if (aux_loss) *aux_loss = aux_loss->valid() ? *aux_loss + out[1] : out[1];
   }
-  x = layers::layer_norm(x, d_model, "final_norm");
+  x = blocks.norm(x, "final_norm");
   layers::DenseOptions no_bias;
   no_bias.use_bias = false;
   return layers::dense(x, {vocab}, {d_model}, "logits", no_bias);

@@ -61,6 +61,8 @@ void define_transformer_flags(cli::Flags& flags, const TransformerConfig& defaul
 TransformerConfig transformer_config_from_flags(const cli::Flags& flags, TransformerConfig defaults,
                                                 bool with_vocab);
 
+struct Blocks;  // models/transformer_blocks.h
+
 class TransformerLm {
  public:
   // Builds the training graph (with dropout and Adafactor updates) and an
@@ -79,6 +81,10 @@ class TransformerLm {
   Tensor eval_logits;  // [batch, length, vocab] of the evaluation graph
   std::vector<Operation*> train_ops;
   Tensor moe_loss;  // the training graph's summed load-balancing losses (zero without experts)
+
+  // The pieces its blocks are made of (layer norm, ReLU feed-forward), as
+  // the training graph and the decoder build them.
+  Blocks blocks(float keep_prob) const;
 
  private:
   // aux_loss, when given, receives the sum of the layers' load-balancing losses.

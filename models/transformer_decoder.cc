@@ -5,17 +5,9 @@
 #include <numeric>
 #include <string>
 
+#include "models/transformer_blocks.h"
+
 namespace mtf::models {
-
-namespace {
-
-Shape join(const Shape& a, std::initializer_list<Dimension> more) {
-  std::vector<Dimension> dims = a.dims();
-  dims.insert(dims.end(), more);
-  return Shape(dims);
-}
-
-}  // namespace
 
 TransformerDecoder::TransformerDecoder(TransformerLm& lm, int64_t batch_size,
                                        const std::string& batch_name)
@@ -70,9 +62,7 @@ Tensor TransformerDecoder::layers_over(TransformerLm& lm, const Tensor& ids, con
   const Mesh mesh = ids.mesh();
   const Dimension& d_model = lm.d_model;
   const Dimension& memory = lm.memory_length;
-  const Shape rows = ids.shape();  // [batch] or [batch, length]
   const Shape cache_shape({batch, lm.heads, memory, lm.d_kv});
-  const Shape head_shape = join(rows, {lm.heads, lm.d_kv});
   Tensor x =
       layers::embedding(ids, lm.vocab, d_model, "embedding", 1.0f, lm.config().variable_dtype) +
       pos_emb;
@@ -84,30 +74,21 @@ Tensor TransformerDecoder::layers_over(TransformerLm& lm, const Tensor& ids, con
   const bool one_position = pos.shape().empty();
   const Tensor others = not_equal(range(mesh, memory), pos);        // int32 [memory] (a step)
   const Tensor here = one_hot(pos, memory, 1.0f, 0.0f, x.dtype());  // [length, memory] (prefill)
+  const Blocks blocks = lm.blocks(1.0f);
   for (int64_t l = 0; l < lm.config().layers; ++l) {
     const std::string name = "layer_" + std::to_string(l);
-    Tensor h = layers::layer_norm(x, d_model, name + "/attention_norm");
-    const Shape proj({d_model, lm.heads, lm.d_kv});
-    auto weight = [&](const char* w, const Shape& s) {
-      // Created by the LM already: the initializer is not used.
-      return layers::get_or_create_variable(mesh, name + "/attention/" + w, s, Initializer::zeros(),
-                                            layers::variable_dtype_for(h));
-    };
-    const Tensor q = einsum({h, weight("q", proj)}, head_shape);
+    const Tensor h = blocks.norm(x, name + "/attention_norm");
     std::vector<Tensor> kv;
     for (int i = 0; i < 2; ++i) {
       const Tensor& cache = caches_[2 * l + i];
-      const Tensor value = einsum({h, weight(i == 0 ? "k" : "v", proj)}, head_shape);
+      const Tensor value = blocks.project(h, name + "/attention", i == 0 ? "k" : "v");
       const Tensor written =
           one_position ? where(others, cache, value) : einsum({value, here}, cache_shape);
       writes.push_back(assign(cache, written));
       kv.push_back(written);
     }
-    const Tensor scores = einsum({q, kv[0]}, join(rows, {lm.heads, memory})) + mask;
-    const Tensor o = einsum({softmax(scores, memory), kv[1]}, head_shape);
-    x = x + einsum({o, weight("o", Shape({lm.heads, lm.d_kv, d_model}))}, join(rows, {d_model}));
-    h = layers::layer_norm(x, d_model, name + "/ffn_norm");
-    x = x + layers::dense_relu_dense(h, lm.d_ff, name + "/ffn");
+    x = x + blocks.attention_over(h, kv[0], kv[1], memory, mask, name + "/attention");
+    x = blocks.feed_forward(x, name + "/ffn");
   }
   return x;
 }
@@ -115,7 +96,7 @@ Tensor TransformerDecoder::layers_over(TransformerLm& lm, const Tensor& ids, con
 Tensor TransformerDecoder::vocab_logits(TransformerLm& lm, const Tensor& x) {
   layers::DenseOptions no_bias;
   no_bias.use_bias = false;
-  const Tensor logits = layers::dense(layers::layer_norm(x, lm.d_model, "final_norm"), {lm.vocab},
+  const Tensor logits = layers::dense(lm.blocks(1.0f).norm(x, "final_norm"), {lm.vocab},
                                       {lm.d_model}, "logits", no_bias);
   return logits.dtype() == float32 ? logits : cast(logits, float32);  // read as floats
 }

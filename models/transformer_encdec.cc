@@ -4,8 +4,8 @@
 #include <string>
 #include <utility>
 
-#include "models/encdec_blocks.h"
 #include "models/transformer.h"
+#include "models/transformer_blocks.h"
 
 namespace mtf::models {
 
@@ -125,7 +125,7 @@ Tensor TransformerEncDec::embed(const Tensor& ids, const Tensor& positions,
 
 Tensor TransformerEncDec::logits_of(float keep_prob) {
   const EncDecConfig& c = config_;
-  const Blocks blocks{c, d_model, d_ff_, heads_, d_kv_, keep_prob};
+  const Blocks blocks{c.norm, c.ffn, d_model, d_ff_, heads_, d_kv_, keep_prob};
   const Dimension tg_memory{"targets_memory_length", targets_length.size};
   const bool relative = c.position == "relative";
   auto as_memory = [](const Tensor& t, const Dimension& from, const Dimension& to) {
@@ -177,7 +177,7 @@ Tensor TransformerEncDec::logits_of(float keep_prob) {
 Tensor TransformerEncDec::encode(const Tensor& ids, const Tensor& segmentation,
                                  const Tensor& positions, float keep_prob) {
   const EncDecConfig& c = config_;
-  const Blocks blocks{c, d_model, d_ff_, heads_, d_kv_, keep_prob};
+  const Blocks blocks{c.norm, c.ffn, d_model, d_ff_, heads_, d_kv_, keep_prob};
   const Dimension length = ids.shape()[ids.shape().ndims() - 1];
   const Dimension memory{"inputs_memory_length", length.size};
   auto as_memory = [&](const Tensor& t) { return rename_dimension(t, length.name, memory.name); };

@@ -1,29 +1,32 @@
-// encdec_blocks.h — the pieces the encoder-decoder's blocks are made of
-// (models/transformer_encdec.h), with its config's choices: the norm, the
-// feed-forward block, attention as a pre-normalized residual branch, and the
-// same attention over cached keys and values for decoding one position at
-// a time. Every piece makes or finds its variables by name, so the training
-// graph and the decoder share them. Internal to models/.
+// transformer_blocks.h — the pieces both Transformers are made of (the
+// decoder-only LM, models/transformer.h, and the encoder-decoder,
+// models/transformer_encdec.h): the norm, the feed-forward block, attention
+// as a pre-normalized residual branch, and the same attention over cached
+// keys and values for decoding one position at a time. Every piece makes or
+// finds its variables by name, so each model's training graph and its
+// decoder share them. The LM is the configuration layer norm + ReLU, its
+// attention self-attention under a causal mask. Internal to models/.
 #pragma once
 
 #include <string>
 
-#include "models/transformer_encdec.h"
+#include "mtf/mtf.h"
 
 namespace mtf::models {
 
-// The pieces every block is made of, with the config's choices.
+// The pieces every block is made of, with the model's choices: norm_type
+// "rms" or "layer", ffn_type "relu" or "gated_gelu".
 struct Blocks {
-  const EncDecConfig& c;
+  std::string norm_type, ffn_type;
   Dimension d_model, d_ff, heads, d_kv;
   float keep_prob;
 
   Tensor norm(const Tensor& x, const std::string& name) const {
-    return c.norm == "rms" ? layers::rms_norm(x, d_model, name)
-                           : layers::layer_norm(x, d_model, name);
+    return norm_type == "rms" ? layers::rms_norm(x, d_model, name)
+                              : layers::layer_norm(x, d_model, name);
   }
   Tensor ffn(const Tensor& x, const std::string& name) const {
-    if (c.ffn == "relu") return layers::dense_relu_dense(x, d_ff, name, keep_prob);
+    if (ffn_type == "relu") return layers::dense_relu_dense(x, d_ff, name, keep_prob);
     layers::DenseOptions no_bias;
     no_bias.use_bias = false;
     const Tensor gate = gelu(layers::dense(x, {d_ff}, {d_model}, name + "/wi_0", no_bias));
