@@ -4,26 +4,25 @@
 #include <utility>
 
 #include "cli/dtype_flags.h"
+#include "models/config_checks.h"
 #include "models/transformer_blocks.h"
 
 namespace mtf::models {
 
 void TransformerConfig::validate() const {
-  const std::pair<const char*, int64_t> fields[] = {
-      {"layers", layers}, {"d_model", d_model}, {"d_ff", d_ff},     {"heads", heads},
-      {"d_kv", d_kv},     {"vocab", vocab},     {"length", length}, {"batch", batch}};
-  for (const auto& [name, value] : fields) {
-    if (value < 1) {
-      throw ValueError(std::string("transformer: ") + name + " must be at least 1, got " +
-                       std::to_string(value));
-    }
-  }
+  check_sizes("transformer", {{"layers", layers},
+                              {"d_model", d_model},
+                              {"d_ff", d_ff},
+                              {"heads", heads},
+                              {"d_kv", d_kv},
+                              {"vocab", vocab},
+                              {"length", length},
+                              {"batch", batch}});
   if (moe_experts < 0 || moe_experts == 1) {
     throw ValueError("transformer: moe_experts must be 0 (no experts) or at least 2, got " +
                      std::to_string(moe_experts));
   }
-  if (!(dropout >= 0.0f && dropout < 1.0f))
-    throw ValueError("transformer: dropout must be in [0, 1), got " + std::to_string(dropout));
+  check_rate("transformer", "dropout", dropout);
 }
 
 TransformerConfig TransformerConfig::paper(int64_t d_ff, int64_t heads) {

@@ -4,37 +4,28 @@
 #include <string>
 #include <utility>
 
+#include "models/config_checks.h"
 #include "models/transformer.h"
 #include "models/transformer_blocks.h"
 
 namespace mtf::models {
 
 void EncDecConfig::validate() const {
-  const std::pair<const char*, int64_t> sizes[] = {{"encoder_layers", encoder_layers},
-                                                   {"decoder_layers", decoder_layers},
-                                                   {"d_model", d_model},
-                                                   {"d_ff", d_ff},
-                                                   {"heads", heads},
-                                                   {"d_kv", d_kv},
-                                                   {"batch", batch},
-                                                   {"input_length", input_length},
-                                                   {"target_length", target_length}};
-  for (const auto& [name, value] : sizes) {
-    if (value < 1) {
-      throw ValueError(std::string("transformer_encdec: ") + name + " must be at least 1, got " +
-                       std::to_string(value));
-    }
-  }
+  check_sizes("transformer_encdec", {{"encoder_layers", encoder_layers},
+                                     {"decoder_layers", decoder_layers},
+                                     {"d_model", d_model},
+                                     {"d_ff", d_ff},
+                                     {"heads", heads},
+                                     {"d_kv", d_kv},
+                                     {"batch", batch},
+                                     {"input_length", input_length},
+                                     {"target_length", target_length}});
   if (vocab < 3) {
     throw ValueError("transformer_encdec: vocab must be at least 3 (padding, end, unknown), got " +
                      std::to_string(vocab));
   }
-  if (!(dropout >= 0.0f && dropout < 1.0f))
-    throw ValueError("transformer_encdec: dropout must be in [0, 1), got " +
-                     std::to_string(dropout));
-  if (!(label_smoothing >= 0.0f && label_smoothing < 1.0f))
-    throw ValueError("transformer_encdec: label_smoothing must be in [0, 1), got " +
-                     std::to_string(label_smoothing));
+  check_rate("transformer_encdec", "dropout", dropout);
+  check_rate("transformer_encdec", "label_smoothing", label_smoothing);
   auto one_of = [](const char* name, const std::string& v, const char* a, const char* b) {
     if (v != a && v != b) {
       throw ValueError(std::string("transformer_encdec: ") + name + " must be " + a + " or " + b +
