@@ -35,6 +35,9 @@ def parse_args(argv):
     p.add_argument("--batch", type=int, default=32, help="rows per step")
     p.add_argument("--packed", action="store_true", help="pack several pairs into each row")
     p.add_argument("--steps", type=int, default=1000, help="training steps")
+    p.add_argument("--lr", default="0.03",
+                   help='Adafactor learning rate: a number or a schedule, e.g. "0.03*warmup(100)" '
+                        "(docs/training.md; 0: Adafactor's own)")
     p.add_argument("--eval_every", type=int, default=250, help="development loss every N steps")
     p.add_argument("--test_sentences", type=int, default=200, help="test sentences translated")
     p.add_argument("--beams", type=int, default=4, help="beam search's beams (1: greedy only)")
@@ -72,7 +75,8 @@ def main(argv):
     config = mtf.models.EncDecConfig(
         encoder_layers=args.layers, decoder_layers=args.layers, d_model=args.d_model,
         d_ff=args.d_ff, heads=args.heads, d_kv=args.d_kv, vocab=vocab.size, batch=args.batch,
-        input_length=args.length, target_length=args.length, packed=args.packed)
+        input_length=args.length, target_length=args.length, packed=args.packed,
+        learning_rate=args.lr)
     model = mtf.models.TransformerEncDec(config)
     decoder = mtf.models.EncDecDecoder(model, batch=args.decode_sentences * args.beams,
                                        batch_name="sequences")

@@ -58,11 +58,11 @@ void define_flags(cli::Flags& flags) {
   flags.define("dropout", "0.1", "dropout rate during training");
   flags.define("label_smoothing", "0.1", "label smoothing of the training loss");
   flags.define("packed", "true", "pack several pairs into each row (first fit)");
-  flags.define("lr", "0",
-               "Adafactor learning rate: a number or a schedule such as "
-               "\"0.03*warmup(200)\" (docs/training.md; 0: Adafactor's own, "
-               "min(0.01, 1/sqrt(step)))");
-  flags.define("steps", "2000", "training steps (about 55 minutes at the defaults on 2 cores)");
+  flags.define("lr", "0.03",
+               "Adafactor learning rate, relative to each parameter's scale: a number or a "
+               "schedule such as \"0.05*warmup(100)*linear_decay(0, 2000)\" "
+               "(docs/training.md; 0: Adafactor's own, min(0.01, 1/sqrt(step)))");
+  flags.define("steps", "2000", "training steps (about 50 minutes at the defaults on 2 cores)");
   flags.define("minutes", "0", "also stop training after this many minutes (0: no limit)");
   flags.define("eval_every", "500", "evaluate on the development set every this many steps");
   flags.define("eval_sentences", "128", "development sentences translated for BLEU (0: none)");
