@@ -10,6 +10,76 @@
 #include "learning_rate_arg.h"
 
 namespace mtf::python {
+namespace {
+
+// mtf.optimize: learning rates and the optimizers.
+void bind_optimizers(py::module_& m) {
+  py::module_ opt = m.def_submodule("optimize", "Optimizers (Mesh TensorFlow's optimize.py).");
+  py::class_<Optimizer>(opt, "Optimizer")
+      .def(
+          "apply_grads",
+          [](Optimizer& o, const std::vector<Tensor>& grads, const std::vector<Tensor>& variables) {
+            return wrap(o.apply_grads(grads, variables));
+          },
+          py::arg("grads"), py::arg("variables"),
+          "Update ops (run them as targets) for each (gradient, variable) pair.")
+      .def(
+          "minimize", [](Optimizer& o, const Tensor& loss) { return wrap(o.minimize(loss)); },
+          py::arg("loss"), "gradients of loss with respect to every trainable variable, applied.");
+  py::class_<LearningRate>(opt, "LearningRate",
+                           "A learning rate: a float, or a schedule evaluated in the graph at the "
+                           "optimizer's step, e.g. \"warmup(1000)*rsqrt(1000)\" (every optimizer "
+                           "takes a float, a string or a LearningRate).")
+      .def(py::init<float>(), py::arg("value"))
+      .def(py::init<const std::string&>(), py::arg("schedule"))
+      .def("at", &LearningRate::at, py::arg("step"), "The rate at a step (1 = the first update).")
+      .def_property_readonly("is_constant", &LearningRate::is_constant)
+      .def("__str__", &LearningRate::str)
+      .def("__repr__", [](const LearningRate& lr) { return "LearningRate(\"" + lr.str() + "\")"; })
+      .def("__float__", &LearningRate::constant_value);
+  py::class_<SgdOptimizer, Optimizer>(opt, "SgdOptimizer")
+      .def(py::init([](const py::object& lr, std::string name) {
+             return SgdOptimizer(learning_rate_arg(lr), std::move(name));
+           }),
+           py::arg("lr"), py::arg("name") = "sgd");
+  py::class_<MomentumOptimizer, Optimizer>(opt, "MomentumOptimizer")
+      .def(py::init([](const py::object& lr, float momentum, std::string name) {
+             return MomentumOptimizer(learning_rate_arg(lr), momentum, std::move(name));
+           }),
+           py::arg("learning_rate"), py::arg("momentum"), py::arg("name") = "momentum");
+  py::class_<AdamOptimizer, Optimizer>(opt, "AdamOptimizer")
+      .def(py::init([](const py::object& lr, float beta1, float beta2, float epsilon,
+                       std::string name) {
+             return AdamOptimizer(learning_rate_arg(lr), beta1, beta2, epsilon, std::move(name));
+           }),
+           py::arg("learning_rate"), py::arg("beta_1") = 0.9f, py::arg("beta_2") = 0.999f,
+           py::arg("epsilon") = 1e-8f, py::arg("name") = "adam");
+  py::class_<AdafactorOptimizer, Optimizer>(opt, "AdafactorOptimizer")
+      .def(py::init([](bool multiply_by_parameter_scale, const py::object& learning_rate,
+                       float decay_exponent, float beta1, float clipping_threshold, bool factored,
+                       float epsilon1, float epsilon2, int64_t min_dim_size_to_factor,
+                       std::string name) {
+             AdafactorOptions o;
+             o.multiply_by_parameter_scale = multiply_by_parameter_scale;
+             o.learning_rate = learning_rate_arg(learning_rate);
+             o.decay_exponent = decay_exponent;
+             o.beta1 = beta1;
+             o.clipping_threshold = clipping_threshold;
+             o.factored = factored;
+             o.epsilon1 = epsilon1;
+             o.epsilon2 = epsilon2;
+             o.min_dim_size_to_factor = min_dim_size_to_factor;
+             o.name = std::move(name);
+             return AdafactorOptimizer(o);
+           }),
+           py::kw_only(), py::arg("multiply_by_parameter_scale") = true,
+           py::arg("learning_rate") = 0.0f, py::arg("decay_exponent") = 0.8f,
+           py::arg("beta1") = 0.0f, py::arg("clipping_threshold") = 1.0f,
+           py::arg("factored") = true, py::arg("epsilon1") = 1e-30f, py::arg("epsilon2") = 1e-3f,
+           py::arg("min_dim_size_to_factor") = 32, py::arg("name") = "adafactor");
+}
+
+}  // namespace
 
 void bind_train(py::module_& m) {
   py::class_<Initializer>(m, "Initializer", "How a variable's first value is drawn.")
@@ -102,69 +172,7 @@ void bind_train(py::module_& m) {
       py::arg("fn"), py::arg("inputs"),
       "fn(inputs) whose activations are recomputed in the backward pass instead of kept.");
 
-  py::module_ opt = m.def_submodule("optimize", "Optimizers (Mesh TensorFlow's optimize.py).");
-  py::class_<Optimizer>(opt, "Optimizer")
-      .def(
-          "apply_grads",
-          [](Optimizer& o, const std::vector<Tensor>& grads, const std::vector<Tensor>& variables) {
-            return wrap(o.apply_grads(grads, variables));
-          },
-          py::arg("grads"), py::arg("variables"),
-          "Update ops (run them as targets) for each (gradient, variable) pair.")
-      .def(
-          "minimize", [](Optimizer& o, const Tensor& loss) { return wrap(o.minimize(loss)); },
-          py::arg("loss"), "gradients of loss with respect to every trainable variable, applied.");
-  py::class_<LearningRate>(opt, "LearningRate",
-                           "A learning rate: a float, or a schedule evaluated in the graph at the "
-                           "optimizer's step, e.g. \"warmup(1000)*rsqrt(1000)\" (every optimizer "
-                           "takes a float, a string or a LearningRate).")
-      .def(py::init<float>(), py::arg("value"))
-      .def(py::init<const std::string&>(), py::arg("schedule"))
-      .def("at", &LearningRate::at, py::arg("step"), "The rate at a step (1 = the first update).")
-      .def_property_readonly("is_constant", &LearningRate::is_constant)
-      .def("__str__", &LearningRate::str)
-      .def("__repr__", [](const LearningRate& lr) { return "LearningRate(\"" + lr.str() + "\")"; })
-      .def("__float__", &LearningRate::constant_value);
-  py::class_<SgdOptimizer, Optimizer>(opt, "SgdOptimizer")
-      .def(py::init([](const py::object& lr, std::string name) {
-             return SgdOptimizer(learning_rate_arg(lr), std::move(name));
-           }),
-           py::arg("lr"), py::arg("name") = "sgd");
-  py::class_<MomentumOptimizer, Optimizer>(opt, "MomentumOptimizer")
-      .def(py::init([](const py::object& lr, float momentum, std::string name) {
-             return MomentumOptimizer(learning_rate_arg(lr), momentum, std::move(name));
-           }),
-           py::arg("learning_rate"), py::arg("momentum"), py::arg("name") = "momentum");
-  py::class_<AdamOptimizer, Optimizer>(opt, "AdamOptimizer")
-      .def(py::init([](const py::object& lr, float beta1, float beta2, float epsilon,
-                       std::string name) {
-             return AdamOptimizer(learning_rate_arg(lr), beta1, beta2, epsilon, std::move(name));
-           }),
-           py::arg("learning_rate"), py::arg("beta_1") = 0.9f, py::arg("beta_2") = 0.999f,
-           py::arg("epsilon") = 1e-8f, py::arg("name") = "adam");
-  py::class_<AdafactorOptimizer, Optimizer>(opt, "AdafactorOptimizer")
-      .def(py::init([](bool multiply_by_parameter_scale, const py::object& learning_rate,
-                       float decay_exponent, float beta1, float clipping_threshold, bool factored,
-                       float epsilon1, float epsilon2, int64_t min_dim_size_to_factor,
-                       std::string name) {
-             AdafactorOptions o;
-             o.multiply_by_parameter_scale = multiply_by_parameter_scale;
-             o.learning_rate = learning_rate_arg(learning_rate);
-             o.decay_exponent = decay_exponent;
-             o.beta1 = beta1;
-             o.clipping_threshold = clipping_threshold;
-             o.factored = factored;
-             o.epsilon1 = epsilon1;
-             o.epsilon2 = epsilon2;
-             o.min_dim_size_to_factor = min_dim_size_to_factor;
-             o.name = std::move(name);
-             return AdafactorOptimizer(o);
-           }),
-           py::kw_only(), py::arg("multiply_by_parameter_scale") = true,
-           py::arg("learning_rate") = 0.0f, py::arg("decay_exponent") = 0.8f,
-           py::arg("beta1") = 0.0f, py::arg("clipping_threshold") = 1.0f,
-           py::arg("factored") = true, py::arg("epsilon1") = 1e-30f, py::arg("epsilon2") = 1e-3f,
-           py::arg("min_dim_size_to_factor") = 32, py::arg("name") = "adafactor");
+  bind_optimizers(m);
 }
 
 }  // namespace mtf::python
