@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "checkpoint/crc32c.h"
+#include "core/crc32c.h"
 #include "mtf/mtf.h"
 #include "paired.h"
 
@@ -77,10 +77,7 @@ void BM_Crc32c(benchmark::State& state, bool portable) {
   uint32_t sink = 0;
   mtf::bench::run_paired(
       state, [&] { std::memcpy(to.data(), from.data(), kSize); },
-      [&] {
-        sink ^= portable ? checkpoint::crc32c_portable(from.data(), kSize)
-                         : checkpoint::crc32c(from.data(), kSize);
-      },
+      [&] { sink ^= portable ? crc32c_portable(from.data(), kSize) : crc32c(from.data(), kSize); },
       static_cast<double>(kSize), "GB/s");
   benchmark::DoNotOptimize(sink);
   benchmark::DoNotOptimize(to.data());

@@ -113,12 +113,17 @@ TransformerLm::TransformerLm(const TransformerConfig& config)
   if (config.moe_experts > 0) loss = loss + moe_loss;
   AdafactorOptions opt;
   opt.learning_rate = config.learning_rate;
-  train_ops = AdafactorOptimizer(opt).minimize(loss);
+  AdafactorOptimizer optimizer(opt);
+  optimizer.set_clip_norm(config.clip_norm);
+  train_ops = optimizer.minimize(loss);
   eval_logits = config.dropout > 0 || config.recompute || config.moe_experts > 0
                     ? logits_of(inputs, 1.0f, false)
                     : logits;
   eval_loss = layers::softmax_cross_entropy_mean(eval_logits, targets, vocab);
   if (eval_logits.dtype() != float32) eval_logits = cast(eval_logits, float32);  // read as floats
+  // Made last (a run that does not fetch it skips it), so that the graph's
+  // other ops keep their names.
+  gradient_norm = optimizer.gradient_norm();
 }
 
 Blocks TransformerLm::blocks(float keep_prob) const {

@@ -29,7 +29,8 @@ struct TransformerConfig {
   float dropout = 0.0f;  // training only
   float z_loss = 1e-4f;
   LearningRate learning_rate =
-      0.0f;  // Adafactor's (0: its default schedule); a float or a schedule
+      0.0f;                // Adafactor's (0: its default schedule); a float or a schedule
+  float clip_norm = 0.0f;  // > 0: gradients clipped to this global norm first
   // Each layer of the training graph under recompute_grad: its activations
   // are recomputed in the backward pass instead of kept (less memory, about
   // one more forward pass of compute).
@@ -80,7 +81,8 @@ class TransformerLm {
   Tensor eval_loss;    // mean cross-entropy of the evaluation graph, in nats
   Tensor eval_logits;  // [batch, length, vocab] of the evaluation graph
   std::vector<Operation*> train_ops;
-  Tensor moe_loss;  // the training graph's summed load-balancing losses (zero without experts)
+  Tensor gradient_norm;  // the gradients' global norm before clipping (a scalar to fetch)
+  Tensor moe_loss;       // the training graph's summed load-balancing losses (zero without experts)
 
   // The pieces its blocks are made of (layer norm, ReLU feed-forward), as
   // the training graph and the decoder build them.

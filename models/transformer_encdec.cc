@@ -87,7 +87,9 @@ TransformerEncDec::TransformerEncDec(const EncDecConfig& config)
   loss = reduce_sum(per_token * weights) / maximum(tokens, constant(mesh_, 1.0f));
   AdafactorOptions opt;
   opt.learning_rate = config.learning_rate;
-  train_ops = AdafactorOptimizer(opt).minimize(loss);
+  AdafactorOptimizer optimizer(opt);
+  optimizer.set_clip_norm(config.clip_norm);
+  train_ops = optimizer.minimize(loss);
 
   eval_logits = config.dropout > 0 ? logits_of(1.0f) : logits;
   if (eval_logits.dtype() != float32) eval_logits = cast(eval_logits, float32);
@@ -95,6 +97,9 @@ TransformerEncDec::TransformerEncDec(const EncDecConfig& config)
       softmax_cross_entropy_with_logits(eval_logits, one_hot(targets, vocab), vocab);
   eval_loss_sum = reduce_sum(eval_per_token * weights);
   eval_tokens = tokens;
+  // Made last (a run that does not fetch it skips it), so that the graph's
+  // other ops keep their names.
+  gradient_norm = optimizer.gradient_norm();
 }
 
 Tensor TransformerEncDec::embed(const Tensor& ids, const Tensor& positions,

@@ -43,7 +43,8 @@ struct EncDecConfig {
   int64_t relative_buckets = 32, relative_max_distance = 128;
   bool packed = false;
   LearningRate learning_rate =
-      0.0f;  // Adafactor's (0: its default schedule); a float or a schedule
+      0.0f;                // Adafactor's (0: its default schedule); a float or a schedule
+  float clip_norm = 0.0f;  // > 0: gradients clipped to this global norm first
   uint64_t seed = 1;
   VariableDType variable_dtype;
   // ValueError naming the field that is out of range or unknown.
@@ -85,6 +86,7 @@ class TransformerEncDec {
   // tokens (float32); Adafactor's update ops.
   Tensor loss;
   std::vector<Operation*> train_ops;
+  Tensor gradient_norm;  // the gradients' global norm before clipping (a scalar to fetch)
   // Without dropout or smoothing: the cross-entropy per target token summed
   // over the batch (nats) and the number of non-padding target tokens, so
   // that several batches average exactly; and the logits [batch,

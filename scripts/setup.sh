@@ -34,10 +34,10 @@ packages=(
 # also run under OpenMPI (the MPI transport is built when MPI is found), and
 # across network namespaces (iproute2) where the machine allows them.
 # The Python module's suite runs under pytest; mtf-bleu is checked against
-# NLTK's BLEU.
+# NLTK's BLEU, and the TensorBoard event files are read back with protobuf.
 if [ "$mode" = test ]; then
   packages+=(python3-h5py libopenmpi-dev openmpi-bin procps bc python3-pytest iproute2
-             python3-nltk)
+             python3-nltk python3-protobuf)
 fi
 missing=()
 for p in "${packages[@]}"; do

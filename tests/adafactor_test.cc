@@ -1,8 +1,11 @@
 // Adafactor against a hand computation of Mesh TensorFlow's update rule,
 // factored and not, with and without first moment, parameter scaling and
 // clipping; its slots; its layout invariance.
+#include <cctype>
 #include <cmath>
+#include <string>
 
+#include "expect_error.h"
 #include "test_util.h"
 
 namespace mtf {
@@ -21,7 +24,15 @@ std::vector<double> reference(const AdafactorOptions& o, bool factored, std::vec
       g[i] = w[i] - target[i];
       g2[i] = g[i] * g[i] + o.epsilon1;
     }
-    const double decay = 1 - std::pow(t + 1.0, -o.decay_exponent), mix = 1 - decay;
+    double decay = 1 - std::pow(t + 1.0, -o.decay_exponent);
+    const std::string& dr = o.decay_rate;
+    if (dr.rfind("pow(", 0) == 0) decay = 1 - std::pow(t + 1.0, -std::stod(dr.substr(4)));
+    if (dr.rfind("adam(", 0) == 0) {
+      const double b = std::stod(dr.substr(5));
+      decay = b * (1 - std::pow(b, t)) / (1 - std::pow(b, t + 1.0));
+    }
+    if (!dr.empty() && std::isdigit(static_cast<unsigned char>(dr[0]))) decay = std::stod(dr);
+    const double mix = 1 - decay;
     const bool default_rate =
         o.learning_rate.is_constant() && o.learning_rate.constant_value() == 0;
     double lr = default_rate ? std::min(1 / std::sqrt(t + 1.0), 0.01) : o.learning_rate.at(t + 1);
@@ -58,8 +69,9 @@ std::vector<double> reference(const AdafactorOptions& o, bool factored, std::vec
       const double denom = std::max(1.0, rms(x) / o.clipping_threshold);
       for (double& e : x) e /= denom;
     }
-    const double scale =
-        o.multiply_by_parameter_scale ? std::max(rms(w), double(o.epsilon2)) * lr : lr;
+    // The variable is "w"; a pattern excluding it is the only one used here.
+    const bool scaled = o.multiply_by_parameter_scale && o.exclude_from_parameter_scale.empty();
+    const double scale = scaled ? std::max(rms(w), double(o.epsilon2)) * lr : lr;
     for (int i = 0; i < R * C; ++i) {
       double sub = x[i] * scale;
       if (o.beta1 > 0) sub = m[i] = m[i] * o.beta1 + sub * (1 - o.beta1);
@@ -125,6 +137,21 @@ TEST(AdafactorTest, FollowsTheUpdateRuleByHand) {
   AdafactorOptions noclip = unf;
   noclip.clipping_threshold = 0;
   cases.push_back({"no clipping", false, noclip});
+  AdafactorOptions pow_rate = base;
+  pow_rate.decay_rate = "pow(0.5)";
+  pow_rate.epsilon1 = 1e-3f;  // large enough to show in the update
+  cases.push_back({"decay_rate pow(0.5), epsilon1 1e-3", true, pow_rate});
+  AdafactorOptions adam_rate = unf;
+  adam_rate.decay_rate = "adam(0.9)";
+  adam_rate.epsilon2 = 2.0f;  // above the weights' RMS: the scale is epsilon2
+  cases.push_back({"decay_rate adam(0.9), epsilon2 2", false, adam_rate});
+  AdafactorOptions constant_rate = base;
+  constant_rate.decay_rate = "0.5";
+  cases.push_back({"a constant decay_rate", true, constant_rate});
+  AdafactorOptions excluded = base;
+  excluded.exclude_from_parameter_scale = {"^w$"};
+  excluded.learning_rate = 0.05f;
+  cases.push_back({"excluded from parameter scale", true, excluded});
   for (const Case& c : cases) {
     SCOPED_TRACE(c.what);
     const auto want = reference(c.o, c.factored, w0, target, 4);
@@ -156,10 +183,23 @@ TEST(AdafactorTest, FactoredDimsAreTheTwoLargest) {
 }
 
 TEST(AdafactorTest, BadOptionsAreErrors) {
+  auto refused = [](AdafactorOptions o, const char* needle) {
+    testing::expect_error<ValueError>(
+        [&] { run_adafactor(o, std::vector<double>(R * C), std::vector<double>(R * C), 1); },
+        needle);
+  };
   AdafactorOptions o;
   o.beta1 = 1.5f;
-  EXPECT_THROW(run_adafactor(o, std::vector<double>(R * C), std::vector<double>(R * C), 1),
-               ValueError);
+  refused(o, "0 <= beta1 < 1");
+  for (const char* bad : {"pow(2)", "adam(1)", "1.5", "adma(0.9)", "pow(0.8", "-0.1"}) {
+    SCOPED_TRACE(bad);
+    AdafactorOptions d;
+    d.decay_rate = bad;
+    refused(d, "decay_rate \"");
+  }
+  AdafactorOptions p;
+  p.exclude_from_parameter_scale = {"[a-"};
+  refused(p, "exclude_from_parameter_scale: \"[a-\" is not a regular expression");
 }
 
 TEST(AdafactorTest, SameUpdatesUnderEveryLayout) {

@@ -1,7 +1,7 @@
 // CRC-32C: published check values, and the fast path (three streams of the
 // crc32 instruction, folded together) against the tables on every length
 // and alignment that reaches each of its parts.
-#include "checkpoint/crc32c.h"
+#include "core/crc32c.h"
 
 #include <gtest/gtest.h>
 
@@ -12,8 +12,8 @@
 
 namespace {
 
-using mtf::checkpoint::crc32c;
-using mtf::checkpoint::crc32c_portable;
+using mtf::crc32c;
+using mtf::crc32c_portable;
 
 TEST(Crc32c, PublishedCheckValues) {
   // The catalogue's check value, and RFC 3720's (iSCSI) test patterns.

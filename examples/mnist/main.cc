@@ -2,6 +2,7 @@
 // Fashion-MNIST and reports test accuracy over the 10,000 test images.
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <iostream>
 #include <memory>
@@ -11,6 +12,7 @@
 #include "cli/example_main.h"
 #include "cli/flags.h"
 #include "cli/mesh_flags.h"
+#include "cli/training_report.h"
 #include "models/mlp.h"
 
 int main(int argc, char** argv) {
@@ -31,6 +33,7 @@ int main(int argc, char** argv) {
     cli::define_mesh_flags(flags, /*reproducible=*/true);
     cli::define_checkpoint_flags(flags, /*save_every=*/500);
     cli::define_dtype_flags(flags);
+    cli::define_report_flags(flags);
     flags.define("loss_digits", "6", "significant digits of printed losses (17: exact)");
     flags.define("print_counters", "false",
                  "print the training step's program counters (flops, bytes per collective)");
@@ -102,11 +105,19 @@ int main(int argc, char** argv) {
                          {"interval_loss", loss},
                          {"interval_steps", std::to_string(interval_steps)}});
     };
+    cli::TrainingReport report(flags, mesh, "examples", steps);
+    report.set_flops_per_step(session.flops_per_run({mlp.loss}, mlp.train_ops));
+    if (report.writes_summaries()) std::printf("%s\n", report.describe().c_str());
     const auto start = std::chrono::steady_clock::now();
     for (int64_t step = first_step; step <= steps; ++step) {
       std::vector<int64_t> idx = sampler.next();
       // Each process reads only the examples its processors hold.
+      const auto t0 = std::chrono::steady_clock::now();
       float loss = mlp.train_step(session, train, idx);
+      report.step(step,
+                  {loss, config.learning_rate.at(step), NAN,
+                   std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(),
+                   static_cast<double>(config.batch_size)});
       if (step == first_step && mesh.process_transport) {
         const int64_t whole = config.batch_size * (mlp.rows_dim.size * mlp.cols_dim.size * 4 + 4);
         std::printf("input: this process read %lld of the batch's %lld bytes per step\n",

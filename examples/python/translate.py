@@ -38,6 +38,10 @@ def parse_args(argv):
     p.add_argument("--lr", default="0.03",
                    help='Adafactor learning rate: a number or a schedule, e.g. "0.03*warmup(100)" '
                         "(docs/training.md; 0: Adafactor's own)")
+    p.add_argument("--clip_norm", type=float, default=0.0,
+                   help="clip the gradients to this global norm first (0: no clipping)")
+    p.add_argument("--summary_dir", default="", help="TensorBoard event files of each step here")
+    p.add_argument("--metrics_jsonl", default="", help="the same scalars as JSON lines")
     p.add_argument("--eval_every", type=int, default=250, help="development loss every N steps")
     p.add_argument("--test_sentences", type=int, default=200, help="test sentences translated")
     p.add_argument("--beams", type=int, default=4, help="beam search's beams (1: greedy only)")
@@ -76,7 +80,7 @@ def main(argv):
         encoder_layers=args.layers, decoder_layers=args.layers, d_model=args.d_model,
         d_ff=args.d_ff, heads=args.heads, d_kv=args.d_kv, vocab=vocab.size, batch=args.batch,
         input_length=args.length, target_length=args.length, packed=args.packed,
-        learning_rate=args.lr)
+        learning_rate=args.lr, clip_norm=args.clip_norm)
     model = mtf.models.TransformerEncDec(config)
     decoder = mtf.models.EncDecDecoder(model, batch=args.decode_sentences * args.beams,
                                        batch_name="sequences")
@@ -87,15 +91,32 @@ def main(argv):
     encoded = mtf.models.encode_pairs(vocab, train, args.length, args.length)
     dev_encoded = mtf.models.encode_pairs(vocab, dev, args.length, args.length, False)
     batcher = mtf.models.TranslationBatcher(encoded, config, seed=1)
-    start, interval, steps_in = time.perf_counter(), 0.0, 0
+    summaries = (mtf.SummaryWriter(args.summary_dir, args.metrics_jsonl)
+                 if args.summary_dir or args.metrics_jsonl else None)
+    rate = mtf.optimize.adafactor_learning_rate(args.lr)
+    fetches = [model.loss]
+    if args.clip_norm > 0 or summaries:
+        fetches.append(model.gradient_norm)
+    start, interval, norms, steps_in = time.perf_counter(), 0.0, 0.0, 0
     for step in range(1, args.steps + 1):
-        interval += float(session.run(model.loss, batcher.next(model), targets=model.train_ops))
+        feeds = batcher.next(model)
+        t0 = time.perf_counter()
+        out = session.run(fetches, feeds, targets=model.train_ops)
+        seconds = time.perf_counter() - t0
+        interval += float(out[0])
+        norms += float(out[1]) if len(out) > 1 else 0.0
         steps_in += 1
+        if summaries:
+            summaries.write(step, {"loss": float(out[0]), "gradient_norm": float(out[1]),
+                                   "learning_rate": rate.at(step), "step_time": seconds})
         if step % max(1, args.eval_every) == 0 or step == args.steps:
             dev_loss = mtf.models.mean_token_loss(model, session, dev_encoded)
-            print(f"step {step} loss {interval / steps_in:.4f} dev loss {dev_loss:.4f} "
+            if summaries:
+                summaries.write(step, {"dev_loss": dev_loss})
+            norm = f" gradient norm {norms / steps_in:.4g}" if len(fetches) > 1 else ""
+            print(f"step {step} loss {interval / steps_in:.4f} dev loss {dev_loss:.4f}{norm} "
                   f"({time.perf_counter() - start:.1f} s)", flush=True)
-            interval, steps_in = 0.0, 0
+            interval, norms, steps_in = 0.0, 0.0, 0
 
     some = test[:args.test_sentences] if args.test_sentences > 0 else test
     print(f"test, greedy: {bleu(decoder, session, vocab, some, args.length, 1)}")

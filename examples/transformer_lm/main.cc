@@ -19,6 +19,7 @@
 #include "cli/example_main.h"
 #include "cli/flags.h"
 #include "cli/mesh_flags.h"
+#include "cli/training_report.h"
 #include "models/corpus.h"
 #include "models/text_generation.h"
 #include "models/transformer.h"
@@ -163,11 +164,14 @@ int main(int argc, char** argv) {
                  "Adafactor learning rate, relative to each parameter's RMS: a number or a "
                  "schedule such as \"0.03*warmup(50)\" (docs/training.md; 0: Adafactor's "
                  "own, min(0.01, 1/sqrt(step)))");
+    flags.define("clip_norm", "0",
+                 "clip the gradients to this global norm before each update (0: no clipping)");
     flags.define("steps", "300", "training steps");
     flags.define("eval_every", "100", "print losses every this many steps");
     flags.define("eval_batches", "8", "held-out batches per evaluation");
     flags.define("seed", "1", "seed for initialisation, data order and sampling");
     cli::define_checkpoint_flags(flags, /*save_every=*/100);
+    cli::define_report_flags(flags);
     flags.define("generate", "false",
                  "only generate: load the latest checkpoint of --checkpoint_dir (the model's "
                  "sizes come from it) on this mesh and layout, and continue --prompt");
@@ -188,6 +192,7 @@ int main(int argc, char** argv) {
     cfg.dropout = static_cast<float>(flags.f64("dropout"));
     cfg.z_loss = static_cast<float>(flags.f64("z_loss"));
     cfg.learning_rate = LearningRate(flags.str("lr"));
+    cfg.clip_norm = static_cast<float>(flags.f64("clip_norm"));
     cfg.seed = static_cast<uint64_t>(flags.i64("seed"));
     const int64_t steps = flags.i64("steps");
     const int64_t eval_every = std::max<int64_t>(1, flags.i64("eval_every"));
@@ -281,7 +286,7 @@ int main(int argc, char** argv) {
     std::printf("byte-frequency baseline: %.4f bits per byte on the held-out text\n", baseline);
 
     models::WindowSampler sampler(corpus.train, cfg.batch, cfg.length, cfg.seed);
-    double interval = 0;
+    double interval = 0, interval_norm = 0;
     int64_t interval_steps = 0;
     int64_t first_step = 1;
     if (checkpoints) {
@@ -301,6 +306,8 @@ int main(int argc, char** argv) {
         sampler.restore(info.metadata.at("sampler"));
         interval = std::stod(info.metadata.at("interval_loss"));
         interval_steps = std::stoll(info.metadata.at("interval_steps"));
+        const auto norm = info.metadata.find("interval_gradient_norm");  // absent before clipping
+        if (norm != info.metadata.end()) interval_norm = std::stod(norm->second);
         first_step = info.step + 1;
         std::printf("resumed from %s at step %lld (saved on mesh \"%s\", layout \"%s\")\n",
                     path->c_str(), static_cast<long long>(info.step), info.mesh_shape.c_str(),
@@ -314,6 +321,8 @@ int main(int argc, char** argv) {
       meta["sampler"] = sampler.state();
       meta["interval_loss"] = loss;
       meta["interval_steps"] = std::to_string(interval_steps);
+      std::snprintf(loss, sizeof(loss), "%.17g", interval_norm);
+      meta["interval_gradient_norm"] = loss;
       checkpoints->save(session, step, meta);
     };
     // Each process reads only the windows its processors hold (the whole
@@ -323,25 +332,54 @@ int main(int argc, char** argv) {
                          session.local_feed_block(lm.targets).begin == block.begin;
     const Shape fed = sharded ? block.shape : lm.inputs.shape();
     HostTensor in(fed, int32), tg(fed, int32);
+    // The gradient norm is fetched when clipping computes it anyway, or for
+    // the summaries.
+    cli::TrainingReport report(flags, mesh, "tokens", steps);
+    const bool fetch_norm = cfg.clip_norm > 0 || report.writes_summaries();
+    std::vector<Tensor> fetches{lm.loss};
+    if (fetch_norm) fetches.push_back(lm.gradient_norm);
+    report.set_flops_per_step(session.flops_per_run(fetches, lm.train_ops));
+    if (report.writes_summaries()) std::printf("%s\n", report.describe().c_str());
+    AdafactorOptions adafactor;  // the model's optimizer: for the rate it applies
+    adafactor.learning_rate = cfg.learning_rate;
+    const LearningRate rate = adafactor.effective_learning_rate();
     const auto start = std::chrono::steady_clock::now();
     for (int64_t step = first_step; step <= steps; ++step) {
       sampler.next_rows(in, tg, sharded ? block.begin[0] : 0);
-      const auto out = session.run({lm.loss}, {{lm.inputs, in}, {lm.targets, tg}}, lm.train_ops);
+      const auto t0 = std::chrono::steady_clock::now();
+      const auto out = session.run(fetches, {{lm.inputs, in}, {lm.targets, tg}}, lm.train_ops);
+      cli::TrainingReport::Step figures;
+      figures.seconds =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      figures.loss = out[0].data<float>()[0];
+      figures.learning_rate = rate.at(step);
+      if (fetch_norm) figures.gradient_norm = out[1].data<float>()[0];
+      figures.items = static_cast<double>(cfg.batch * cfg.length);
+      report.step(step, figures);
       if (step == first_step && mesh.process_transport) {
         std::printf("input: this process read %lld of the batch's %lld bytes per step\n",
                     static_cast<long long>(session.last_fed_bytes()),
                     static_cast<long long>(2 * cfg.batch * cfg.length * 4));
       }
-      interval += out[0].data<float>()[0];
+      interval += figures.loss;
+      if (fetch_norm) interval_norm += figures.gradient_norm;
       ++interval_steps;
       if (step == 1 || step % eval_every == 0 || step == steps) {
         const double held = heldout_loss(session, lm, corpus.heldout, eval_batches);
-        std::printf("step %lld loss %.*g held-out loss %.*g bits/byte %.4f\n",
+        report.evaluation(
+            step, {{"heldout_loss", held}, {"heldout_bits_per_byte", held / std::log(2.0)}});
+        char norm[64] = "";
+        if (fetch_norm) {
+          std::snprintf(norm, sizeof(norm), " gradient norm %.*g", digits,
+                        interval_norm / static_cast<double>(interval_steps));
+        }
+        std::printf("step %lld loss %.*g held-out loss %.*g bits/byte %.4f%s\n",
                     static_cast<long long>(step), digits,
                     interval / static_cast<double>(interval_steps), digits, held,
-                    held / std::log(2.0));
+                    held / std::log(2.0), norm);
         std::fflush(stdout);
         interval = 0;
+        interval_norm = 0;
         interval_steps = 0;
       }
       if (checkpoints && (step % save_every == 0 || step == steps)) save(step);

@@ -10,8 +10,10 @@
 // loads the latest and translates the text.
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -25,6 +27,7 @@
 #include "cli/example_main.h"
 #include "cli/flags.h"
 #include "cli/mesh_flags.h"
+#include "cli/training_report.h"
 #include "models/translation_data.h"
 
 namespace {
@@ -62,6 +65,8 @@ void define_flags(cli::Flags& flags) {
                "Adafactor learning rate, relative to each parameter's scale: a number or a "
                "schedule such as \"0.05*warmup(100)*linear_decay(0, 2000)\" "
                "(docs/training.md; 0: Adafactor's own, min(0.01, 1/sqrt(step)))");
+  flags.define("clip_norm", "0",
+               "clip the gradients to this global norm before each update (0: no clipping)");
   flags.define("steps", "2000", "training steps (about 50 minutes at the defaults on 2 cores)");
   flags.define("minutes", "0", "also stop training after this many minutes (0: no limit)");
   flags.define("eval_every", "500", "evaluate on the development set every this many steps");
@@ -79,6 +84,7 @@ void define_flags(cli::Flags& flags) {
   flags.define("loss_digits", "4", "significant digits of printed losses (17: exact)");
   cli::define_dtype_flags(flags);
   cli::define_checkpoint_flags(flags, /*save_every=*/500);
+  cli::define_report_flags(flags);
   cli::define_mesh_flags(flags);
 }
 
@@ -100,6 +106,7 @@ EncDecConfig config_from_flags(const cli::Flags& flags) {
   c.label_smoothing = static_cast<float>(flags.f64("label_smoothing"));
   c.packed = flags.boolean("packed");
   c.learning_rate = LearningRate(flags.str("lr"));
+  c.clip_norm = static_cast<float>(flags.f64("clip_norm"));
   c.seed = static_cast<uint64_t>(flags.i64("seed"));
   c.variable_dtype = cli::variable_dtype_from_flags(flags);
   return c;
@@ -351,6 +358,39 @@ int evaluate_checkpoint(const cli::Flags& flags, const EncDecConfig& cfg,
   return 0;
 }
 
+// The training loss and gradient norm since the last evaluation.
+struct Interval {
+  double loss = 0, norm = 0;
+  int64_t steps = 0;
+  void add(const cli::TrainingReport::Step& f) {
+    loss += f.loss;
+    if (!std::isnan(f.gradient_norm)) norm += f.gradient_norm;
+    ++steps;
+  }
+  double mean_loss() const { return loss / static_cast<double>(std::max<int64_t>(1, steps)); }
+  double mean_norm() const { return norm / static_cast<double>(std::max<int64_t>(1, steps)); }
+};
+
+struct DevFigures {
+  double loss = 0, bleu = 0;
+  size_t sentences = 0;
+};
+
+// The development set's mean token loss, and the greedy BLEU of its first
+// `sentences` sentences (none: 0).
+DevFigures evaluate_dev(models::TransformerEncDec& model, Session& session,
+                        models::EncDecDecoder& decoder, const Data& data, size_t sentences) {
+  DevFigures d;
+  d.loss = models::mean_token_loss(model, session, data.dev);
+  d.sentences = std::min(sentences, data.dev.size());
+  if (sentences == 0) return d;
+  models::BeamOptions greedy;
+  greedy.beams = 1;
+  d.bleu =
+      bleu_of(decoder, session, *data.vocabulary, data.dev, data.dev_pairs, sentences, greedy).bleu;
+  return d;
+}
+
 // Trains (resuming from --checkpoint_dir's latest), evaluating on the
 // development set as it goes, then reports the test set.
 int train(const cli::Flags& flags, const EncDecConfig& cfg, CheckpointManager* checkpoints,
@@ -393,40 +433,55 @@ int train(const cli::Flags& flags, const EncDecConfig& cfg, CheckpointManager* c
     }
   }
   const int digits = static_cast<int>(std::clamp<int64_t>(flags.i64("loss_digits"), 1, 17));
-  models::BeamOptions greedy;  // development BLEU while training
-  greedy.beams = 1;
+  cli::TrainingReport report(flags, mesh, "tokens", steps);
+  // The gradient norm is fetched when clipping computes it anyway, or for
+  // the summaries.
+  const bool fetch_norm = c.clip_norm > 0 || report.writes_summaries();
+  std::vector<Tensor> fetches{model.loss};
+  if (fetch_norm) fetches.push_back(model.gradient_norm);
+  report.set_flops_per_step(session.flops_per_run(fetches, model.train_ops));
+  if (report.writes_summaries()) std::printf("%s\n", report.describe().c_str());
   const auto start = std::chrono::steady_clock::now();
   auto elapsed = [&] {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   };
-  double interval_loss = 0, tokens = 0, train_seconds = 0;
-  int64_t interval_steps = 0, step = first_step;
-  // The rate Adafactor applies (a constant 0 is its own schedule).
-  const bool own_rate = c.learning_rate.is_constant() && c.learning_rate.constant_value() == 0;
-  const LearningRate rate = own_rate ? LearningRate("rsqrt(10000)") : c.learning_rate;
+  Interval interval;
+  double tokens = 0, train_seconds = 0;
+  int64_t step = first_step;
+  AdafactorOptions adafactor;  // the model's optimizer: for the rate it applies
+  adafactor.learning_rate = c.learning_rate;
+  const LearningRate rate = adafactor.effective_learning_rate();
   for (; step <= steps && (minutes <= 0 || elapsed() < 60 * minutes); ++step) {
     const Feeds feeds = batcher.next(model);
-    tokens += static_cast<double>(batcher.last_target_tokens());
+    cli::TrainingReport::Step figures;
+    figures.items = static_cast<double>(batcher.last_target_tokens());
     const auto t0 = std::chrono::steady_clock::now();
-    interval_loss += session.run({model.loss}, feeds, model.train_ops)[0].to_floats()[0];
-    train_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    ++interval_steps;
+    const std::vector<HostTensor> out = session.run(fetches, feeds, model.train_ops);
+    figures.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    figures.loss = out[0].to_floats()[0];
+    figures.learning_rate = rate.at(step);
+    if (fetch_norm) figures.gradient_norm = out[1].to_floats()[0];
+    report.step(step, figures);
+    tokens += figures.items;
+    train_seconds += figures.seconds;
+    interval.add(figures);
     if (step % eval_every == 0 || step == steps) {
-      const double dev_loss = models::mean_token_loss(model, session, data.dev);
-      const models::BleuScore bleu = eval_sentences == 0
-                                         ? models::BleuScore()
-                                         : bleu_of(*decoder, session, *data.vocabulary, data.dev,
-                                                   data.dev_pairs, eval_sentences, greedy);
+      const DevFigures dev = evaluate_dev(model, session, *decoder, data, eval_sentences);
+      report.evaluation(step, {{"dev_loss", dev.loss}, {"dev_bleu", dev.bleu}});
+      char norm[96] = "";
+      if (fetch_norm) {
+        std::snprintf(norm, sizeof(norm), "; gradient norm %.4g", interval.mean_norm());
+        if (c.clip_norm > 0)
+          std::snprintf(norm + std::strlen(norm), 40, " (clipped to %g)", c.clip_norm);
+      }
       std::printf(
-          "step %lld loss %.*g dev loss %.*g dev BLEU %.2f (%zu sentences); learning rate %.3g; "
-          "training %.0f target tokens/s (%.1f ms/step), %.1f min in all\n",
-          static_cast<long long>(step), digits, interval_loss / interval_steps, digits, dev_loss,
-          bleu.bleu, std::min(eval_sentences, data.dev.size()), rate.at(step),
-          tokens / train_seconds, 1000 * train_seconds / static_cast<double>(step - first_step + 1),
-          elapsed() / 60);
+          "step %lld loss %.*g dev loss %.*g dev BLEU %.2f (%zu sentences); learning rate "
+          "%.3g%s; training %.0f target tokens/s (%.1f ms/step), %.1f min in all\n",
+          static_cast<long long>(step), digits, interval.mean_loss(), digits, dev.loss, dev.bleu,
+          dev.sentences, rate.at(step), norm, tokens / train_seconds,
+          1000 * train_seconds / static_cast<double>(step - first_step + 1), elapsed() / 60);
       std::fflush(stdout);
-      interval_loss = 0;
-      interval_steps = 0;
+      interval = Interval();
     }
     if (checkpoints && (step % save_every == 0 || step == steps)) {
       std::map<std::string, std::string> meta = model_metadata(c, *data.vocabulary);

@@ -20,4 +20,5 @@
 #include "mtf/session.h"
 #include "mtf/shape.h"
 #include "mtf/sim.h"
+#include "mtf/summary.h"
 #include "mtf/variables.h"

@@ -136,6 +136,12 @@ Tensor reduce_max(const Tensor& x);
 Tensor reduce_min(const Tensor& x, const ReduceSpec& spec);
 Tensor reduce_min(const Tensor& x);
 Tensor reduce_logsumexp(const Tensor& x, const ReduceSpec& spec);
+// sqrt(sum of the squares of every element of every tensor), a float32
+// scalar (invalid tensors are skipped): the global norm gradient clipping
+// uses. The tensors may lie in any layouts; it costs one allreduce of a
+// scalar across the mesh axes that split them (none when all are
+// replicated). Not differentiable.
+Tensor global_norm(const std::vector<Tensor>& tensors);
 // softmax of bfloat16 x: exp(x - max) in bfloat16, its sum in float32, the
 // product rounded to bfloat16 (Mesh TensorFlow's order; what the backward
 // pass keeps is bfloat16). log_softmax and logsumexp of bfloat16 compute in

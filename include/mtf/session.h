@@ -208,6 +208,10 @@ class Session {
   // mesh axis, and the same per op.
   std::string counters_text(const std::vector<Tensor>& fetches,
                             const std::vector<Operation*>& targets = {});
+  // Floating-point operations of one run of that program, all processors
+  // together (the numerator of FLOP utilisation).
+  double flops_per_run(const std::vector<Tensor>& fetches,
+                       const std::vector<Operation*>& targets = {});
   // Before running: how this mesh and layout split the program of these
   // fetches and targets. Every variable, input (placeholder) and fetch with
   // a picture of its blocks over the mesh (sharding_picture, at most

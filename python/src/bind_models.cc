@@ -32,12 +32,14 @@ void config_fields(Class& c) {
       .def_readwrite("z_loss", &TransformerConfig::z_loss)
       .def_readwrite("recompute", &TransformerConfig::recompute)
       .def_readwrite("moe_experts", &TransformerConfig::moe_experts)
+      .def_readwrite("clip_norm", &TransformerConfig::clip_norm)
       .def_readwrite("seed", &TransformerConfig::seed);
   learning_rate_property(c, "learning_rate", &TransformerConfig::learning_rate);
 }
 const std::vector<const char*> kConfigFields = {
-    "layers", "d_model", "d_ff",   "heads",         "d_kv",      "vocab",       "length",
-    "batch",  "dropout", "z_loss", "learning_rate", "recompute", "moe_experts", "seed"};
+    "layers",        "d_model",   "d_ff",      "heads",       "d_kv",
+    "vocab",         "length",    "batch",     "dropout",     "z_loss",
+    "learning_rate", "clip_norm", "recompute", "moe_experts", "seed"};
 
 void bind_lm(py::module_& models) {
   py::class_<TransformerConfig> config(
@@ -79,6 +81,7 @@ void bind_lm(py::module_& models) {
       .def_readonly("inputs", &TransformerLm::inputs)
       .def_readonly("targets", &TransformerLm::targets)
       .def_readonly("loss", &TransformerLm::loss)
+      .def_readonly("gradient_norm", &TransformerLm::gradient_norm)
       .def_readonly("eval_loss", &TransformerLm::eval_loss)
       .def_readonly("eval_logits", &TransformerLm::eval_logits)
       .def_readonly("moe_loss", &TransformerLm::moe_loss)

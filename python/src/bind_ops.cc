@@ -163,6 +163,8 @@ void bind_ops(py::module_& m) {
   reduction("reduce_max", static_cast<Tensor (*)(const Tensor&, const ReduceSpec&)>(&reduce_max));
   reduction("reduce_min", static_cast<Tensor (*)(const Tensor&, const ReduceSpec&)>(&reduce_min));
   reduction("reduce_logsumexp", &reduce_logsumexp);
+  m.def("global_norm", &global_norm, py::arg("tensors"),
+        "sqrt of the sum of squares of every element of every tensor (one allreduce).");
   m.def("softmax", &softmax, py::arg("x"), py::arg("reduced_dim"));
   m.def("log_softmax", &log_softmax, py::arg("x"), py::arg("reduced_dim"));
   m.def("top_k", &top_k, py::arg("x"), py::arg("reduced_dim"), py::arg("k_dim"),

@@ -25,7 +25,21 @@ void bind_optimizers(py::module_& m) {
           "Update ops (run them as targets) for each (gradient, variable) pair.")
       .def(
           "minimize", [](Optimizer& o, const Tensor& loss) { return wrap(o.minimize(loss)); },
-          py::arg("loss"), "gradients of loss with respect to every trainable variable, applied.");
+          py::arg("loss"), "gradients of loss with respect to every trainable variable, applied.")
+      .def_property("clip_norm", &Optimizer::clip_norm, &Optimizer::set_clip_norm,
+                    "Clip the gradients to this global norm before each update (0: do not).")
+      .def("gradient_norm", &Optimizer::gradient_norm,
+           "The global norm of the gradients of the last apply_grads/minimize, before "
+           "clipping (a scalar Tensor to fetch).");
+  opt.def(
+      "clip_by_global_norm",
+      [](const std::vector<Tensor>& grads, float clip_norm) {
+        Tensor norm;
+        std::vector<Tensor> clipped = clip_by_global_norm(grads, clip_norm, &norm);
+        return std::make_pair(clipped, norm);
+      },
+      py::arg("grads"), py::arg("clip_norm"),
+      "(clipped grads, global norm before clipping), as Mesh TensorFlow's.");
   py::class_<LearningRate>(opt, "LearningRate",
                            "A learning rate: a float, or a schedule evaluated in the graph at the "
                            "optimizer's step, e.g. \"warmup(1000)*rsqrt(1000)\" (every optimizer "
@@ -54,14 +68,38 @@ void bind_optimizers(py::module_& m) {
            }),
            py::arg("learning_rate"), py::arg("beta_1") = 0.9f, py::arg("beta_2") = 0.999f,
            py::arg("epsilon") = 1e-8f, py::arg("name") = "adam");
+  py::class_<AdamWeightDecayOptimizer, AdamOptimizer>(opt, "AdamWeightDecayOptimizer")
+      .def(py::init([](const py::object& lr, float weight_decay_rate, float beta1, float beta2,
+                       float epsilon, std::vector<std::string> exclude, std::string name) {
+             return AdamWeightDecayOptimizer(learning_rate_arg(lr), weight_decay_rate, beta1, beta2,
+                                             epsilon, std::move(exclude), std::move(name));
+           }),
+           py::arg("learning_rate"), py::arg("weight_decay_rate") = 0.0f, py::arg("beta_1") = 0.9f,
+           py::arg("beta_2") = 0.999f, py::arg("epsilon") = 1e-6f,
+           py::arg("exclude_from_weight_decay") = std::vector<std::string>(),
+           py::arg("name") = "adamw",
+           "Mesh TensorFlow's AdamW: Adam without bias correction plus decoupled weight decay "
+           "(var -= lr * weight_decay_rate * var) on variables no exclude pattern matches.");
+  opt.def(
+      "adafactor_learning_rate",
+      [](const py::object& learning_rate, bool multiply_by_parameter_scale) {
+        AdafactorOptions o;
+        o.learning_rate = learning_rate_arg(learning_rate);
+        o.multiply_by_parameter_scale = multiply_by_parameter_scale;
+        return o.effective_learning_rate();
+      },
+      py::arg("learning_rate"), py::arg("multiply_by_parameter_scale") = true,
+      "The rate Adafactor applies for this learning_rate (0: its own schedule).");
   py::class_<AdafactorOptimizer, Optimizer>(opt, "AdafactorOptimizer")
       .def(py::init([](bool multiply_by_parameter_scale, const py::object& learning_rate,
-                       float decay_exponent, float beta1, float clipping_threshold, bool factored,
-                       float epsilon1, float epsilon2, int64_t min_dim_size_to_factor,
+                       const py::object& decay_rate, float decay_exponent, float beta1,
+                       float clipping_threshold, bool factored, float epsilon1, float epsilon2,
+                       int64_t min_dim_size_to_factor, std::vector<std::string> exclude,
                        std::string name) {
              AdafactorOptions o;
              o.multiply_by_parameter_scale = multiply_by_parameter_scale;
              o.learning_rate = learning_rate_arg(learning_rate);
+             if (!decay_rate.is_none()) o.decay_rate = py::str(decay_rate);
              o.decay_exponent = decay_exponent;
              o.beta1 = beta1;
              o.clipping_threshold = clipping_threshold;
@@ -69,14 +107,20 @@ void bind_optimizers(py::module_& m) {
              o.epsilon1 = epsilon1;
              o.epsilon2 = epsilon2;
              o.min_dim_size_to_factor = min_dim_size_to_factor;
+             o.exclude_from_parameter_scale = std::move(exclude);
              o.name = std::move(name);
              return AdafactorOptimizer(o);
            }),
            py::kw_only(), py::arg("multiply_by_parameter_scale") = true,
-           py::arg("learning_rate") = 0.0f, py::arg("decay_exponent") = 0.8f,
-           py::arg("beta1") = 0.0f, py::arg("clipping_threshold") = 1.0f,
-           py::arg("factored") = true, py::arg("epsilon1") = 1e-30f, py::arg("epsilon2") = 1e-3f,
-           py::arg("min_dim_size_to_factor") = 32, py::arg("name") = "adafactor");
+           py::arg("learning_rate") = 0.0f, py::arg("decay_rate") = py::none(),
+           py::arg("decay_exponent") = 0.8f, py::arg("beta1") = 0.0f,
+           py::arg("clipping_threshold") = 1.0f, py::arg("factored") = true,
+           py::arg("epsilon1") = 1e-30f, py::arg("epsilon2") = 1e-3f,
+           py::arg("min_dim_size_to_factor") = 32,
+           py::arg("exclude_from_parameter_scale") = std::vector<std::string>(),
+           py::arg("name") = "adafactor",
+           "decay_rate: None (1 - step^-decay_exponent), \"pow(E)\", \"adam(B)\" or a "
+           "constant such as 0.999.");
 }
 
 }  // namespace

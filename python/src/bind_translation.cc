@@ -40,6 +40,7 @@ const std::vector<const char*> kEncDecFields = {"encoder_layers",
                                                 "relative_max_distance",
                                                 "packed",
                                                 "learning_rate",
+                                                "clip_norm",
                                                 "seed"};
 
 // {placeholder: array} for Session.run.
@@ -60,6 +61,7 @@ void bind_config_and_model(py::module_& m) {
   }));
   learning_rate_property(config, "learning_rate", &EncDecConfig::learning_rate);
   config.def_readwrite("encoder_layers", &EncDecConfig::encoder_layers)
+      .def_readwrite("clip_norm", &EncDecConfig::clip_norm)
       .def_readwrite("decoder_layers", &EncDecConfig::decoder_layers)
       .def_readwrite("d_model", &EncDecConfig::d_model)
       .def_readwrite("d_ff", &EncDecConfig::d_ff)
@@ -109,6 +111,7 @@ void bind_config_and_model(py::module_& m) {
       .def_readonly("targets_segmentation", &TransformerEncDec::targets_segmentation)
       .def_readonly("targets_position", &TransformerEncDec::targets_position)
       .def_readonly("loss", &TransformerEncDec::loss)
+      .def_readonly("gradient_norm", &TransformerEncDec::gradient_norm)
       .def_readonly("eval_loss_sum", &TransformerEncDec::eval_loss_sum)
       .def_readonly("eval_tokens", &TransformerEncDec::eval_tokens)
       .def_readonly("eval_logits", &TransformerEncDec::eval_logits)

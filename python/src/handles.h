@@ -82,6 +82,7 @@ void bind_layers(py::module_& m);
 void bind_session(py::module_& m);
 void bind_simulation(py::module_& m);
 void bind_checkpoint(py::module_& m);
+void bind_summary(py::module_& m);
 void bind_data(py::module_& m);
 void bind_models(py::module_& m);
 void bind_incremental_decoder(py::module_& models);  // before the decoders

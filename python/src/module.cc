@@ -13,6 +13,7 @@ PYBIND11_MODULE(_mtf, m) {
   mp::bind_session(m);
   mp::bind_simulation(m);
   mp::bind_checkpoint(m);
+  mp::bind_summary(m);
   mp::bind_data(m);
   mp::bind_models(m);
   mp::bind_translation(m);

@@ -5,13 +5,13 @@
 #include <map>
 #include <set>
 
-#include "checkpoint/crc32c.h"
 #include "checkpoint/files.h"
 #include "checkpoint/format.h"
 #include "checkpoint/h5.h"
 #include "checkpoint/integrity.h"
 #include "checkpoint/parts.h"
 #include "core/check.h"
+#include "core/crc32c.h"
 #include "kernels/kernels.h"
 #include "mtf/checkpoint.h"
 #include "mtf/errors.h"
@@ -19,7 +19,6 @@
 namespace mtf {
 namespace {
 
-using checkpoint::crc32c;
 using checkpoint::dataset_name;
 using checkpoint::file_type;
 using checkpoint::kFormat;

@@ -12,7 +12,6 @@
 #include <random>
 
 #include "checkpoint/agreement.h"
-#include "checkpoint/crc32c.h"
 #include "checkpoint/files.h"
 #include "checkpoint/format.h"
 #include "checkpoint/h5.h"
@@ -20,6 +19,7 @@
 #include "checkpoint/parts.h"
 #include "collectives/tags.h"
 #include "core/check.h"
+#include "core/crc32c.h"
 #include "mtf/checkpoint.h"
 #include "mtf/collectives.h"
 #include "mtf/errors.h"
@@ -28,7 +28,6 @@ namespace mtf {
 namespace {
 
 using checkpoint::agree;
-using checkpoint::crc32c;
 using checkpoint::dataset_name;
 using checkpoint::file_type;
 using checkpoint::kFormat;

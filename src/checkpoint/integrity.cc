@@ -8,8 +8,8 @@
 #include <cerrno>
 #include <cstring>
 
-#include "checkpoint/crc32c.h"
 #include "core/bytes.h"
+#include "core/crc32c.h"
 #include "mtf/errors.h"
 
 namespace mtf::checkpoint {

@@ -126,6 +126,7 @@ std::vector<HostTensor> compute(const Step& s, int64_t pnum, const std::vector<H
   KernelContext ctx(*s.op, inputs, &outputs, &shapes, &offsets, &state, &input_offsets);
   ctx.set_plan(s.kernel_plan.get());
   ctx.set_widened(widened);
+  ctx.set_placement(pnum, &s.input_layouts, &s.collective.mesh_axes);
   s.op->compute(ctx);
   if (widened) narrow_results(*s.op, outputs, state, first_assignment);
   for (size_t i = 0; i < outputs.size(); ++i) {

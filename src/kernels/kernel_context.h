@@ -3,6 +3,7 @@
 // tensors, and the state of the current run (variables, feeds, run counter).
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <map>
 #include <utility>
@@ -11,6 +12,7 @@
 #include "kernels/kernel_plan.h"
 #include "mtf/graph.h"
 #include "mtf/host_tensor.h"
+#include "mtf/layout.h"
 
 namespace mtf {
 
@@ -73,6 +75,27 @@ class KernelContext {
   // (then the kernel decides from the shapes it is given).
   const kernels::KernelPlan* plan() const { return plan_; }
   void set_plan(const kernels::KernelPlan* plan) { plan_ = plan; }
+  // True when this processor is the first, among the processors whose
+  // outputs the lowering then allreduces together, to hold its slice of
+  // input i (the others hold copies): an op that sums over its inputs'
+  // elements counts each once by reading only the first copies.
+  bool holds_first_copy(int i) const {
+    if (!reduce_axes_ || reduce_axes_->empty()) return true;
+    const TensorLayout& l = (*input_layouts_)[i];
+    const std::vector<int64_t> at = l.mesh().coordinates(pnum_);
+    for (int axis : *reduce_axes_) {
+      const auto& t2m = l.tensor_to_mesh();
+      const bool splits = std::find(t2m.begin(), t2m.end(), axis) != t2m.end();
+      if (!splits && at[axis] != 0) return false;
+    }
+    return true;
+  }
+  void set_placement(int64_t pnum, const std::vector<TensorLayout>* input_layouts,
+                     const std::vector<int>* reduce_axes) {
+    pnum_ = pnum;
+    input_layouts_ = input_layouts;
+    reduce_axes_ = reduce_axes;
+  }
 
  private:
   const Operation& op_;
@@ -84,6 +107,9 @@ class KernelContext {
   const std::vector<std::vector<int64_t>>* input_offsets_;
   const kernels::KernelPlan* plan_ = nullptr;
   bool widened_ = false;
+  int64_t pnum_ = 0;
+  const std::vector<TensorLayout>* input_layouts_ = nullptr;
+  const std::vector<int>* reduce_axes_ = nullptr;
 };
 
 }  // namespace mtf

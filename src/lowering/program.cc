@@ -286,6 +286,7 @@ class Lowerer {
     c.kind = Step::Kind::kCompute;
     c.op = &op;
     const std::set<int> reduce_axes = add_inputs(c, op, slot_of, whole, reduced);
+    c.collective.mesh_axes.assign(reduce_axes.begin(), reduce_axes.end());
     std::vector<TensorLayout> compute_layouts;
     for (const TensorLayout& f : final_layouts) {
       std::vector<int> t2m = f.tensor_to_mesh();

@@ -43,9 +43,11 @@ struct StepWindow {
 
 // A collective's or split's own fields (Step::collective).
 struct StepCollective {
-  std::vector<int> mesh_axes;  // allreduce: its axes; allgather / split / halo: one axis
-  int tensor_axis = -1;        // allgather / split / halo: the tensor axis; alltoall: the one split
-  int gather_axis = -1;        // alltoall: the tensor axis made whole (split before)
+  // allreduce: its axes; allgather / split / halo: one axis; compute: the
+  // axes its outputs are allreduced over next (KernelContext::holds_first_copy)
+  std::vector<int> mesh_axes;
+  int tensor_axis = -1;  // allgather / split / halo: the tensor axis; alltoall: the one split
+  int gather_axis = -1;  // alltoall: the tensor axis made whole (split before)
   ReduceOp reduce_op = ReduceOp::kSum;  // allreduce
   int64_t bytes = 0;                    // bytes each processor sends (halo: the most any one sends)
 };

@@ -235,5 +235,10 @@ std::string Session::counters_text(const std::vector<Tensor>& fetches,
                                    const std::vector<Operation*>& targets) {
   return impl_->program(fetches, targets).counters().to_string();
 }
+double Session::flops_per_run(const std::vector<Tensor>& fetches,
+                              const std::vector<Operation*>& targets) {
+  const Program& p = impl_->program(fetches, targets);
+  return p.total_flops() * static_cast<double>(p.mesh.size());
+}
 
 }  // namespace mtf

@@ -1,17 +1,85 @@
 // Adafactor (include/mtf/optimizers.h), after Mesh TensorFlow's optimize.py.
 #include <algorithm>
+#include <string>
 
 #include "mtf/errors.h"
 #include "mtf/ops.h"
 #include "mtf/optimizers.h"
 #include "mtf/variables.h"
 #include "ops/op_util.h"
+#include "train/name_patterns.h"
 #include "train/step_rate.h"
 
 namespace mtf {
 namespace {
 Tensor reduce_rms(const Tensor& x) { return sqrt(reduce_mean(square(x))); }
+
+// How fast the second moments forget (AdafactorOptions::decay_rate): its
+// text read once, then the decay at a step as a graph value.
+struct DecayRate {
+  enum class Kind { kPow, kAdam, kConstant } kind = Kind::kPow;
+  float value = 0.8f;
+
+  static DecayRate parse(const std::string& text, float decay_exponent) {
+    DecayRate d;
+    if (text.empty()) {
+      d.value = decay_exponent;
+    } else if (!parse_call(text, "pow(", &d.value) && !parse_call(text, "adam(", &d.value) &&
+               !parse_number(text, &d.value)) {
+      fail(text, "is not \"pow(E)\", \"adam(B)\" or a number");
+    } else {
+      d.kind = text.rfind("pow(", 0) == 0
+                   ? Kind::kPow
+                   : (text.rfind("adam(", 0) == 0 ? Kind::kAdam : Kind::kConstant);
+    }
+    if (d.kind == Kind::kPow && !(d.value > 0 && d.value <= 1))
+      fail(text, detail::str_cat("needs an exponent in (0, 1], not ", d.value));
+    if (d.kind != Kind::kPow && !(d.value >= 0 && d.value < 1))
+      fail(text, detail::str_cat("needs a rate in [0, 1), not ", d.value));
+    return d;
+  }
+
+  Tensor at(const Tensor& step) const {
+    const Mesh& mesh = step.mesh();
+    switch (kind) {
+      case Kind::kPow:  // 1 - step^-E: 0 on the first step
+        return 1.0f - pow(step, constant(mesh, -value));
+      case Kind::kAdam: {  // B (1 - B^(step-1)) / (1 - B^step)
+        const Tensor b = constant(mesh, value);
+        return value * (1.0f - pow(b, step - 1.0f)) / (1.0f - pow(b, step));
+      }
+      case Kind::kConstant:
+        break;
+    }
+    return constant(mesh, value);
+  }
+
+ private:
+  [[noreturn]] static void fail(const std::string& text, const std::string& why) {
+    throw ValueError("AdafactorOptimizer: decay_rate \"" + text + "\" " + why +
+                     " (\"pow(0.8)\" is Mesh TensorFlow's default, \"adam(0.999)\" Adam's "
+                     "bias-corrected beta2, \"0.99\" a constant)");
+  }
+  static bool parse_number(const std::string& s, float* out) {
+    size_t used = 0;
+    try {
+      *out = std::stof(s, &used);
+    } catch (const std::exception&) {
+      return false;
+    }
+    return used == s.size();
+  }
+  static bool parse_call(const std::string& s, const std::string& head, float* out) {
+    if (s.rfind(head, 0) != 0 || s.back() != ')') return false;
+    return parse_number(s.substr(head.size(), s.size() - head.size() - 1), out);
+  }
+};
 }  // namespace
+
+LearningRate AdafactorOptions::effective_learning_rate() const {
+  if (!learning_rate.is_constant() || learning_rate.constant_value() != 0) return learning_rate;
+  return LearningRate(multiply_by_parameter_scale ? "rsqrt(10000)" : "0.05*rsqrt(10000)");
+}
 
 std::vector<Dimension> AdafactorOptimizer::factored_dims(const Shape& shape) const {
   if (!o_.factored || shape.ndims() < 2) return {};
@@ -22,8 +90,8 @@ std::vector<Dimension> AdafactorOptimizer::factored_dims(const Shape& shape) con
   return {dims[0], dims[1]};
 }
 
-std::vector<Operation*> AdafactorOptimizer::apply_grads(const std::vector<Tensor>& grads,
-                                                        const std::vector<Tensor>& vars) {
+std::vector<Operation*> AdafactorOptimizer::update(const std::vector<Tensor>& grads,
+                                                   const std::vector<Tensor>& vars) {
   if (grads.size() != vars.size()) {
     throw ValueError(detail::str_cat("AdafactorOptimizer: ", grads.size(), " gradients for ",
                                      vars.size(), " variables"));
@@ -34,21 +102,19 @@ std::vector<Operation*> AdafactorOptimizer::apply_grads(const std::vector<Tensor
         "AdafactorOptimizer: need 0 <= beta1 < 1 (got ", o_.beta1, "), 0 < decay_exponent <= 1 (",
         o_.decay_exponent, ") and clipping_threshold >= 0 (", o_.clipping_threshold, ")"));
   }
+  const DecayRate decay_rate = DecayRate::parse(o_.decay_rate, o_.decay_exponent);
+  const train::NamePatterns unscaled(o_.exclude_from_parameter_scale,
+                                     "AdafactorOptimizer: exclude_from_parameter_scale");
   if (vars.empty()) return {};
   const Mesh& mesh = vars[0].mesh();
-  // A constant 0 asks for Adafactor's own schedule, min(0.01, 1/sqrt(step)).
-  const bool default_rate =
-      o_.learning_rate.is_constant() && o_.learning_rate.constant_value() == 0;
-  const train::StepRate sr = train::step_rate(
-      mesh, o_.name, default_rate ? LearningRate("rsqrt(10000)") : o_.learning_rate);
+  const train::StepRate sr = train::step_rate(mesh, o_.name, o_.effective_learning_rate());
   const Tensor& step_plus_one = sr.step;
   std::vector<Operation*> updates{sr.count};
-  // decay = 1 - (step + 1)^-exponent: 0 on the first step, so the first
-  // moment estimate is that step's squared gradient.
-  const Tensor decay = 1.0f - pow(step_plus_one, constant(mesh, -o_.decay_exponent));
+  // By default decay = 1 - step^-exponent (step counted from 1): 0 on the
+  // first step, so the first estimate is that step's squared gradient.
+  const Tensor decay = decay_rate.at(step_plus_one);
   const Tensor mixing = 1.0f - decay;
-  Tensor lr = sr.rate;
-  if (default_rate && !o_.multiply_by_parameter_scale) lr = lr * 0.05f;
+  const Tensor& lr = sr.rate;
   for (size_t i = 0; i < vars.size(); ++i) {
     if (!grads[i].valid()) continue;
     const Tensor& stored = vars[i];
@@ -91,7 +157,7 @@ std::vector<Operation*> AdafactorOptimizer::apply_grads(const std::vector<Tensor
       x = x / maximum(constant(mesh, 1.0f), reduce_rms(x) / o_.clipping_threshold);
     }
     Tensor scale = lr;
-    if (o_.multiply_by_parameter_scale) {
+    if (o_.multiply_by_parameter_scale && !unscaled.matches(vname)) {
       scale = maximum(reduce_rms(var), constant(mesh, o_.epsilon2)) * lr;
     }
     Tensor subtrahend = x * scale;

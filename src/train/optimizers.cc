@@ -1,11 +1,14 @@
 #include "mtf/optimizers.h"
 
+#include <cmath>
+
 #include "core/check.h"
 #include "mtf/errors.h"
 #include "mtf/gradients.h"
 #include "mtf/ops.h"
 #include "mtf/variables.h"
 #include "ops/state_ops.h"
+#include "train/name_patterns.h"
 #include "train/step_rate.h"
 
 namespace mtf {
@@ -14,6 +17,60 @@ std::vector<Operation*> Optimizer::minimize(const Tensor& loss) {
   const auto& vars = loss.graph().trainable_variables();
   if (vars.empty()) throw ValueError("minimize: the graph has no trainable variables");
   return apply_grads(gradients({loss}, vars), vars);
+}
+
+std::vector<Operation*> Optimizer::apply_grads(const std::vector<Tensor>& grads,
+                                               const std::vector<Tensor>& variables) {
+  last_grads_ = grads;
+  gradient_norm_ = Tensor();
+  bool any = false;
+  for (const Tensor& g : grads) any = any || g.valid();
+  if (clip_norm_ > 0 && any) {
+    return update(clip_by_global_norm(grads, clip_norm_, &gradient_norm_), variables);
+  }
+  return update(grads, variables);
+}
+
+void Optimizer::set_clip_norm(float clip_norm) {
+  if (!(clip_norm >= 0) || !std::isfinite(clip_norm)) {
+    throw ValueError(detail::str_cat("clip norm ", clip_norm,
+                                     ": give a finite norm > 0 to clip to, or 0 not to clip"));
+  }
+  clip_norm_ = clip_norm;
+}
+
+Tensor Optimizer::gradient_norm() {
+  if (!gradient_norm_.valid()) {
+    bool any = false;
+    for (const Tensor& g : last_grads_) any = any || g.valid();
+    if (!any) {
+      throw ValueError(
+          "gradient_norm: no gradients yet; call it after minimize() or apply_grads()");
+    }
+    gradient_norm_ = global_norm(last_grads_);
+  }
+  return gradient_norm_;
+}
+
+std::vector<Tensor> clip_by_global_norm(const std::vector<Tensor>& grads, float clip_norm,
+                                        Tensor* norm) {
+  if (!(clip_norm > 0) || !std::isfinite(clip_norm)) {
+    throw ValueError(detail::str_cat("clip_by_global_norm: clip_norm is ", clip_norm,
+                                     "; it must be a finite number > 0"));
+  }
+  const Tensor n = global_norm(grads);
+  if (norm) *norm = n;
+  const Tensor multiplier = clip_norm / maximum(n, constant(n.mesh(), clip_norm));
+  std::vector<Tensor> out;
+  out.reserve(grads.size());
+  for (const Tensor& g : grads) {
+    if (!g.valid()) {
+      out.emplace_back();
+      continue;
+    }
+    out.push_back(g * (g.dtype() == float32 ? multiplier : cast(multiplier, g.dtype())));
+  }
+  return out;
 }
 
 namespace {
@@ -49,8 +106,8 @@ Operation* subtract_scaled(const Tensor& var, const Tensor& delta, const Learnin
 }
 }  // namespace
 
-std::vector<Operation*> SgdOptimizer::apply_grads(const std::vector<Tensor>& grads,
-                                                  const std::vector<Tensor>& vars) {
+std::vector<Operation*> SgdOptimizer::update(const std::vector<Tensor>& grads,
+                                             const std::vector<Tensor>& vars) {
   check_pairs("SgdOptimizer", grads, vars);
   std::vector<Operation*> updates;
   Tensor rate;
@@ -66,8 +123,8 @@ std::vector<Operation*> SgdOptimizer::apply_grads(const std::vector<Tensor>& gra
   return updates;
 }
 
-std::vector<Operation*> MomentumOptimizer::apply_grads(const std::vector<Tensor>& grads,
-                                                       const std::vector<Tensor>& vars) {
+std::vector<Operation*> MomentumOptimizer::update(const std::vector<Tensor>& grads,
+                                                  const std::vector<Tensor>& vars) {
   check_pairs("MomentumOptimizer", grads, vars);
   std::vector<Operation*> updates;
   Tensor rate;
@@ -88,33 +145,69 @@ std::vector<Operation*> MomentumOptimizer::apply_grads(const std::vector<Tensor>
   return updates;
 }
 
-std::vector<Operation*> AdamOptimizer::apply_grads(const std::vector<Tensor>& grads,
-                                                   const std::vector<Tensor>& vars) {
+AdamOptimizer::AdamOptimizer(LearningRate learning_rate, float beta1, float beta2, float epsilon,
+                             std::string name) {
+  o_.learning_rate = std::move(learning_rate);
+  o_.beta1 = beta1;
+  o_.beta2 = beta2;
+  o_.epsilon = epsilon;
+  o_.name = std::move(name);
+}
+
+AdamWeightDecayOptimizer::AdamWeightDecayOptimizer(LearningRate learning_rate,
+                                                   float weight_decay_rate, float beta1,
+                                                   float beta2, float epsilon,
+                                                   std::vector<std::string> exclude,
+                                                   std::string name)
+    : AdamOptimizer(AdamOptions{std::move(learning_rate), beta1, beta2, epsilon,
+                                /*bias_correction=*/false, weight_decay_rate, std::move(exclude),
+                                std::move(name)}) {}
+
+std::vector<Operation*> AdamOptimizer::update(const std::vector<Tensor>& grads,
+                                              const std::vector<Tensor>& vars) {
   check_pairs("AdamOptimizer", grads, vars);
+  if (!(o_.beta1 >= 0 && o_.beta1 < 1 && o_.beta2 >= 0 && o_.beta2 < 1 && o_.epsilon >= 0 &&
+        o_.weight_decay_rate >= 0 && std::isfinite(o_.weight_decay_rate))) {
+    throw ValueError(detail::str_cat(o_.name, ": need 0 <= beta1, beta2 < 1 (got ", o_.beta1, ", ",
+                                     o_.beta2, "), epsilon >= 0 (", o_.epsilon,
+                                     ") and a finite weight_decay_rate >= 0 (",
+                                     o_.weight_decay_rate, ")"));
+  }
+  const train::NamePatterns undecayed(o_.exclude_from_weight_decay,
+                                      o_.name + ": exclude_from_weight_decay");
   if (vars.empty()) return {};
   const Mesh& mesh = vars[0].mesh();
-  const train::StepRate sr = train::step_rate(mesh, name_, lr_);
+  const train::StepRate sr = train::step_rate(mesh, o_.name, o_.learning_rate);
   const Tensor& t = sr.step;
-  // lr * sqrt(1 - beta2^t) / (1 - beta1^t)
-  Tensor b1t = pow(constant(mesh, b1_), t);
-  Tensor b2t = pow(constant(mesh, b2_), t);
-  Tensor lr_t = sqrt(1.0f - b2t) / (1.0f - b1t) * sr.rate;
+  Tensor lr_t = sr.rate;
+  if (o_.bias_correction) {  // lr * sqrt(1 - beta2^t) / (1 - beta1^t)
+    const Tensor b1t = pow(constant(mesh, o_.beta1), t);
+    const Tensor b2t = pow(constant(mesh, o_.beta2), t);
+    lr_t = sqrt(1.0f - b2t) / (1.0f - b1t) * sr.rate;
+  }
+  const Tensor decay = sr.rate * o_.weight_decay_rate;
   std::vector<Operation*> updates{sr.count};
   for (size_t i = 0; i < vars.size(); ++i) {
     if (!grads[i].valid()) continue;
     const Tensor& var = vars[i];
     const Tensor& g = grads[i];
-    Tensor m = get_variable(mesh, var.op().name() + "/adam_m", var.shape(), Initializer::zeros(),
-                            var.dtype(), false);
-    Tensor v = get_variable(mesh, var.op().name() + "/adam_v", var.shape(), Initializer::zeros(),
-                            var.dtype(), false);
-    Tensor m_new = m * b1_ + g * (1.0f - b1_);
-    Tensor v_new = v * b2_ + square(g) * (1.0f - b2_);
+    const std::string& name = var.op().name();
+    Tensor m =
+        get_variable(mesh, name + "/adam_m", var.shape(), Initializer::zeros(), var.dtype(), false);
+    Tensor v =
+        get_variable(mesh, name + "/adam_v", var.shape(), Initializer::zeros(), var.dtype(), false);
+    Tensor m_new = m * o_.beta1 + g * (1.0f - o_.beta1);
+    Tensor v_new = v * o_.beta2 + square(g) * (1.0f - o_.beta2);
     updates.push_back(assign(m, m_new));
     updates.push_back(assign(v, v_new));
-    // bfloat16 slots and slices: the step's float32 rate in their dtype.
-    const Tensor rate = var.dtype() == lr_t.dtype() ? lr_t : cast(lr_t, var.dtype());
-    updates.push_back(assign_sub(var, rate * m_new / (sqrt(v_new) + eps_)));
+    // bfloat16 slots and slices: the step's float32 rates in their dtype.
+    auto in_dtype = [&](const Tensor& r) {
+      return var.dtype() == r.dtype() ? r : cast(r, var.dtype());
+    };
+    Tensor subtrahend = in_dtype(lr_t) * m_new / (sqrt(v_new) + o_.epsilon);
+    if (o_.weight_decay_rate > 0 && !undecayed.matches(name))
+      subtrahend = subtrahend + in_dtype(decay) * var;
+    updates.push_back(assign_sub(var, subtrahend));
   }
   return updates;
 }

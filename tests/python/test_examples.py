@@ -1,6 +1,7 @@
 """The Python examples, against the C++ ones; multi-process jobs from Python;
 Ctrl-C; and the check that the suite called every binding."""
 
+import json
 import os
 import re
 import shutil
@@ -190,10 +191,14 @@ def test_translate_example_trains_and_translates(tmp_path):
                "--eval_every", "2", "--layers", "1", "--d_model", "32", "--d_ff", "64",
                "--heads", "2", "--d_kv", "16", "--batch", "8", "--length", "48",
                "--vocab_size", "1000", "--vocab_dir", str(tmp_path), "--test_sentences", "8",
-               "--decode_sentences", "4", "--beams", "2", "--packed",
+               "--decode_sentences", "4", "--beams", "2", "--packed", "--clip_norm", "0.5",
+               "--metrics_jsonl", str(tmp_path / "m.jsonl"),
                "--mesh_shape", "rows:2", "--layout", "batch:rows"])
+    metrics = [json.loads(line) for line in open(tmp_path / "m.jsonl")]
+    assert [m["step"] for m in metrics] == [1, 2, 2, 3, 4, 4], metrics
+    assert metrics[0]["gradient_norm"] > 0 and metrics[2]["dev_loss"] > 0
     assert re.search(r"^data: 310\d\d pairs", out, re.M), out
-    assert re.search(r"^step 4 loss [\d.]+ dev loss [\d.]+", out, re.M), out
+    assert re.search(r"^step 4 loss [\d.]+ dev loss [\d.]+ gradient norm [\d.]+", out, re.M), out
     assert re.search(r"^test, greedy: BLEU = [\d.]+", out, re.M), out
     assert re.search(r"^test, 2 beams: BLEU = [\d.]+", out, re.M), out
     assert re.search(r"^In the beginning God created the heavens and the earth\. -> \S", out,

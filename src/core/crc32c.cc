@@ -1,4 +1,4 @@
-#include "checkpoint/crc32c.h"
+#include "core/crc32c.h"
 
 #include <array>
 #include <cstring>
@@ -7,7 +7,7 @@
 #include <nmmintrin.h>
 #endif
 
-namespace mtf::checkpoint {
+namespace mtf {
 namespace {
 
 constexpr uint32_t kPoly = 0x82F63B78u;  // reflected Castagnoli polynomial
@@ -140,4 +140,4 @@ uint32_t crc32c(const void* data, size_t size, uint32_t crc) {
   return crc32c_portable(data, size, crc);
 }
 
-}  // namespace mtf::checkpoint
+}  // namespace mtf
