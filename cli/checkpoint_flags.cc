@@ -6,12 +6,30 @@
 
 namespace mtf::cli {
 
-void define_checkpoint_flags(Flags& flags, int64_t save_every) {
+void define_checkpoint_flags(Flags& flags, int64_t save_every, const char* best_metric) {
   flags.define("checkpoint_dir", "",
                "save checkpoints here and resume from the latest one found (any mesh/layout)");
   flags.define("save_every", std::to_string(save_every),
                "with --checkpoint_dir: save every this many steps (and at the last)");
   flags.define("keep", "3", "with --checkpoint_dir: checkpoints to keep");
+  if (best_metric) {
+    flags.define("keep_best", "false",
+                 std::string("with --checkpoint_dir: also keep the checkpoint of the best ") +
+                     best_metric + " (its name is in the file \"best\")");
+  }
+}
+
+bool keep_best_from_flags(const Flags& flags, CheckpointManager* checkpoints, int64_t save_every,
+                          int64_t eval_every, const std::string& metric, bool higher_is_better) {
+  if (!flags.boolean("keep_best")) return false;
+  if (!checkpoints) throw ValueError("--keep_best needs --checkpoint_dir");
+  if (save_every % eval_every != 0) {
+    throw ValueError("--keep_best needs every checkpoint evaluated: make --save_every (" +
+                     std::to_string(save_every) + ") a multiple of --eval_every (" +
+                     std::to_string(eval_every) + ")");
+  }
+  checkpoints->set_keep_best(metric, higher_is_better);
+  return true;
 }
 
 std::unique_ptr<CheckpointManager> checkpoints_from_flags(const Flags& flags, int64_t* save_every) {

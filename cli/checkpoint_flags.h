@@ -1,6 +1,7 @@
 // checkpoint_flags.h — the flags the training examples share to save
-// checkpoints and resume: --checkpoint_dir, --save_every, --keep. Bad
-// values are ValueErrors naming the flag.
+// checkpoints and resume: --checkpoint_dir, --save_every, --keep, and
+// --keep_best where the example evaluates as it trains. Bad values are
+// ValueErrors naming the flag.
 #pragma once
 
 #include <cstdint>
@@ -12,10 +13,20 @@
 namespace mtf::cli {
 
 // Declares the three flags; `save_every` is --save_every's default.
-void define_checkpoint_flags(Flags& flags, int64_t save_every);
+// `best_metric` (what the example evaluates, e.g. "held-out loss"): also
+// --keep_best.
+void define_checkpoint_flags(Flags& flags, int64_t save_every, const char* best_metric = nullptr);
 
 // The manager --checkpoint_dir asks for (nullptr without one);
 // *save_every receives --save_every (ValueError below 1).
 std::unique_ptr<CheckpointManager> checkpoints_from_flags(const Flags& flags, int64_t* save_every);
+
+// With --keep_best: has `checkpoints` keep the best by the metadata entry
+// `metric` (CheckpointManager::set_keep_best), which the example writes
+// into every checkpoint saved at an evaluation step; ValueError without
+// --checkpoint_dir, or when --save_every is not a multiple of `eval_every`
+// (then some checkpoints would have no evaluation). Returns --keep_best.
+bool keep_best_from_flags(const Flags& flags, CheckpointManager* checkpoints, int64_t save_every,
+                          int64_t eval_every, const std::string& metric, bool higher_is_better);
 
 }  // namespace mtf::cli

@@ -316,5 +316,59 @@ TEST(CheckpointManager, KeepsTheNewestAndPointsToTheLatest) {
   EXPECT_THROW(CheckpointManager(dir, 0), ValueError);
 }
 
+TEST(CheckpointManager, KeepsTheBestBesideTheNewest) {
+  Model a;
+  Session s(a.g);
+  const std::string dir = temp_dir("best");
+  CheckpointManager m(dir, 1);
+  m.set_keep_best("loss", /*higher_is_better=*/false);
+  auto save = [&](int64_t step, const char* loss) {
+    s.run({a.loss}, a.feeds(static_cast<int>(step)), a.train);
+    std::map<std::string, std::string> meta;
+    if (loss) meta["loss"] = loss;
+    m.save(s, step, meta);
+  };
+  save(1, "3");
+  save(2, "1");
+  save(3, "2");
+  save(4, nullptr);  // no evaluation: never the best
+  save(5, "1.5");
+  EXPECT_EQ(m.steps(), (std::vector<int64_t>{2, 5}));  // the best and the newest
+  ASSERT_TRUE(m.best().has_value());
+  EXPECT_EQ(m.best()->first, dir + "/ckpt-2.h5");
+  EXPECT_EQ(m.best()->second, 1.0);
+  EXPECT_EQ(*m.latest_path(), dir + "/ckpt-5.h5");
+  // The record outlives the manager: a resumed run (even one not asking
+  // for the best) keeps it until a better one comes.
+  CheckpointManager resumed(dir, 1);
+  s.run({a.loss}, a.feeds(6), a.train);
+  resumed.save(s, 6, {{"loss", "0.5"}});
+  EXPECT_EQ(resumed.steps(), (std::vector<int64_t>{2, 6}));
+  CheckpointManager again(dir, 1);
+  again.set_keep_best("loss", false);
+  s.run({a.loss}, a.feeds(7), a.train);
+  again.save(s, 7, {{"loss", "1.25"}});  // not better than 1: ckpt-2 stays the best
+  EXPECT_EQ(again.best()->first, dir + "/ckpt-2.h5");
+  s.run({a.loss}, a.feeds(8), a.train);
+  again.save(s, 8, {{"loss", "0.25"}});
+  EXPECT_EQ(again.best()->first, dir + "/ckpt-8.h5");
+  EXPECT_EQ(again.steps(), (std::vector<int64_t>{8}));
+  // Higher is better, e.g. BLEU.
+  CheckpointManager bleu(temp_dir("best_bleu"), 1);
+  bleu.set_keep_best("bleu", /*higher_is_better=*/true);
+  bleu.save(s, 1, {{"bleu", "10"}});
+  bleu.save(s, 2, {{"bleu", "12.5"}});
+  bleu.save(s, 3, {{"bleu", "11"}});
+  EXPECT_EQ(bleu.best()->first, bleu.directory() + "/ckpt-2.h5");
+  EXPECT_EQ(bleu.steps(), (std::vector<int64_t>{2, 3}));
+  testing::expect_error<ValueError>(
+      [&] {
+        bleu.save(s, 4, {{"bleu", "high"}});
+      },
+      "\"bleu\" is \"high\", not a number", "nothing saved");
+  EXPECT_EQ(bleu.steps(), (std::vector<int64_t>{2, 3}));
+  testing::expect_error<ValueError>([&] { bleu.set_keep_best("", true); }, "metric name is empty");
+}
+
 }  // namespace
 }  // namespace mtf

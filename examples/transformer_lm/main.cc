@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <map>
 #include <memory>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
@@ -170,11 +171,12 @@ int main(int argc, char** argv) {
     flags.define("eval_every", "100", "print losses every this many steps");
     flags.define("eval_batches", "8", "held-out batches per evaluation");
     flags.define("seed", "1", "seed for initialisation, data order and sampling");
-    cli::define_checkpoint_flags(flags, /*save_every=*/100);
+    cli::define_checkpoint_flags(flags, /*save_every=*/100, "held-out loss");
     cli::define_report_flags(flags);
     flags.define("generate", "false",
-                 "only generate: load the latest checkpoint of --checkpoint_dir (the model's "
-                 "sizes come from it) on this mesh and layout, and continue --prompt");
+                 "only generate: load the latest checkpoint of --checkpoint_dir (with "
+                 "--keep_best: the best) on this mesh and layout (the model's sizes come from "
+                 "it), and continue --prompt");
     flags.define("sample_bytes", "160", "bytes of text to generate after training (0: none)");
     flags.define("prompt", "The ", "text the sample starts from (1 .. --length bytes)");
     flags.define("temperature", "0.7", "sampling temperature (0: most likely byte)");
@@ -203,6 +205,8 @@ int main(int argc, char** argv) {
     int64_t save_every = 0;
     std::unique_ptr<CheckpointManager> checkpoints =
         cli::checkpoints_from_flags(flags, &save_every);
+    cli::keep_best_from_flags(flags, checkpoints.get(), save_every, eval_every, "heldout_loss",
+                              /*higher_is_better=*/false);
     if (steps < 0) throw ValueError("--steps must be >= 0");
     if (sample_bytes < 0) throw ValueError("--sample_bytes must be >= 0");
     if (flags.i64("beams") < 1) throw ValueError("--beams must be >= 1");
@@ -239,7 +243,10 @@ int main(int argc, char** argv) {
 
     if (generate_only) {
       if (!checkpoints) throw ValueError("--generate needs --checkpoint_dir");
-      const auto path = checkpoints->latest_path();
+      // With --keep_best: the best checkpoint, when one is recorded.
+      const auto best = checkpoints->best();
+      const auto path = flags.boolean("keep_best") && best ? std::optional(best->first)
+                                                           : checkpoints->latest_path();
       if (!path) {
         throw ValueError("--checkpoint_dir \"" + checkpoint_dir +
                          "\" holds no checkpoint: train into it first");
@@ -314,6 +321,7 @@ int main(int argc, char** argv) {
                     info.layout.c_str());
       }
     }
+    double last_heldout = NAN;  // of the evaluation at this step, if any
     auto save = [&](int64_t step) {
       std::map<std::string, std::string> meta = config_metadata(cfg);
       char loss[64];
@@ -321,6 +329,10 @@ int main(int argc, char** argv) {
       meta["sampler"] = sampler.state();
       meta["interval_loss"] = loss;
       meta["interval_steps"] = std::to_string(interval_steps);
+      if (!std::isnan(last_heldout)) {
+        std::snprintf(loss, sizeof(loss), "%.17g", last_heldout);
+        meta["heldout_loss"] = loss;
+      }
       std::snprintf(loss, sizeof(loss), "%.17g", interval_norm);
       meta["interval_gradient_norm"] = loss;
       checkpoints->save(session, step, meta);
@@ -366,6 +378,7 @@ int main(int argc, char** argv) {
       ++interval_steps;
       if (step == 1 || step % eval_every == 0 || step == steps) {
         const double held = heldout_loss(session, lm, corpus.heldout, eval_batches);
+        last_heldout = held;
         report.evaluation(
             step, {{"heldout_loss", held}, {"heldout_bits_per_byte", held / std::log(2.0)}});
         char norm[64] = "";
@@ -383,6 +396,7 @@ int main(int argc, char** argv) {
         interval_steps = 0;
       }
       if (checkpoints && (step % save_every == 0 || step == steps)) save(step);
+      last_heldout = NAN;
       if (step == first_step) session.reset_profile();  // the first step warms caches up
     }
     const double secs =
@@ -391,6 +405,10 @@ int main(int argc, char** argv) {
     std::printf("trained %lld steps in %.1f s (%.1f ms/step)\n", static_cast<long long>(trained),
                 secs, trained ? 1000.0 * secs / static_cast<double>(trained) : 0.0);
     if (mesh.profile) std::printf("%s", session.profile().to_string().c_str());
+    if (const auto best = checkpoints ? checkpoints->best() : std::nullopt) {
+      std::printf("best checkpoint: %s (held-out loss %.*g)\n", best->first.c_str(), digits,
+                  best->second);
+    }
     if (sample_bytes > 0) print_sample(session, lm, decoder.get(), prompt, sample_bytes, gen);
     return 0;
   });

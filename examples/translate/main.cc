@@ -78,12 +78,13 @@ void define_flags(cli::Flags& flags) {
   flags.define("hypotheses", "", "write the test set's translations to this file");
   flags.define("translate", "", "only translate this text with the latest checkpoint");
   flags.define("eval", "false",
-               "only evaluate the latest checkpoint (or --eval_step's) on the test set");
+               "only evaluate the latest checkpoint (--keep_best: the best; or --eval_step's) "
+               "on the test set");
   flags.define("eval_step", "0", "with --eval: the checkpoint of this step (0: the latest)");
   flags.define("seed", "1", "seed for initialisation and data order");
   flags.define("loss_digits", "4", "significant digits of printed losses (17: exact)");
   cli::define_dtype_flags(flags);
-  cli::define_checkpoint_flags(flags, /*save_every=*/500);
+  cli::define_checkpoint_flags(flags, /*save_every=*/500, "development BLEU (loss without it)");
   cli::define_report_flags(flags);
   cli::define_mesh_flags(flags);
 }
@@ -272,12 +273,21 @@ models::BleuScore copy_baseline(const std::vector<SentencePair>& pairs) {
   return models::corpus_bleu_13a(hyps, refs);
 }
 
-// --translate: the latest checkpoint's model (its vocabulary beside it)
-// translates one text.
+// The checkpoint --translate and --eval use: with --keep_best the best one
+// recorded, else the latest.
+std::optional<std::string> chosen_checkpoint(const cli::Flags& flags,
+                                             const CheckpointManager& checkpoints) {
+  if (flags.boolean("keep_best"))
+    if (const auto best = checkpoints.best()) return best->first;
+  return checkpoints.latest_path();
+}
+
+// --translate: the latest (or best) checkpoint's model (its vocabulary
+// beside it) translates one text.
 int translate_text(const cli::Flags& flags, const EncDecConfig& cfg, CheckpointManager* checkpoints,
                    const MeshConfig& mesh) {
   if (!checkpoints) throw ValueError("--translate needs --checkpoint_dir");
-  const auto path = checkpoints->latest_path();
+  const auto path = chosen_checkpoint(flags, *checkpoints);
   if (!path) throw ValueError("--checkpoint_dir holds no checkpoint: train into it first");
   const models::Vocabulary v =
       models::Vocabulary::load(checkpoints->directory() + "/vocabulary.model");
@@ -330,13 +340,13 @@ void report_test(const cli::Flags& flags, models::EncDecDecoder& decoder, Sessio
   }
 }
 
-// --eval: the test set's BLEU (and --hypotheses) of the latest checkpoint,
-// or of --eval_step's.
+// --eval: the test set's BLEU (and --hypotheses) of the latest (or best)
+// checkpoint, or of --eval_step's.
 int evaluate_checkpoint(const cli::Flags& flags, const EncDecConfig& cfg,
                         CheckpointManager* checkpoints, const MeshConfig& mesh) {
   if (!checkpoints) throw ValueError("--eval needs --checkpoint_dir");
   const int64_t step = flags.i64("eval_step");
-  std::optional<std::string> path = checkpoints->latest_path();
+  std::optional<std::string> path = chosen_checkpoint(flags, *checkpoints);
   if (step > 0) {
     path = checkpoints->directory() + "/ckpt-" + std::to_string(step) + ".h5";
     if (!std::filesystem::is_regular_file(*path))
@@ -356,6 +366,13 @@ int evaluate_checkpoint(const cli::Flags& flags, const EncDecConfig& cfg,
   std::printf("evaluating %s\n", path->c_str());
   report_test(flags, *decoder, session, data);
   return 0;
+}
+
+// A metadata value: the number to its last bit.
+std::string number_text(double v) {
+  char text[40];
+  std::snprintf(text, sizeof(text), "%.17g", v);
+  return text;
 }
 
 // The training loss and gradient norm since the last evaluation.
@@ -465,9 +482,11 @@ int train(const cli::Flags& flags, const EncDecConfig& cfg, CheckpointManager* c
     tokens += figures.items;
     train_seconds += figures.seconds;
     interval.add(figures);
+    std::map<std::string, std::string> evaluated;  // this step's, for --keep_best
     if (step % eval_every == 0 || step == steps) {
       const DevFigures dev = evaluate_dev(model, session, *decoder, data, eval_sentences);
       report.evaluation(step, {{"dev_loss", dev.loss}, {"dev_bleu", dev.bleu}});
+      evaluated = {{"dev_loss", number_text(dev.loss)}, {"dev_bleu", number_text(dev.bleu)}};
       char norm[96] = "";
       if (fetch_norm) {
         std::snprintf(norm, sizeof(norm), "; gradient norm %.4g", interval.mean_norm());
@@ -486,9 +505,13 @@ int train(const cli::Flags& flags, const EncDecConfig& cfg, CheckpointManager* c
     if (checkpoints && (step % save_every == 0 || step == steps)) {
       std::map<std::string, std::string> meta = model_metadata(c, *data.vocabulary);
       meta["data"] = batcher.state();
+      meta.insert(evaluated.begin(), evaluated.end());
       checkpoints->save(session, step, meta);
     }
   }
+  if (const auto best = checkpoints ? checkpoints->best() : std::nullopt)
+    std::printf("best checkpoint: %s (%s %.4g)\n", best->first.c_str(),
+                eval_sentences > 0 ? "dev BLEU" : "dev loss", best->second);
   std::printf("trained to step %lld in %.1f min\n", static_cast<long long>(step - 1),
               elapsed() / 60);
   report_test(flags, *decoder, session, data);
@@ -509,6 +532,11 @@ int main(int argc, char** argv) {
         cli::checkpoints_from_flags(flags, &save_every);
     std::string transport_name;
     const MeshConfig mesh = cli::mesh_config_from_flags(flags, &transport_name);
+    // The best by development BLEU, or by loss when no BLEU is computed.
+    const bool by_bleu = flags.i64("eval_sentences") > 0;
+    cli::keep_best_from_flags(flags, checkpoints.get(), save_every,
+                              std::max<int64_t>(1, flags.i64("eval_every")),
+                              by_bleu ? "dev_bleu" : "dev_loss", by_bleu);
     if (!flags.str("translate").empty()) return translate_text(flags, cfg, checkpoints.get(), mesh);
     if (flags.boolean("eval")) return evaluate_checkpoint(flags, cfg, checkpoints.get(), mesh);
     return train(flags, cfg, checkpoints.get(), save_every, mesh, transport_name);

@@ -114,10 +114,29 @@ class CheckpointManager {
   // the model is built).
   void set_save_options(SaveOptions options) { options_ = std::move(options); }
 
+  // Keep the best checkpoint by `metric` beside the newest `keep`: a save
+  // whose metadata holds `metric` (a number) and betters every earlier one
+  // (lower, or higher when higher_is_better) becomes the best; the file
+  // "best" in the directory names it with its value, and it is not removed
+  // until a better one replaces it. Saves without the metric never become
+  // the best. ValueError for an empty metric name.
+  void set_keep_best(std::string metric, bool higher_is_better);
+  // The best checkpoint and its metric value, or nullopt (none recorded,
+  // or its file is gone).
+  std::optional<std::pair<std::string, double>> best() const;
+
  private:
   std::string dir_;
   int keep_;
   SaveOptions options_;
+  std::string best_metric_;
+  bool higher_is_better_ = false;
+  // The keep_best metric's value in `metadata` (NaN: none; ValueError when
+  // it is not a number).
+  double metric_of(const std::map<std::string, std::string>& metadata) const;
+  // Rank 0 after a save: updates "best" when `metric` betters it; the
+  // best checkpoint's file name ("" for none).
+  std::string record_if_best(int64_t step, double metric);
 };
 
 }  // namespace mtf

@@ -129,6 +129,11 @@ void bind_checkpoint(py::module_& m) {
           py::arg("restore_run_counter") = true,
           "Restores the latest checkpoint; returns its header, or None when there is none.")
       .def("latest_path", &CheckpointManager::latest_path)
+      .def("set_keep_best", &CheckpointManager::set_keep_best, py::arg("metric"),
+           py::arg("higher_is_better") = false,
+           "Also keep the checkpoint whose metadata[metric] (a number) is best.")
+      .def("best", &CheckpointManager::best,
+           "(path, value) of the best checkpoint recorded, or None.")
       .def("steps", &CheckpointManager::steps)
       .def_property_readonly("directory", &CheckpointManager::directory);
 }

@@ -2,6 +2,8 @@
 // pointer and the newest K kept.
 #include <algorithm>
 #include <cctype>
+#include <cmath>
+#include <cstdio>
 
 #include "checkpoint/files.h"
 #include "checkpoint/parts.h"
@@ -16,6 +18,7 @@ namespace {
 constexpr const char* kPrefix = "ckpt-";
 constexpr const char* kSuffix = ".h5";
 constexpr const char* kPointer = "latest";
+constexpr const char* kBest = "best";
 
 // The step of a checkpoint file name "ckpt-<digits>.h5", or -1.
 int64_t step_of(const std::string& name) {
@@ -32,6 +35,21 @@ int64_t step_of(const std::string& name) {
 }
 
 std::string file_name(int64_t step) { return kPrefix + std::to_string(step) + kSuffix; }
+
+// The "best" file's checkpoint name and value ("ckpt-400.h5 2.731..."), or
+// nullopt when it is missing or unreadable.
+std::optional<std::pair<std::string, double>> read_best(const std::string& dir) {
+  const std::string path = dir + "/" + kBest;
+  if (!checkpoint::file_exists(path)) return std::nullopt;
+  const std::string text = checkpoint::read_small_file(path);
+  const size_t space = text.find(' ');
+  if (space == std::string::npos || step_of(text.substr(0, space)) < 0) return std::nullopt;
+  try {
+    return std::make_pair(text.substr(0, space), std::stod(text.substr(space + 1)));
+  } catch (const std::exception&) {
+    return std::nullopt;
+  }
+}
 
 }  // namespace
 
@@ -57,6 +75,7 @@ std::string CheckpointManager::save(Session& session, int64_t step,
   // In a multi-process job every rank calls save(); rank 0 looks after the
   // directory, all write their slices (save_checkpoint), and all return once
   // the pointer names the new checkpoint.
+  const double metric = metric_of(metadata);  // a bad value stops the save before it starts
   Transport* job = session.config().process_transport.get();
   const bool leader = !job || job->rank() == 0;
   if (leader) {
@@ -70,10 +89,12 @@ std::string CheckpointManager::save(Session& session, int64_t step,
   save_checkpoint(session, path, step, metadata, options_);
   if (leader) {
     checkpoint::write_file_atomically(dir_ + "/" + kPointer, file_name(step) + "\n");
-    // Keep the newest `keep_`, never the one the pointer names.
+    const std::string best_name = record_if_best(step, metric);
+    // Keep the newest `keep_` and the best, never the one the pointer names.
     std::vector<int64_t> all = steps();
     for (size_t i = 0; i + static_cast<size_t>(keep_) < all.size(); ++i)
-      if (all[i] != step) checkpoint::remove_checkpoint(dir_ + "/" + file_name(all[i]));
+      if (all[i] != step && file_name(all[i]) != best_name)
+        checkpoint::remove_checkpoint(dir_ + "/" + file_name(all[i]));
   }
   if (job) {
     job->begin_collective({0, "checkpoint", "after saving " + file_name(step), 0});
@@ -81,6 +102,51 @@ std::string CheckpointManager::save(Session& session, int64_t step,
             collectives::tag_in(collectives::TagSpace::kCheckpointCommit, 0));
   }
   return path;
+}
+
+void CheckpointManager::set_keep_best(std::string metric, bool higher_is_better) {
+  if (metric.empty())
+    throw ValueError("CheckpointManager::set_keep_best: the metric name is empty");
+  best_metric_ = std::move(metric);
+  higher_is_better_ = higher_is_better;
+}
+
+std::optional<std::pair<std::string, double>> CheckpointManager::best() const {
+  auto b = read_best(dir_);
+  if (!b || !checkpoint::file_exists(dir_ + "/" + b->first)) return std::nullopt;
+  b->first = dir_ + "/" + b->first;
+  return b;
+}
+
+double CheckpointManager::metric_of(const std::map<std::string, std::string>& metadata) const {
+  if (best_metric_.empty()) return NAN;
+  const auto it = metadata.find(best_metric_);
+  if (it == metadata.end()) return NAN;
+  size_t used = 0;
+  double value = NAN;
+  try {
+    value = std::stod(it->second, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used == 0 || used != it->second.size() || std::isnan(value)) {
+    throw ValueError("CheckpointManager::save: metadata \"" + best_metric_ + "\" is \"" +
+                     it->second + "\", not a number; keep_best compares it as one (nothing saved)");
+  }
+  return value;
+}
+
+std::string CheckpointManager::record_if_best(int64_t step, double metric) {
+  const auto recorded = read_best(dir_);
+  const bool recorded_exists = recorded && checkpoint::file_exists(dir_ + "/" + recorded->first);
+  const bool better = !std::isnan(metric) &&
+                      (!recorded_exists ||
+                       (higher_is_better_ ? metric > recorded->second : metric < recorded->second));
+  if (!better) return recorded_exists ? recorded->first : "";
+  char text[64];
+  std::snprintf(text, sizeof(text), " %.17g\n", metric);
+  checkpoint::write_file_atomically(dir_ + "/" + kBest, file_name(step) + text);
+  return file_name(step);
 }
 
 std::optional<std::string> CheckpointManager::latest_path() const {

@@ -73,6 +73,22 @@ def test_manager_keeps_the_newest(tmp_path):
     np.testing.assert_array_equal(fresh.variable_value("w"), s.variable_value("w"))
 
 
+def test_manager_keeps_the_best(tmp_path):
+    g, loss, ops = model()
+    s = mtf.Session(g)
+    manager = mtf.CheckpointManager(str(tmp_path), keep=1)
+    manager.set_keep_best("dev_bleu", higher_is_better=True)
+    assert manager.best() is None
+    for step, bleu in ((1, "7.5"), (2, "9.25"), (3, "8")):
+        s.run(ops)
+        manager.save(s, step, {"dev_bleu": bleu})
+    path, value = manager.best()
+    assert os.path.basename(path) == "ckpt-2.h5" and value == 9.25
+    assert manager.steps() == [2, 3]
+    with pytest.raises(mtf.ValueError, match="not a number"):
+        manager.save(s, 4, {"dev_bleu": "n/a"})
+
+
 SAVED_BY_TWO = """
 import sys
 import mtf

@@ -9,6 +9,7 @@ import math
 import os
 import re
 import struct
+import subprocess
 
 import pytest
 
@@ -160,3 +161,28 @@ def test_only_rank_zero_writes(tmp_path):
     assert len(glob.glob(str(tmp_path / "tb" / "events.out.tfevents.*"))) == 1, out
     steps = [json.loads(l)["step"] for l in open(tmp_path / "m.jsonl")]
     assert steps == [1, 1, 2, 3, 3], steps  # each step, and the evaluations at 1 and 3
+
+
+@pytest.mark.skipif(not os.path.isdir(FORTUNES), reason="fortunes missing")
+def test_lm_keeps_its_best_checkpoint(tmp_path):
+    lm = os.path.join(BUILD, "examples", "transformer_lm")
+    small = ["--layers", "1", "--d_model", "32", "--d_ff", "64", "--heads", "2", "--d_kv", "16",
+             "--batch", "4", "--length", "16", "--sample_bytes", "0", "--eval_batches", "2",
+             "--loss_digits", "17", "--checkpoint_dir", str(tmp_path / "ckpt"), "--keep", "1",
+             "--keep_best", "true"]
+    # A rate that blows the model up after step 4: the best is step 4's.
+    out = run([lm, "--steps", "8", "--eval_every", "2", "--save_every", "2",
+               "--lr", "0.05 until 4 then 5"] + small)
+    held = {int(s): float(v) for s, v in re.findall(r"^step (\d+) loss \S+ held-out loss (\S+)",
+                                                    out, re.M)}
+    best_step = min((s for s in held if s % 2 == 0), key=held.get)
+    assert best_step == 4 and held[8] > held[4], held
+    m = re.search(r"^best checkpoint: (\S+) \(held-out loss (\S+)\)$", out, re.M)
+    assert m and m.group(1).endswith("/ckpt-4.h5") and float(m.group(2)) == held[4], out
+    assert sorted(os.listdir(tmp_path / "ckpt")) == ["best", "ckpt-4.h5", "ckpt-8.h5", "latest"]
+    gen = run([lm, "--generate", "true", "--sample_bytes", "8"] + small)
+    assert "restored " + m.group(1) in gen, gen
+    bad = subprocess.run([lm, "--steps", "3", "--eval_every", "2", "--save_every", "3"] + small,
+                         capture_output=True, text=True)
+    assert bad.returncode != 0
+    assert "make --save_every (3) a multiple of --eval_every (2)" in bad.stderr, bad.stderr
