@@ -1,5 +1,6 @@
 #include "models/transformer.h"
 
+#include <algorithm>
 #include <string>
 #include <utility>
 
@@ -23,6 +24,11 @@ void TransformerConfig::validate() const {
                      std::to_string(moe_experts));
   }
   check_rate("transformer", "dropout", dropout);
+  if (microbatches < 1 || batch % microbatches != 0) {
+    throw ValueError("transformer: " + std::to_string(microbatches) +
+                     " microbatches do not divide the batch of " + std::to_string(batch) +
+                     " sequences into equal parts; give a divisor of it");
+  }
 }
 
 TransformerConfig TransformerConfig::paper(int64_t d_ff, int64_t heads) {
@@ -93,7 +99,7 @@ int64_t TransformerConfig::num_parameters() const {
 }
 
 TransformerLm::TransformerLm(const TransformerConfig& config)
-    : batch{"batch", config.batch},
+    : batch{"batch", config.batch / std::max<int64_t>(1, config.microbatches)},
       length{"length", config.length},
       memory_length{"memory_length", config.length},
       d_model{"d_model", config.d_model},
@@ -115,7 +121,9 @@ TransformerLm::TransformerLm(const TransformerConfig& config)
   opt.learning_rate = config.learning_rate;
   AdafactorOptimizer optimizer(opt);
   optimizer.set_clip_norm(config.clip_norm);
-  train_ops = optimizer.minimize(loss);
+  const GradientAccumulation steps(optimizer, loss, config.microbatches);
+  train_ops = steps.accumulate_ops();
+  apply_ops = steps.apply_ops();
   eval_logits = config.dropout > 0 || config.recompute || config.moe_experts > 0
                     ? logits_of(inputs, 1.0f, false)
                     : logits;

@@ -31,6 +31,10 @@ struct TransformerConfig {
   LearningRate learning_rate =
       0.0f;                // Adafactor's (0: its default schedule); a float or a schedule
   float clip_norm = 0.0f;  // > 0: gradients clipped to this global norm first
+  // Each step's batch trains as this many equal parts, their gradients
+  // accumulated (mtf/gradient_accumulation.h): the graph's batch dimension
+  // is batch / microbatches. 1: the whole batch at once.
+  int64_t microbatches = 1;
   // Each layer of the training graph under recompute_grad: its activations
   // are recomputed in the backward pass instead of kept (less memory, about
   // one more forward pass of compute).
@@ -73,6 +77,7 @@ class TransformerLm {
   Graph& graph() { return graph_; }
   const TransformerConfig& config() const { return config_; }
 
+  // batch: the rows one run sees (config.batch / config.microbatches).
   Dimension batch, length, memory_length, d_model, d_ff, heads, d_kv, vocab;
   // int32 [batch, length]: inputs are the bytes at positions 0..L-1 of a
   // window, targets the bytes at 1..L.
@@ -80,7 +85,9 @@ class TransformerLm {
   Tensor loss;         // training loss (mean cross-entropy + z-loss, dropout on)
   Tensor eval_loss;    // mean cross-entropy of the evaluation graph, in nats
   Tensor eval_logits;  // [batch, length, vocab] of the evaluation graph
-  std::vector<Operation*> train_ops;
+  // Run with each microbatch's feeds (the whole step when microbatches is
+  // 1); then apply_ops once, without feeds (empty when microbatches is 1).
+  std::vector<Operation*> train_ops, apply_ops;
   Tensor gradient_norm;  // the gradients' global norm before clipping (a scalar to fetch)
   Tensor moe_loss;       // the training graph's summed load-balancing losses (zero without experts)
 

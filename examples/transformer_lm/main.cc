@@ -41,6 +41,46 @@ double heldout_loss(Session& session, models::TransformerLm& lm, const std::stri
   return sum / static_cast<double>(batches);
 }
 
+// Copies rows [first, first + part.rows) of `whole` into `part` (int32).
+void copy_rows(const HostTensor& whole, int64_t first, HostTensor& part) {
+  const int64_t width = whole.shape()[1].size;
+  std::copy_n(whole.data<int32_t>() + first * width, part.num_elements(), part.data<int32_t>());
+}
+
+// One training step on the batch the sampler draws next: the batch (or
+// this process's rows of it, from `first_row`, into in/tg) in one run, or
+// with microbatches its equal parts in turn (in/tg hold the whole batch)
+// and then the update. Returns the mean loss and the gradient norm (NaN
+// unless fetched).
+std::pair<double, double> train_step(Session& session, models::TransformerLm& lm,
+                                     models::WindowSampler& sampler, HostTensor& in, HostTensor& tg,
+                                     int64_t first_row, bool fetch_norm) {
+  const int64_t parts = lm.config().microbatches;
+  if (parts == 1) {
+    sampler.next_rows(in, tg, first_row);
+    std::vector<Tensor> fetches{lm.loss};
+    if (fetch_norm) fetches.push_back(lm.gradient_norm);
+    const auto out = session.run(fetches, {{lm.inputs, in}, {lm.targets, tg}}, lm.train_ops);
+    return {out[0].data<float>()[0], fetch_norm ? out[1].data<float>()[0] : NAN};
+  }
+  sampler.next(in, tg);
+  HostTensor part_in(lm.inputs.shape(), int32), part_tg(lm.targets.shape(), int32);
+  double loss = 0;
+  for (int64_t k = 0; k < parts; ++k) {
+    copy_rows(in, k * lm.batch.size, part_in);
+    copy_rows(tg, k * lm.batch.size, part_tg);
+    loss += session.run({lm.loss}, {{lm.inputs, part_in}, {lm.targets, part_tg}}, lm.train_ops)[0]
+                .data<float>()[0];
+  }
+  double norm = NAN;
+  if (fetch_norm) {
+    norm = session.run({lm.gradient_norm}, {}, lm.apply_ops)[0].data<float>()[0];
+  } else {
+    session.run({}, {}, lm.apply_ops);
+  }
+  return {loss / static_cast<double>(parts), norm};
+}
+
 // A mixture-of-experts LM has no cached decoder (expert capacity is per
 // sequence): it extends `text` by `n` bytes with one forward pass of the
 // evaluation graph per byte over the last `length` bytes.
@@ -152,41 +192,66 @@ void print_sample(Session& session, models::TransformerLm& lm,
               added ? 1000.0 * secs / static_cast<double>(added) : 0.0);
 }
 
+// The example's flags.
+void define_flags(cli::Flags& flags) {
+  flags.define("data_dir", "/usr/share/games/fortunes", "directory of text files");
+  models::define_transformer_flags(flags, models::TransformerConfig(), false);
+  flags.define("dropout", "0", "dropout rate during training");
+  flags.define("z_loss", "1e-4", "weight of the z-loss (logsumexp^2)");
+  flags.define("lr", "0.03",
+               "Adafactor learning rate, relative to each parameter's RMS: a number or a "
+               "schedule such as \"0.03*warmup(50)\" (docs/training.md; 0: Adafactor's "
+               "own, min(0.01, 1/sqrt(step)))");
+  flags.define("clip_norm", "0",
+               "clip the gradients to this global norm before each update (0: no clipping)");
+  flags.define("microbatches", "1",
+               "train each step's --batch as this many equal parts, their gradients "
+               "accumulated, then one update (less activation memory)");
+  flags.define("steps", "300", "training steps");
+  flags.define("eval_every", "100", "print losses every this many steps");
+  flags.define("eval_batches", "8", "held-out batches per evaluation");
+  flags.define("seed", "1", "seed for initialisation, data order and sampling");
+  cli::define_checkpoint_flags(flags, /*save_every=*/100, "held-out loss");
+  cli::define_report_flags(flags);
+  flags.define("generate", "false",
+               "only generate: load the latest checkpoint of --checkpoint_dir (with "
+               "--keep_best: the best) on this mesh and layout (the model's sizes come from "
+               "it), and continue --prompt");
+  flags.define("sample_bytes", "160", "bytes of text to generate after training (0: none)");
+  flags.define("prompt", "The ", "text the sample starts from (1 .. --length bytes)");
+  flags.define("temperature", "0.7", "sampling temperature (0: most likely byte)");
+  flags.define("top_k", "0", "sample from the k most likely bytes only (0: all)");
+  flags.define("top_p", "1", "sample from the most likely bytes holding this probability");
+  flags.define("beams", "1", ">= 2: beam search with this many beams instead of sampling");
+  flags.define("alpha", "0.6", "beam search's length penalty exponent");
+  flags.define("stop_byte", "-1", "a byte (0-255) that ends the sample (-1: none)");
+  flags.define("loss_digits", "6", "significant digits of printed losses (17: exact)");
+  cli::define_mesh_flags(flags);
+}
+
+// --microbatches: a divisor of --batch (TransformerConfig::validate) whose
+// parts still divide over the mesh dimension the layout splits "batch" on.
+void check_microbatches(const models::TransformerConfig& cfg, const MeshConfig& mesh) {
+  cfg.validate();
+  const auto axis = mesh.layout.mesh_axis_for("batch", mesh.mesh_shape);
+  if (!axis) return;
+  const int64_t split = mesh.mesh_shape.dims()[*axis].size;
+  const int64_t part = cfg.batch / cfg.microbatches;
+  if (part % split != 0) {
+    throw ValueError("--microbatches " + std::to_string(cfg.microbatches) + " leaves " +
+                     std::to_string(part) +
+                     " sequences per part, which --layout splits over mesh dimension \"" +
+                     mesh.mesh_shape.dims()[*axis].name + "\" of " + std::to_string(split) +
+                     ": use fewer microbatches or a larger --batch");
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   return mtf::cli::run_example("transformer_lm", [&]() -> int {
     cli::Flags flags;
-    flags.define("data_dir", "/usr/share/games/fortunes", "directory of text files");
-    models::define_transformer_flags(flags, models::TransformerConfig(), false);
-    flags.define("dropout", "0", "dropout rate during training");
-    flags.define("z_loss", "1e-4", "weight of the z-loss (logsumexp^2)");
-    flags.define("lr", "0.03",
-                 "Adafactor learning rate, relative to each parameter's RMS: a number or a "
-                 "schedule such as \"0.03*warmup(50)\" (docs/training.md; 0: Adafactor's "
-                 "own, min(0.01, 1/sqrt(step)))");
-    flags.define("clip_norm", "0",
-                 "clip the gradients to this global norm before each update (0: no clipping)");
-    flags.define("steps", "300", "training steps");
-    flags.define("eval_every", "100", "print losses every this many steps");
-    flags.define("eval_batches", "8", "held-out batches per evaluation");
-    flags.define("seed", "1", "seed for initialisation, data order and sampling");
-    cli::define_checkpoint_flags(flags, /*save_every=*/100, "held-out loss");
-    cli::define_report_flags(flags);
-    flags.define("generate", "false",
-                 "only generate: load the latest checkpoint of --checkpoint_dir (with "
-                 "--keep_best: the best) on this mesh and layout (the model's sizes come from "
-                 "it), and continue --prompt");
-    flags.define("sample_bytes", "160", "bytes of text to generate after training (0: none)");
-    flags.define("prompt", "The ", "text the sample starts from (1 .. --length bytes)");
-    flags.define("temperature", "0.7", "sampling temperature (0: most likely byte)");
-    flags.define("top_k", "0", "sample from the k most likely bytes only (0: all)");
-    flags.define("top_p", "1", "sample from the most likely bytes holding this probability");
-    flags.define("beams", "1", ">= 2: beam search with this many beams instead of sampling");
-    flags.define("alpha", "0.6", "beam search's length penalty exponent");
-    flags.define("stop_byte", "-1", "a byte (0-255) that ends the sample (-1: none)");
-    flags.define("loss_digits", "6", "significant digits of printed losses (17: exact)");
-    cli::define_mesh_flags(flags);
+    define_flags(flags);
     if (!flags.parse(argc, argv)) return 0;
 
     models::TransformerConfig cfg =
@@ -195,6 +260,7 @@ int main(int argc, char** argv) {
     cfg.z_loss = static_cast<float>(flags.f64("z_loss"));
     cfg.learning_rate = LearningRate(flags.str("lr"));
     cfg.clip_norm = static_cast<float>(flags.f64("clip_norm"));
+    cfg.microbatches = flags.i64("microbatches");
     cfg.seed = static_cast<uint64_t>(flags.i64("seed"));
     const int64_t steps = flags.i64("steps");
     const int64_t eval_every = std::max<int64_t>(1, flags.i64("eval_every"));
@@ -225,6 +291,7 @@ int main(int argc, char** argv) {
 
     std::string transport_name;
     MeshConfig mesh = cli::mesh_config_from_flags(flags, &transport_name);
+    check_microbatches(cfg, mesh);
     auto describe = [&](const models::TransformerConfig& c) {
       std::printf(
           "model: %lld layers, d_model %lld, d_ff %lld, %lld heads of %lld, %lld parameters\n",
@@ -339,33 +406,39 @@ int main(int argc, char** argv) {
     };
     // Each process reads only the windows its processors hold (the whole
     // batch where the length is split too, or inputs and targets differ).
+    // With microbatches: the whole batch, cut into parts on the host.
     const Session::FeedBlock block = session.local_feed_block(lm.inputs);
-    const bool sharded = !block.whole && block.shape[1].size == cfg.length &&
+    const bool sharded = cfg.microbatches == 1 && !block.whole &&
+                         block.shape[1].size == cfg.length &&
                          session.local_feed_block(lm.targets).begin == block.begin;
-    const Shape fed = sharded ? block.shape : lm.inputs.shape();
+    const Shape fed = sharded                 ? block.shape
+                      : cfg.microbatches == 1 ? lm.inputs.shape()
+                                              : Shape({{"batch", cfg.batch}, lm.length});
     HostTensor in(fed, int32), tg(fed, int32);
     // The gradient norm is fetched when clipping computes it anyway, or for
     // the summaries.
     cli::TrainingReport report(flags, mesh, "tokens", steps);
     const bool fetch_norm = cfg.clip_norm > 0 || report.writes_summaries();
     std::vector<Tensor> fetches{lm.loss};
-    if (fetch_norm) fetches.push_back(lm.gradient_norm);
-    report.set_flops_per_step(session.flops_per_run(fetches, lm.train_ops));
+    if (fetch_norm && cfg.microbatches == 1) fetches.push_back(lm.gradient_norm);
+    report.set_flops_per_step(
+        static_cast<double>(cfg.microbatches) * session.flops_per_run(fetches, lm.train_ops) +
+        (lm.apply_ops.empty() ? 0.0 : session.flops_per_run({}, lm.apply_ops)));
     if (report.writes_summaries()) std::printf("%s\n", report.describe().c_str());
     AdafactorOptions adafactor;  // the model's optimizer: for the rate it applies
     adafactor.learning_rate = cfg.learning_rate;
     const LearningRate rate = adafactor.effective_learning_rate();
     const auto start = std::chrono::steady_clock::now();
     for (int64_t step = first_step; step <= steps; ++step) {
-      sampler.next_rows(in, tg, sharded ? block.begin[0] : 0);
       const auto t0 = std::chrono::steady_clock::now();
-      const auto out = session.run(fetches, {{lm.inputs, in}, {lm.targets, tg}}, lm.train_ops);
+      const auto [loss, norm] =
+          train_step(session, lm, sampler, in, tg, sharded ? block.begin[0] : 0, fetch_norm);
       cli::TrainingReport::Step figures;
       figures.seconds =
           std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-      figures.loss = out[0].data<float>()[0];
+      figures.loss = loss;
       figures.learning_rate = rate.at(step);
-      if (fetch_norm) figures.gradient_norm = out[1].data<float>()[0];
+      figures.gradient_norm = norm;
       figures.items = static_cast<double>(cfg.batch * cfg.length);
       report.step(step, figures);
       if (step == first_step && mesh.process_transport) {
@@ -377,7 +450,9 @@ int main(int argc, char** argv) {
       if (fetch_norm) interval_norm += figures.gradient_norm;
       ++interval_steps;
       if (step == 1 || step % eval_every == 0 || step == steps) {
-        const double held = heldout_loss(session, lm, corpus.heldout, eval_batches);
+        // The same windows whatever the microbatches: their parts in turn.
+        const double held =
+            heldout_loss(session, lm, corpus.heldout, eval_batches * cfg.microbatches);
         last_heldout = held;
         report.evaluation(
             step, {{"heldout_loss", held}, {"heldout_bits_per_byte", held / std::log(2.0)}});

@@ -6,6 +6,7 @@
 #include "mtf/collectives.h"
 #include "mtf/dtype.h"
 #include "mtf/errors.h"
+#include "mtf/gradient_accumulation.h"
 #include "mtf/gradients.h"
 #include "mtf/graph.h"
 #include "mtf/host_tensor.h"

@@ -33,13 +33,14 @@ void config_fields(Class& c) {
       .def_readwrite("recompute", &TransformerConfig::recompute)
       .def_readwrite("moe_experts", &TransformerConfig::moe_experts)
       .def_readwrite("clip_norm", &TransformerConfig::clip_norm)
+      .def_readwrite("microbatches", &TransformerConfig::microbatches)
       .def_readwrite("seed", &TransformerConfig::seed);
   learning_rate_property(c, "learning_rate", &TransformerConfig::learning_rate);
 }
 const std::vector<const char*> kConfigFields = {
-    "layers",        "d_model",   "d_ff",      "heads",       "d_kv",
-    "vocab",         "length",    "batch",     "dropout",     "z_loss",
-    "learning_rate", "clip_norm", "recompute", "moe_experts", "seed"};
+    "layers",       "d_model",   "d_ff",        "heads",  "d_kv",          "vocab",
+    "length",       "batch",     "dropout",     "z_loss", "learning_rate", "clip_norm",
+    "microbatches", "recompute", "moe_experts", "seed"};
 
 void bind_lm(py::module_& models) {
   py::class_<TransformerConfig> config(
@@ -85,7 +86,8 @@ void bind_lm(py::module_& models) {
       .def_readonly("eval_loss", &TransformerLm::eval_loss)
       .def_readonly("eval_logits", &TransformerLm::eval_logits)
       .def_readonly("moe_loss", &TransformerLm::moe_loss)
-      .def_property_readonly("train_ops", [](TransformerLm& lm) { return wrap(lm.train_ops); });
+      .def_property_readonly("train_ops", [](TransformerLm& lm) { return wrap(lm.train_ops); })
+      .def_property_readonly("apply_ops", [](TransformerLm& lm) { return wrap(lm.apply_ops); });
 }
 
 void bind_lm_decoder(py::module_& models) {

@@ -80,6 +80,17 @@ void bind_optimizers(py::module_& m) {
            py::arg("name") = "adamw",
            "Mesh TensorFlow's AdamW: Adam without bias correction plus decoupled weight decay "
            "(var -= lr * weight_decay_rate * var) on variables no exclude pattern matches.");
+  py::class_<GradientAccumulation>(
+      opt, "GradientAccumulation",
+      "A batch trained as `microbatches` parts: run accumulate_ops with each part's feeds, then "
+      "apply_ops once (the optimizer's update with the gradients' mean).")
+      .def(py::init<Optimizer&, const Tensor&, int64_t>(), py::arg("optimizer"), py::arg("loss"),
+           py::arg("microbatches"), py::keep_alive<1, 2>())
+      .def_property_readonly("accumulate_ops",
+                             [](const GradientAccumulation& a) { return wrap(a.accumulate_ops()); })
+      .def_property_readonly("apply_ops",
+                             [](const GradientAccumulation& a) { return wrap(a.apply_ops()); })
+      .def_property_readonly("microbatches", &GradientAccumulation::microbatches);
   opt.def(
       "adafactor_learning_rate",
       [](const py::object& learning_rate, bool multiply_by_parameter_scale) {

@@ -208,3 +208,24 @@ def test_translate_example_trains_and_translates(tmp_path):
 def test_every_binding_is_called():
     missing = sorted(set(BINDINGS) - CALLED)
     assert not missing, f"bindings no test calls: {missing}"
+
+
+@pytest.mark.skipif(not os.path.isdir("/usr/share/games/fortunes"), reason="fortunes missing")
+def test_lm_microbatches_train_as_the_whole_batch():
+    lm = os.path.join(BUILD, "examples", "transformer_lm")
+    small = ["--layers", "1", "--d_model", "32", "--d_ff", "64", "--heads", "2", "--d_kv", "16",
+             "--batch", "8", "--length", "16", "--sample_bytes", "0", "--steps", "6",
+             "--eval_every", "3", "--eval_batches", "2", "--loss_digits", "17"]
+    pattern = re.compile(r"^step (\d+) loss (\S+) held-out loss (\S+)", re.M)
+    whole = pattern.findall(run([lm] + small))
+    for n, mesh in (("2", []), ("4", ["--mesh_shape", "all:2", "--layout", "batch:all"])):
+        parts = pattern.findall(run([lm, "--microbatches", n] + mesh + small))
+        assert [p[0] for p in parts] == [w[0] for w in whole] == ["1", "3", "6"]
+        for p, w in zip(parts, whole):
+            assert float(p[1]) == pytest.approx(float(w[1]), rel=1e-5)
+            assert float(p[2]) == pytest.approx(float(w[2]), rel=1e-5)
+    for args, message in ((["--microbatches", "3"], "3 microbatches do not divide the batch of 8"),
+                          (["--microbatches", "8", "--mesh_shape", "all:2", "--layout",
+                            "batch:all"], "leaves 1 sequences per part")):
+        bad = subprocess.run([lm] + small + args, capture_output=True, text=True)
+        assert bad.returncode != 0 and message in bad.stderr, bad.stderr

@@ -178,3 +178,33 @@ def test_clip_by_global_norm_and_global_norm():
     np.testing.assert_allclose(s.run(mtf.global_norm([a, b])), 5.0, rtol=1e-6)
     np.testing.assert_allclose(s.run(clipped[0])[0], 0.6, rtol=1e-6)
     np.testing.assert_allclose(s.run(clipped[1])[0], 0.8, rtol=1e-6)
+
+
+def test_gradient_accumulation_equals_the_whole_batch():
+    data = np.linspace(-1, 1, 24).reshape(8, 3).astype(np.float32)
+
+    def train(microbatches):
+        rows = 8 // microbatches
+        g = mtf.Graph()
+        m = mtf.Mesh(g, "m")
+        n, c = mtf.Dimension("n", rows), mtf.Dimension("c", 3)
+        x = mtf.placeholder(m, [n, c])
+        w = mtf.get_variable(m, "w", [c], initializer=mtf.random_normal_initializer(0, 1))
+        loss = mtf.reduce_sum(mtf.square(x * w - 1.0)) * (1.0 / rows)
+        acc = mtf.optimize.GradientAccumulation(mtf.optimize.AdamOptimizer(0.1), loss,
+                                                microbatches)
+        assert acc.microbatches == microbatches
+        s = mtf.Session(g, mesh_shape="x:2", layout="n:x")
+        for _ in range(3):
+            for k in range(microbatches):
+                s.run(acc.accumulate_ops, feed_dict={x: data[k * rows:(k + 1) * rows]})
+            if acc.apply_ops:
+                s.run(acc.apply_ops)
+        return s.run(w)
+    whole = train(1)
+    for n in (2, 4):
+        np.testing.assert_allclose(train(n), whole, rtol=1e-5, atol=1e-6)
+    g = mtf.Graph()
+    loss = mtf.reduce_sum(mtf.get_variable(mtf.Mesh(g, "m"), "v", [A]))
+    with pytest.raises(ValueError, match="0 microbatches"):
+        mtf.optimize.GradientAccumulation(mtf.optimize.SgdOptimizer(0.1), loss, 0)
