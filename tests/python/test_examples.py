@@ -229,3 +229,19 @@ def test_lm_microbatches_train_as_the_whole_batch():
                             "batch:all"], "leaves 1 sequences per part")):
         bad = subprocess.run([lm] + small + args, capture_output=True, text=True)
         assert bad.returncode != 0 and message in bad.stderr, bad.stderr
+
+
+@pytest.mark.skipif(not os.path.isdir("/usr/share/games/fortunes"), reason="fortunes missing")
+def test_lm_microbatches_across_processes_are_the_in_process_bits():
+    lm = os.path.join(BUILD, "examples", "transformer_lm")
+    args = ["--layers", "1", "--d_model", "32", "--d_ff", "64", "--heads", "2", "--d_kv", "16",
+            "--batch", "8", "--length", "16", "--sample_bytes", "0", "--steps", "4",
+            "--eval_every", "2", "--eval_batches", "2", "--loss_digits", "17",
+            "--microbatches", "2", "--mesh_shape", "all:2", "--layout", "batch:all",
+            "--reproducible", "true"]
+    pattern = re.compile(r"^(?:\[0\] )?(step \d+ loss \S+ held-out loss \S+)", re.M)
+    want = pattern.findall(run([lm] + args))
+    out = run([os.path.join(BUILD, "tools", "mtf-launch"), "-n", "2", "--output", "all", "--",
+               lm] + args)
+    assert "rank 1 of 2 processes" in out
+    assert len(want) == 3 and pattern.findall(out)[:3] == want, out
