@@ -13,7 +13,6 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -386,6 +385,19 @@ struct Interval {
   }
   double mean_loss() const { return loss / static_cast<double>(std::max<int64_t>(1, steps)); }
   double mean_norm() const { return norm / static_cast<double>(std::max<int64_t>(1, steps)); }
+  // "; gradient norm N (clipped to C)" for the printed line ("" when the
+  // norm was not fetched).
+  std::string norm_text(bool fetched, float clip_norm) const {
+    if (!fetched) return "";
+    char text[96];
+    std::snprintf(text, sizeof(text), "; gradient norm %.4g", mean_norm());
+    std::string r = text;
+    if (clip_norm > 0) {
+      std::snprintf(text, sizeof(text), " (clipped to %g)", clip_norm);
+      r += text;
+    }
+    return r;
+  }
 };
 
 struct DevFigures {
@@ -487,18 +499,13 @@ int train(const cli::Flags& flags, const EncDecConfig& cfg, CheckpointManager* c
       const DevFigures dev = evaluate_dev(model, session, *decoder, data, eval_sentences);
       report.evaluation(step, {{"dev_loss", dev.loss}, {"dev_bleu", dev.bleu}});
       evaluated = {{"dev_loss", number_text(dev.loss)}, {"dev_bleu", number_text(dev.bleu)}};
-      char norm[96] = "";
-      if (fetch_norm) {
-        std::snprintf(norm, sizeof(norm), "; gradient norm %.4g", interval.mean_norm());
-        if (c.clip_norm > 0)
-          std::snprintf(norm + std::strlen(norm), 40, " (clipped to %g)", c.clip_norm);
-      }
       std::printf(
           "step %lld loss %.*g dev loss %.*g dev BLEU %.2f (%zu sentences); learning rate "
           "%.3g%s; training %.0f target tokens/s (%.1f ms/step), %.1f min in all\n",
           static_cast<long long>(step), digits, interval.mean_loss(), digits, dev.loss, dev.bleu,
-          dev.sentences, rate.at(step), norm, tokens / train_seconds,
-          1000 * train_seconds / static_cast<double>(step - first_step + 1), elapsed() / 60);
+          dev.sentences, rate.at(step), interval.norm_text(fetch_norm, c.clip_norm).c_str(),
+          tokens / train_seconds, 1000 * train_seconds / static_cast<double>(step - first_step + 1),
+          elapsed() / 60);
       std::fflush(stdout);
       interval = Interval();
     }
