@@ -64,8 +64,7 @@ MeshConfig mesh_config_from_flags(const Flags& flags, std::string* transport_nam
 }
 
 void resolve_auto_layout(const Flags& flags, MeshConfig& config, Graph& graph,
-                         const std::vector<Tensor>& fetches,
-                         const std::vector<Operation*>& targets) {
+                         const TrainingStep& step) {
   if (flags.str("layout") != "auto") return;
   // This machine, roughly: one core per processor in a ring, memory and
   // message figures of an in-process run on a small server.
@@ -82,7 +81,7 @@ void resolve_auto_layout(const Flags& flags, MeshConfig& config, Graph& graph,
   o.topology.link_latency = 5e-6;
   o.simulate_top = 0;   // estimates only: cheap and the same on every rank
   o.time_budget = 1e9;  // no deadline: the same search on every rank
-  const AutoLayoutResult r = auto_layout(graph, config.mesh_shape, fetches, targets, o);
+  const AutoLayoutResult r = auto_layout(graph, config.mesh_shape, step, o);
   std::printf("layout auto: the best of %lld layouts costed on %s\n%s",
               static_cast<long long>(r.evaluations), o.topology.name.c_str(), r.table(5).c_str());
   config.layout = r.rules;

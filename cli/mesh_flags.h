@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "cli/flags.h"
+#include "mtf/auto_layout.h"
 #include "mtf/session.h"
 
 namespace mtf::cli {
@@ -22,14 +23,13 @@ void define_mesh_flags(Flags& flags, bool reproducible = false);
 // "MPI").
 MeshConfig mesh_config_from_flags(const Flags& flags, std::string* transport_name);
 
-// With --layout auto: chooses the layout rules for the program computing
-// `fetches` and running `targets` (auto_layout on a rough model of this
-// machine, one core per processor; deterministic, so every rank of a job
-// chooses the same), prints the ranked candidates and sets config.layout.
-// Does nothing otherwise.
+// With --layout auto: chooses the layout rules for the training step (its
+// runs and, with gradient accumulation, the update run; auto_layout on a
+// rough model of this machine, one core per processor; deterministic, so
+// every rank of a job chooses the same), prints the ranked candidates and
+// sets config.layout. Does nothing otherwise.
 void resolve_auto_layout(const Flags& flags, MeshConfig& config, Graph& graph,
-                         const std::vector<Tensor>& fetches,
-                         const std::vector<Operation*>& targets);
+                         const TrainingStep& step);
 
 // "mesh: rows:2;cols:2 (4 processors), layout: "...", simd" (or "rank r of n
 // processes over TCP"), for the examples' first lines.

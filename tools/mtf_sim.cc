@@ -81,6 +81,10 @@ std::string describe_lm(const models::TransformerConfig& c, bool decoding = fals
                 static_cast<long long>(c.d_kv), static_cast<long long>(c.vocab), batch,
                 static_cast<double>(c.num_parameters()) / 1e9);
   std::string s = buf;
+  if (!decoding && c.microbatches > 1) {
+    s += ", trained as " + std::to_string(c.microbatches) + " microbatches of " +
+         std::to_string(c.batch / c.microbatches) + " with gradients accumulated";
+  }
   if (c.moe_experts > 0)
     s += ", " + std::to_string(c.moe_experts) + " experts per feed-forward block";
   if (c.recompute) s += ", layers recomputed in the backward pass";
@@ -94,6 +98,10 @@ struct Model {
   Graph* graph = nullptr;
   Tensor loss;                                         // the step's fetch
   const std::vector<Operation*>* train_ops = nullptr;  // and its targets
+  // Gradient accumulation: train_ops run once per microbatch, then
+  // apply_ops once (nullptr: a step is one run).
+  int64_t microbatches = 1;
+  const std::vector<Operation*>* apply_ops = nullptr;
   std::function<Feeds(uint64_t)> feeds;
   std::string description;
 
@@ -169,11 +177,14 @@ Model encdec_model(const cli::Flags& flags) {
   return Model::of(m, feeds, buf);
 }
 
-Model make_model(const std::string& name, const cli::Flags& flags) {
+// The model of --model at `microbatches` (1 unless --model transformer).
+Model make_model(const std::string& name, const cli::Flags& flags, int64_t microbatches) {
   const int64_t batch = flags.i64("batch_size");
   if (batch < 0) throw ValueError("--batch_size must be positive (or 0 for the model's default)");
   if (flags.boolean("decode") && name != "transformer")
     throw ValueError("--decode needs --model transformer");
+  if (microbatches != 1 && (name != "transformer" || flags.boolean("decode")))
+    throw ValueError("--microbatches needs --model transformer (a training step)");
   if (name == "mlp") {
     models::MlpConfig mc;
     mc.batch_size = batch ? batch : 512;
@@ -182,15 +193,19 @@ Model make_model(const std::string& name, const cli::Flags& flags) {
     return Model::of(m, mlp_feeds, "model: mlp, batch " + std::to_string(mc.batch_size));
   }
   if (name == "transformer") {
-    const models::TransformerConfig tc = models::transformer_config_from_flags(
+    models::TransformerConfig tc = models::transformer_config_from_flags(
         flags, models::TransformerConfig::paper(4096, 4), true);
     if (flags.boolean("decode")) {
       const int64_t b = flags.i64("decode_batch");
       if (b < 1) throw ValueError("--decode_batch must be at least 1");
       return decoding_model(tc, b);
     }
+    tc.microbatches = microbatches;
     auto m = std::make_shared<models::TransformerLm>(tc);
-    return Model::of(m, lm_feeds, describe_lm(tc));
+    Model r = Model::of(m, lm_feeds, describe_lm(tc));
+    r.microbatches = microbatches;
+    if (microbatches > 1) r.apply_ops = &m->apply_ops;
+    return r;
   }
   if (name == "transformer_encdec") return encdec_model(flags);
   if (name == "unet3d") {
@@ -253,6 +268,26 @@ void progress(int64_t done, int64_t total, double seconds) {
   if (done == total) std::fprintf(stderr, "\n");
 }
 
+// --microbatches: the one count given, or for "auto" every divisor of the
+// transformer's batch, fewest parts first.
+std::vector<int64_t> microbatch_counts(const cli::Flags& flags) {
+  const std::string text = flags.str("microbatches");
+  if (text != "auto") {
+    const int64_t n = flags.i64("microbatches");
+    if (n < 1) throw ValueError("--microbatches must be at least 1 (or auto), not " + text);
+    return {n};
+  }
+  if (flags.str("model") != "transformer" || flags.boolean("decode"))
+    throw ValueError("--microbatches auto needs --model transformer (a training step)");
+  const int64_t batch =
+      models::transformer_config_from_flags(flags, models::TransformerConfig::paper(4096, 4), true)
+          .batch;
+  std::vector<int64_t> counts;
+  for (int64_t n = 1; n <= batch; ++n)
+    if (batch % n == 0) counts.push_back(n);
+  return counts;
+}
+
 // --auto_layout: the search over layouts (and mesh shapes with
 // --num_cores), printed as a ranked table with the chosen flags, or as JSON.
 int run_auto_layout(const cli::Flags& flags, const MeshConfig& config, Model& model, bool json) {
@@ -266,18 +301,22 @@ int run_auto_layout(const cli::Flags& flags, const MeshConfig& config, Model& mo
   if (opt.simulate_top < 1) throw ValueError("--simulate_top must be at least 1");
   if (!json) std::printf("%s\n%s\n", opt.topology.to_string().c_str(), model.description.c_str());
   const int64_t num_cores = flags.i64("num_cores");
-  const AutoLayoutResult r =
-      num_cores > 0
-          ? auto_layout_and_mesh_shape(*model.graph, num_cores, {model.loss}, *model.train_ops, opt)
-          : auto_layout(*model.graph, config.mesh_shape, {model.loss}, *model.train_ops, opt);
+  TrainingStep step{{model.loss}, *model.train_ops, model.microbatches, {}};
+  if (model.apply_ops) step.apply = *model.apply_ops;
+  const AutoLayoutResult r = num_cores > 0
+                                 ? auto_layout_and_mesh_shape(*model.graph, num_cores, step, opt)
+                                 : auto_layout(*model.graph, config.mesh_shape, step, opt);
   const int rows = static_cast<int>(flags.i64("candidates"));
   if (json) {
     std::printf("%s\n", r.to_json(rows).c_str());
     return 0;
   }
   std::printf("%s", r.table(rows).c_str());
-  std::printf("--mesh_shape \"%s\" --layout \"%s\"\n", r.mesh.to_string().c_str(),
+  std::printf("--mesh_shape \"%s\" --layout \"%s\"", r.mesh.to_string().c_str(),
               r.rules.to_string().c_str());
+  if (model.microbatches > 1)
+    std::printf(" --microbatches %lld", static_cast<long long>(model.microbatches));
+  std::printf("\n");
   return 0;
 }
 
@@ -300,6 +339,11 @@ void define_flags(cli::Flags& flags) {
                "key/value caches) instead of a training step: its time is the latency per "
                "token");
   flags.define("decode_batch", "1", "with --decode: sequences decoded together");
+  flags.define("microbatches", "1",
+               "transformer: train each --batch as this many equal parts whose gradients "
+               "accumulate, then one update run (the step's time sums its runs; its memory "
+               "is the largest run's), or \"auto\": the fewest parts (a divisor of --batch) "
+               "at which the step fits in memory (with --auto_layout: some layout fits)");
   flags.define("mesh_shape", "all:512", "logical mesh, e.g. \"batch:16;model:32\"");
   flags.define("layout", "batch:all", "layout rules, e.g. \"batch:batch;hidden:model\"");
   flags.define("topology", "tpu-v2-512",
@@ -377,24 +421,34 @@ MeshConfig sim_config_from_flags(const cli::Flags& flags, const std::string& mod
 
 // Runs --steps steps of the model on the simulated machine and prints the
 // report (table or JSON), with --explain's picture first.
+// A step with gradient accumulation is its microbatches' runs and the
+// update run, reported as one (SimReport::followed_by).
 void simulate(const cli::Flags& flags, const MeshConfig& config, Model& model, int64_t steps,
               bool json) {
   Session session(*model.graph, config);
-  if (!json) {
-    std::printf("%s\n%s\n", config.sim->topology.to_string().c_str(), model.description.c_str());
-  }
-
   const auto start = std::chrono::steady_clock::now();
+  SimReport report;
   for (int64_t step = 0; step < steps; ++step) {
-    Feeds feeds;
-    if (config.sim->mode == SimMode::kFunctional) feeds = model.feeds(static_cast<uint64_t>(step));
-    session.run({model.loss}, feeds, *model.train_ops);
+    for (int64_t part = 0; part < model.microbatches; ++part) {
+      Feeds feeds;
+      if (config.sim->mode == SimMode::kFunctional)
+        feeds = model.feeds(static_cast<uint64_t>(step * model.microbatches + part));
+      session.run({model.loss}, feeds, *model.train_ops);
+      report =
+          part == 0 ? session.simulation_report() : report.followed_by(session.simulation_report());
+    }
+    if (model.apply_ops) {
+      session.run({}, {}, *model.apply_ops);
+      report = report.followed_by(session.simulation_report());
+    }
     progress(step + 1, steps,
              std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
   }
   const double wall =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  const SimReport& report = session.simulation_report();
+  if (!json) {
+    std::printf("%s\n%s\n", config.sim->topology.to_string().c_str(), model.description.c_str());
+  }
   if (flags.boolean("explain") && !json) {
     std::printf("%s\n", session
                             .explain({model.loss}, *model.train_ops,
@@ -436,10 +490,23 @@ int main(int argc, char** argv) {
     const bool auto_layout_flag = flags.boolean("auto_layout");
 
     const MeshConfig config = sim_config_from_flags(flags, mode);
-    Model model = make_model(flags.str("model"), flags);
-    if (auto_layout_flag) return run_auto_layout(flags, config, model, json);
-    simulate(flags, config, model, steps, json);
-    return 0;
+    const std::vector<int64_t> counts = microbatch_counts(flags);
+    for (size_t i = 0;; ++i) {
+      try {
+        Model model = make_model(flags.str("model"), flags, counts[i]);
+        if (auto_layout_flag) return run_auto_layout(flags, config, model, json);
+        simulate(flags, config, model, steps, json);
+        return 0;
+      } catch (const Error& e) {
+        // --microbatches auto: on to more parts while these do not fit
+        // (or do not divide over the layout's mesh dimension).
+        const bool next = dynamic_cast<const OutOfMemoryError*>(&e) ||
+                          (dynamic_cast<const LayoutError*>(&e) && !auto_layout_flag);
+        if (i + 1 == counts.size() || !next) throw;
+        std::fprintf(json ? stderr : stdout, "--microbatches %lld: %s\n",
+                     static_cast<long long>(counts[i]), e.what());
+      }
+    }
   } catch (const mtf::Error& e) {
     std::fprintf(stderr, "mtf-sim: %s\n", e.what());
     return 1;

@@ -58,7 +58,7 @@ int main(int argc, char** argv) {
     std::string transport_name;
     MeshConfig mesh = cli::mesh_config_from_flags(flags, &transport_name);
     models::Cnn cnn(config);
-    cli::resolve_auto_layout(flags, mesh, cnn.graph(), {cnn.loss}, cnn.train_ops);
+    cli::resolve_auto_layout(flags, mesh, cnn.graph(), {{cnn.loss}, cnn.train_ops});
     Session session(cnn.graph(), mesh);
     std::printf("%s\n", cli::describe_mesh(mesh, transport_name).c_str());
     // Lowering the training step checks every tensor's layout before training.

@@ -62,7 +62,7 @@ int main(int argc, char** argv) {
     const bool print_counters = flags.boolean("print_counters");
 
     models::Mlp mlp(config);
-    cli::resolve_auto_layout(flags, mesh, mlp.graph(), {mlp.loss}, mlp.train_ops);
+    cli::resolve_auto_layout(flags, mesh, mlp.graph(), {{mlp.loss}, mlp.train_ops});
     Session session(mlp.graph(), mesh);
     std::printf("%s\n", cli::describe_mesh(mesh, transport_name).c_str());
     // Lowering the training step checks every tensor's layout before training.

@@ -322,7 +322,8 @@ int main(int argc, char** argv) {
       models::TransformerConfig c = config_of(info, cfg);
       check_prompt(c);
       models::TransformerLm lm(c);
-      cli::resolve_auto_layout(flags, mesh, lm.graph(), {lm.loss}, lm.train_ops);
+      cli::resolve_auto_layout(flags, mesh, lm.graph(),
+                               {{lm.loss}, lm.train_ops, c.microbatches, lm.apply_ops});
       const auto decoder = make_decoder(lm, mesh, sample_bytes, gen);
       Session session(lm.graph(), mesh);
       describe(c);
@@ -351,7 +352,8 @@ int main(int argc, char** argv) {
                 corpus.heldout.size());
 
     models::TransformerLm lm(cfg);
-    cli::resolve_auto_layout(flags, mesh, lm.graph(), {lm.loss}, lm.train_ops);
+    cli::resolve_auto_layout(flags, mesh, lm.graph(),
+                             {{lm.loss}, lm.train_ops, cfg.microbatches, lm.apply_ops});
     const auto decoder = make_decoder(lm, mesh, sample_bytes, gen);
     Session session(lm.graph(), mesh);
     describe(cfg);

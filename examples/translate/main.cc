@@ -434,7 +434,7 @@ int train(const cli::Flags& flags, const EncDecConfig& cfg, CheckpointManager* c
   EncDecConfig c = cfg;
   c.vocab = data.vocabulary->size();
   models::TransformerEncDec model(c);
-  cli::resolve_auto_layout(flags, mesh, model.graph(), {model.loss}, model.train_ops);
+  cli::resolve_auto_layout(flags, mesh, model.graph(), {{model.loss}, model.train_ops});
   const std::unique_ptr<models::EncDecDecoder> decoder = make_decoder(model, flags, mesh);
   Session session(model.graph(), mesh);
   RestoreOptions model_only;  // the decoder's state is neither saved nor restored

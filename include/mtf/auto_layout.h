@@ -20,6 +20,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "mtf/graph.h"
@@ -43,6 +44,24 @@ struct AutoLayoutOptions {
   int max_dims = 3;
 };
 
+// What one training step runs, as the search costs it: `runs` runs
+// computing `fetches` and running `targets` (with gradient accumulation, one
+// per microbatch of a graph built at the microbatch's size), then one run of
+// `apply` (the accumulated update; empty: none). The step's time is their
+// sum, its memory per core the larger peak.
+struct TrainingStep {
+  TrainingStep(std::vector<Tensor> fetches, std::vector<Operation*> targets, int64_t runs = 1,
+               std::vector<Operation*> apply = {})
+      : fetches(std::move(fetches)),
+        targets(std::move(targets)),
+        runs(runs),
+        apply(std::move(apply)) {}
+  std::vector<Tensor> fetches;
+  std::vector<Operation*> targets;
+  int64_t runs = 1;
+  std::vector<Operation*> apply;
+};
+
 struct LayoutCandidate {
   MeshShape mesh;
   LayoutRules rules;
@@ -63,6 +82,8 @@ struct AutoLayoutResult {
   bool exhaustive = false;
   bool cut_short = false;  // the time budget ended the search (then results depend on speed)
   double seconds = 0;
+  int64_t runs = 1;         // the step's runs (TrainingStep::runs), update run not counted
+  bool update_run = false;  // whether the step ends with TrainingStep::apply
   // The top `rows` candidates as a table: rules, step time, compute and
   // communication share, peak memory per core.
   std::string table(int rows = 10) const;
@@ -89,6 +110,14 @@ AutoLayoutResult auto_layout(Graph& graph, const MeshShape& mesh,
 AutoLayoutResult auto_layout_and_mesh_shape(Graph& graph, int64_t num_cores,
                                             const std::vector<Tensor>& fetches,
                                             const std::vector<Operation*>& targets,
+                                            const AutoLayoutOptions& options = {});
+
+// Both for a step of several runs (gradient accumulation). ValueError when
+// step.runs < 1.
+AutoLayoutResult auto_layout(Graph& graph, const MeshShape& mesh, const TrainingStep& step,
+                             const AutoLayoutOptions& options = {});
+AutoLayoutResult auto_layout_and_mesh_shape(Graph& graph, int64_t num_cores,
+                                            const TrainingStep& step,
                                             const AutoLayoutOptions& options = {});
 
 }  // namespace mtf

@@ -285,7 +285,16 @@ struct SimReport {
   // variables and their new values).
   int64_t peak_activation_memory = 0;
   std::vector<CoreMapping::AxisRing> rings;
+  // Runs this report covers: 1 for one run; more after followed_by (a step
+  // of gradient accumulation: its microbatch runs and the update run).
+  int64_t runs = 1;
 
+  // This run and then `next` on the same mesh, as one step: times, flops,
+  // messages and bytes add (per core, per op by name, per kind), memory is
+  // the larger peak; utilization is the time-weighted mean; link_bytes_max
+  // adds the runs' maxima (an upper bound: the busiest links may differ).
+  // ValueError when the reports are of different meshes or topologies.
+  SimReport followed_by(const SimReport& next) const;
   double mean_compute() const;
   double mean_communication() const;
   double mean_idle() const;

@@ -132,7 +132,10 @@ void bind_simulation(py::module_& m) {
          const py::object& topology, const std::string& machine_file,
          const std::string& topology_overrides, const std::string& mode,
          const std::string& trace_path, const std::vector<int>& physical_order,
-         const py::object& feed_dict) {
+         const py::object& feed_dict, int64_t microbatches, const py::object& apply_targets) {
+        if (microbatches < 1)
+          throw ValueError("simulate: microbatches must be at least 1, not " +
+                           std::to_string(microbatches));
         MeshConfig c;
         c.mesh_shape = MeshShape(mesh_shape);
         c.layout = LayoutRules(layout);
@@ -140,11 +143,20 @@ void bind_simulation(py::module_& m) {
         c.sim = sim_options_of(topology, machine_file, topology_overrides, mode, trace_path,
                                physical_order);
         const Feeds feeds = feeds_of(feed_dict);
-        const std::vector<Operation*> ops = ops_of(targets);
+        const std::vector<Operation*> ops = ops_of(targets), apply = ops_of(apply_targets);
         const SimReport sim = interruptible([&] {
           Session session(*graph, c);
           session.run(fetches, feeds, ops);
-          return session.simulation_report();
+          SimReport step = session.simulation_report();
+          for (int64_t i = 1; i < microbatches; ++i) {
+            session.run(fetches, feeds, ops);
+            step = step.followed_by(session.simulation_report());
+          }
+          if (!apply.empty()) {
+            session.run({}, {}, apply);
+            step = step.followed_by(session.simulation_report());
+          }
+          return step;
         });
         py::dict report = report_dict(sim);
         if (!trace_path.empty()) report["trace_path"] = trace_path;
@@ -154,11 +166,15 @@ void bind_simulation(py::module_& m) {
       py::arg("mesh_shape"), py::arg("layout") = "", py::arg("topology") = "tpu-v2-512",
       py::arg("machine_file") = "", py::arg("topology_overrides") = "", py::arg("mode") = "cost",
       py::arg("trace_path") = "", py::arg("physical_order") = std::vector<int>{},
-      py::arg("feed_dict") = py::none(),
+      py::arg("feed_dict") = py::none(), py::arg("microbatches") = 1,
+      py::arg("apply_targets") = py::none(),
       "One step of the program computing fetches and running targets, simulated on the "
       "machine (mode cost: sizes and clocks only; functional: real values, placeholders fed "
       "from feed_dict); returns the report as a dict (step_time in seconds, per-core compute, "
-      "communication and memory, the op table). trace_path: also write a Chrome trace.");
+      "communication and memory, the op table). trace_path: also write a Chrome trace. "
+      "Gradient accumulation: the step runs `microbatches` times (each with feed_dict), then "
+      "apply_targets once; the report sums their times (runs: how many) and keeps the "
+      "largest peak memory.");
 
   m.def(
       "auto_layout",
@@ -166,7 +182,7 @@ void bind_simulation(py::module_& m) {
          const py::object& targets, const py::object& mesh_shape, const py::object& topology,
          const std::string& machine_file, const std::string& topology_overrides,
          double memory_limit, double time_budget, const std::string& fixed, int beam_width,
-         int simulate_top, int max_dims) {
+         int simulate_top, int max_dims, int64_t microbatches, const py::object& apply_targets) {
         AutoLayoutOptions o;
         o.topology = topology_of(topology, machine_file, topology_overrides);
         o.memory_limit = memory_limit;
@@ -175,12 +191,11 @@ void bind_simulation(py::module_& m) {
         o.beam_width = beam_width;
         o.simulate_top = simulate_top;
         o.max_dims = max_dims;
-        const std::vector<Operation*> ops = ops_of(targets);
+        const TrainingStep step{fetches, ops_of(targets), microbatches, ops_of(apply_targets)};
         AutoLayoutResult r = interruptible([&] {
-          if (mesh_shape.is_none()) {
-            return auto_layout_and_mesh_shape(*graph, o.topology.num_cores(), fetches, ops, o);
-          }
-          return auto_layout(*graph, MeshShape(mesh_shape.cast<std::string>()), fetches, ops, o);
+          if (mesh_shape.is_none())
+            return auto_layout_and_mesh_shape(*graph, o.topology.num_cores(), step, o);
+          return auto_layout(*graph, MeshShape(mesh_shape.cast<std::string>()), step, o);
         });
         py::dict d;
         d["mesh_shape"] = r.mesh.to_string();
@@ -193,6 +208,7 @@ void bind_simulation(py::module_& m) {
         d["exhaustive"] = r.exhaustive;
         d["cut_short"] = r.cut_short;
         d["seconds"] = r.seconds;
+        d["runs"] = r.runs;
         d["table"] = r.table(10);
         return d;
       },
@@ -201,9 +217,12 @@ void bind_simulation(py::module_& m) {
       py::arg("machine_file") = "", py::arg("topology_overrides") = "",
       py::arg("memory_limit") = 0.0, py::arg("time_budget") = 30.0, py::arg("fixed") = "",
       py::arg("beam_width") = 8, py::arg("simulate_top") = 3, py::arg("max_dims") = 3,
+      py::arg("microbatches") = 1, py::arg("apply_targets") = py::none(),
       "The layout rules (and, without mesh_shape, the mesh shape over the topology's cores) "
       "with the least predicted step time that fit each core's memory: a dict with "
-      "mesh_shape, layout, ranked (a list of dicts, best first) and the search's figures.");
+      "mesh_shape, layout, ranked (a list of dicts, best first) and the search's figures. "
+      "Gradient accumulation: a step is `microbatches` runs of fetches and targets, then one "
+      "of apply_targets (GradientAccumulation's accumulate_ops and apply_ops).");
 }
 
 }  // namespace mtf::python

@@ -39,16 +39,16 @@ bool better(const LayoutCandidate& a, const LayoutCandidate& b) {
 
 class Search {
  public:
-  Search(Graph& graph, const MeshShape& mesh, const std::vector<Tensor>& fetches,
-         const std::vector<Operation*>& targets, const AutoLayoutOptions& options, double limit)
+  Search(Graph& graph, const MeshShape& mesh, const TrainingStep& step,
+         const AutoLayoutOptions& options, double limit)
       : graph_(graph),
         mesh_(mesh),
-        fetches_(fetches),
-        targets_(targets),
+        step_(step),
         options_(options),
         limit_(limit),
         model_(options.topology, mesh),
-        const_targets_(targets.begin(), targets.end()) {
+        targets_(step.targets.begin(), step.targets.end()),
+        apply_(step.apply.begin(), step.apply.end()) {
     // The searchable tensor dimensions, heaviest first (total elements of
     // the tensors that have them), with the mesh axes that divide them.
     std::map<std::string, double> weight;
@@ -220,9 +220,20 @@ class Search {
     if (it != cache_.end()) return it->second != nullptr;
     std::unique_ptr<Evaluated> e;
     try {
-      const Program program = lower(graph_, fetches_, const_targets_, mesh_, rules);
-      const sim::CostEstimate est =
-          model_.estimate(program, sim::variable_bytes(graph_, rules, mesh_));
+      const auto variables = sim::variable_bytes(graph_, rules, mesh_);
+      sim::CostEstimate est =
+          model_.estimate(lower(graph_, step_.fetches, targets_, mesh_, rules), variables);
+      est.step_time *= static_cast<double>(step_.runs);
+      est.compute *= static_cast<double>(step_.runs);
+      est.communication *= static_cast<double>(step_.runs);
+      if (!apply_.empty()) {
+        const sim::CostEstimate update =
+            model_.estimate(lower(graph_, {}, apply_, mesh_, rules), variables);
+        est.step_time += update.step_time;
+        est.compute += update.compute;
+        est.communication += update.communication;
+        if (update.memory.peak > est.memory.peak) est.memory = update.memory;
+      }
       e = std::make_unique<Evaluated>();
       e->c.mesh = mesh_;
       e->c.rules = rules;
@@ -243,17 +254,31 @@ class Search {
 
   Graph& graph_;
   MeshShape mesh_;
-  const std::vector<Tensor>& fetches_;
-  const std::vector<Operation*>& targets_;
+  const TrainingStep& step_;
   const AutoLayoutOptions& options_;
   double limit_;
   sim::CostModel model_;
-  std::vector<const Operation*> const_targets_;
+  std::vector<const Operation*> targets_, apply_;
   std::vector<Dim> dims_;
   int64_t space_ = 1;
   bool cut_short_ = false;
   std::map<std::string, std::unique_ptr<Evaluated>> cache_;
 };
+
+// One training step simulated: its runs (identical in cost-only mode, so one
+// simulation stands for all) and then the update run.
+SimReport simulate_step(Graph& graph, const MeshConfig& cfg, const TrainingStep& step) {
+  Session session(graph, cfg);
+  session.run(step.fetches, {}, step.targets);
+  const SimReport one = session.simulation_report();
+  SimReport rep = one;
+  for (int64_t i = 1; i < step.runs; ++i) rep = rep.followed_by(one);
+  if (!step.apply.empty()) {
+    session.run({}, {}, step.apply);
+    rep = rep.followed_by(session.simulation_report());
+  }
+  return rep;
+}
 
 double memory_limit(const AutoLayoutOptions& o) {
   return o.memory_limit > 0 ? o.memory_limit : o.topology.core_memory;
@@ -262,8 +287,7 @@ double memory_limit(const AutoLayoutOptions& o) {
 // Re-ranks the best fitting candidates by the cost-only simulation while the
 // budget lasts (a simulation is not started when the last one would not fit
 // in what remains), and fills the result.
-AutoLayoutResult finish(Graph& graph, const std::vector<Tensor>& fetches,
-                        const std::vector<Operation*>& targets, const AutoLayoutOptions& options,
+AutoLayoutResult finish(Graph& graph, const TrainingStep& step, const AutoLayoutOptions& options,
                         std::vector<Evaluated> all, Clock::time_point start,
                         Clock::time_point deadline) {
   AutoLayoutResult r;
@@ -300,9 +324,7 @@ AutoLayoutResult finish(Graph& graph, const std::vector<Tensor>& fetches,
     cfg.sim->topology = options.topology;
     cfg.sim->topology.core_memory = std::max(options.topology.core_memory, memory_limit(options));
     cfg.sim->mode = SimMode::kCostOnly;
-    Session session(graph, cfg);
-    session.run(fetches, {}, targets);
-    const SimReport& rep = session.simulation_report();
+    const SimReport rep = simulate_step(graph, cfg, step);
     e.c.step_time = rep.step_time;
     e.c.compute = rep.mean_compute();
     e.c.communication = rep.mean_communication() + rep.mean_idle();
@@ -316,7 +338,16 @@ AutoLayoutResult finish(Graph& graph, const std::vector<Tensor>& fetches,
   r.mesh = r.ranked.front().mesh;
   r.rules = r.ranked.front().rules;
   r.seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  r.runs = step.runs;
+  r.update_run = !step.apply.empty();
   return r;
+}
+
+void check_step(const TrainingStep& step) {
+  if (step.runs < 1) {
+    throw ValueError(detail::str_cat("auto_layout: a training step of ", step.runs,
+                                     " runs; give 1 (no accumulation) or more"));
+  }
 }
 
 }  // namespace
@@ -349,6 +380,13 @@ std::string AutoLayoutResult::table(int rows) const {
                             : "beam search + local improvement",
                 seconds, mesh.to_string().c_str(), rules.to_string().c_str());
   out += line;
+  if (runs > 1 || update_run) {
+    std::snprintf(line, sizeof(line),
+                  "step times and memory are of a step of %lld run(s)%s (gradient "
+                  "accumulation)\n",
+                  static_cast<long long>(runs), update_run ? " and the update run" : "");
+    out += line;
+  }
   return out;
 }
 
@@ -359,6 +397,7 @@ std::string AutoLayoutResult::to_json(int rows) const {
     << ",\"layout\":" << json_string(rules.to_string()) << ",\"evaluations\":" << evaluations
     << ",\"space\":" << space << ",\"exhaustive\":" << (exhaustive ? "true" : "false")
     << ",\"cut_short\":" << (cut_short ? "true" : "false") << ",\"seconds\":" << seconds
+    << ",\"runs\":" << runs << ",\"update_run\":" << (update_run ? "true" : "false")
     << ",\"ranked\":[";
   for (int i = 0; i < rows && i < static_cast<int>(ranked.size()); ++i) {
     const LayoutCandidate& c = ranked[i];
@@ -377,16 +416,30 @@ AutoLayoutResult auto_layout(Graph& graph, const MeshShape& mesh,
                              const std::vector<Tensor>& fetches,
                              const std::vector<Operation*>& targets,
                              const AutoLayoutOptions& options) {
+  return auto_layout(graph, mesh, TrainingStep{fetches, targets, 1, {}}, options);
+}
+
+AutoLayoutResult auto_layout_and_mesh_shape(Graph& graph, int64_t num_cores,
+                                            const std::vector<Tensor>& fetches,
+                                            const std::vector<Operation*>& targets,
+                                            const AutoLayoutOptions& options) {
+  return auto_layout_and_mesh_shape(graph, num_cores, TrainingStep{fetches, targets, 1, {}},
+                                    options);
+}
+
+AutoLayoutResult auto_layout(Graph& graph, const MeshShape& mesh, const TrainingStep& step,
+                             const AutoLayoutOptions& options) {
+  check_step(step);
   const auto start = Clock::now();
   const auto deadline = start + std::chrono::duration_cast<Clock::duration>(
                                     std::chrono::duration<double>(options.time_budget));
   options.fixed.validate(mesh);
-  Search search(graph, mesh, fetches, targets, options, memory_limit(options));
+  Search search(graph, mesh, step, options, memory_limit(options));
   // The search gets most of the budget; the simulations what is left.
   const bool exhaustive =
       search.run(start + std::chrono::duration_cast<Clock::duration>(
                              std::chrono::duration<double>(options.time_budget * 0.6)));
-  AutoLayoutResult r = finish(graph, fetches, targets, options, search.ranked(), start, deadline);
+  AutoLayoutResult r = finish(graph, step, options, search.ranked(), start, deadline);
   r.evaluations = search.evaluations();
   r.space = search.space();
   r.exhaustive = exhaustive;
@@ -395,9 +448,9 @@ AutoLayoutResult auto_layout(Graph& graph, const MeshShape& mesh,
 }
 
 AutoLayoutResult auto_layout_and_mesh_shape(Graph& graph, int64_t num_cores,
-                                            const std::vector<Tensor>& fetches,
-                                            const std::vector<Operation*>& targets,
+                                            const TrainingStep& step,
                                             const AutoLayoutOptions& options) {
+  check_step(step);
   if (num_cores < 1) throw ValueError("auto_layout_and_mesh_shape: num_cores must be >= 1");
   if (options.max_dims < 1 || options.max_dims > 3) {
     throw ValueError(detail::str_cat("auto_layout_and_mesh_shape: max_dims is ", options.max_dims,
@@ -432,7 +485,7 @@ AutoLayoutResult auto_layout_and_mesh_shape(Graph& graph, int64_t num_cores,
     // An equal share of what is left of the search's part of the budget.
     const double left =
         options.time_budget * 0.6 - std::chrono::duration<double>(Clock::now() - start).count();
-    Search search(graph, mesh, fetches, targets, options, memory_limit(options));
+    Search search(graph, mesh, step, options, memory_limit(options));
     exhaustive =
         search.run(Clock::now() +
                    std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(
@@ -446,7 +499,7 @@ AutoLayoutResult auto_layout_and_mesh_shape(Graph& graph, int64_t num_cores,
   }
   std::sort(all.begin(), all.end(),
             [](const Evaluated& a, const Evaluated& b) { return better(a.c, b.c); });
-  AutoLayoutResult r = finish(graph, fetches, targets, options, std::move(all), start, deadline);
+  AutoLayoutResult r = finish(graph, step, options, std::move(all), start, deadline);
   r.evaluations = evaluations;
   r.space = space;
   r.exhaustive = exhaustive;

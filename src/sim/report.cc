@@ -4,6 +4,7 @@
 #include <sstream>
 
 #include "core/json.h"
+#include "mtf/errors.h"
 #include "mtf/sim.h"
 
 namespace mtf {
@@ -38,6 +39,57 @@ std::string lpad(const std::string& s, size_t w) {
 
 }  // namespace
 
+SimReport SimReport::followed_by(const SimReport& next) const {
+  if (next.topology != topology || next.mesh != mesh || next.cores != cores ||
+      next.per_core.size() != per_core.size()) {
+    throw ValueError("SimReport::followed_by: a run on " + next.topology + ", mesh " + next.mesh +
+                     " cannot follow one on " + topology + ", mesh " + mesh +
+                     "; combine the runs of one session");
+  }
+  SimReport r = *this;
+  r.step_time = step_time + next.step_time;
+  for (size_t i = 0; i < per_core.size(); ++i) {
+    r.per_core[i].compute += next.per_core[i].compute;
+    r.per_core[i].communication += next.per_core[i].communication;
+    r.per_core[i].idle += next.per_core[i].idle;
+    r.per_core[i].bytes_sent += next.per_core[i].bytes_sent;
+  }
+  r.flops_per_core = flops_per_core + next.flops_per_core;
+  r.utilization = r.step_time > 0
+                      ? (utilization * step_time + next.utilization * next.step_time) / r.step_time
+                      : 0;
+  r.messages = messages + next.messages;
+  r.link_bytes_max = link_bytes_max + next.link_bytes_max;
+  r.link_bytes_mean = link_bytes_mean + next.link_bytes_mean;
+  r.links_used = std::max(links_used, next.links_used);
+  for (const OpRow& row : next.ops) {
+    auto it =
+        std::find_if(r.ops.begin(), r.ops.end(), [&](const OpRow& o) { return o.op == row.op; });
+    if (it == r.ops.end()) {
+      r.ops.push_back(row);
+      continue;
+    }
+    it->flops += row.flops;
+    it->bytes += row.bytes;
+    it->time += row.time;
+  }
+  for (const auto& [kind, b] : next.sent_by_kind) {
+    auto it = std::find_if(r.sent_by_kind.begin(), r.sent_by_kind.end(),
+                           [&](const auto& k) { return k.first == kind; });
+    if (it == r.sent_by_kind.end())
+      r.sent_by_kind.emplace_back(kind, b);
+    else
+      it->second += b;
+  }
+  if (next.peak_memory > peak_memory) {
+    r.peak_memory = next.peak_memory;
+    r.peak_memory_at = next.peak_memory_at;
+  }
+  r.peak_activation_memory = std::max(peak_activation_memory, next.peak_activation_memory);
+  r.runs = runs + next.runs;
+  return r;
+}
+
 double SimReport::mean_compute() const {
   double s = 0;
   for (const auto& c : per_core) s += c.compute;
@@ -59,7 +111,9 @@ std::string SimReport::to_table(int max_ops) const {
   auto share = [&](double x) { return step_time > 0 ? fmt("%.1f%%", 100 * x / step_time) : "-"; };
   o << "simulated " << mode << " run: " << topology << ", mesh " << mesh << ", layout \"" << layout
     << "\" (" << cores << " cores)\n";
-  o << "  step time       " << seconds(step_time) << "\n";
+  o << "  step time       " << seconds(step_time);
+  if (runs > 1) o << " (" << runs << " runs)";
+  o << "\n";
   o << "  per core (mean) compute " << seconds(mean_compute()) << " (" << share(mean_compute())
     << "), communication " << seconds(mean_communication()) << " (" << share(mean_communication())
     << "), idle " << seconds(mean_idle()) << " (" << share(mean_idle()) << ")\n";
@@ -106,13 +160,13 @@ std::string SimReport::to_json() const {
   o.precision(9);
   o << "{\"topology\":" << json_string(topology) << ",\"mesh\":" << json_string(mesh)
     << ",\"layout\":" << json_string(layout) << ",\"mode\":" << json_string(mode)
-    << ",\"cores\":" << cores << ",\"step_time\":" << step_time << ",\"compute\":" << mean_compute()
-    << ",\"communication\":" << mean_communication() << ",\"idle\":" << mean_idle()
-    << ",\"utilization\":" << utilization << ",\"flops_per_core\":" << flops_per_core
-    << ",\"messages\":" << messages << ",\"link_bytes_max\":" << link_bytes_max
-    << ",\"link_bytes_mean\":" << link_bytes_mean << ",\"links_used\":" << links_used
-    << ",\"links_total\":" << links_total << ",\"peak_memory\":" << peak_memory
-    << ",\"peak_memory_at\":" << json_string(peak_memory_at)
+    << ",\"cores\":" << cores << ",\"runs\":" << runs << ",\"step_time\":" << step_time
+    << ",\"compute\":" << mean_compute() << ",\"communication\":" << mean_communication()
+    << ",\"idle\":" << mean_idle() << ",\"utilization\":" << utilization
+    << ",\"flops_per_core\":" << flops_per_core << ",\"messages\":" << messages
+    << ",\"link_bytes_max\":" << link_bytes_max << ",\"link_bytes_mean\":" << link_bytes_mean
+    << ",\"links_used\":" << links_used << ",\"links_total\":" << links_total
+    << ",\"peak_memory\":" << peak_memory << ",\"peak_memory_at\":" << json_string(peak_memory_at)
     << ",\"peak_activation_memory\":" << peak_activation_memory << ",\"rings\":[";
   for (size_t i = 0; i < rings.size(); ++i) {
     o << (i ? "," : "") << "{\"axis\":" << json_string(rings[i].axis)

@@ -127,3 +127,30 @@ def test_auto_layout_ranks_layouts_as_dicts():
     assert searched["mesh_shape"].count(":") <= 2
     with pytest.raises(mtf.LayoutError, match="32|cores"):
         mtf.auto_layout(g, [loss], ops, mesh_shape="b:4", topology="tpu-v2-32")
+
+
+def test_a_step_of_microbatches_is_simulated_and_searched_as_its_runs():
+    # The model at a quarter of the batch, its gradients accumulated.
+    g = mtf.Graph()
+    m = mtf.Mesh(g, "m")
+    b, d, f = mtf.Dimension("batch", 16), mtf.Dimension("d_model", 256), mtf.Dimension("d_ff", 1024)
+    x = mtf.placeholder(m, [b, d], name="x")
+    loss = mtf.reduce_mean(mtf.square(mtf.layers.dense_relu_dense(x, f, name="ffn")))
+    acc = mtf.optimize.GradientAccumulation(mtf.optimize.SgdOptimizer(0.1), loss, 4)
+    kw = dict(mesh_shape="b:4;m:8", layout="batch:b;d_ff:m", topology="tpu-v2-32")
+    part = mtf.simulate(g, [loss], acc.accumulate_ops, **kw)
+    update = mtf.simulate(g, [], acc.apply_ops, **kw)
+    step = mtf.simulate(g, [loss], acc.accumulate_ops, microbatches=4,
+                        apply_targets=acc.apply_ops, **kw)
+    assert part["runs"] == 1 and step["runs"] == 5
+    assert step["step_time"] == pytest.approx(4 * part["step_time"] + update["step_time"])
+    assert step["peak_memory"] == max(part["peak_memory"], update["peak_memory"])
+    searched = mtf.auto_layout(g, [loss], acc.accumulate_ops, mesh_shape="b:4;m:8",
+                               topology="tpu-v2-32", time_budget=20, microbatches=4,
+                               apply_targets=acc.apply_ops)
+    assert searched["runs"] == 4 and "update run" in searched["table"]
+    one = mtf.auto_layout(g, [loss], acc.accumulate_ops, mesh_shape="b:4;m:8",
+                          topology="tpu-v2-32", time_budget=20)
+    assert searched["ranked"][0]["step_time"] > 4 * one["ranked"][0]["step_time"]
+    with pytest.raises(mtf.ValueError, match="microbatches"):
+        mtf.simulate(g, [loss], acc.accumulate_ops, microbatches=0, **kw)
