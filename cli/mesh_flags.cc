@@ -87,6 +87,19 @@ void resolve_auto_layout(const Flags& flags, MeshConfig& config, Graph& graph,
   config.layout = r.rules;
 }
 
+void check_microbatches(int64_t batch, int64_t parts, const MeshConfig& mesh) {
+  const auto axis = mesh.layout.mesh_axis_for("batch", mesh.mesh_shape);
+  if (!axis || parts < 1) return;
+  const int64_t split = mesh.mesh_shape.dims()[*axis].size;
+  const int64_t part = batch / parts;
+  if (part % split != 0) {
+    throw ValueError("--microbatches " + std::to_string(parts) + " leaves " + std::to_string(part) +
+                     " rows per part, which --layout splits over mesh dimension \"" +
+                     mesh.mesh_shape.dims()[*axis].name + "\" of " + std::to_string(split) +
+                     ": use fewer microbatches or a larger --batch");
+  }
+}
+
 std::string describe_mesh(const MeshConfig& config, const std::string& transport_name) {
   std::string where;
   if (config.process_transport) {

@@ -31,6 +31,12 @@ MeshConfig mesh_config_from_flags(const Flags& flags, std::string* transport_nam
 void resolve_auto_layout(const Flags& flags, MeshConfig& config, Graph& graph,
                          const TrainingStep& step);
 
+// --microbatches: each of the `parts` equal parts of `batch` rows must still
+// divide over the mesh dimension the layout splits "batch" on (checked
+// before any work; a layout chosen by --layout auto is searched among the
+// ones that do). ValueError saying what to change otherwise.
+void check_microbatches(int64_t batch, int64_t parts, const MeshConfig& mesh);
+
 // "mesh: rows:2;cols:2 (4 processors), layout: "...", simd" (or "rank r of n
 // processes over TCP"), for the examples' first lines.
 std::string describe_mesh(const MeshConfig& config, const std::string& transport_name);

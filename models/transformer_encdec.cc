@@ -35,6 +35,11 @@ void EncDecConfig::validate() const {
   one_of("norm", norm, "rms", "layer");
   one_of("ffn", ffn, "relu", "gated_gelu");
   one_of("position", position, "relative", "absolute");
+  if (microbatches < 1 || batch % microbatches != 0) {
+    throw ValueError("transformer_encdec: " + std::to_string(microbatches) +
+                     " microbatches do not divide the batch of " + std::to_string(batch) +
+                     " rows into equal parts; give a divisor of it");
+  }
 }
 
 EncDecConfig encdec_config_like(const TransformerConfig& lm) {
@@ -52,7 +57,7 @@ EncDecConfig encdec_config_like(const TransformerConfig& lm) {
 }
 
 TransformerEncDec::TransformerEncDec(const EncDecConfig& config)
-    : batch{"batch", config.batch},
+    : batch{"batch", config.rows_per_run()},
       inputs_length{"inputs_length", config.input_length},
       targets_length{"targets_length", config.target_length},
       d_model{"d_model", config.d_model},
@@ -89,7 +94,10 @@ TransformerEncDec::TransformerEncDec(const EncDecConfig& config)
   opt.learning_rate = config.learning_rate;
   AdafactorOptimizer optimizer(opt);
   optimizer.set_clip_norm(config.clip_norm);
-  train_ops = optimizer.minimize(loss);
+  const GradientAccumulation steps(optimizer, loss, config.microbatches,
+                                   config.microbatches > 1 ? tokens : Tensor());
+  train_ops = steps.accumulate_ops();
+  apply_ops = steps.apply_ops();
 
   eval_logits = config.dropout > 0 ? logits_of(1.0f) : logits;
   if (eval_logits.dtype() != float32) eval_logits = cast(eval_logits, float32);
@@ -231,9 +239,9 @@ Feeds TransformerEncDec::feeds(const HostTensor& input_ids, const HostTensor& ta
 std::vector<std::vector<int32_t>> translate_greedy(
     TransformerEncDec& model, Session& session, const std::vector<std::vector<int32_t>>& sources) {
   const EncDecConfig& c = model.config();
-  if (static_cast<int64_t>(sources.size()) > c.batch) {
+  if (static_cast<int64_t>(sources.size()) > c.rows_per_run()) {
     throw ValueError("translate_greedy: " + std::to_string(sources.size()) +
-                     " sentences but the model's batch is " + std::to_string(c.batch) +
+                     " sentences but the model's batch is " + std::to_string(c.rows_per_run()) +
                      "; translate them in batches");
   }
   HostTensor in = HostTensor::zeros(model.inputs.shape(), int32);

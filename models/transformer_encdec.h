@@ -47,6 +47,11 @@ struct EncDecConfig {
   float clip_norm = 0.0f;  // > 0: gradients clipped to this global norm first
   uint64_t seed = 1;
   VariableDType variable_dtype;
+  // > 1: each batch trains as this many equal parts whose gradients
+  // accumulate, weighted by their target tokens, before one update
+  // (mtf/gradient_accumulation.h); a run sees rows_per_run() rows.
+  int64_t microbatches = 1;
+  int64_t rows_per_run() const { return batch / microbatches; }
   // ValueError naming the field that is out of range or unknown.
   void validate() const;
 };
@@ -83,9 +88,12 @@ class TransformerEncDec {
   Feeds feeds(const HostTensor& input_ids, const HostTensor& target_ids) const;
 
   // Training: label-smoothed cross-entropy, mean over the non-padding target
-  // tokens (float32); Adafactor's update ops.
+  // tokens (float32); Adafactor's update ops. With config.microbatches > 1,
+  // train_ops add a part's gradients (run with each part's feeds) and
+  // apply_ops, run once after the parts without feeds, update with their
+  // token-weighted mean (empty otherwise).
   Tensor loss;
-  std::vector<Operation*> train_ops;
+  std::vector<Operation*> train_ops, apply_ops;
   Tensor gradient_norm;  // the gradients' global norm before clipping (a scalar to fetch)
   // Without dropout or smoothing: the cross-entropy per target token summed
   // over the batch (nats) and the number of non-padding target tokens, so

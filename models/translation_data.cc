@@ -64,7 +64,7 @@ void TranslationBatcher::reshuffle() {
 }
 
 Feeds TranslationBatcher::next(const TransformerEncDec& model) {
-  const int64_t B = config_.batch, LI = config_.input_length, LT = config_.target_length;
+  const int64_t B = model.batch.size, LI = config_.input_length, LT = config_.target_length;
   HostTensor in = HostTensor::zeros(model.inputs.shape(), int32);
   HostTensor tg = HostTensor::zeros(model.targets.shape(), int32);
   // Four buffers of their own (a HostTensor copy shares its buffer).
@@ -158,7 +158,7 @@ Feeds unpacked_feeds(const TransformerEncDec& model, const std::vector<EncodedPa
   const EncDecConfig& c = model.config();
   HostTensor in = HostTensor::zeros(model.inputs.shape(), int32);
   HostTensor tg = HostTensor::zeros(model.targets.shape(), int32);
-  for (int64_t row = 0; row < c.batch && first + row < pairs.size(); ++row) {
+  for (int64_t row = 0; row < model.batch.size && first + row < pairs.size(); ++row) {
     const EncodedPair& p = pairs[first + row];
     for (size_t i = 0; i < p.source.size() && static_cast<int64_t>(i) < c.input_length; ++i)
       in.data<int32_t>()[row * c.input_length + i] = p.source[i];
@@ -173,7 +173,7 @@ Feeds unpacked_feeds(const TransformerEncDec& model, const std::vector<EncodedPa
 double mean_token_loss(TransformerEncDec& model, Session& session,
                        const std::vector<EncodedPair>& pairs) {
   double sum = 0, tokens = 0;
-  for (size_t first = 0; first < pairs.size(); first += model.config().batch) {
+  for (size_t first = 0; first < pairs.size(); first += static_cast<size_t>(model.batch.size)) {
     const auto out =
         session.run({model.eval_loss_sum, model.eval_tokens}, unpacked_feeds(model, pairs, first));
     sum += out[0].to_floats()[0];

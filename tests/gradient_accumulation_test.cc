@@ -17,6 +17,7 @@ struct Net {
   Graph g;
   Mesh mesh{g, "m"};
   Tensor x, y, loss;
+  Tensor per_row;  // [b]: each row's squared error
   explicit Net(int64_t rows) {
     const Dimension b{"b", rows}, r{"r", 4}, h{"h", 6}, c{"c", 2};
     x = placeholder(mesh, Shape({b, r}), float32, "x");
@@ -24,7 +25,8 @@ struct Net {
     const Tensor w1 = get_variable(mesh, "w1", Shape({r, h}), Initializer::normal(0, 0.5f));
     const Tensor w2 = get_variable(mesh, "w2", Shape({h, c}), Initializer::normal(0, 0.5f));
     const Tensor out = einsum({relu(einsum({x, w1}, Shape({b, h}))), w2}, Shape({b, c}));
-    loss = reduce_sum(square(out - y)) * (1.0f / static_cast<float>(rows));
+    per_row = reduce_sum(square(out - y), Shape({b}));
+    loss = reduce_sum(per_row) * (1.0f / static_cast<float>(rows));
   }
 };
 
@@ -111,11 +113,63 @@ TEST(GradientAccumulationTest, BuffersAreLaidOutLikeTheVariablesAndEmptyBetweenS
   EXPECT_NE(s.program_text({}, acc.accumulate_ops()).find("h:6@x"), std::string::npos);
 }
 
+// A token-mean loss: rows masked out as padding, the loss the mean over the
+// rows kept, weighted by their count.
+struct MaskedNet : Net {
+  Tensor keep, kept;
+  explicit MaskedNet(int64_t rows) : Net(rows) {
+    keep = placeholder(mesh, per_row.shape(), float32, "keep");
+    kept = reduce_sum(keep);
+    loss = reduce_sum(per_row * keep) / maximum(kept, constant(mesh, 1.0f));
+  }
+};
+
+// The weights after one step of 8 rows of which the last 5 are padding, in
+// `microbatches` parts weighted by their kept rows (or not: `weighted`).
+std::vector<float> train_masked(int64_t microbatches, bool weighted) {
+  const int64_t rows = kBatch / microbatches;
+  MaskedNet net(rows);
+  SgdOptimizer sgd(0.1f);  // linear in the gradient: its scale shows
+  GradientAccumulation acc(sgd, net.loss, microbatches, weighted ? net.kept : Tensor());
+  Session s(net.g);
+  const std::vector<float> keep = {1, 1, 1, 0, 0, 0, 0, 0};
+  for (int64_t first = 0; first < kBatch; first += rows) {
+    s.run(
+        {},
+        {{net.x, rows_of(Shape("b:8;r:4"), 10, first, rows)},
+         {net.y, rows_of(Shape("b:8;c:2"), 20, first, rows)},
+         {net.keep, HostTensor::from_floats(Shape({{"b", rows}}),
+                                            {keep.begin() + first, keep.begin() + first + rows})}},
+        acc.accumulate_ops());
+  }
+  if (!acc.apply_ops().empty()) s.run({}, {}, acc.apply_ops());
+  std::vector<float> w = s.variable_value("w1").to_floats();
+  for (float v : s.variable_value("w2").to_floats()) w.push_back(v);
+  return w;
+}
+
+TEST(GradientAccumulationTest, WeightedPartsGiveTheWholeBatchsTokenMean) {
+  const std::vector<float> whole = train_masked(1, true);
+  for (int64_t n : {2, 4}) {
+    SCOPED_TRACE(n);
+    const std::vector<float> got = train_masked(n, true);
+    for (size_t i = 0; i < whole.size(); ++i) EXPECT_NEAR(got[i], whole[i], 2e-6) << i;
+  }
+  // Unweighted, the parts' means count alike (3 of 4 parts all padding):
+  // another update, which the comparison above would catch.
+  const std::vector<float> plain = train_masked(4, false);
+  double diff = 0;
+  for (size_t i = 0; i < whole.size(); ++i) diff += std::fabs(plain[i] - whole[i]);
+  EXPECT_GT(diff, 1e-3);
+}
+
 TEST(GradientAccumulationTest, ImpossibleCountsAreErrors) {
   Net net(4);
   SgdOptimizer sgd(0.1f);
   testing::expect_error<ValueError>([&] { GradientAccumulation(sgd, net.loss, 0); },
                                     "0 microbatches");
+  testing::expect_error<ValueError>([&] { GradientAccumulation(sgd, net.loss, 2, net.x); },
+                                    "weight must be a float32 scalar");
 }
 
 }  // namespace

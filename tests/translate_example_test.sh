@@ -50,5 +50,24 @@ grep -q "was trained with vocabulary spm1000-.*not this one (spm900-" <<<"$refus
 again=$("$translate" "${tiny[@]}" --vocab_size 1000 --checkpoint_dir "$work/ckpt" \
         --translate "In the beginning God created the heavens and the earth.")
 test "$again" = "$said" || { echo "FAIL: the refused run changed the translation"; exit 1; }
+# Gradient accumulation: 2 parts of the batch on a 2-way batch split train
+# as the whole batch (to float rounding; no dropout, so that the parts draw
+# no other masks), and a checkpoint resumes with another part count.
+exact=(--dropout 0 --loss_digits 9 --packed false --eval_sentences 0 --steps 3 --eval_every 3)
+losses() { sed -n 's/^step 3 loss \([0-9.]*\) dev loss \([0-9.]*\).*/\1 \2/p'; }
+whole=$("$translate" "${tiny[@]}" --vocab_size 1000 "${exact[@]}" | losses)
+parts=$("$translate" "${tiny[@]}" --vocab_size 1000 "${exact[@]}" --microbatches 2 \
+        --mesh_shape "rows:2" --layout "batch:rows" --checkpoint_dir "$work/acc" | losses)
+echo "whole batch: $whole; 2 parts: $parts"
+awk -v a="$whole" -v b="$parts" 'BEGIN { split(a, x); split(b, y);
+  for (i = 1; i <= 2; i++) { d = x[i] - y[i]; if (d < 0) d = -d; if (x[i] == "" || d > 1e-5 * x[i]) exit 1 } }' ||
+  { echo "FAIL: 2 parts ($parts) did not train as the whole batch ($whole)"; exit 1; }
+resumed=$("$translate" "${tiny[@]}" --vocab_size 1000 "${exact[@]}" --steps 4 --microbatches 4 \
+          --checkpoint_dir "$work/acc")
+grep -q "resumed from .*ckpt-3.h5 at step 3" <<<"$resumed"
+grep -q "step 4 loss" <<<"$resumed"
+if bad=$("$translate" "${tiny[@]}" --vocab_size 1000 --microbatches 8 --mesh_shape "rows:2" \
+         --layout "batch:rows" 2>&1); then echo "FAIL: 1 row per part on 2 processors"; exit 1; fi
+grep -q "leaves 1 rows per part" <<<"$bad" || { echo "FAIL: unclear refusal: $bad"; exit 1; }
 rm -rf "$work"
-echo "PASS: translate trains, evaluates, checkpoints, translates and refuses another vocabulary"
+echo "PASS: translate trains, evaluates, checkpoints, translates, accumulates and refuses another vocabulary"

@@ -148,10 +148,11 @@ Model decoding_model(const models::TransformerConfig& tc, int64_t batch) {
 
 // The sequence-to-sequence Transformer at the transformer flags' sizes:
 // --layers in each stack, --length for sources and targets, random ids.
-Model encdec_model(const cli::Flags& flags) {
+Model encdec_model(const cli::Flags& flags, int64_t microbatches) {
   const models::TransformerConfig tc =
       models::transformer_config_from_flags(flags, models::TransformerConfig::paper(4096, 4), true);
-  const models::EncDecConfig c = models::encdec_config_like(tc);
+  models::EncDecConfig c = models::encdec_config_like(tc);
+  c.microbatches = microbatches;
   auto m = std::make_shared<models::TransformerEncDec>(c);
   int64_t parameters = 0;
   for (const Tensor& v : m->graph().trainable_variables()) parameters += v.shape().num_elements();
@@ -165,6 +166,11 @@ Model encdec_model(const cli::Flags& flags) {
                 static_cast<long long>(c.vocab), static_cast<long long>(c.batch),
                 static_cast<long long>(c.input_length), static_cast<long long>(c.target_length),
                 static_cast<double>(parameters) / 1e9);
+  std::string description = buf;
+  if (microbatches > 1) {
+    description += ", trained as " + std::to_string(microbatches) + " microbatches of " +
+                   std::to_string(c.rows_per_run()) + " with gradients accumulated";
+  }
   auto feeds = [](models::TransformerEncDec& t, uint64_t step) {
     std::mt19937_64 rng(5000 + step);
     const int64_t vocab = t.vocab.size;
@@ -174,17 +180,28 @@ Model encdec_model(const cli::Flags& flags) {
         h->data<int32_t>()[i] = 3 + static_cast<int32_t>(rng() % (vocab - 3));
     return t.feeds(in, tg);
   };
-  return Model::of(m, feeds, buf);
+  Model r = Model::of(m, feeds, description);
+  r.microbatches = microbatches;
+  if (microbatches > 1) r.apply_ops = &m->apply_ops;
+  return r;
 }
 
-// The model of --model at `microbatches` (1 unless --model transformer).
+// The model of --model at `microbatches` (1 unless a transformer's training
+// step).
+// Whether --model's step can accumulate gradients (--microbatches).
+bool accumulates(const std::string& name, const cli::Flags& flags) {
+  return (name == "transformer" && !flags.boolean("decode")) || name == "transformer_encdec";
+}
+
 Model make_model(const std::string& name, const cli::Flags& flags, int64_t microbatches) {
   const int64_t batch = flags.i64("batch_size");
   if (batch < 0) throw ValueError("--batch_size must be positive (or 0 for the model's default)");
   if (flags.boolean("decode") && name != "transformer")
     throw ValueError("--decode needs --model transformer");
-  if (microbatches != 1 && (name != "transformer" || flags.boolean("decode")))
-    throw ValueError("--microbatches needs --model transformer (a training step)");
+  if (microbatches != 1 && !accumulates(name, flags))
+    throw ValueError(
+        "--microbatches needs --model transformer or transformer_encdec (a training "
+        "step)");
   if (name == "mlp") {
     models::MlpConfig mc;
     mc.batch_size = batch ? batch : 512;
@@ -207,7 +224,7 @@ Model make_model(const std::string& name, const cli::Flags& flags, int64_t micro
     if (microbatches > 1) r.apply_ops = &m->apply_ops;
     return r;
   }
-  if (name == "transformer_encdec") return encdec_model(flags);
+  if (name == "transformer_encdec") return encdec_model(flags, microbatches);
   if (name == "unet3d") {
     models::UNet3dConfig uc;
     if (batch) uc.batch = batch;
@@ -277,8 +294,11 @@ std::vector<int64_t> microbatch_counts(const cli::Flags& flags) {
     if (n < 1) throw ValueError("--microbatches must be at least 1 (or auto), not " + text);
     return {n};
   }
-  if (flags.str("model") != "transformer" || flags.boolean("decode"))
-    throw ValueError("--microbatches auto needs --model transformer (a training step)");
+  if (!accumulates(flags.str("model"), flags)) {
+    throw ValueError(
+        "--microbatches auto needs --model transformer or transformer_encdec (a "
+        "training step)");
+  }
   const int64_t batch =
       models::transformer_config_from_flags(flags, models::TransformerConfig::paper(4096, 4), true)
           .batch;
@@ -340,7 +360,8 @@ void define_flags(cli::Flags& flags) {
                "token");
   flags.define("decode_batch", "1", "with --decode: sequences decoded together");
   flags.define("microbatches", "1",
-               "transformer: train each --batch as this many equal parts whose gradients "
+               "transformer, transformer_encdec: train each --batch as this many equal parts "
+               "whose gradients "
                "accumulate, then one update run (the step's time sums its runs; its memory "
                "is the largest run's), or \"auto\": the fewest parts (a divisor of --batch) "
                "at which the step fits in memory (with --auto_layout: some layout fits)");

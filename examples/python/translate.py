@@ -40,6 +40,9 @@ def parse_args(argv):
                         "(docs/training.md; 0: Adafactor's own)")
     p.add_argument("--clip_norm", type=float, default=0.0,
                    help="clip the gradients to this global norm first (0: no clipping)")
+    p.add_argument("--microbatches", type=int, default=1,
+                   help="train each batch as this many equal parts, their gradients accumulated "
+                        "(weighted by target tokens), then one update")
     p.add_argument("--summary_dir", default="", help="TensorBoard event files of each step here")
     p.add_argument("--metrics_jsonl", default="", help="the same scalars as JSON lines")
     p.add_argument("--eval_every", type=int, default=250, help="development loss every N steps")
@@ -73,6 +76,24 @@ def bleu(decoder, session, vocab, pairs, length, beams):
     return mtf.models.corpus_bleu(hyps, [p.target for p in pairs])
 
 
+def train_step(session, model, batcher, fetch_norm):
+    """One step: a run per microbatch, then (accumulating) the update run.
+    Returns the loss (the parts' mean weighted by target tokens) and the
+    gradient norm (0.0 when not fetched)."""
+    parts = model.config.microbatches
+    fetches = [model.loss] + ([model.gradient_norm] if fetch_norm and parts == 1 else [])
+    weighted, tokens, norm = 0.0, 0, 0.0
+    for _ in range(parts):
+        out = session.run(fetches, batcher.next(model), targets=model.train_ops)
+        weighted += float(out[0]) * batcher.last_target_tokens
+        tokens += batcher.last_target_tokens
+        norm = float(out[1]) if len(out) > 1 else norm
+    if parts == 1:
+        return float(out[0]), norm
+    out = session.run([model.gradient_norm] if fetch_norm else [], targets=model.apply_ops)
+    return weighted / max(tokens, 1), float(out[0]) if fetch_norm else 0.0
+
+
 def main(argv):
     args = parse_args(argv)
     vocab, train, dev, test = load_data(args)
@@ -80,7 +101,7 @@ def main(argv):
         encoder_layers=args.layers, decoder_layers=args.layers, d_model=args.d_model,
         d_ff=args.d_ff, heads=args.heads, d_kv=args.d_kv, vocab=vocab.size, batch=args.batch,
         input_length=args.length, target_length=args.length, packed=args.packed,
-        learning_rate=args.lr, clip_norm=args.clip_norm)
+        learning_rate=args.lr, clip_norm=args.clip_norm, microbatches=args.microbatches)
     model = mtf.models.TransformerEncDec(config)
     decoder = mtf.models.EncDecDecoder(model, batch=args.decode_sentences * args.beams,
                                        batch_name="sequences")
@@ -94,26 +115,23 @@ def main(argv):
     summaries = (mtf.SummaryWriter(args.summary_dir, args.metrics_jsonl)
                  if args.summary_dir or args.metrics_jsonl else None)
     rate = mtf.optimize.adafactor_learning_rate(args.lr)
-    fetches = [model.loss]
-    if args.clip_norm > 0 or summaries:
-        fetches.append(model.gradient_norm)
+    fetch_norm = args.clip_norm > 0 or summaries
     start, interval, norms, steps_in = time.perf_counter(), 0.0, 0.0, 0
     for step in range(1, args.steps + 1):
-        feeds = batcher.next(model)
         t0 = time.perf_counter()
-        out = session.run(fetches, feeds, targets=model.train_ops)
+        loss, norm = train_step(session, model, batcher, fetch_norm)
         seconds = time.perf_counter() - t0
-        interval += float(out[0])
-        norms += float(out[1]) if len(out) > 1 else 0.0
+        interval += loss
+        norms += norm
         steps_in += 1
         if summaries:
-            summaries.write(step, {"loss": float(out[0]), "gradient_norm": float(out[1]),
+            summaries.write(step, {"loss": loss, "gradient_norm": norm,
                                    "learning_rate": rate.at(step), "step_time": seconds})
         if step % max(1, args.eval_every) == 0 or step == args.steps:
             dev_loss = mtf.models.mean_token_loss(model, session, dev_encoded)
             if summaries:
                 summaries.write(step, {"dev_loss": dev_loss})
-            norm = f" gradient norm {norms / steps_in:.4g}" if len(fetches) > 1 else ""
+            norm = f" gradient norm {norms / steps_in:.4g}" if fetch_norm else ""
             print(f"step {step} loss {interval / steps_in:.4f} dev loss {dev_loss:.4f}{norm} "
                   f"({time.perf_counter() - start:.1f} s)", flush=True)
             interval, norms, steps_in = 0.0, 0.0, 0

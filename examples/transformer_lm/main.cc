@@ -170,7 +170,7 @@ std::vector<std::string> model_variables(const Session& session,
     bool cache = false;
     if (decoder)
       for (const Tensor& c : decoder->caches()) cache = cache || c.op().name() == name;
-    if (!cache) names.push_back(name);
+    if (!cache && !is_accumulation_buffer(name)) names.push_back(name);
   }
   return names;
 }
@@ -229,23 +229,6 @@ void define_flags(cli::Flags& flags) {
   cli::define_mesh_flags(flags);
 }
 
-// --microbatches: a divisor of --batch (TransformerConfig::validate) whose
-// parts still divide over the mesh dimension the layout splits "batch" on.
-void check_microbatches(const models::TransformerConfig& cfg, const MeshConfig& mesh) {
-  cfg.validate();
-  const auto axis = mesh.layout.mesh_axis_for("batch", mesh.mesh_shape);
-  if (!axis) return;
-  const int64_t split = mesh.mesh_shape.dims()[*axis].size;
-  const int64_t part = cfg.batch / cfg.microbatches;
-  if (part % split != 0) {
-    throw ValueError("--microbatches " + std::to_string(cfg.microbatches) + " leaves " +
-                     std::to_string(part) +
-                     " sequences per part, which --layout splits over mesh dimension \"" +
-                     mesh.mesh_shape.dims()[*axis].name + "\" of " + std::to_string(split) +
-                     ": use fewer microbatches or a larger --batch");
-  }
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -291,7 +274,8 @@ int main(int argc, char** argv) {
 
     std::string transport_name;
     MeshConfig mesh = cli::mesh_config_from_flags(flags, &transport_name);
-    check_microbatches(cfg, mesh);
+    cfg.validate();  // --microbatches a divisor of --batch, before the layout's check
+    cli::check_microbatches(cfg.batch, cfg.microbatches, mesh);
     auto describe = [&](const models::TransformerConfig& c) {
       std::printf(
           "model: %lld layers, d_model %lld, d_ff %lld, %lld heads of %lld, %lld parameters\n",
@@ -366,6 +350,12 @@ int main(int argc, char** argv) {
     int64_t interval_steps = 0;
     int64_t first_step = 1;
     if (checkpoints) {
+      // Accumulation buffers are zero between steps: not saved, so that a
+      // run resumes with any --microbatches.
+      SaveOptions skip_buffers;
+      for (const std::string& name : session.variable_names())
+        if (is_accumulation_buffer(name)) skip_buffers.skip.push_back(name);
+      checkpoints->set_save_options(skip_buffers);
       if (const auto path = checkpoints->latest_path()) {
         // Weights, optimizer state, run counter, data position and the loss
         // accumulated since the last print: training goes on as if never

@@ -66,6 +66,10 @@ void define_flags(cli::Flags& flags) {
                "(docs/training.md; 0: Adafactor's own, min(0.01, 1/sqrt(step)))");
   flags.define("clip_norm", "0",
                "clip the gradients to this global norm before each update (0: no clipping)");
+  flags.define("microbatches", "1",
+               "train each step's --batch rows as this many equal parts, their gradients "
+               "accumulated (weighted by target tokens), then one update (less activation "
+               "memory)");
   flags.define("steps", "2000", "training steps (about 50 minutes at the defaults on 2 cores)");
   flags.define("minutes", "0", "also stop training after this many minutes (0: no limit)");
   flags.define("eval_every", "500", "evaluate on the development set every this many steps");
@@ -107,6 +111,7 @@ EncDecConfig config_from_flags(const cli::Flags& flags) {
   c.packed = flags.boolean("packed");
   c.learning_rate = LearningRate(flags.str("lr"));
   c.clip_norm = static_cast<float>(flags.f64("clip_norm"));
+  c.microbatches = flags.i64("microbatches");
   c.seed = static_cast<uint64_t>(flags.i64("seed"));
   c.variable_dtype = cli::variable_dtype_from_flags(flags);
   return c;
@@ -233,14 +238,15 @@ std::unique_ptr<models::EncDecDecoder> make_decoder(models::TransformerEncDec& m
   return std::make_unique<models::EncDecDecoder>(model, rows, even ? "batch" : "sequences");
 }
 
-// The model's variables: every variable but the decoder's state.
+// The model's variables: every variable but the decoder's state and the
+// accumulation buffers (zero between steps).
 std::vector<std::string> model_variables(const Session& session,
                                          const models::EncDecDecoder& decoder) {
   std::vector<std::string> names;
   for (const std::string& name : session.variable_names()) {
     bool state = false;
     for (const Tensor& c : decoder.caches()) state = state || c.op().name() == name;
-    if (!state) names.push_back(name);
+    if (!state && !is_accumulation_buffer(name)) names.push_back(name);
   }
   return names;
 }
@@ -293,6 +299,7 @@ int translate_text(const cli::Flags& flags, const EncDecConfig& cfg, CheckpointM
   EncDecConfig c = cfg;
   c.vocab = v.size();
   c.batch = 1;
+  c.microbatches = 1;
   c.packed = false;
   check_checkpoint(read_checkpoint_info(*path), c, v);
   models::TransformerEncDec model(c);
@@ -420,6 +427,38 @@ DevFigures evaluate_dev(models::TransformerEncDec& model, Session& session,
   return d;
 }
 
+// One training step: a run per microbatch (each the batcher's next rows)
+// and, with accumulation, the update run. Its loss is the parts' mean
+// weighted by their target tokens (the whole batch's token mean); the
+// gradient norm, when fetched, that of the update.
+cli::TrainingReport::Step train_step(models::TransformerEncDec& model, Session& session,
+                                     models::TranslationBatcher& batcher, bool fetch_norm) {
+  const int64_t parts = model.config().microbatches;
+  std::vector<Tensor> fetches{model.loss};
+  if (fetch_norm && parts == 1) fetches.push_back(model.gradient_norm);
+  cli::TrainingReport::Step figures;
+  double weighted = 0;
+  const auto t0 = std::chrono::steady_clock::now();
+  for (int64_t part = 0; part < parts; ++part) {
+    const Feeds feeds = batcher.next(model);
+    const std::vector<HostTensor> out = session.run(fetches, feeds, model.train_ops);
+    const double tokens = static_cast<double>(batcher.last_target_tokens());
+    figures.loss = out[0].to_floats()[0];
+    weighted += figures.loss * tokens;
+    figures.items += tokens;
+    if (fetches.size() > 1) figures.gradient_norm = out[1].to_floats()[0];
+  }
+  if (parts > 1) {
+    std::vector<Tensor> norm;
+    if (fetch_norm) norm.push_back(model.gradient_norm);
+    const std::vector<HostTensor> out = session.run(norm, {}, model.apply_ops);
+    if (fetch_norm) figures.gradient_norm = out[0].to_floats()[0];
+    figures.loss = figures.items > 0 ? weighted / figures.items : 0.0;
+  }
+  figures.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return figures;
+}
+
 // Trains (resuming from --checkpoint_dir's latest), evaluating on the
 // development set as it goes, then reports the test set.
 int train(const cli::Flags& flags, const EncDecConfig& cfg, CheckpointManager* checkpoints,
@@ -434,7 +473,8 @@ int train(const cli::Flags& flags, const EncDecConfig& cfg, CheckpointManager* c
   EncDecConfig c = cfg;
   c.vocab = data.vocabulary->size();
   models::TransformerEncDec model(c);
-  cli::resolve_auto_layout(flags, mesh, model.graph(), {{model.loss}, model.train_ops});
+  cli::resolve_auto_layout(flags, mesh, model.graph(),
+                           {{model.loss}, model.train_ops, c.microbatches, model.apply_ops});
   const std::unique_ptr<models::EncDecDecoder> decoder = make_decoder(model, flags, mesh);
   Session session(model.graph(), mesh);
   RestoreOptions model_only;  // the decoder's state is neither saved nor restored
@@ -451,6 +491,8 @@ int train(const cli::Flags& flags, const EncDecConfig& cfg, CheckpointManager* c
     save_vocabulary(*data.vocabulary, checkpoints->directory());
     SaveOptions skip_state;
     for (const Tensor& t : decoder->caches()) skip_state.skip.push_back(t.op().name());
+    for (const std::string& name : session.variable_names())
+      if (is_accumulation_buffer(name)) skip_state.skip.push_back(name);
     checkpoints->set_save_options(skip_state);
     if (path) {
       const CheckpointInfo info = read_checkpoint_info(*path);
@@ -466,9 +508,9 @@ int train(const cli::Flags& flags, const EncDecConfig& cfg, CheckpointManager* c
   // The gradient norm is fetched when clipping computes it anyway, or for
   // the summaries.
   const bool fetch_norm = c.clip_norm > 0 || report.writes_summaries();
-  std::vector<Tensor> fetches{model.loss};
-  if (fetch_norm) fetches.push_back(model.gradient_norm);
-  report.set_flops_per_step(session.flops_per_run(fetches, model.train_ops));
+  report.set_flops_per_step(
+      static_cast<double>(c.microbatches) * session.flops_per_run({model.loss}, model.train_ops) +
+      (model.apply_ops.empty() ? 0.0 : session.flops_per_run({}, model.apply_ops)));
   if (report.writes_summaries()) std::printf("%s\n", report.describe().c_str());
   const auto start = std::chrono::steady_clock::now();
   auto elapsed = [&] {
@@ -481,15 +523,8 @@ int train(const cli::Flags& flags, const EncDecConfig& cfg, CheckpointManager* c
   adafactor.learning_rate = c.learning_rate;
   const LearningRate rate = adafactor.effective_learning_rate();
   for (; step <= steps && (minutes <= 0 || elapsed() < 60 * minutes); ++step) {
-    const Feeds feeds = batcher.next(model);
-    cli::TrainingReport::Step figures;
-    figures.items = static_cast<double>(batcher.last_target_tokens());
-    const auto t0 = std::chrono::steady_clock::now();
-    const std::vector<HostTensor> out = session.run(fetches, feeds, model.train_ops);
-    figures.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    figures.loss = out[0].to_floats()[0];
+    cli::TrainingReport::Step figures = train_step(model, session, batcher, fetch_norm);
     figures.learning_rate = rate.at(step);
-    if (fetch_norm) figures.gradient_norm = out[1].to_floats()[0];
     report.step(step, figures);
     tokens += figures.items;
     train_seconds += figures.seconds;
@@ -539,6 +574,7 @@ int main(int argc, char** argv) {
         cli::checkpoints_from_flags(flags, &save_every);
     std::string transport_name;
     const MeshConfig mesh = cli::mesh_config_from_flags(flags, &transport_name);
+    cli::check_microbatches(cfg.batch, cfg.microbatches, mesh);
     // The best by development BLEU, or by loss when no BLEU is computed.
     const bool by_bleu = flags.i64("eval_sentences") > 0;
     cli::keep_best_from_flags(flags, checkpoints.get(), save_every,

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "mtf/graph.h"
@@ -22,7 +23,15 @@ class GradientAccumulation {
   // trainable variable V gets a float32 buffer "V/accumulated_gradient"
   // (non-trainable, V's shape, so laid out like V). ValueError for
   // microbatches < 1.
-  GradientAccumulation(Optimizer& optimizer, const Tensor& loss, int64_t microbatches);
+  //
+  // `weight` (optional): a float32 scalar of the part, e.g. its non-padding
+  // tokens, when `loss` is a mean weighted by it (a token mean). Each part's
+  // gradient then enters times its weight and the update divides by the
+  // summed weights — the whole batch's weighted mean exactly, however the
+  // weight falls between the parts (a buffer "accumulated_weight" holds the
+  // sum). Without it every part counts the same.
+  GradientAccumulation(Optimizer& optimizer, const Tensor& loss, int64_t microbatches,
+                       const Tensor& weight = Tensor());
 
   // Run with each microbatch's feeds in turn: adds its gradients to the
   // buffers (the plain training step when microbatches == 1).
@@ -37,5 +46,12 @@ class GradientAccumulation {
   int64_t microbatches_;
   std::vector<Operation*> accumulate_, apply_;
 };
+
+// Whether the variable named `name` is a buffer GradientAccumulation makes
+// ("V/accumulated_gradient", "accumulated_weight"). They are zero between
+// steps, so checkpoints need not hold them (SaveOptions::skip) and a run
+// may resume with another microbatch count (leave them out of
+// RestoreOptions::only).
+bool is_accumulation_buffer(const std::string& name);
 
 }  // namespace mtf

@@ -83,9 +83,17 @@ void bind_optimizers(py::module_& m) {
   py::class_<GradientAccumulation>(
       opt, "GradientAccumulation",
       "A batch trained as `microbatches` parts: run accumulate_ops with each part's feeds, then "
-      "apply_ops once (the optimizer's update with the gradients' mean).")
-      .def(py::init<Optimizer&, const Tensor&, int64_t>(), py::arg("optimizer"), py::arg("loss"),
-           py::arg("microbatches"), py::keep_alive<1, 2>())
+      "apply_ops once (the optimizer's update with the gradients' mean). weight: a float32 "
+      "scalar of the part (e.g. its non-padding tokens) when the loss is a mean weighted by it; "
+      "the update is then the whole batch's weighted mean.")
+      .def(py::init([](Optimizer& optimizer, const Tensor& loss, int64_t microbatches,
+                       const py::object& weight) {
+             return std::make_unique<GradientAccumulation>(
+                 optimizer, loss, microbatches,
+                 weight.is_none() ? Tensor() : weight.cast<Tensor>());
+           }),
+           py::arg("optimizer"), py::arg("loss"), py::arg("microbatches"),
+           py::arg("weight") = py::none(), py::keep_alive<1, 2>())
       .def_property_readonly("accumulate_ops",
                              [](const GradientAccumulation& a) { return wrap(a.accumulate_ops()); })
       .def_property_readonly("apply_ops",

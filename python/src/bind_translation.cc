@@ -41,6 +41,7 @@ const std::vector<const char*> kEncDecFields = {"encoder_layers",
                                                 "packed",
                                                 "learning_rate",
                                                 "clip_norm",
+                                                "microbatches",
                                                 "seed"};
 
 // {placeholder: array} for Session.run.
@@ -62,6 +63,7 @@ void bind_config_and_model(py::module_& m) {
   learning_rate_property(config, "learning_rate", &EncDecConfig::learning_rate);
   config.def_readwrite("encoder_layers", &EncDecConfig::encoder_layers)
       .def_readwrite("clip_norm", &EncDecConfig::clip_norm)
+      .def_readwrite("microbatches", &EncDecConfig::microbatches)
       .def_readwrite("decoder_layers", &EncDecConfig::decoder_layers)
       .def_readwrite("d_model", &EncDecConfig::d_model)
       .def_readwrite("d_ff", &EncDecConfig::d_ff)
@@ -116,6 +118,7 @@ void bind_config_and_model(py::module_& m) {
       .def_readonly("eval_tokens", &TransformerEncDec::eval_tokens)
       .def_readonly("eval_logits", &TransformerEncDec::eval_logits)
       .def_property_readonly("train_ops", [](TransformerEncDec& t) { return wrap(t.train_ops); })
+      .def_property_readonly("apply_ops", [](TransformerEncDec& t) { return wrap(t.apply_ops); })
       .def(
           "feeds",
           [](const TransformerEncDec& t, const py::handle& inputs, const py::handle& targets) {

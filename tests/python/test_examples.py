@@ -192,7 +192,7 @@ def test_translate_example_trains_and_translates(tmp_path):
                "--heads", "2", "--d_kv", "16", "--batch", "8", "--length", "48",
                "--vocab_size", "1000", "--vocab_dir", str(tmp_path), "--test_sentences", "8",
                "--decode_sentences", "4", "--beams", "2", "--packed", "--clip_norm", "0.5",
-               "--metrics_jsonl", str(tmp_path / "m.jsonl"),
+               "--microbatches", "2", "--metrics_jsonl", str(tmp_path / "m.jsonl"),
                "--mesh_shape", "rows:2", "--layout", "batch:rows"])
     metrics = [json.loads(line) for line in open(tmp_path / "m.jsonl")]
     assert [m["step"] for m in metrics] == [1, 2, 2, 3, 4, 4], metrics
@@ -226,7 +226,7 @@ def test_lm_microbatches_train_as_the_whole_batch():
             assert float(p[2]) == pytest.approx(float(w[2]), rel=1e-5)
     for args, message in ((["--microbatches", "3"], "3 microbatches do not divide the batch of 8"),
                           (["--microbatches", "8", "--mesh_shape", "all:2", "--layout",
-                            "batch:all"], "leaves 1 sequences per part")):
+                            "batch:all"], "leaves 1 rows per part")):
         bad = subprocess.run([lm] + small + args, capture_output=True, text=True)
         assert bad.returncode != 0 and message in bad.stderr, bad.stderr
 

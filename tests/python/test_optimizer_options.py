@@ -204,6 +204,31 @@ def test_gradient_accumulation_equals_the_whole_batch():
     whole = train(1)
     for n in (2, 4):
         np.testing.assert_allclose(train(n), whole, rtol=1e-5, atol=1e-6)
+
+    # A mean over kept rows (a token mean): parts weighted by what they keep.
+    keep_all = np.array([1, 1, 1, 0, 0, 0, 0, 0], np.float32)
+
+    def train_masked(microbatches):
+        rows = 8 // microbatches
+        g = mtf.Graph()
+        m = mtf.Mesh(g, "m")
+        n, c = mtf.Dimension("n", rows), mtf.Dimension("c", 3)
+        x = mtf.placeholder(m, [n, c])
+        keep = mtf.placeholder(m, [n])
+        w = mtf.get_variable(m, "w", [c], initializer=mtf.random_normal_initializer(0, 1))
+        kept = mtf.reduce_sum(keep)
+        per_row = mtf.reduce_sum(mtf.square(x * w - 1.0), output_shape=[n])
+        loss = mtf.reduce_sum(per_row * keep) / mtf.maximum(kept, 1.0)
+        acc = mtf.optimize.GradientAccumulation(mtf.optimize.SgdOptimizer(0.1), loss,
+                                                microbatches, weight=kept)
+        s = mtf.Session(g)
+        for k in range(microbatches):
+            part = slice(k * rows, (k + 1) * rows)
+            s.run(acc.accumulate_ops, feed_dict={x: data[part], keep: keep_all[part]})
+        if acc.apply_ops:
+            s.run(acc.apply_ops)
+        return s.run(w)
+    np.testing.assert_allclose(train_masked(4), train_masked(1), rtol=1e-5, atol=1e-6)
     g = mtf.Graph()
     loss = mtf.reduce_sum(mtf.get_variable(mtf.Mesh(g, "m"), "v", [A]))
     with pytest.raises(ValueError, match="0 microbatches"):
