@@ -97,6 +97,16 @@ TEST_F(ErrorsTest, FeedsAreChecked) {
         s.run(p * 2.f, {{p, HostTensor::zeros(Shape("a:3"), float32)}});
       },
       {"\"images:0\"", "[a:3]", "exactly its shape"});
+  // Another graph's placeholder (the same id, name and shape) is not this one.
+  Graph other;
+  Mesh other_mesh(other, "mesh");
+  const Tensor stranger = placeholder(other_mesh, Shape("a:2"), float32, "images");
+  ASSERT_EQ(stranger.id(), p.id());
+  expect_error<ValueError>(
+      [&] {
+        s.run(p * 2.f, {{stranger, HostTensor::zeros(Shape("a:2"), float32)}});
+      },
+      {"\"images:0\"", "another graph"});
 }
 
 TEST_F(ErrorsTest, VariablesNeedUniqueNames) {

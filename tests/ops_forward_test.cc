@@ -1,6 +1,7 @@
 // Forward values of every op against plain-loop references written here.
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include "test_util.h"
 
@@ -276,6 +277,51 @@ TEST_F(OpsTest, Reductions) {
   EXPECT_EQ(eval(reduce_sum(e, Shape("a:2"))), (std::vector<float>{0, 0}));
   EXPECT_EQ(eval(reduce_max(e, Shape("a:2")))[0], -INFINITY);
   EXPECT_EQ(eval(reduce_min(e, Shape("a:2")))[1], INFINITY);
+}
+
+// NaN propagates as in NumPy and TensorFlow: relu, sign, maximum and
+// minimum, the max and min reductions, max pooling and a loss over NaN
+// logits give NaN, on one core and with the NaN on one processor of a mesh.
+TEST_F(OpsTest, NaNPropagatesAsInNumPy) {
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  auto is_nan = [](const std::vector<float>& v, size_t i) { return std::isnan(v.at(i)); };
+  const HostTensor x = HostTensor::from_floats(Shape("a:4"), {nan, -INFINITY, INFINITY, 1.f});
+  const std::vector<float> r = eval(relu(in(x)));
+  EXPECT_TRUE(is_nan(r, 0));
+  EXPECT_EQ(std::vector<float>(r.begin() + 1, r.end()), (std::vector<float>{0, INFINITY, 1}));
+  EXPECT_TRUE(is_nan(eval(sign(in(x))), 0));
+  const HostTensor m = HostTensor::from_floats(Shape("a:4"), {nan, 1, 2, 3});
+  const HostTensor ones_4 = HostTensor::from_floats(Shape("a:4"), {1, 1, 1, nan});
+  EXPECT_TRUE(is_nan(eval(reduce_max(in(m))), 0));
+  EXPECT_TRUE(is_nan(eval(reduce_min(in(m))), 0));
+  const std::vector<float> mx = eval(maximum(in(m), in(ones_4)));
+  const std::vector<float> mn = eval(minimum(in(ones_4), in(m)));
+  for (size_t i : {0, 3}) EXPECT_TRUE(is_nan(mx, i) && is_nan(mn, i)) << i;
+  EXPECT_EQ(mx[1], 1.f);
+  EXPECT_EQ(mn[2], 1.f);
+  const HostTensor img = HostTensor::from_floats(Shape("b:1;h:2;w:2;c:1"), {1, nan, 3, 4});
+  EXPECT_TRUE(is_nan(eval(max_pool(in(img), {2, 2}, {2, 2})), 0));
+  // The NaN on the second of two processors: the allreduce of the max and
+  // a loss over the logits carry it.
+  for (const char* layout : {"", "a:x"}) {
+    SCOPED_TRACE(layout);
+    Graph g2;
+    Mesh mesh2(g2, "m");
+    const Tensor p = placeholder(mesh2, Shape("a:4"), float32, "p");
+    const Tensor logits = placeholder(mesh2, Shape("a:4;v:3"), float32, "logits");
+    const Dimension v{"v", 3};
+    const Tensor targets = one_hot(zeros(mesh2, Shape("a:4"), int32), v);
+    const Tensor loss = reduce_mean(softmax_cross_entropy_with_logits(logits, targets, v));
+    const Tensor largest = reduce_max(p);
+    Session sess(g2, testing::mesh_config(*layout ? "x:2" : "", layout));
+    HostTensor lv = HostTensor::from_floats(Shape("a:4;v:3"), std::vector<float>(12, 0.5f));
+    lv.data<float>()[10] = nan;
+    const auto out =
+        sess.run({largest, loss},
+                 {{p, HostTensor::from_floats(Shape("a:4"), {1, 2, 3, nan})}, {logits, lv}});
+    EXPECT_TRUE(std::isnan(out[0].to_floats()[0]));
+    EXPECT_TRUE(std::isnan(out[1].to_floats()[0]));
+  }
 }
 
 TEST_F(OpsTest, SoftmaxFamily) {

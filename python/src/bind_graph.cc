@@ -67,6 +67,11 @@ std::shared_ptr<Graph> owner_of(const Graph& graph) {
   return it == g_graphs.end() ? nullptr : it->second.lock();
 }
 
+Graph& graph_arg(const std::shared_ptr<Graph>& graph, const char* where) {
+  if (!graph) throw ValueError(std::string(where) + ": expected an mtf.Graph, got None");
+  return *graph;
+}
+
 void register_graph(const Graph* graph, const std::weak_ptr<Graph>& owner) {
   std::lock_guard<std::mutex> lock(g_graphs_mu);
   if (owner.expired()) {
@@ -213,7 +218,7 @@ void bind_graph(py::module_& m) {
   py::class_<PyMesh>(m, "Mesh", "A named set of processors in a graph.")
       .def(py::init([](const std::shared_ptr<Graph>& g, const std::string& name) {
              if (name.empty()) throw ValueError("a Mesh needs a name");
-             return PyMesh{Mesh(*g, name), g};
+             return PyMesh{Mesh(graph_arg(g, "mtf.Mesh"), name), g};
            }),
            py::arg("graph"), py::arg("name"))
       .def_property_readonly("graph", [](const PyMesh& m) { return m.owner; })

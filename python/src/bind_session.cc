@@ -117,6 +117,7 @@ void bind_session(py::module_& m) {
                        const std::string& topology_overrides, const std::string& sim_mode,
                        const std::string& trace_path, const std::vector<int>& physical_order,
                        const std::string& transport) {
+             graph_arg(graph, "mtf.Session");
              MeshConfig c;
              c.mesh_shape = MeshShape(mesh_shape);
              c.layout = LayoutRules(layout);

@@ -133,6 +133,7 @@ void bind_simulation(py::module_& m) {
          const std::string& topology_overrides, const std::string& mode,
          const std::string& trace_path, const std::vector<int>& physical_order,
          const py::object& feed_dict, int64_t microbatches, const py::object& apply_targets) {
+        graph_arg(graph, "mtf.simulate");
         if (microbatches < 1)
           throw ValueError("simulate: microbatches must be at least 1, not " +
                            std::to_string(microbatches));
@@ -183,6 +184,7 @@ void bind_simulation(py::module_& m) {
          const std::string& machine_file, const std::string& topology_overrides,
          double memory_limit, double time_budget, const std::string& fixed, int beam_width,
          int simulate_top, int max_dims, int64_t microbatches, const py::object& apply_targets) {
+        graph_arg(graph, "mtf.auto_layout");
         AutoLayoutOptions o;
         o.topology = topology_of(topology, machine_file, topology_overrides);
         o.memory_limit = memory_limit;

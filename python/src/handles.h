@@ -25,6 +25,9 @@ namespace py = pybind11;
 // The shared owner of a graph made from Python; nullptr for graphs Python
 // did not make (their objects then do not keep them alive).
 std::shared_ptr<Graph> owner_of(const Graph& graph);
+// The graph a Python argument passes: ValueError naming `where` for None
+// (pybind11 passes None as an empty holder).
+Graph& graph_arg(const std::shared_ptr<Graph>& graph, const char* where);
 // Records (or, for an expired owner, forgets) the shared owner of a graph.
 void register_graph(const Graph* graph, const std::weak_ptr<Graph>& owner);
 // A new T(args...) that holds a graph (graph_of(t)), kept alive by every

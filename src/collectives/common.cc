@@ -27,11 +27,12 @@ void reduce_typed(T* d, const T* s, int64_t n, ReduceOp op) {
     case ReduceOp::kSum:
       for (int64_t i = 0; i < n; ++i) d[i] += s[i];
       return;
+    // NaN wins max and min (NumPy's maximum and minimum), on every rank alike.
     case ReduceOp::kMax:
-      for (int64_t i = 0; i < n; ++i) d[i] = s[i] > d[i] ? s[i] : d[i];
+      for (int64_t i = 0; i < n; ++i) d[i] = s[i] > d[i] || s[i] != s[i] ? s[i] : d[i];
       return;
     case ReduceOp::kMin:
-      for (int64_t i = 0; i < n; ++i) d[i] = s[i] < d[i] ? s[i] : d[i];
+      for (int64_t i = 0; i < n; ++i) d[i] = s[i] < d[i] || s[i] != s[i] ? s[i] : d[i];
       return;
   }
 }

@@ -48,8 +48,8 @@ void unary_float(UnaryFn fn, const float* x, float* y, int64_t n) {
     case UnaryFn::kIdentity:
       std::memcpy(y, x, n * sizeof(float));
       return;
-    case UnaryFn::kRelu:
-      return map(x, y, n, [](float v) { return v > 0.f ? v : 0.f; });
+    case UnaryFn::kRelu:  // NaN stays NaN, as in NumPy and TensorFlow
+      return map(x, y, n, [](float v) { return v > 0.f || v != v ? v : 0.f; });
     case UnaryFn::kGelu:
       return map(x, y, n, [](float v) {
         return 0.5f * v * (1.f + std::tanh(kGeluC * (v + 0.044715f * v * v * v)));
@@ -88,7 +88,9 @@ void unary_float(UnaryFn fn, const float* x, float* y, int64_t n) {
         return v > 0.f ? v + std::log1p(std::exp(-v)) : std::log1p(std::exp(v));
       });
     case UnaryFn::kSign:
-      return map(x, y, n, [](float v) { return v > 0.f ? 1.f : (v < 0.f ? -1.f : 0.f); });
+      return map(x, y, n, [](float v) {
+        return v > 0.f ? 1.f : v < 0.f ? -1.f : v == v ? 0.f : v;
+      });
     case UnaryFn::kReluGrad:
       return map(x, y, n, [](float v) { return v > 0.f ? 1.f : 0.f; });
     case UnaryFn::kGeluGrad:
@@ -222,10 +224,11 @@ void visit_arithmetic(BinaryFn fn, Visit&& visit) {
       return visit([](T x, T y) { return x * y; });
     case BinaryFn::kDiv:
       return visit([](T x, T y) { return T(x / y); });
+    // NaN in either operand gives NaN (NumPy's minimum and maximum).
     case BinaryFn::kMin:
-      return visit([](T x, T y) { return y < x ? y : x; });
+      return visit([](T x, T y) { return y < x || y != y ? y : x; });
     case BinaryFn::kMax:
-      return visit([](T x, T y) { return y > x ? y : x; });
+      return visit([](T x, T y) { return y > x || y != y ? y : x; });
     case BinaryFn::kPow:
       return visit([](T x, T y) {
         return static_cast<T>(std::pow(static_cast<double>(x), static_cast<double>(y)));

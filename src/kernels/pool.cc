@@ -49,7 +49,8 @@ void pool_forward(PoolFn fn, const std::vector<ConvAxis>& axes, const HostTensor
           ++count[o2];
           const float* v = src + at * c;
           if (fn == PoolFn::kMax) {
-            for (int64_t k = 0; k < c; ++k) dst[k] = v[k] > dst[k] ? v[k] : dst[k];
+            for (int64_t k = 0; k < c; ++k)
+              dst[k] = v[k] > dst[k] || v[k] != v[k] ? v[k] : dst[k];  // NaN wins
           } else {
             for (int64_t k = 0; k < c; ++k) dst[k] += v[k];
           }

@@ -85,7 +85,8 @@ void reduce_strided(const std::vector<int64_t>& sizes, const TI* px,
 }
 
 // out <- fn(out, x) over the strided arrays, with fn's operation picked
-// once; sums go in fixed order when asked (max and min are exact in any).
+// once; sums go in fixed order when asked (max and min are exact in any, and
+// NaN wins them, as in NumPy).
 template <typename T, typename TI = T>
 void reduce_into(ReduceFn fn, const std::vector<int64_t>& sizes, const TI* x,
                  const std::vector<int64_t>& x_strides, T* out,
@@ -97,12 +98,12 @@ void reduce_into(ReduceFn fn, const std::vector<int64_t>& sizes, const TI* x,
           sizes, x, x_strides, out, out_strides, init, [](T a, T b) { return a + b; }, fixed_order);
     case ReduceFn::kMax:
       return reduce_strided<T, TI>(
-          sizes, x, x_strides, out, out_strides, init, [](T a, T b) { return b > a ? b : a; },
-          false);
+          sizes, x, x_strides, out, out_strides, init,
+          [](T a, T b) { return b > a || b != b ? b : a; }, false);
     case ReduceFn::kMin:
       return reduce_strided<T, TI>(
-          sizes, x, x_strides, out, out_strides, init, [](T a, T b) { return b < a ? b : a; },
-          false);
+          sizes, x, x_strides, out, out_strides, init,
+          [](T a, T b) { return b < a || b != b ? b : a; }, false);
   }
 }
 

@@ -48,14 +48,20 @@ Session::FeedBlock feed_block(const Tensor& t, const MeshShape& mesh, const Layo
   return block;
 }
 
-std::map<int64_t, FedValue> check_feeds(const Program& program, const Feeds& feeds,
-                                        const MeshShape& mesh, const LayoutRules& rules,
+std::map<int64_t, FedValue> check_feeds(const Graph& graph, const Program& program,
+                                        const Feeds& feeds, const MeshShape& mesh,
+                                        const LayoutRules& rules,
                                         const std::vector<int64_t>& local) {
   std::map<int64_t, FedValue> m;
   for (const auto& [t, value] : feeds) {
     if (!t.valid() || t.op().type() != "placeholder") {
       throw ValueError("Session::run: feed target " + (t.valid() ? t.describe() : "(invalid)") +
                        " is not a placeholder");
+    }
+    if (&t.graph() != &graph) {
+      throw ValueError("Session::run: placeholder " + t.describe() +
+                       " belongs to another graph than this session's; feed this graph's "
+                       "placeholders");
     }
     const Session::FeedBlock block = feed_block(t, mesh, rules, local);
     const bool whole = value.valid() && value.shape() == t.shape();

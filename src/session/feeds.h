@@ -19,11 +19,12 @@ Session::FeedBlock feed_block(const Tensor& placeholder, const MeshShape& mesh,
                               const LayoutRules& rules, const std::vector<int64_t>& local);
 
 // The fed values by placeholder tensor id, each with its offset in the
-// logical tensor. ValueError for a feed of a non-placeholder, of the wrong
-// shape or dtype (naming both and the block it may be), or a placeholder
-// the program needs that was not fed.
-std::map<int64_t, FedValue> check_feeds(const Program& program, const Feeds& feeds,
-                                        const MeshShape& mesh, const LayoutRules& rules,
+// logical tensor. ValueError for a feed of a non-placeholder or of another
+// graph's placeholder, of the wrong shape or dtype (naming both and the
+// block it may be), or a placeholder the program needs that was not fed.
+std::map<int64_t, FedValue> check_feeds(const Graph& graph, const Program& program,
+                                        const Feeds& feeds, const MeshShape& mesh,
+                                        const LayoutRules& rules,
                                         const std::vector<int64_t>& local);
 
 }  // namespace mtf::detail

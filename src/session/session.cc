@@ -106,7 +106,7 @@ std::vector<HostTensor> SessionImpl::run(const std::vector<Tensor>& fetches, con
   const std::vector<int64_t>& local = executor_->local_processors();
   std::map<int64_t, FedValue> feed_map;
   if (executor_->holds_values()) {
-    feed_map = check_feeds(prog, feeds, config_.mesh_shape, config_.layout, local);
+    feed_map = check_feeds(graph_, prog, feeds, config_.mesh_shape, config_.layout, local);
     last_fed_bytes = 0;
     for (const auto& [id, fed] : feed_map) last_fed_bytes += fed.value.num_bytes();
     for (const Step& s : prog.steps)

@@ -131,3 +131,20 @@ def test_the_gil_is_released_while_a_run_computes():
     # (end - start) / 5 ms ticks; released, the thread ticks every ~0.5 ms.
     assert end - start > 0.05
     assert len(during) > 3 * (end - start) / 0.005, (len(during), end - start)
+
+
+def test_none_and_strangers_are_errors_not_crashes():
+    # None where a graph belongs: an error naming the call, not a segfault.
+    for call, what in ((lambda: mtf.Session(None), "mtf.Session"),
+                       (lambda: mtf.Mesh(None, "m"), "mtf.Mesh"),
+                       (lambda: mtf.simulate(None, [], mesh_shape="a:1"), "mtf.simulate"),
+                       (lambda: mtf.auto_layout(None, []), "mtf.auto_layout")):
+        with pytest.raises(mtf.ValueError, match=what + ": expected an mtf.Graph, got None"):
+            call()
+    # A placeholder of another graph is not a feed for this one.
+    g, h = mtf.Graph(), mtf.Graph()
+    a = mtf.Dimension("a", 2)
+    p = mtf.placeholder(mtf.Mesh(g, "m"), [a], name="x")
+    q = mtf.placeholder(mtf.Mesh(h, "m"), [a], name="x")
+    with pytest.raises(mtf.ValueError, match="another graph"):
+        mtf.Session(g).run(p * 2.0, feed_dict={q: np.ones(2, np.float32)})
