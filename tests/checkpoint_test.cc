@@ -223,6 +223,42 @@ TEST(Checkpoint, FilesThatAreNotCheckpoints) {
   std::ofstream(dir + "/empty.h5");
   EXPECT_THROW(restore_checkpoint(s, dir + "/empty.h5"), IoError);
   EXPECT_THROW(restore_checkpoint(s, dir), IoError);  // a directory
+  // A FIFO would block the first read forever: refused before it is opened.
+  ASSERT_EQ(::mkfifo((dir + "/ckpt-40.h5").c_str(), 0600), 0);
+  testing::expect_error<IoError>([&] { restore_checkpoint(s, dir + "/ckpt-40.h5"); },
+                                 {"ckpt-40.h5", "not a regular file (a FIFO)"});
+  testing::expect_error<IoError>([&] { read_checkpoint_info(dir + "/ckpt-40.h5"); }, {"a FIFO"});
+  CheckpointManager fifo(dir, 2);
+  testing::expect_error<IoError>([&] { fifo.restore_latest(s); }, {"a FIFO"});
+}
+
+// The pointer naming a file that is gone (deleted, renamed to .bak): the
+// newest checkpoint present, or an error when there is none, never a fresh
+// start; a name with leading zeros is used as it is.
+TEST(CheckpointManager, APointerToAMissingFileIsNeverAFreshStart) {
+  Model a;
+  Session s(a.g);
+  const std::string dir = temp_dir("pointer");
+  CheckpointManager m(dir, 3);
+  m.save(s, 30);
+  m.save(s, 40);
+  ASSERT_EQ(std::rename((dir + "/ckpt-40.h5").c_str(), (dir + "/ckpt-40.h5.bak").c_str()), 0);
+  EXPECT_EQ(*m.latest_path(), dir + "/ckpt-30.h5");
+  std::remove((dir + "/ckpt-30.h5").c_str());
+  testing::expect_error<IoError>(
+      [&] { m.latest_path(); },
+      {"\"latest\" names \"ckpt-40.h5\", which is missing", "remove \"latest\" to start afresh"});
+  EXPECT_THROW(m.restore_latest(s), IoError);
+
+  const std::string zeros = temp_dir("zeros");
+  CheckpointManager z(zeros, 1);
+  z.save(s, 40);
+  ASSERT_EQ(std::rename((zeros + "/ckpt-40.h5").c_str(), (zeros + "/ckpt-040.h5").c_str()), 0);
+  std::remove((zeros + "/latest").c_str());
+  EXPECT_EQ(*z.latest_path(), zeros + "/ckpt-040.h5");
+  EXPECT_EQ(z.restore_latest(s)->step, 40);
+  z.save(s, 50);  // keeps 1: the old file goes by its own name
+  EXPECT_EQ(z.steps(), (std::vector<int64_t>{50}));
 }
 
 // Truncated at many lengths and with a bit flipped at many positions: every

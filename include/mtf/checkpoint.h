@@ -101,8 +101,10 @@ class CheckpointManager {
   // Returns the path written.
   std::string save(Session& session, int64_t step,
                    const std::map<std::string, std::string>& metadata = {});
-  // The checkpoint the pointer names (or, when the pointer is missing or
-  // names a missing file, the newest `ckpt-*.h5`); nullopt when there is none.
+  // The checkpoint the pointer names (or, when there is no pointer, the
+  // newest `ckpt-*.h5`); nullopt when there is none. A pointer naming a
+  // missing file: the newest present, said on stderr, or IoError when there
+  // is none (never a silent fresh start).
   std::optional<std::string> latest_path() const;
   // Restores the latest checkpoint; nullopt when the directory has none.
   std::optional<CheckpointInfo> restore_latest(Session& session,
@@ -131,6 +133,7 @@ class CheckpointManager {
   SaveOptions options_;
   std::string best_metric_;
   bool higher_is_better_ = false;
+  std::vector<std::pair<int64_t, std::string>> files() const;
   // The keep_best metric's value in `metadata` (NaN: none; ValueError when
   // it is not a number).
   double metric_of(const std::map<std::string, std::string>& metadata) const;

@@ -85,6 +85,16 @@ bool file_exists(const std::string& path) {
   return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
 }
 
+void require_regular_file(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0 || S_ISREG(st.st_mode)) return;
+  throw IoError("\"" + path + "\" is not a regular file (" +
+                (S_ISDIR(st.st_mode)    ? "a directory"
+                 : S_ISFIFO(st.st_mode) ? "a FIFO"
+                                        : "a device or socket") +
+                "), so not an mtf checkpoint: move it away or name another file");
+}
+
 void remove_file(const std::string& path) {
   if (::unlink(path.c_str()) != 0 && errno != ENOENT) fail("removing", path);
 }

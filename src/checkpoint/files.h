@@ -16,6 +16,9 @@ void make_directories(const std::string& dir);
 // Names (not paths) of the entries of `dir`; IoError when it cannot be read.
 std::vector<std::string> list_directory(const std::string& dir);
 bool file_exists(const std::string& path);
+// IoError naming what `path` is when it exists but is not a regular file (a
+// FIFO or device would block the first read forever); missing is fine.
+void require_regular_file(const std::string& path);
 void remove_file(const std::string& path);  // missing is fine
 std::string directory_of(const std::string& path);
 std::string base_name(const std::string& path);

@@ -1,9 +1,18 @@
 #include "checkpoint/h5.h"
 
+#include <unistd.h>
+
+#include "checkpoint/files.h"
 #include "mtf/errors.h"
 
 namespace mtf::checkpoint::h5 {
 namespace {
+
+// HDF5's exit handler closes what is still open, and crashes on a file
+// whose close failed (a write refused by a full disk or a size limit; HDF5
+// 1.10). Every file here is closed by the code that opened it, so the
+// handler has nothing to do: it is not installed, before HDF5 starts.
+const bool kNoExitHandler = (H5dont_atexit(), true);
 
 std::mutex& hdf5_mutex() {
   static std::mutex m;
@@ -16,10 +25,23 @@ herr_t collect(unsigned, const H5E_error2_t* e, void* out) {
   return 0;
 }
 
+// HDF5's messages, or when the system refused a write (the last message
+// carries "errno = N, error message = '...'") just the system's reason.
 std::string error_stack() {
   std::string s;
   H5Ewalk2(H5E_DEFAULT, H5E_WALK_DOWNWARD, collect, &s);
   H5Eclear2(H5E_DEFAULT);
+  const std::string key = "error message = '";
+  const size_t at = s.find(key);
+  if (at != std::string::npos) {
+    const size_t end = s.find('\'', at + key.size());
+    if (end != std::string::npos) {
+      std::string reason = s.substr(at + key.size(), end - at - key.size());
+      if (s.find("errno = 28,") != std::string::npos)
+        reason += " (free space there, or save elsewhere; earlier checkpoints are untouched)";
+      return reason;
+    }
+  }
   return s.empty() ? "no detail from HDF5" : s;
 }
 
@@ -55,15 +77,43 @@ Handle& Handle::operator=(Handle&& o) noexcept {
 }
 
 void Handle::reset() {
+  // A file still open for writing here was not closed by close(): its
+  // save failed, and HDF5's closing flush may fail too: discarded first.
+  if (id_ >= 0 && close_ == H5Fclose) discard_if_writable(id_);
   if (id_ >= 0 && close_) close_(id_);
   id_ = -1;
 }
 
 void Handle::close(const std::string& path) {
   if (id_ < 0 || !close_) return;
+  // A file's last writes can fail in the flush (a full disk). A failed
+  // H5Fclose leaves HDF5 half-closed, and its exit handler then crashes:
+  // flush first, and on failure discard the file before closing it.
+  if (close_ == H5Fclose && H5Fflush(id_, H5F_SCOPE_LOCAL) < 0) {
+    const std::string why = error_stack();
+    reset();
+    throw IoError("writing \"" + path + "\" failed: " + why);
+  }
   const herr_t s = close_(id_);
   id_ = -1;
   check_status(s, "closing", path);
+}
+
+void Handle::discard_if_writable(hid_t file) {
+  unsigned intent = 0;
+  if (H5Fget_intent(file, &intent) < 0 || !(intent & H5F_ACC_RDWR)) {
+    H5Eclear2(H5E_DEFAULT);
+    return;
+  }
+  // Emptied, so that on a full disk HDF5's closing flush finds room (its
+  // metadata lands in a sparse file the caller removes).
+  void* fd = nullptr;
+  if (H5Fget_vfd_handle(file, H5P_DEFAULT, &fd) >= 0 && fd) {
+    if (::ftruncate(*static_cast<int*>(fd), 0) != 0) {
+      // Nothing freed; the close may fail, which the exit no longer minds.
+    }
+  }
+  H5Eclear2(H5E_DEFAULT);
 }
 
 void fail(const std::string& what, const std::string& path) {
@@ -87,6 +137,7 @@ Handle file_access_latest_format() {
 }
 
 Handle open_file(const std::string& path, bool write) {
+  checkpoint::require_regular_file(path);  // a FIFO would block HDF5's first read
   Handle fapl = file_access_latest_format();
   const htri_t is = H5Fis_hdf5(path.c_str());
   if (is < 0) {

@@ -37,9 +37,12 @@ class Handle {
   // Closes now; IoError (with `path`) when HDF5 reports a failure, as a
   // file's close can when its last writes fail.
   void close(const std::string& path);
+  // Closes now, ignoring failure; a file open for writing (a save that did
+  // not reach close()) is emptied first.
   void reset();
 
  private:
+  static void discard_if_writable(hid_t file);
   hid_t id_ = -1;
   herr_t (*close_)(hid_t) = nullptr;
 };

@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "checkpoint/files.h"
 #include "core/bytes.h"
 #include "core/crc32c.h"
 #include "mtf/errors.h"
@@ -114,7 +115,8 @@ void seal(const std::string& path, uint64_t user_block, std::vector<Extent> data
 }
 
 void verify_seal(const std::string& path) {
-  Fd fd(path, O_RDONLY);
+  require_regular_file(path);
+  Fd fd(path, O_RDONLY | O_NONBLOCK);  // a FIFO swapped in after the check cannot block
   if (fd.get() < 0) {
     throw IoError("cannot open checkpoint \"" + path + "\": " + std::strerror(errno));
   }

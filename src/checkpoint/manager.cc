@@ -59,13 +59,21 @@ CheckpointManager::CheckpointManager(std::string directory, int keep, SaveOption
   if (keep_ < 1) throw ValueError("CheckpointManager: keep must be at least 1");
 }
 
-std::vector<int64_t> CheckpointManager::steps() const {
-  std::vector<int64_t> steps;
+// The checkpoint files present as (step, name), ascending by step; a name
+// such as "ckpt-040.h5" is kept as it is.
+std::vector<std::pair<int64_t, std::string>> CheckpointManager::files() const {
+  std::vector<std::pair<int64_t, std::string>> files;
   for (const std::string& n : checkpoint::list_directory(dir_)) {
     const int64_t s = step_of(n);
-    if (s >= 0) steps.push_back(s);
+    if (s >= 0) files.emplace_back(s, n);
   }
-  std::sort(steps.begin(), steps.end());
+  std::sort(files.begin(), files.end());
+  return files;
+}
+
+std::vector<int64_t> CheckpointManager::steps() const {
+  std::vector<int64_t> steps;
+  for (const auto& f : files()) steps.push_back(f.first);
   return steps;
 }
 
@@ -91,10 +99,10 @@ std::string CheckpointManager::save(Session& session, int64_t step,
     checkpoint::write_file_atomically(dir_ + "/" + kPointer, file_name(step) + "\n");
     const std::string best_name = record_if_best(step, metric);
     // Keep the newest `keep_` and the best, never the one the pointer names.
-    std::vector<int64_t> all = steps();
+    const auto all = files();
     for (size_t i = 0; i + static_cast<size_t>(keep_) < all.size(); ++i)
-      if (all[i] != step && file_name(all[i]) != best_name)
-        checkpoint::remove_checkpoint(dir_ + "/" + file_name(all[i]));
+      if (all[i].second != file_name(step) && all[i].second != best_name)
+        checkpoint::remove_checkpoint(dir_ + "/" + all[i].second);
   }
   if (job) {
     job->begin_collective({0, "checkpoint", "after saving " + file_name(step), 0});
@@ -151,21 +159,37 @@ std::string CheckpointManager::record_if_best(int64_t step, double metric) {
 
 std::optional<std::string> CheckpointManager::latest_path() const {
   const std::string pointer = dir_ + "/" + kPointer;
+  std::string named;  // the pointer's checkpoint, when it is missing
   if (checkpoint::file_exists(pointer)) {
     std::string name = checkpoint::read_small_file(pointer);
     while (!name.empty() && std::isspace(static_cast<unsigned char>(name.back()))) name.pop_back();
     if (step_of(name) >= 0 && checkpoint::file_exists(dir_ + "/" + name)) return dir_ + "/" + name;
+    named = name;
   }
-  // No usable pointer (e.g. a crash between a checkpoint's rename and the
+  // No pointer (e.g. a crash between a checkpoint's rename and the first
   // pointer's): the newest complete file. Temporary files never match.
-  std::vector<int64_t> all;
+  std::vector<std::pair<int64_t, std::string>> all;
   try {
-    all = steps();
+    all = files();
   } catch (const IoError&) {
-    return std::nullopt;  // no directory yet
+    all.clear();  // no directory yet
+  }
+  if (!named.empty()) {
+    // A pointer naming a file that is gone: saves never leave one, so
+    // someone moved it. Starting afresh would overwrite the run: refuse, or
+    // go on from the newest file present, saying so.
+    if (all.empty()) {
+      throw IoError("checkpoint directory \"" + dir_ + "\": \"latest\" names \"" + named +
+                    "\", which is missing, and no other checkpoint is there; put it back, or "
+                    "remove \"latest\" to start afresh");
+    }
+    std::fprintf(stderr,
+                 "mtf: checkpoint directory \"%s\": \"latest\" names \"%s\", which is "
+                 "missing; using %s, the newest present\n",
+                 dir_.c_str(), named.c_str(), all.back().second.c_str());
   }
   if (all.empty()) return std::nullopt;
-  return dir_ + "/" + file_name(all.back());
+  return dir_ + "/" + all.back().second;
 }
 
 std::optional<CheckpointInfo> CheckpointManager::restore_latest(
