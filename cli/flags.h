@@ -25,11 +25,17 @@ class Flags {
   std::string usage() const;
 
  private:
+  // "unknown flag --name; did you mean --close? (... --help lists every flag)".
+  std::string unknown_flag(const std::string& name) const;
   struct Flag {
     std::string value, help;
   };
   std::map<std::string, Flag> flags_;
   std::string program_;
 };
+
+// The candidate nearest `name` by edits when it is close (a third of the
+// name's letters at most), else "": for "did you mean" hints.
+std::string closest_name(const std::string& name, const std::vector<std::string>& candidates);
 
 }  // namespace mtf::cli

@@ -1,6 +1,7 @@
 #include "cli/mesh_flags.h"
 
 #include <cstdio>
+#include <set>
 
 #include "mtf/auto_layout.h"
 #include "mtf/errors.h"
@@ -85,6 +86,24 @@ void resolve_auto_layout(const Flags& flags, MeshConfig& config, Graph& graph,
   std::printf("layout auto: the best of %lld layouts costed on %s\n%s",
               static_cast<long long>(r.evaluations), o.topology.name.c_str(), r.table(5).c_str());
   config.layout = r.rules;
+}
+
+void check_layout_dimensions(const MeshConfig& config, const Graph& graph) {
+  std::set<std::string> names;
+  for (const auto& op : graph.operations())
+    for (const Tensor& t : op->outputs())
+      for (const Dimension& d : t.shape()) names.insert(d.name);
+  for (const auto& [dimension, axis] : config.layout.pairs()) {
+    if (names.count(dimension)) continue;
+    const std::string near =
+        closest_name(dimension, std::vector<std::string>(names.begin(), names.end()));
+    std::string known;
+    for (const std::string& n : names) known += (known.empty() ? "" : ", ") + n;
+    throw LayoutError("--layout rule \"" + dimension + ":" + axis + "\" names dimension \"" +
+                      dimension + "\", which no tensor of this model has" +
+                      (near.empty() ? "" : "; did you mean \"" + near + "\"?") +
+                      " (its dimensions: " + known + ")");
+  }
 }
 
 void check_microbatches(int64_t batch, int64_t parts, const MeshConfig& mesh) {

@@ -31,6 +31,13 @@ MeshConfig mesh_config_from_flags(const Flags& flags, std::string* transport_nam
 void resolve_auto_layout(const Flags& flags, MeshConfig& config, Graph& graph,
                          const TrainingStep& step);
 
+// LayoutError when a rule of config.layout names a tensor dimension that no
+// tensor of `graph` has (a misspelling would otherwise leave that dimension
+// whole, silently), with the nearest name. The library takes such rules, as
+// Mesh TensorFlow does (one rule set may serve several models); a layout
+// typed for one model's run here is checked.
+void check_layout_dimensions(const MeshConfig& config, const Graph& graph);
+
 // --microbatches: each of the `parts` equal parts of `batch` rows must still
 // divide over the mesh dimension the layout splits "batch" on (checked
 // before any work; a layout chosen by --layout auto is searched among the

@@ -70,10 +70,16 @@ Cnn::EvalGraph& Cnn::eval_graph(int64_t n) {
 }
 
 double Cnn::accuracy(Session& session, const models::Dataset& ds) {
-  return accuracy_in_batches(ds, config_.eval_batch, [&](const std::vector<int64_t>& index) {
-    EvalGraph& e = eval_graph(static_cast<int64_t>(index.size()));
+  const int64_t rows = evaluation_rows(config_.eval_batch, config_.batch_size);
+  return accuracy_in_batches(ds, rows, [&](const std::vector<int64_t>& index) {
+    EvalGraph& e = eval_graph(rows);
     return session.run(e.predictions, {{e.images, images_batch(ds, index, e.batch)}});
   });
+}
+
+void Cnn::check_evaluation(Session& session) {
+  session.counters_text(
+      {eval_graph(evaluation_rows(config_.eval_batch, config_.batch_size)).predictions}, {});
 }
 
 HostTensor Cnn::images_batch(const models::Dataset& ds, const std::vector<int64_t>& index,

@@ -42,6 +42,8 @@ class Cnn {
   float train_step(Session& session, const models::Dataset& ds, const std::vector<int64_t>& index);
   // Fraction of the examples classified correctly (all of them).
   double accuracy(Session& session, const models::Dataset& ds);
+  // Builds and lowers the evaluation graph accuracy() runs (Mlp's).
+  void check_evaluation(Session& session);
 
   Graph& graph() { return graph_; }
   // Pixels of the examples at `index` scaled to [0,1] and centred in 32x32,

@@ -1,4 +1,4 @@
-// config_checks.h — the checks both Transformer configs make of their
+// config_checks.h — the checks the models' configs make of their
 // fields, with messages naming the model and the field. Internal to models/.
 #pragma once
 

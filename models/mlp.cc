@@ -3,10 +3,21 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "models/config_checks.h"
+
 namespace mtf::models {
+namespace {
+
+// The config, its sizes checked (before any dimension is made of them).
+const MlpConfig& checked(const MlpConfig& c) {
+  check_sizes("mlp", {{"batch_size", c.batch_size}, {"hidden", c.hidden}});
+  return c;
+}
+
+}  // namespace
 
 Mlp::Mlp(const MlpConfig& config)
-    : batch_dim{"batch", config.batch_size},
+    : batch_dim{"batch", checked(config).batch_size},
       hidden_dim{"hidden", config.hidden},
       config_(config),
       mesh_(graph_, "mesh") {
@@ -70,10 +81,20 @@ Mlp::EvalGraph& Mlp::eval_graph(int64_t n) {
 }
 
 double Mlp::accuracy(Session& session, const models::Dataset& ds) {
-  return accuracy_in_batches(ds, config_.eval_batch, [&](const std::vector<int64_t>& index) {
-    EvalGraph& e = eval_graph(static_cast<int64_t>(index.size()));
+  const int64_t rows = evaluation_rows(config_.eval_batch, config_.batch_size);
+  return accuracy_in_batches(ds, rows, [&](const std::vector<int64_t>& index) {
+    EvalGraph& e = eval_graph(rows);
     return session.run(e.predictions, {{e.images, images_batch(ds, index, e.batch)}});
   });
+}
+
+void Mlp::check_evaluation(Session& session) {
+  session.counters_text(
+      {eval_graph(evaluation_rows(config_.eval_batch, config_.batch_size)).predictions}, {});
+}
+
+int64_t evaluation_rows(int64_t eval_batch, int64_t batch_size) {
+  return batch_size * std::max<int64_t>(1, eval_batch / batch_size);
 }
 
 double accuracy_in_batches(
@@ -83,7 +104,7 @@ double accuracy_in_batches(
   int64_t correct = 0;
   for (int64_t first = 0; first < total; first += batch) {
     const int64_t n = std::min(batch, total - first);
-    std::vector<int64_t> index(n);
+    std::vector<int64_t> index(batch, first);  // past n: the first again, not counted
     for (int64_t i = 0; i < n; ++i) index[i] = first + i;
     const HostTensor pred = predict(index);
     const int32_t* p = pred.data<int32_t>();

@@ -38,8 +38,11 @@ class Mlp {
   // (Session::local_feed_block): on n data-parallel ranks, 1/n of the batch.
   float train_step(Session& session, const models::Dataset& ds, const std::vector<int64_t>& index);
   // Fraction of the examples classified correctly (all of them, in batches
-  // of eval_batch; a remainder is evaluated too).
+  // of evaluation_rows(eval_batch, batch_size); the last one padded).
   double accuracy(Session& session, const models::Dataset& ds);
+  // Builds and lowers the evaluation graph accuracy() runs, so that a
+  // layout it cannot take is an error before training, not after.
+  void check_evaluation(Session& session);
 
   Graph& graph() { return graph_; }
   const MlpConfig& config() const { return config_; }
@@ -70,9 +73,15 @@ class Mlp {
   std::vector<std::unique_ptr<EvalGraph>> evals_;
 };
 
+// The rows of an evaluation batch: the most whole training batches within
+// `eval_batch` (at least one), so that any layout the training step takes
+// splits it too.
+int64_t evaluation_rows(int64_t eval_batch, int64_t batch_size);
+
 // Fraction of ds's examples whose predicted class (an int32 tensor of one
-// per example, from predict(indices)) is their label, in batches of at most
-// `batch` examples (a remainder is predicted too).
+// per example, from predict(indices)) is their label, in batches of exactly
+// `batch` examples: the last is padded with its first example, whose extra
+// predictions are not counted, so one graph serves every batch.
 double accuracy_in_batches(
     const models::Dataset& ds, int64_t batch,
     const std::function<HostTensor(const std::vector<int64_t>& index)>& predict);

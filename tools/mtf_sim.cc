@@ -13,6 +13,7 @@
 #include <sstream>
 
 #include "cli/flags.h"
+#include "cli/mesh_flags.h"
 #include "host_calibration.h"
 #include "models/mlp.h"
 #include "models/transformer.h"
@@ -446,6 +447,7 @@ MeshConfig sim_config_from_flags(const cli::Flags& flags, const std::string& mod
 // update run, reported as one (SimReport::followed_by).
 void simulate(const cli::Flags& flags, const MeshConfig& config, Model& model, int64_t steps,
               bool json) {
+  cli::check_layout_dimensions(config, *model.graph);
   Session session(*model.graph, config);
   const auto start = std::chrono::steady_clock::now();
   SimReport report;

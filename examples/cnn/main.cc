@@ -63,6 +63,8 @@ int main(int argc, char** argv) {
     std::printf("%s\n", cli::describe_mesh(mesh, transport_name).c_str());
     // Lowering the training step checks every tensor's layout before training.
     const std::string step_counters = session.counters_text({cnn.loss}, cnn.train_ops);
+    cnn.check_evaluation(session);  // and the evaluation's, before training
+    cli::check_layout_dimensions(mesh, cnn.graph());
     if (print_counters) std::printf("training step counters:\n%s", step_counters.c_str());
 
     models::BatchSampler sampler(train.images.count, config.batch_size, config.seed);

@@ -67,6 +67,8 @@ int main(int argc, char** argv) {
     std::printf("%s\n", cli::describe_mesh(mesh, transport_name).c_str());
     // Lowering the training step checks every tensor's layout before training.
     const std::string step_counters = session.counters_text({mlp.loss}, mlp.train_ops);
+    mlp.check_evaluation(session);  // and the evaluation's, before training
+    cli::check_layout_dimensions(mesh, mlp.graph());
     if (print_counters) std::printf("training step counters:\n%s", step_counters.c_str());
     models::BatchSampler sampler(train.images.count, config.batch_size, config.seed);
     double interval_loss = 0;

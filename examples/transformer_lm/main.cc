@@ -309,6 +309,8 @@ int main(int argc, char** argv) {
       cli::resolve_auto_layout(flags, mesh, lm.graph(),
                                {{lm.loss}, lm.train_ops, c.microbatches, lm.apply_ops});
       const auto decoder = make_decoder(lm, mesh, sample_bytes, gen);
+      cli::check_layout_dimensions(mesh, lm.graph());
+      cli::check_layout_dimensions(mesh, lm.graph());
       Session session(lm.graph(), mesh);
       describe(c);
       // The model's weights only (not its optimizer's state, nor caches).
@@ -339,6 +341,7 @@ int main(int argc, char** argv) {
     cli::resolve_auto_layout(flags, mesh, lm.graph(),
                              {{lm.loss}, lm.train_ops, cfg.microbatches, lm.apply_ops});
     const auto decoder = make_decoder(lm, mesh, sample_bytes, gen);
+    cli::check_layout_dimensions(mesh, lm.graph());
     Session session(lm.graph(), mesh);
     describe(cfg);
     // Lowering the training step checks every tensor's layout before training.

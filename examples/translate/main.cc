@@ -305,6 +305,7 @@ int translate_text(const cli::Flags& flags, const EncDecConfig& cfg, CheckpointM
   models::TransformerEncDec model(c);
   const models::BeamOptions beams = beams_from_flags(flags);
   models::EncDecDecoder decoder(model, beams.beams, "sequences");
+  cli::check_layout_dimensions(mesh, model.graph());
   Session session(model.graph(), mesh);
   RestoreOptions only_weights;
   for (const Tensor& t : model.graph().trainable_variables())
@@ -365,6 +366,7 @@ int evaluate_checkpoint(const cli::Flags& flags, const EncDecConfig& cfg,
   check_checkpoint(read_checkpoint_info(*path), c, *data.vocabulary);
   models::TransformerEncDec model(c);
   const std::unique_ptr<models::EncDecDecoder> decoder = make_decoder(model, flags, mesh);
+  cli::check_layout_dimensions(mesh, model.graph());
   Session session(model.graph(), mesh);
   RestoreOptions model_only;
   model_only.only = model_variables(session, *decoder);
@@ -476,6 +478,7 @@ int train(const cli::Flags& flags, const EncDecConfig& cfg, CheckpointManager* c
   cli::resolve_auto_layout(flags, mesh, model.graph(),
                            {{model.loss}, model.train_ops, c.microbatches, model.apply_ops});
   const std::unique_ptr<models::EncDecDecoder> decoder = make_decoder(model, flags, mesh);
+  cli::check_layout_dimensions(mesh, model.graph());
   Session session(model.graph(), mesh);
   RestoreOptions model_only;  // the decoder's state is neither saved nor restored
   model_only.only = model_variables(session, *decoder);

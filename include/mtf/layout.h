@@ -22,8 +22,12 @@ namespace mtf {
 
 class MeshShape {
  public:
+  // The most processors a mesh has (2^24: far beyond any machine simulated).
+  static constexpr int64_t kMaxProcessors = int64_t{1} << 24;
+
   MeshShape() = default;  // one processor, no mesh dimensions
-  // Throws LayoutError on a mesh dimension of size < 1.
+  // Throws LayoutError on a mesh dimension of size < 1, or more than
+  // kMaxProcessors processors in all.
   MeshShape(Shape dims);               // NOLINT(runtime/explicit)
   MeshShape(const char* spec);         // NOLINT(runtime/explicit)
   MeshShape(const std::string& spec);  // NOLINT(runtime/explicit)

@@ -79,6 +79,12 @@ std::vector<std::pair<std::string, std::string>> parse_pairs(const std::string& 
     }
   }
   flush();
+  // Separators and nothing else (";;;"): a slip, not the empty one.
+  if (pairs.empty() && spec.find_first_of(";,.") != std::string::npos) {
+    throw ShapeError(detail::str_cat("malformed ", what, " string \"", spec,
+                                     "\": separators but no a:b piece (e.g. \"x:4;y:8\"; \"\" ",
+                                     "for none)"));
+  }
   return pairs;
 }
 

@@ -49,6 +49,7 @@ Shape parse_mesh(const std::string& spec) {
 // ---- MeshShape ----------------------------------------------------------------
 
 MeshShape::MeshShape(Shape dims) : dims_(std::move(dims)) {
+  int64_t processors = 1;
   for (const Dimension& d : dims_) {
     if (d.size < 1) {
       throw LayoutError(detail::str_cat("mesh dimension \"", d.name, "\" of mesh ", to_string(),
@@ -56,6 +57,12 @@ MeshShape::MeshShape(Shape dims) : dims_(std::move(dims)) {
                                         "; a mesh dimension needs at least "
                                         "one processor"));
     }
+    if (d.size > kMaxProcessors / processors) {
+      throw LayoutError(detail::str_cat("mesh ", to_string(), " has more than ", kMaxProcessors,
+                                        " processors, the most mtf runs or simulates; give a ",
+                                        "smaller mesh"));
+    }
+    processors *= d.size;
   }
 }
 MeshShape::MeshShape(const char* spec) : MeshShape(std::string(spec)) {}

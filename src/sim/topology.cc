@@ -267,6 +267,18 @@ void Topology::validate() const {
           detail::str_cat("topology \"", name, "\": ", what, " must be positive, got ", v));
     }
   };
+  // Cores counted in 64 bits: chips=100000x100000 must not wrap around.
+  int64_t chips_total = 1;
+  if (network == Network::kSwitched) {
+    chips_total = int64_t{nodes} * devices_per_node;
+  } else {
+    for (int c : chips) chips_total *= c;
+  }
+  if (cores_per_chip < 1 || chips_total * cores_per_chip > MeshShape::kMaxProcessors) {
+    throw ValueError(detail::str_cat("topology \"", name, "\": ", chips_total, " chips of ",
+                                     cores_per_chip, " cores; give between 1 and ",
+                                     MeshShape::kMaxProcessors, " cores in all"));
+  }
   positive(core_flops, "core_flops");
   positive(core_memory, "core_memory");
   positive(chip_memory_bandwidth, "chip_memory_bandwidth");
