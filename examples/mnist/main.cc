@@ -78,6 +78,7 @@ int main(int argc, char** argv) {
     const std::unique_ptr<CheckpointManager> checkpoints =
         cli::checkpoints_from_flags(flags, &save_every);
     if (checkpoints) {
+      checkpoints->check_writable();  // before training, not at the first save
       // Weights, optimizer state, run counter, data position and the loss
       // accumulated since the last print: the run goes on as if never stopped.
       if (const auto info = checkpoints->restore_latest(session)) {

@@ -353,6 +353,7 @@ int main(int argc, char** argv) {
     int64_t interval_steps = 0;
     int64_t first_step = 1;
     if (checkpoints) {
+      checkpoints->check_writable();  // before training, not at the first save
       // Accumulation buffers are zero between steps: not saved, so that a
       // run resumes with any --microbatches.
       SaveOptions skip_buffers;

@@ -487,6 +487,7 @@ int train(const cli::Flags& flags, const EncDecConfig& cfg, CheckpointManager* c
   models::TranslationBatcher batcher(data.train, c, c.seed);
   int64_t first_step = 1;
   if (checkpoints) {
+    checkpoints->check_writable();  // before training, not at the first save
     const auto path = checkpoints->latest_path();
     // A checkpoint of another model or vocabulary is refused before
     // anything in the directory changes.

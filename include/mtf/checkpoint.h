@@ -109,6 +109,11 @@ class CheckpointManager {
   // Restores the latest checkpoint; nullopt when the directory has none.
   std::optional<CheckpointInfo> restore_latest(Session& session,
                                                const RestoreOptions& options = {}) const;
+  // Creates the directory if need be and writes and removes a small file
+  // in it: IoError naming the directory and the reason when it cannot be
+  // written (read-only, not a directory, no permission), so that a training
+  // run learns it before its first step rather than at its first save.
+  void check_writable() const;
   // Steps of the checkpoints present, ascending.
   std::vector<int64_t> steps() const;
   const std::string& directory() const { return dir_; }

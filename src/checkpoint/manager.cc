@@ -1,5 +1,7 @@
 // CheckpointManager: a directory of checkpoints with an atomic "latest"
 // pointer and the newest K kept.
+#include <unistd.h>
+
 #include <algorithm>
 #include <cctype>
 #include <cmath>
@@ -69,6 +71,18 @@ std::vector<std::pair<int64_t, std::string>> CheckpointManager::files() const {
   }
   std::sort(files.begin(), files.end());
   return files;
+}
+
+void CheckpointManager::check_writable() const {
+  const std::string probe = dir_ + "/.mtf-write-probe-" + std::to_string(::getpid());
+  try {
+    checkpoint::make_directories(dir_);
+    checkpoint::write_file_atomically(probe, "mtf\n");
+    checkpoint::remove_file(probe);
+  } catch (const IoError& e) {
+    throw IoError("checkpoint directory \"" + dir_ + "\" cannot be written (" + e.what() +
+                  "); give a writable --checkpoint_dir");
+  }
 }
 
 std::vector<int64_t> CheckpointManager::steps() const {
