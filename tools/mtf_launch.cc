@@ -23,7 +23,8 @@
 // to notice and report it, then stopped (SIGTERM, and SIGKILL 3 s later),
 // and mtf-launch exits with the status of the rank that caused the failure
 // (128 + signal for a signal): the first killed by a signal it did not send,
-// else the first that exited non-zero. Ranks die with the launcher
+// else a rank stopped (SIGSTOP) that the others failed waiting for, else the
+// first that exited non-zero. Ranks die with the launcher
 // (PR_SET_PDEATHSIG), so nothing is left running even if mtf-launch itself
 // is killed; on the other nodes, the ranks then lose their peers and stop.
 #include <arpa/inet.h>
@@ -183,6 +184,7 @@ struct Rank {
   std::string out_buf, err_buf;
   bool exited = false;
   int status = 0;
+  int stopped_by = 0;            // the signal that stopped it (SIGSTOP, ...), 0 while it runs
   bool failed_first = false;     // failed before the launcher stopped the job
   std::deque<std::string> tail;  // its last lines, when they are not printed
 };
@@ -463,7 +465,8 @@ class Supervisor {
     for (Rank& rank : ranks_) {
       if (rank.exited) continue;
       int status = 0;
-      if (::waitpid(rank.pid, &status, WNOHANG) != rank.pid) continue;
+      if (::waitpid(rank.pid, &status, WNOHANG | WUNTRACED | WCONTINUED) != rank.pid) continue;
+      if (note_stopped(rank, status)) continue;
       rank.exited = true;
       rank.status = status;
       const bool ok = WIFEXITED(status) && WEXITSTATUS(status) == 0;
@@ -489,6 +492,27 @@ class Supervisor {
     }
   }
 
+  // A rank stopped (SIGSTOP, a debugger) or continued: said once, and a
+  // stopped rank is the cause when the others then fail waiting for it.
+  // True when `status` was such a change rather than an exit.
+  bool note_stopped(Rank& rank, int status) {
+    if (WIFCONTINUED(status)) {
+      rank.stopped_by = 0;
+      if (stopped_ == &rank) stopped_ = nullptr;
+      return true;
+    }
+    if (!WIFSTOPPED(status)) return false;
+    rank.stopped_by = WSTOPSIG(status);
+    if (!term_sent_) {
+      std::fprintf(stderr,
+                   "mtf-launch: rank %d was stopped by signal %d (%s); the other ranks wait for "
+                   "it until their timeout (MTF_TIMEOUT_MS)\n",
+                   rank.global, rank.stopped_by, strsignal(rank.stopped_by));
+      if (!stopped_) stopped_ = &rank;
+    }
+    return true;
+  }
+
   void stop_others_when_due() {
     if (terminated_ && !term_sent_ && Clock::now() >= term_at_) {
       term_sent_ = true;
@@ -503,6 +527,15 @@ class Supervisor {
 
   int report() const {
     if (!failed_) return 0;
+    if (!killed_ && stopped_ && stopped_->stopped_by != 0) {
+      // The others failed waiting for a rank that was stopped.
+      const int code = 128 + stopped_->stopped_by;
+      std::fprintf(stderr,
+                   "mtf-launch: job failed; cause: rank %d (stopped by signal %d); exiting with "
+                   "%d\n",
+                   stopped_->global, stopped_->stopped_by, code);
+      return code;
+    }
     const Rank& cause = killed_ ? *killed_ : *failed_;
     const int status = cause.status;
     const int code = WIFSIGNALED(status) ? 128 + WTERMSIG(status) : WEXITSTATUS(status);
@@ -516,6 +549,7 @@ class Supervisor {
   const bool all_;                               // --output all
   const Rank* failed_ = nullptr;                 // the first rank seen to fail
   const Rank* killed_ = nullptr;                 // the first killed by a signal we did not send
+  const Rank* stopped_ = nullptr;                // the first stopped (and not continued) rank
   bool terminated_ = false, term_sent_ = false;  // stopping the others; SIGTERM sent
   Clock::time_point term_at_{}, kill_at_{};
 };
