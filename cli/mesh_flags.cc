@@ -25,6 +25,9 @@ void define_mesh_flags(Flags& flags, bool reproducible) {
   flags.define("profile", "false",
                "true: time every op of every step and print where the time went (per op type "
                "and per op, the first step left out as warm-up)");
+  flags.define("check_numerics", "false",
+               "true: stop at the first NaN or infinity an op computes (a loss, a gradient, an "
+               "update), naming the op, before any variable changes (ops run unfused)");
   flags.define("fuse", "true",
                "true: chains of elementwise ops run as one kernel each (the same bits); false: "
                "one kernel per op");
@@ -51,6 +54,7 @@ MeshConfig mesh_config_from_flags(const Flags& flags, std::string* transport_nam
   }
   mesh.reproducible = flags.boolean("reproducible");
   mesh.profile = flags.boolean("profile");
+  mesh.check_numerics = flags.boolean("check_numerics");
   mesh.fuse = flags.boolean("fuse");
   mesh.mesh_shape = MeshShape(flags.str("mesh_shape"));
   if (flags.str("layout") != "auto") mesh.layout = LayoutRules(flags.str("layout"));

@@ -2,6 +2,8 @@
 // tensor, which dimension and what was expected.
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include "expect_error.h"
 #include "mtf/mtf.h"
 
@@ -107,6 +109,39 @@ TEST_F(ErrorsTest, FeedsAreChecked) {
         s.run(p * 2.f, {{stranger, HostTensor::zeros(Shape("a:2"), float32)}});
       },
       {"\"images:0\"", "another graph"});
+}
+
+// check_numerics stops the run at the op that made the NaN, naming it and
+// the element, and no variable changes; without it the NaN reaches the
+// weights.
+TEST_F(ErrorsTest, CheckNumericsStopsAtTheOpThatMadeANaN) {
+  const Tensor x = placeholder(mesh, Shape("a:4"), float32, "x");
+  const Tensor w = get_variable(mesh, "w", Shape("a:4"), Initializer::ones());
+  const Tensor root = sqrt(x - 2.0f);  // NaN where x < 2
+  const Tensor loss = reduce_sum(root * w);
+  const std::vector<Operation*> train = SgdOptimizer(0.1f).minimize(loss);
+  const HostTensor bad = HostTensor::from_floats(Shape("a:4"), {3, 4, 1, 5});
+  for (const char* layout : {"", "a:x"}) {
+    SCOPED_TRACE(layout);
+    MeshConfig checked;
+    checked.mesh_shape = MeshShape(*layout ? "x:2" : "");
+    checked.layout = LayoutRules(layout);
+    checked.check_numerics = true;
+    Session s(g, checked);
+    const std::vector<float> before = s.variable_value("w").to_floats();
+    expect_error<NumericsError>(
+        [&] {
+          s.run({loss}, {{x, bad}}, train);
+        },
+        {"check_numerics", "sqrt", "NaN at [a ", "no variable was changed"});
+    EXPECT_EQ(s.variable_value("w").to_floats(), before);
+    // Finite values run as without the check.
+    s.run({loss}, {{x, HostTensor::from_floats(Shape("a:4"), {3, 4, 6, 5})}}, train);
+    EXPECT_NE(s.variable_value("w").to_floats(), before);
+  }
+  Session unchecked(g);
+  unchecked.run({loss}, {{x, bad}}, train);
+  EXPECT_TRUE(std::isnan(unchecked.variable_value("w").to_floats()[2]));
 }
 
 TEST_F(ErrorsTest, VariablesNeedUniqueNames) {

@@ -63,6 +63,13 @@ class PeerLostError : public Error {
   using Error::Error;
 };
 
+// A NaN or an infinity where MeshConfig::check_numerics forbids one; the
+// message names the op, the call that made it, and where the value is.
+class NumericsError : public Error {
+ public:
+  using Error::Error;
+};
+
 // Memory for a tensor could not be allocated.
 class OutOfMemoryError : public Error {
  public:

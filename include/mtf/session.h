@@ -108,6 +108,13 @@ struct MeshConfig {
   // Time every step of every run (not simulated ones) per op and op type;
   // read with Session::profile(). Two clock reads per step.
   bool profile = false;
+  // Stop a run at the first NaN or infinity an op computes (a loss, a
+  // gradient, a variable's new value): NumericsError naming the op, the
+  // call that made it and the element, before any variable changes. Every
+  // output is scanned once, and ops run unfused so that the one named is
+  // the one that made the value (the optimizer's fused update rounds a
+  // little differently). Not for simulated runs.
+  bool check_numerics = false;
   SimOptionsBox sim;  // kSimulated: the machine, mode, core mapping and trace
   // Multi-process jobs (kSimd only): this process is rank
   // process_transport->rank() of a job of mesh-size processes and runs that

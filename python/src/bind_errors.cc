@@ -18,6 +18,7 @@ PyObject* g_io = nullptr;
 PyObject* g_timeout = nullptr;
 PyObject* g_peer_lost = nullptr;
 PyObject* g_oom = nullptr;
+PyObject* g_numerics = nullptr;
 PyObject* g_internal = nullptr;
 
 // A new exception class mtf.<name> with the given bases, added to m.
@@ -49,6 +50,8 @@ void bind_errors(py::module_& m) {
                          "A blocking call passed its deadline.");
   g_peer_lost = make_error(m, "PeerLostError", with(PyExc_ConnectionError),
                            "A process of a multi-process job is gone.");
+  g_numerics = make_error(m, "NumericsError", with(PyExc_FloatingPointError),
+                          "A NaN or infinity where check_numerics forbids one.");
   g_oom = make_error(m, "OutOfMemoryError", with(PyExc_MemoryError),
                      "Memory for a tensor could not be had (or a simulated core's ran out).");
   g_internal = make_error(m, "InternalError", with(PyExc_RuntimeError),
@@ -77,6 +80,8 @@ void bind_errors(py::module_& m) {
       PyErr_SetString(g_peer_lost, e.what());
     } catch (const OutOfMemoryError& e) {
       PyErr_SetString(g_oom, e.what());
+    } catch (const NumericsError& e) {
+      PyErr_SetString(g_numerics, e.what());
     } catch (const InternalError& e) {
       PyErr_SetString(g_internal, e.what());
     } catch (const Error& e) {

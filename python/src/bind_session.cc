@@ -116,7 +116,7 @@ void bind_session(py::module_& m) {
                        double timeout, const py::object& topology, const std::string& machine_file,
                        const std::string& topology_overrides, const std::string& sim_mode,
                        const std::string& trace_path, const std::vector<int>& physical_order,
-                       const std::string& transport) {
+                       const std::string& transport, bool check_numerics) {
              graph_arg(graph, "mtf.Session");
              MeshConfig c;
              c.mesh_shape = MeshShape(mesh_shape);
@@ -126,6 +126,7 @@ void bind_session(py::module_& m) {
              c.reproducible = reproducible;
              c.fuse = fuse;
              c.profile = profile;
+             c.check_numerics = check_numerics;
              if (!(timeout > 0)) throw ValueError("Session: timeout must be positive seconds");
              c.timeout = std::chrono::milliseconds(static_cast<int64_t>(timeout * 1000));
              if (c.impl == MeshImpl::kSimulated) {
@@ -143,7 +144,8 @@ void bind_session(py::module_& m) {
            py::arg("timeout") = 60.0, py::arg("topology") = "tpu-v2-512",
            py::arg("machine_file") = "", py::arg("topology_overrides") = "",
            py::arg("sim_mode") = "functional", py::arg("trace_path") = "",
-           py::arg("physical_order") = std::vector<int>{}, py::arg("transport") = "auto")
+           py::arg("physical_order") = std::vector<int>{}, py::arg("transport") = "auto",
+           py::arg("check_numerics") = false)
       .def("run", &PySession::run, py::arg("fetches"), py::arg("feed_dict") = py::none(),
            py::arg("targets") = py::none(),
            "Computes fetches (a Tensor, an Operation, or a list of them) with placeholders fed "

@@ -1,6 +1,8 @@
 #include "exec/step_runner.h"
 
 #include <algorithm>
+#include <cmath>
+#include <string>
 
 #include "core/check.h"
 #include "kernels/blas_threads.h"
@@ -25,6 +27,7 @@ namespace mtf::exec {
   if (dynamic_cast<const PeerLostError*>(&e)) throw PeerLostError(msg);
   if (dynamic_cast<const LayoutError*>(&e)) throw LayoutError(msg);
   if (dynamic_cast<const InternalError*>(&e)) throw InternalError(msg);
+  if (dynamic_cast<const NumericsError*>(&e)) throw NumericsError(msg);
   throw Error(msg);
 }
 
@@ -82,8 +85,70 @@ void narrow_results(const Operation& op, std::vector<HostTensor>& outputs, RunSt
 }  // namespace
 
 // Runs a compute step for processor pnum; returns its outputs.
+namespace {
+
+// The first NaN or infinity in a float32 or bfloat16 tensor: its flat index,
+// or -1.
+int64_t first_non_finite(const HostTensor& t) {
+  if (t.dtype() == float32) {
+    const float* p = t.data<float>();
+    for (int64_t i = 0; i < t.num_elements(); ++i)
+      if (!std::isfinite(p[i])) return i;
+  } else if (t.dtype() == bfloat16) {
+    const uint16_t* p = static_cast<const uint16_t*>(t.raw_data());
+    // Exponent all ones: infinity or NaN.
+    for (int64_t i = 0; i < t.num_elements(); ++i)
+      if ((p[i] & 0x7f80u) == 0x7f80u) return i;
+  }
+  return -1;
+}
+
+// NumericsError when `t` (what: "output 0", "the new value of \"w\"")
+// holds a NaN or an infinity; the caller names the op.
+void check_finite(const HostTensor& t, const std::string& what, int64_t pnum) {
+  const int64_t at = first_non_finite(t);
+  if (at < 0) return;
+  const float v =
+      t.dtype() == float32 ? t.data<float>()[at] : t.as_dtype(float32).data<float>()[at];
+  std::vector<int64_t> index(static_cast<size_t>(t.shape().ndims()));
+  int64_t rest = at;
+  for (int d = t.shape().ndims() - 1; d >= 0; --d) {
+    index[static_cast<size_t>(d)] = rest % t.shape()[d].size;
+    rest /= t.shape()[d].size;
+  }
+  std::string where;
+  for (size_t d = 0; d < index.size(); ++d)
+    where += (d ? ", " : "") + t.shape()[static_cast<int>(d)].name + " " + std::to_string(index[d]);
+  throw NumericsError(detail::str_cat("check_numerics: ", what, " holds ",
+                                      std::isnan(v) ? "NaN" : (v > 0 ? "inf" : "-inf"), " at [",
+                                      where, "] of processor ", pnum, "'s slice ",
+                                      t.shape().to_string(), "; no variable was changed"));
+}
+
+std::vector<HostTensor> compute_step(const Step& s, int64_t pnum,
+                                     const std::vector<HostTensor>& slots, RunState& state);
+
+}  // namespace
+
 std::vector<HostTensor> compute(const Step& s, int64_t pnum, const std::vector<HostTensor>& slots,
                                 RunState& state) {
+  const size_t first_assignment = state.pending_assignments.size();
+  std::vector<HostTensor> outputs = compute_step(s, pnum, slots, state);
+  if (state.check_numerics) {
+    for (size_t i = 0; i < outputs.size(); ++i)
+      check_finite(outputs[i], "output " + std::to_string(i), pnum);
+    for (size_t k = first_assignment; k < state.pending_assignments.size(); ++k) {
+      const auto& [variable, value] = state.pending_assignments[k];
+      check_finite(value, "the new value of \"" + variable->name() + "\"", pnum);
+    }
+  }
+  return outputs;
+}
+
+namespace {
+
+std::vector<HostTensor> compute_step(const Step& s, int64_t pnum,
+                                     const std::vector<HostTensor>& slots, RunState& state) {
   std::vector<const HostTensor*> inputs;
   for (int slot : s.input_slots) inputs.push_back(&slots[slot]);
   const kernels::KernelThreadsScope threads(s.threaded ? kernels::bfloat16_kernel_threads() : 1);
@@ -135,6 +200,8 @@ std::vector<HostTensor> compute(const Step& s, int64_t pnum, const std::vector<H
   }
   return outputs;
 }
+
+}  // namespace
 
 // This processor's piece of `whole` along the split step's tensor axis.
 HostTensor split_piece(const Step& s, int64_t pnum, const HostTensor& whole) {

@@ -34,6 +34,9 @@ struct RunState {
   uint64_t run_counter = 0;
   // MeshConfig::reproducible: kernels sum in a fixed order (einsum).
   bool reproducible = false;
+  // MeshConfig::check_numerics: every float output scanned for NaN and
+  // infinity (exec::compute).
+  bool check_numerics = false;
 };
 
 class KernelContext {

@@ -60,6 +60,13 @@ std::string program_label(const std::vector<Tensor>& fetches,
   return label.empty() ? "an empty run" : label;
 }
 
+// check_numerics runs every op unfused, so that the op it names is the one
+// that made the value.
+MeshConfig numerics_checked(MeshConfig config) {
+  if (config.check_numerics) config.fuse = false;
+  return config;
+}
+
 std::unique_ptr<Executor> checked_executor(Graph& graph, MeshConfig& config) {
   config.layout.validate(config.mesh_shape);
   kernels::check_blas_core();  // says so, once, if OpenBLAS runs generic kernels
@@ -70,7 +77,7 @@ std::unique_ptr<Executor> checked_executor(Graph& graph, MeshConfig& config) {
 
 SessionImpl::SessionImpl(Graph& graph, MeshConfig config)
     : graph_(graph),
-      config_(std::move(config)),
+      config_(numerics_checked(std::move(config))),
       executor_(checked_executor(graph_, config_)),
       programs_(graph_, config_.mesh_shape, config_.layout, executor_->compile_options(config_)),
       variables_(graph_, config_.mesh_shape, config_.layout, executor_->local_processors()),
@@ -128,6 +135,7 @@ std::vector<HostTensor> SessionImpl::run(const std::vector<Tensor>& fetches, con
     runs.states[p].feeds = &feed_map;
     runs.states[p].run_counter = run_counter;
     runs.states[p].reproducible = config_.reproducible;
+    runs.states[p].check_numerics = config_.check_numerics;
   }
   executor_->run(prog, runs, timer.get());
   // Assignments take effect when the run ends, in program order.

@@ -148,3 +148,18 @@ def test_none_and_strangers_are_errors_not_crashes():
     q = mtf.placeholder(mtf.Mesh(h, "m"), [a], name="x")
     with pytest.raises(mtf.ValueError, match="another graph"):
         mtf.Session(g).run(p * 2.0, feed_dict={q: np.ones(2, np.float32)})
+
+
+def test_check_numerics_stops_at_the_op_that_made_a_nan():
+    g = mtf.Graph()
+    m = mtf.Mesh(g, "m")
+    a = mtf.Dimension("a", 4)
+    x = mtf.placeholder(m, [a], name="x")
+    w = mtf.get_variable(m, "w", [a], initializer=mtf.ones_initializer())
+    loss = mtf.reduce_sum(mtf.log(x) * w)
+    train = mtf.optimize.SgdOptimizer(0.1).minimize(loss)
+    s = mtf.Session(g, check_numerics=True)
+    with pytest.raises(mtf.NumericsError, match="log.*-inf at \\[a 2\\]"):
+        s.run(loss, feed_dict={x: np.array([1, 2, 0, 3], np.float32)}, targets=train)
+    assert isinstance(mtf.NumericsError("x"), FloatingPointError)
+    np.testing.assert_array_equal(s.run(w), np.ones(4, np.float32))
