@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
+#include <fstream>
 #include <random>
 #include <set>
 
@@ -312,6 +313,52 @@ TEST(Checkpoint, TruncatedAndCorruptedFilesAlwaysFailCleanly) {
   expect_same_bits(sb.variable_value("w1"), before, "untouched");
   restore_checkpoint(sb, good);  // the good one still restores
   expect_same_bits(sb.variable_value("w1"), sa.variable_value("w1"), "w1");
+}
+
+// A latest checkpoint that fails its checks (truncated, or a bit flipped in
+// its data): the newest older one that passes is used, and said; when none
+// passes, an error naming each.
+TEST(CheckpointManager, ADamagedLatestFallsBackToTheNewestThatPasses) {
+  Model a;
+  Session s(a.g);
+  const std::string dir = temp_dir("damaged");
+  CheckpointManager m(dir, 3);
+  s.run({a.loss}, a.feeds(1), a.train);
+  m.save(s, 10);
+  const HostTensor at_10 = s.variable_value("w1");
+  s.run({a.loss}, a.feeds(2), a.train);
+  m.save(s, 20);
+  s.run({a.loss}, a.feeds(3), a.train);
+  m.save(s, 30);
+  auto size_of = [](const std::string& p) {
+    struct stat st {};
+    return ::stat(p.c_str(), &st) == 0 ? static_cast<int64_t>(st.st_size) : -1;
+  };
+  // ckpt-30 truncated: header checks fail; ckpt-20's data damaged: only
+  // its block checksums find it, as it is restored.
+  ASSERT_EQ(::truncate((dir + "/ckpt-30.h5").c_str(), size_of(dir + "/ckpt-30.h5") / 2), 0);
+  EXPECT_EQ(*m.latest_valid_path(), dir + "/ckpt-20.h5");
+  {
+    std::fstream f(dir + "/ckpt-20.h5", std::ios::in | std::ios::out | std::ios::binary);
+    const int64_t size = size_of(dir + "/ckpt-20.h5");
+    std::vector<char> bytes(static_cast<size_t>(size));
+    f.read(bytes.data(), size);
+    // The last stored block's bytes sit near the end, before the seal.
+    const size_t pos = bytes.size() - 600;
+    bytes[pos] = static_cast<char>(bytes[pos] ^ 0x10);
+    f.seekp(0);
+    f.write(bytes.data(), size);
+  }
+  Model b;
+  Session sb(b.g);
+  const std::optional<CheckpointInfo> info = m.restore_latest(sb);
+  ASSERT_TRUE(info.has_value());
+  EXPECT_EQ(info->step, 10);
+  expect_same_bits(sb.variable_value("w1"), at_10, "w1");
+  std::remove((dir + "/ckpt-10.h5").c_str());
+  std::remove((dir + "/ckpt-20.h5").c_str());
+  testing::expect_error<IoError>([&] { m.restore_latest(sb); },
+                                 {"no checkpoint passes its checks", "ckpt-30.h5"});
 }
 
 TEST(CheckpointManager, KeepsTheNewestAndPointsToTheLatest) {

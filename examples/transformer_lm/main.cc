@@ -297,7 +297,7 @@ int main(int argc, char** argv) {
       // With --keep_best: the best checkpoint, when one is recorded.
       const auto best = checkpoints->best();
       const auto path = flags.boolean("keep_best") && best ? std::optional(best->first)
-                                                           : checkpoints->latest_path();
+                                                           : checkpoints->latest_valid_path();
       if (!path) {
         throw ValueError("--checkpoint_dir \"" + checkpoint_dir +
                          "\" holds no checkpoint: train into it first");
@@ -360,7 +360,7 @@ int main(int argc, char** argv) {
       for (const std::string& name : session.variable_names())
         if (is_accumulation_buffer(name)) skip_buffers.skip.push_back(name);
       checkpoints->set_save_options(skip_buffers);
-      if (const auto path = checkpoints->latest_path()) {
+      if (const auto path = checkpoints->latest_valid_path()) {
         // Weights, optimizer state, run counter, data position and the loss
         // accumulated since the last print: training goes on as if never
         // stopped. The model's sizes must be the checkpoint's.

@@ -284,7 +284,7 @@ std::optional<std::string> chosen_checkpoint(const cli::Flags& flags,
                                              const CheckpointManager& checkpoints) {
   if (flags.boolean("keep_best"))
     if (const auto best = checkpoints.best()) return best->first;
-  return checkpoints.latest_path();
+  return checkpoints.latest_valid_path();
 }
 
 // --translate: the latest (or best) checkpoint's model (its vocabulary
@@ -488,7 +488,7 @@ int train(const cli::Flags& flags, const EncDecConfig& cfg, CheckpointManager* c
   int64_t first_step = 1;
   if (checkpoints) {
     checkpoints->check_writable();  // before training, not at the first save
-    const auto path = checkpoints->latest_path();
+    const auto path = checkpoints->latest_valid_path();
     // A checkpoint of another model or vocabulary is refused before
     // anything in the directory changes.
     if (path) check_checkpoint(read_checkpoint_info(*path), c, *data.vocabulary);

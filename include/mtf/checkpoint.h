@@ -106,7 +106,15 @@ class CheckpointManager {
   // missing file: the newest present, said on stderr, or IoError when there
   // is none (never a silent fresh start).
   std::optional<std::string> latest_path() const;
-  // Restores the latest checkpoint; nullopt when the directory has none.
+  // The newest checkpoint that passes its checks (header, seal, part
+  // files: read_checkpoint_info): latest_path(), or when that fails them,
+  // the next older one that passes, saying on stderr which failed and why.
+  // nullopt when there is none; IoError naming each when every one fails.
+  std::optional<std::string> latest_valid_path() const;
+  // Restores the newest checkpoint that restores (its checks, and every
+  // block's checksum as it is read), going to older ones as
+  // latest_valid_path() does; nullopt when the directory has none. A failed
+  // attempt changes no variable.
   std::optional<CheckpointInfo> restore_latest(Session& session,
                                                const RestoreOptions& options = {}) const;
   // Creates the directory if need be and writes and removes a small file
@@ -139,6 +147,13 @@ class CheckpointManager {
   std::string best_metric_;
   bool higher_is_better_ = false;
   std::vector<std::pair<int64_t, std::string>> files() const;
+  // latest_path(), then the older checkpoints, newest first.
+  std::vector<std::string> candidates() const;
+  // The first candidate `attempt` accepts (it throws IoError to refuse);
+  // the refusals said on stderr, and IoError listing them all when none
+  // is accepted.
+  template <typename Attempt>
+  auto first_accepted(Attempt attempt) const -> std::optional<decltype(attempt(std::string()))>;
   // The keep_best metric's value in `metadata` (NaN: none; ValueError when
   // it is not a number).
   double metric_of(const std::map<std::string, std::string>& metadata) const;

@@ -206,11 +206,52 @@ std::optional<std::string> CheckpointManager::latest_path() const {
   return dir_ + "/" + all.back().second;
 }
 
+std::vector<std::string> CheckpointManager::candidates() const {
+  const std::optional<std::string> latest = latest_path();
+  if (!latest) return {};
+  std::vector<std::string> r{*latest};
+  const auto all = files();
+  for (auto it = all.rbegin(); it != all.rend(); ++it) {
+    const std::string path = dir_ + "/" + it->second;
+    if (path != *latest) r.push_back(path);
+  }
+  return r;
+}
+
+template <typename Attempt>
+auto CheckpointManager::first_accepted(Attempt attempt) const
+    -> std::optional<decltype(attempt(std::string()))> {
+  const std::vector<std::string> paths = candidates();
+  if (paths.empty()) return std::nullopt;
+  std::string refusals;
+  for (const std::string& path : paths) {
+    try {
+      auto result = attempt(path);
+      if (!refusals.empty()) {
+        std::fprintf(stderr, "mtf: using %s, the newest checkpoint that passes its checks\n",
+                     path.c_str());
+      }
+      return result;
+    } catch (const IoError& e) {
+      std::fprintf(stderr, "mtf: checkpoint %s fails its checks: %s\n", path.c_str(), e.what());
+      refusals += std::string(refusals.empty() ? "" : "; ") + e.what();
+    }
+  }
+  throw IoError("checkpoint directory \"" + dir_ + "\": no checkpoint passes its checks (" +
+                refusals + "); move the damaged files away to start afresh");
+}
+
+std::optional<std::string> CheckpointManager::latest_valid_path() const {
+  return first_accepted([](const std::string& path) {
+    read_checkpoint_info(path);
+    return path;
+  });
+}
+
 std::optional<CheckpointInfo> CheckpointManager::restore_latest(
     Session& session, const RestoreOptions& options) const {
-  const std::optional<std::string> path = latest_path();
-  if (!path) return std::nullopt;
-  return restore_checkpoint(session, *path, options);
+  return first_accepted(
+      [&](const std::string& path) { return restore_checkpoint(session, path, options); });
 }
 
 }  // namespace mtf
