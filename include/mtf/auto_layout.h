@@ -25,6 +25,7 @@
 
 #include "mtf/graph.h"
 #include "mtf/layout.h"
+#include "mtf/session.h"
 #include "mtf/sim.h"
 
 namespace mtf {
@@ -111,6 +112,13 @@ AutoLayoutResult auto_layout_and_mesh_shape(Graph& graph, int64_t num_cores,
                                             const std::vector<Tensor>& fetches,
                                             const std::vector<Operation*>& targets,
                                             const AutoLayoutOptions& options = {});
+
+// One training step simulated on `config` (a simulated mesh): its runs,
+// each with `feeds` (in cost-only mode one simulation stands for all), then
+// the update run, reported as one (SimReport::followed_by). ValueError
+// when step.runs < 1.
+SimReport simulate_training_step(Graph& graph, const MeshConfig& config, const TrainingStep& step,
+                                 const Feeds& feeds = {});
 
 // Both for a step of several runs (gradient accumulation). ValueError when
 // step.runs < 1.

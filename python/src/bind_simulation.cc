@@ -144,21 +144,9 @@ void bind_simulation(py::module_& m) {
         c.sim = sim_options_of(topology, machine_file, topology_overrides, mode, trace_path,
                                physical_order);
         const Feeds feeds = feeds_of(feed_dict);
-        const std::vector<Operation*> ops = ops_of(targets), apply = ops_of(apply_targets);
-        const SimReport sim = interruptible([&] {
-          Session session(*graph, c);
-          session.run(fetches, feeds, ops);
-          SimReport step = session.simulation_report();
-          for (int64_t i = 1; i < microbatches; ++i) {
-            session.run(fetches, feeds, ops);
-            step = step.followed_by(session.simulation_report());
-          }
-          if (!apply.empty()) {
-            session.run({}, {}, apply);
-            step = step.followed_by(session.simulation_report());
-          }
-          return step;
-        });
+        const TrainingStep step{fetches, ops_of(targets), microbatches, ops_of(apply_targets)};
+        const SimReport sim =
+            interruptible([&] { return simulate_training_step(*graph, c, step, feeds); });
         py::dict report = report_dict(sim);
         if (!trace_path.empty()) report["trace_path"] = trace_path;
         return report;

@@ -265,21 +265,6 @@ class Search {
   std::map<std::string, std::unique_ptr<Evaluated>> cache_;
 };
 
-// One training step simulated: its runs (identical in cost-only mode, so one
-// simulation stands for all) and then the update run.
-SimReport simulate_step(Graph& graph, const MeshConfig& cfg, const TrainingStep& step) {
-  Session session(graph, cfg);
-  session.run(step.fetches, {}, step.targets);
-  const SimReport one = session.simulation_report();
-  SimReport rep = one;
-  for (int64_t i = 1; i < step.runs; ++i) rep = rep.followed_by(one);
-  if (!step.apply.empty()) {
-    session.run({}, {}, step.apply);
-    rep = rep.followed_by(session.simulation_report());
-  }
-  return rep;
-}
-
 double memory_limit(const AutoLayoutOptions& o) {
   return o.memory_limit > 0 ? o.memory_limit : o.topology.core_memory;
 }
@@ -324,7 +309,7 @@ AutoLayoutResult finish(Graph& graph, const TrainingStep& step, const AutoLayout
     cfg.sim->topology = options.topology;
     cfg.sim->topology.core_memory = std::max(options.topology.core_memory, memory_limit(options));
     cfg.sim->mode = SimMode::kCostOnly;
-    const SimReport rep = simulate_step(graph, cfg, step);
+    const SimReport rep = simulate_training_step(graph, cfg, step);
     e.c.step_time = rep.step_time;
     e.c.compute = rep.mean_compute();
     e.c.communication = rep.mean_communication() + rep.mean_idle();
@@ -410,6 +395,26 @@ std::string AutoLayoutResult::to_json(int rows) const {
   }
   o << "]}";
   return o.str();
+}
+
+SimReport simulate_training_step(Graph& graph, const MeshConfig& config, const TrainingStep& step,
+                                 const Feeds& feeds) {
+  check_step(step);
+  Session session(graph, config);
+  session.run(step.fetches, feeds, step.targets);
+  const SimReport first = session.simulation_report();
+  SimReport rep = first;
+  for (int64_t i = 1; i < step.runs; ++i) {
+    // Cost-only runs of one program are identical: one stands for all.
+    if (config.sim->mode != SimMode::kCostOnly) session.run(step.fetches, feeds, step.targets);
+    rep = rep.followed_by(config.sim->mode == SimMode::kCostOnly ? first
+                                                                 : session.simulation_report());
+  }
+  if (!step.apply.empty()) {
+    session.run({}, {}, step.apply);
+    rep = rep.followed_by(session.simulation_report());
+  }
+  return rep;
 }
 
 AutoLayoutResult auto_layout(Graph& graph, const MeshShape& mesh,
