@@ -399,6 +399,34 @@ TEST(CheckpointManager, KeepsTheNewestAndPointsToTheLatest) {
   EXPECT_THROW(CheckpointManager(dir, 0), ValueError);
 }
 
+TEST(CheckpointManager, ResumingFromAnOlderStepReplacesTheLaterOnes) {
+  Model a;
+  Session s(a.g);
+  const std::string dir = temp_dir("older_step");
+  CheckpointManager m(dir, 3);
+  for (int step = 1; step <= 3; ++step) {
+    s.run({a.loss}, a.feeds(step), a.train);
+    m.save(s, step * 10);
+  }
+  EXPECT_EQ(m.path_of_step(20), dir + "/ckpt-20.h5");
+  try {
+    m.path_of_step(25);
+    ADD_FAILURE() << "no IoError for a step without a checkpoint";
+  } catch (const IoError& e) {
+    EXPECT_NE(std::string(e.what()).find("its steps: 10, 20, 30"), std::string::npos) << e.what();
+  }
+  // Resumed from step 10 (say the run diverged after it), the next save
+  // removes 20 and 30: with keep 1 it would otherwise prune the new one and
+  // keep the abandoned run's newest.
+  CheckpointManager resumed(dir, 1);
+  restore_checkpoint(s, resumed.path_of_step(10));
+  s.run({a.loss}, a.feeds(11), a.train);
+  resumed.save(s, 15);
+  EXPECT_EQ(resumed.steps(), (std::vector<int64_t>{15}));
+  EXPECT_EQ(*resumed.latest_valid_path(), dir + "/ckpt-15.h5");
+  EXPECT_THROW(CheckpointManager(temp_dir("older_step_empty"), 1).path_of_step(0), IoError);
+}
+
 TEST(CheckpointManager, KeepsTheBestBesideTheNewest) {
   Model a;
   Session s(a.g);

@@ -1,5 +1,7 @@
 # A run stopped at step 20 and resumed to 40 prints the same loss trajectory
-# as a run of 40 steps without a stop. Arguments: -DMNIST=<binary> -DWORK=<dir>
+# as a run of 40 steps without a stop, and so does a rerun of the
+# uninterrupted run's directory from its step 20 (--restore_step), which
+# replaces the later checkpoint. Arguments: -DMNIST=<binary> -DWORK=<dir>
 file(REMOVE_RECURSE ${WORK})
 file(MAKE_DIRECTORY ${WORK})
 set(common --steps 40 --eval_every 5 --save_every 20 --batch_size 50 --hidden 128)
@@ -33,3 +35,24 @@ if(NOT "${want}" STREQUAL "${got}")
   message(FATAL_ERROR "trajectories differ:\nuninterrupted: ${want}\nresumed:       ${got}")
 endif()
 message(STATUS "same trajectory: ${got}")
+
+# --restore_step: back to step 20 of the uninterrupted run's directory; the
+# steps after it are run again, to the same losses.
+execute_process(COMMAND ${MNIST} ${common} --checkpoint_dir ${WORK}/straight --restore_step 30
+  OUTPUT_VARIABLE out ERROR_VARIABLE err RESULT_VARIABLE rc)
+if(rc EQUAL 0 OR NOT err MATCHES "has no checkpoint of step 30 \\(its steps: 20, 40\\)")
+  message(FATAL_ERROR "--restore_step 30 (no such checkpoint) was not refused clearly (${rc}):\n${err}")
+endif()
+execute_process(COMMAND ${MNIST} ${common} --checkpoint_dir ${WORK}/straight --restore_step 20
+  OUTPUT_VARIABLE again ERROR_VARIABLE err RESULT_VARIABLE rc)
+if(NOT rc EQUAL 0 OR NOT again MATCHES "resumed from .*ckpt-20.h5 at step 20")
+  message(FATAL_ERROR "--restore_step 20 failed (${rc}):\n${again}\n${err}")
+endif()
+if(NOT err MATCHES "first save removes those after step 20")
+  message(FATAL_ERROR "--restore_step 20 did not say that ckpt-40 is replaced:\n${err}")
+endif()
+string(REGEX MATCHALL "step [0-9]+ loss [0-9.]+" got_again "${again}")
+if(NOT "${got_again}" STREQUAL "${got_second}")
+  message(FATAL_ERROR "rerun from step 20 differs:\nresumed: ${got_second}\nrerun:   ${got_again}")
+endif()
+message(STATUS "rerun from step 20: ${got_again}")

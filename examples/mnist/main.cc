@@ -77,11 +77,15 @@ int main(int argc, char** argv) {
     int64_t save_every = 0;
     const std::unique_ptr<CheckpointManager> checkpoints =
         cli::checkpoints_from_flags(flags, &save_every);
+    const std::optional<std::string> chosen = cli::chosen_checkpoint(flags, checkpoints.get());
     if (checkpoints) {
       checkpoints->check_writable();  // before training, not at the first save
       // Weights, optimizer state, run counter, data position and the loss
       // accumulated since the last print: the run goes on as if never stopped.
-      if (const auto info = checkpoints->restore_latest(session)) {
+      const std::optional<CheckpointInfo> info =
+          chosen ? std::optional(restore_checkpoint(session, *chosen))
+                 : checkpoints->restore_latest(session);
+      if (info) {
         auto meta = [&](const char* key) {
           auto it = info->metadata.find(key);
           if (it == info->metadata.end()) {

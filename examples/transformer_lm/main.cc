@@ -296,8 +296,10 @@ int main(int argc, char** argv) {
       if (!checkpoints) throw ValueError("--generate needs --checkpoint_dir");
       // With --keep_best: the best checkpoint, when one is recorded.
       const auto best = checkpoints->best();
-      const auto path = flags.boolean("keep_best") && best ? std::optional(best->first)
-                                                           : checkpoints->latest_valid_path();
+      auto path = cli::chosen_checkpoint(flags, checkpoints.get());
+      if (!path)
+        path = flags.boolean("keep_best") && best ? std::optional(best->first)
+                                                  : checkpoints->latest_valid_path();
       if (!path) {
         throw ValueError("--checkpoint_dir \"" + checkpoint_dir +
                          "\" holds no checkpoint: train into it first");
@@ -352,6 +354,7 @@ int main(int argc, char** argv) {
     double interval = 0, interval_norm = 0;
     int64_t interval_steps = 0;
     int64_t first_step = 1;
+    const std::optional<std::string> chosen = cli::chosen_checkpoint(flags, checkpoints.get());
     if (checkpoints) {
       checkpoints->check_writable();  // before training, not at the first save
       // Accumulation buffers are zero between steps: not saved, so that a
@@ -360,7 +363,7 @@ int main(int argc, char** argv) {
       for (const std::string& name : session.variable_names())
         if (is_accumulation_buffer(name)) skip_buffers.skip.push_back(name);
       checkpoints->set_save_options(skip_buffers);
-      if (const auto path = checkpoints->latest_valid_path()) {
+      if (const auto path = chosen ? chosen : checkpoints->latest_valid_path()) {
         // Weights, optimizer state, run counter, data position and the loss
         // accumulated since the last print: training goes on as if never
         // stopped. The model's sizes must be the checkpoint's.

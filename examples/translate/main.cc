@@ -278,10 +278,12 @@ models::BleuScore copy_baseline(const std::vector<SentencePair>& pairs) {
   return models::corpus_bleu_13a(hyps, refs);
 }
 
-// The checkpoint --translate and --eval use: with --keep_best the best one
-// recorded, else the latest.
-std::optional<std::string> chosen_checkpoint(const cli::Flags& flags,
+// The checkpoint --translate and --eval use: the one --restore_step or
+// --restore_file chooses, else with --keep_best the best one recorded, else
+// the latest.
+std::optional<std::string> checkpoint_to_use(const cli::Flags& flags,
                                              const CheckpointManager& checkpoints) {
+  if (auto chosen = cli::chosen_checkpoint(flags, &checkpoints)) return chosen;
   if (flags.boolean("keep_best"))
     if (const auto best = checkpoints.best()) return best->first;
   return checkpoints.latest_valid_path();
@@ -292,7 +294,7 @@ std::optional<std::string> chosen_checkpoint(const cli::Flags& flags,
 int translate_text(const cli::Flags& flags, const EncDecConfig& cfg, CheckpointManager* checkpoints,
                    const MeshConfig& mesh) {
   if (!checkpoints) throw ValueError("--translate needs --checkpoint_dir");
-  const auto path = chosen_checkpoint(flags, *checkpoints);
+  const auto path = checkpoint_to_use(flags, *checkpoints);
   if (!path) throw ValueError("--checkpoint_dir holds no checkpoint: train into it first");
   const models::Vocabulary v =
       models::Vocabulary::load(checkpoints->directory() + "/vocabulary.model");
@@ -353,12 +355,8 @@ int evaluate_checkpoint(const cli::Flags& flags, const EncDecConfig& cfg,
                         CheckpointManager* checkpoints, const MeshConfig& mesh) {
   if (!checkpoints) throw ValueError("--eval needs --checkpoint_dir");
   const int64_t step = flags.i64("eval_step");
-  std::optional<std::string> path = chosen_checkpoint(flags, *checkpoints);
-  if (step > 0) {
-    path = checkpoints->directory() + "/ckpt-" + std::to_string(step) + ".h5";
-    if (!std::filesystem::is_regular_file(*path))
-      throw ValueError("--eval_step " + std::to_string(step) + ": no checkpoint " + *path);
-  }
+  const std::optional<std::string> path =
+      step > 0 ? checkpoints->path_of_step(step) : checkpoint_to_use(flags, *checkpoints);
   if (!path) throw ValueError("--checkpoint_dir holds no checkpoint: train into it first");
   const Data data = load_data(flags, cfg);
   EncDecConfig c = cfg;
@@ -486,9 +484,10 @@ int train(const cli::Flags& flags, const EncDecConfig& cfg, CheckpointManager* c
   session.counters_text({model.loss}, model.train_ops);  // layouts checked before training
   models::TranslationBatcher batcher(data.train, c, c.seed);
   int64_t first_step = 1;
+  const std::optional<std::string> chosen = cli::chosen_checkpoint(flags, checkpoints);
   if (checkpoints) {
     checkpoints->check_writable();  // before training, not at the first save
-    const auto path = checkpoints->latest_valid_path();
+    const auto path = chosen ? chosen : checkpoints->latest_valid_path();
     // A checkpoint of another model or vocabulary is refused before
     // anything in the directory changes.
     if (path) check_checkpoint(read_checkpoint_info(*path), c, *data.vocabulary);

@@ -94,6 +94,11 @@ HostTensor read_checkpoint_variable(const std::string& path, const std::string& 
 // moment leaves the previous checkpoint whole and findable; temporary files
 // and part files no checkpoint lists are never taken for checkpoints and are
 // removed by the next save; pruning removes a checkpoint with its parts.
+//
+// A save at step s removes the checkpoints of later steps: they are of a run
+// that went on past s before this one resumed from an older checkpoint, and
+// kept they would be taken for this run's future (by pruning, and by the
+// fallback to an older checkpoint). Each removal is said on stderr.
 class CheckpointManager {
  public:
   explicit CheckpointManager(std::string directory, int keep = 3, SaveOptions options = {});
@@ -124,6 +129,10 @@ class CheckpointManager {
   void check_writable() const;
   // Steps of the checkpoints present, ascending.
   std::vector<int64_t> steps() const;
+  // The checkpoint of `step` (to resume from a chosen one rather than the
+  // newest); IoError naming the directory and the steps present when there
+  // is none.
+  std::string path_of_step(int64_t step) const;
   const std::string& directory() const { return dir_; }
   // The options of later saves (e.g. variables to skip, known only once
   // the model is built).
@@ -147,6 +156,8 @@ class CheckpointManager {
   std::string best_metric_;
   bool higher_is_better_ = false;
   std::vector<std::pair<int64_t, std::string>> files() const;
+  // Removes the checkpoints of steps after `step`, saying so.
+  void remove_later_than(int64_t step) const;
   // latest_path(), then the older checkpoints, newest first.
   std::vector<std::string> candidates() const;
   // The first candidate `attempt` accepts (it throws IoError to refuse);

@@ -129,6 +129,10 @@ void bind_checkpoint(py::module_& m) {
           py::arg("restore_run_counter") = true,
           "Restores the latest checkpoint; returns its header, or None when there is none.")
       .def("latest_path", &CheckpointManager::latest_path)
+      .def("latest_valid_path", &CheckpointManager::latest_valid_path,
+           "The newest checkpoint that passes its checks (older ones when the latest fails them).")
+      .def("path_of_step", &CheckpointManager::path_of_step, py::arg("step"),
+           "The checkpoint of `step`; IOError listing the steps present when there is none.")
       .def("set_keep_best", &CheckpointManager::set_keep_best, py::arg("metric"),
            py::arg("higher_is_better") = false,
            "Also keep the checkpoint whose metadata[metric] (a number) is best.")

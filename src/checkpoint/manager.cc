@@ -91,6 +91,35 @@ std::vector<int64_t> CheckpointManager::steps() const {
   return steps;
 }
 
+std::string CheckpointManager::path_of_step(int64_t step) const {
+  std::vector<std::pair<int64_t, std::string>> all;
+  try {
+    all = files();
+  } catch (const IoError&) {
+    all.clear();  // no directory yet
+  }
+  std::string present;
+  for (const auto& [s, name] : all) {
+    if (s == step) return dir_ + "/" + name;
+    present += (present.empty() ? "" : ", ") + std::to_string(s);
+  }
+  throw IoError("checkpoint directory \"" + dir_ + "\" has no checkpoint of step " +
+                std::to_string(step) + " (" +
+                (present.empty() ? std::string("it has none") : "its steps: " + present) + ")");
+}
+
+void CheckpointManager::remove_later_than(int64_t step) const {
+  for (const auto& [s, name] : files()) {
+    if (s <= step) continue;
+    checkpoint::remove_checkpoint(dir_ + "/" + name);
+    std::fprintf(stderr,
+                 "mtf: removed %s/%s: step %lld is past this run's step %lld, so it is of the "
+                 "run before the restore of an older checkpoint\n",
+                 dir_.c_str(), name.c_str(), static_cast<long long>(s),
+                 static_cast<long long>(step));
+  }
+}
+
 std::string CheckpointManager::save(Session& session, int64_t step,
                                     const std::map<std::string, std::string>& metadata) {
   if (step < 0) throw ValueError("CheckpointManager::save: step must be >= 0");
@@ -111,6 +140,7 @@ std::string CheckpointManager::save(Session& session, int64_t step,
   save_checkpoint(session, path, step, metadata, options_);
   if (leader) {
     checkpoint::write_file_atomically(dir_ + "/" + kPointer, file_name(step) + "\n");
+    remove_later_than(step);
     const std::string best_name = record_if_best(step, metric);
     // Keep the newest `keep_` and the best, never the one the pointer names.
     const auto all = files();
