@@ -27,6 +27,14 @@
 // first that exited non-zero. Ranks die with the launcher
 // (PR_SET_PDEATHSIG), so nothing is left running even if mtf-launch itself
 // is killed; on the other nodes, the ranks then lose their peers and stop.
+//
+// With --max_restarts N, a failed job is started again (after the ranks
+// are all gone and a short pause), up to N times, as torchrun does: the
+// launcher says which rank failed and which restart this is, and the ranks
+// see MTF_RESTART_COUNT (0 at first). The examples then resume from their
+// latest valid checkpoint. On a job across machines, give every node's
+// launcher the same --max_restarts: each restarts its ranks when they lose
+// their peers, and they meet again at the coordinator.
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <netdb.h>
@@ -68,7 +76,8 @@ constexpr const char* kUsage =
     "  --token_file FILE       the job token (else MTF_JOB_TOKEN; on one machine a random one)\n"
     "  --output rank0|all      print rank 0's lines (default) or every rank's, prefixed\n"
     "  --timeout_ms MS         deadline of every blocking call of the ranks\n"
-    "  --connect_timeout_ms MS deadline of the ranks meeting\n";
+    "  --connect_timeout_ms MS deadline of the ranks meeting\n"
+    "  --max_restarts N        start the job again after a failure, up to N times (default 0)\n";
 
 [[noreturn]] void usage(const std::string& why) {
   std::fprintf(stderr, "mtf-launch: %s\n%s", why.c_str(), kUsage);
@@ -234,6 +243,7 @@ void take_lines(Rank& r, std::string& buf, FILE* to, bool shown, bool prefix, bo
 struct LaunchOptions {
   int nproc = -1, nnodes = 1, node_rank = -1;
   std::string listen_host, coordinator, token_file, output = "rank0";
+  int max_restarts = 0;
   std::string timeout_ms, connect_timeout_ms;  // passed to the ranks as given, when given
   char** program = nullptr;                    // the program and its arguments (argv-style)
 };
@@ -271,6 +281,8 @@ LaunchOptions parse_options(int argc, char** argv) {
       o.timeout_ms = std::to_string(parse_count(a, value(a), 1, 1 << 30));
     } else if (a == "--connect_timeout_ms") {
       o.connect_timeout_ms = std::to_string(parse_count(a, value(a), 1, 1 << 30));
+    } else if (a == "--max_restarts") {
+      o.max_restarts = parse_count(a, value(a), 0, 1000000);
     } else if (a == "--new_token") {
       std::printf("%s\n", random_token().c_str());
       std::exit(0);
@@ -335,7 +347,7 @@ void resolve_coordinator(LaunchOptions& o) {
 }
 
 // In the child for local rank r: the job's variables, then the program.
-[[noreturn]] void exec_rank(const LaunchOptions& o, const std::string& token, int r) {
+[[noreturn]] void exec_rank(const LaunchOptions& o, const std::string& token, int r, int restart) {
   const int world = o.nnodes * o.nproc, first = o.node_rank * o.nproc;
   ::setenv("MTF_RANK", std::to_string(first + r).c_str(), 1);
   ::setenv("MTF_WORLD_SIZE", std::to_string(world).c_str(), 1);
@@ -344,6 +356,7 @@ void resolve_coordinator(LaunchOptions& o) {
   ::setenv("MTF_NODE_RANK", std::to_string(o.node_rank).c_str(), 1);
   ::setenv("MTF_COORDINATOR", o.coordinator.c_str(), 1);
   ::setenv("MTF_JOB_TOKEN", token.c_str(), 1);
+  ::setenv("MTF_RESTART_COUNT", std::to_string(restart).c_str(), 1);
   ::unsetenv("MTF_JOB_TOKEN_FILE");
   if (!o.listen_host.empty()) ::setenv("MTF_LISTEN_HOST", o.listen_host.c_str(), 1);
   if (!o.timeout_ms.empty()) ::setenv("MTF_TIMEOUT_MS", o.timeout_ms.c_str(), 1);
@@ -355,8 +368,10 @@ void resolve_coordinator(LaunchOptions& o) {
   ::_exit(127);
 }
 
-// Forks this node's ranks, each with its stdout and stderr on pipes.
-void start_ranks(const LaunchOptions& o, const std::string& token, std::vector<Rank>& ranks) {
+// Forks this node's ranks, each with its stdout and stderr on pipes;
+// `restart` counts the earlier attempts.
+void start_ranks(const LaunchOptions& o, const std::string& token, std::vector<Rank>& ranks,
+                 int restart) {
   const pid_t launcher = ::getpid();
   for (int r = 0; r < o.nproc; ++r) {
     int out[2], err[2];
@@ -374,7 +389,7 @@ void start_ranks(const LaunchOptions& o, const std::string& token, std::vector<R
       if (::getppid() != launcher) ::_exit(127);  // the launcher died already
       ::dup2(out[1], STDOUT_FILENO);
       ::dup2(err[1], STDERR_FILENO);
-      exec_rank(o, token, r);
+      exec_rank(o, token, r, restart);
     }
     ::close(out[1]);
     ::close(err[1]);
@@ -391,7 +406,10 @@ void start_ranks(const LaunchOptions& o, const std::string& token, std::vector<R
 // usually notice the loss themselves; after 2 s SIGTERM, after 5 s SIGKILL).
 class Supervisor {
  public:
-  Supervisor(std::vector<Rank>& ranks, bool all) : ranks_(ranks), all_(all) {}
+  // `restarts_left`: a failure is followed by a restart (said instead of
+  // the exit status).
+  Supervisor(std::vector<Rank>& ranks, bool all, bool restarts_left)
+      : ranks_(ranks), all_(all), restarts_left_(restarts_left) {}
 
   // The launcher's exit code: 0, or the cause's status (128 + signal).
   int run() {
@@ -530,23 +548,26 @@ class Supervisor {
     if (!killed_ && stopped_ && stopped_->stopped_by != 0) {
       // The others failed waiting for a rank that was stopped.
       const int code = 128 + stopped_->stopped_by;
-      std::fprintf(stderr,
-                   "mtf-launch: job failed; cause: rank %d (stopped by signal %d); exiting with "
-                   "%d\n",
-                   stopped_->global, stopped_->stopped_by, code);
+      std::fprintf(stderr, "mtf-launch: job failed; cause: rank %d (stopped by signal %d); %s\n",
+                   stopped_->global, stopped_->stopped_by, then(code).c_str());
       return code;
     }
     const Rank& cause = killed_ ? *killed_ : *failed_;
     const int status = cause.status;
     const int code = WIFSIGNALED(status) ? 128 + WTERMSIG(status) : WEXITSTATUS(status);
-    std::fprintf(stderr, "mtf-launch: job failed; cause: rank %d (%s %d); exiting with %d\n",
-                 cause.global, WIFSIGNALED(status) ? "signal" : "status",
-                 WIFSIGNALED(status) ? WTERMSIG(status) : WEXITSTATUS(status), code);
+    std::fprintf(stderr, "mtf-launch: job failed; cause: rank %d (%s %d); %s\n", cause.global,
+                 WIFSIGNALED(status) ? "signal" : "status",
+                 WIFSIGNALED(status) ? WTERMSIG(status) : WEXITSTATUS(status), then(code).c_str());
     return code;
   }
 
+  std::string then(int code) const {
+    return restarts_left_ ? "restarting" : "exiting with " + std::to_string(code);
+  }
+
   std::vector<Rank>& ranks_;
-  const bool all_;                               // --output all
+  const bool all_;  // --output all
+  const bool restarts_left_;
   const Rank* failed_ = nullptr;                 // the first rank seen to fail
   const Rank* killed_ = nullptr;                 // the first killed by a signal we did not send
   const Rank* stopped_ = nullptr;                // the first stopped (and not continued) rank
@@ -567,12 +588,28 @@ int main(int argc, char** argv) {
                  "ranks' lines are shown if they fail; --output all shows them all)\n",
                  o.node_rank, o.nnodes, o.node_rank * o.nproc, (o.node_rank + 1) * o.nproc - 1);
 
-  std::vector<Rank> ranks(o.nproc);
-  g_ranks = &ranks;
   ::signal(SIGINT, on_signal);
   ::signal(SIGTERM, on_signal);
   ::signal(SIGHUP, on_signal);
   ::signal(SIGPIPE, SIG_IGN);
-  start_ranks(o, token, ranks);
-  return Supervisor(ranks, all).run();
+  for (int restart = 0;; ++restart) {
+    std::vector<Rank> ranks(o.nproc);
+    g_ranks = &ranks;
+    start_ranks(o, token, ranks, restart);
+    const int code = Supervisor(ranks, all, restart < o.max_restarts).run();
+    g_ranks = nullptr;
+    if (code == 0) return 0;
+    if (restart >= o.max_restarts) {
+      if (o.max_restarts > 0)
+        std::fprintf(stderr, "mtf-launch: giving up: the job failed after %d restart%s\n", restart,
+                     restart == 1 ? "" : "s");
+      return code;
+    }
+    // Every rank has exited and been reaped; a pause lets their sockets
+    // and shared-memory segments go before the next attempt meets.
+    std::fprintf(stderr, "mtf-launch: restart %d of %d: starting the job's %d rank%s again\n",
+                 restart + 1, o.max_restarts, o.nproc, o.nproc == 1 ? "" : "s");
+    std::fflush(stderr);
+    ::usleep(500 * 1000);
+  }
 }
