@@ -9,7 +9,9 @@
 // GCC 12's shift and convert intrinsics pass _mm512_undefined_epi32() as
 // their (unused) merge source, which -Wmaybe-uninitialized mistakes for a
 // read of an uninitialized value (GCC bug 105593).
+#if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 
 namespace mtf {
 namespace {

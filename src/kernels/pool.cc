@@ -82,7 +82,8 @@ void pool_grad(PoolFn fn, const std::vector<ConvAxis>& axes, const HostTensor* x
     // Each dx element gets its terms in row order: within a line one (j0,
     // j1) reaches it, and positions go in order.
     for_each_line(g, 0, g.y_rows(), [&](int64_t r, const Row& line, int64_t first, int64_t last) {
-      const auto [lo, hi] = inside_part(g, line, first, last);
+      const std::pair<int64_t, int64_t> part = inside_part(g, line, first, last);
+      const int64_t lo = part.first, hi = part.second;
       const int64_t n01 =
           real_taps(to_dx.t[0], line.o[0], k0) * real_taps(to_dx.t[1], line.o[1], k1);
       const float* d_line = d + (r - first) * c;
@@ -120,7 +121,8 @@ void pool_grad(PoolFn fn, const std::vector<ConvAxis>& axes, const HostTensor* x
   std::vector<float> best(len * c);
   std::vector<int64_t> target(len * c);
   for_each_line(g, 0, g.y_rows(), [&](int64_t r, const Row& line, int64_t first, int64_t last) {
-    const auto [lo, hi] = inside_part(g, line, first, last);
+    const std::pair<int64_t, int64_t> part = inside_part(g, line, first, last);
+    const int64_t lo = part.first, hi = part.second;
     if (lo >= hi) return;
     std::fill(best.begin() + lo * c, best.begin() + hi * c,
               -std::numeric_limits<float>::infinity());

@@ -10,7 +10,9 @@
 // GCC 12's unpack and shuffle intrinsics pass _mm512_undefined_ps() as
 // their (unused) merge source, which -Wmaybe-uninitialized mistakes for a
 // read of an uninitialized value (GCC bug 105593).
+#if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 
 namespace mtf::kernels {
 namespace {

@@ -73,13 +73,13 @@ SimReport SimReport::followed_by(const SimReport& next) const {
     it->bytes += row.bytes;
     it->time += row.time;
   }
-  for (const auto& [kind, b] : next.sent_by_kind) {
+  for (const auto& sent : next.sent_by_kind) {
     auto it = std::find_if(r.sent_by_kind.begin(), r.sent_by_kind.end(),
-                           [&](const auto& k) { return k.first == kind; });
+                           [&](const auto& k) { return k.first == sent.first; });
     if (it == r.sent_by_kind.end())
-      r.sent_by_kind.emplace_back(kind, b);
+      r.sent_by_kind.push_back(sent);
     else
-      it->second += b;
+      it->second += sent.second;
   }
   if (next.peak_memory > peak_memory) {
     r.peak_memory = next.peak_memory;

@@ -27,7 +27,7 @@
 
 namespace mtf::sim {
 
-struct World;
+class World;
 struct Route;
 
 // A ring collective on a group: the tag of its first pass and the first
