@@ -14,6 +14,8 @@
 #include <random>
 #include <set>
 
+#include "checkpoint/h5.h"
+#include "checkpoint/parts.h"
 #include "checkpoint_test_util.h"
 #include "expect_error.h"
 
@@ -260,6 +262,34 @@ TEST(CheckpointManager, APointerToAMissingFileIsNeverAFreshStart) {
   EXPECT_EQ(z.restore_latest(s)->step, 40);
   z.save(s, 50);  // keeps 1: the old file goes by its own name
   EXPECT_EQ(z.steps(), (std::vector<int64_t>{50}));
+}
+
+// A part list naming a path (a damaged or crafted file) leads neither the
+// reader nor pruning outside the directory: the file next to the
+// checkpoint directory survives the checkpoint's removal.
+TEST(CheckpointManager, APartListNamingAPathRemovesNothingOutsideTheDirectory) {
+  Model a;
+  Session s(a.g);
+  const std::string root = temp_dir("part_path");
+  const std::string dir = root + "/ckpts";
+  std::ofstream(root + "/victim.part0-of-1.0000000000000000") << "keep me";
+  std::ofstream(root + "/victim") << "keep me";
+  CheckpointManager m(dir, 1);
+  m.save(s, 10);
+  {
+    checkpoint::h5::Lock lock;
+    checkpoint::h5::Handle file = checkpoint::h5::open_file(dir + "/ckpt-10.h5", true);
+    checkpoint::h5::write_strings(file, "mtf_parts",
+                                  {"../victim", "../victim.part0-of-1.0000000000000000"},
+                                  dir + "/ckpt-10.h5");
+    file.close(dir + "/ckpt-10.h5");
+  }
+  testing::expect_error<IoError>([&] { checkpoint::part_names(dir + "/ckpt-10.h5"); },
+                                 {"lists \"../victim\" as a part file"});
+  m.save(s, 20);  // prunes ckpt-10.h5
+  EXPECT_EQ(m.steps(), (std::vector<int64_t>{20}));
+  EXPECT_TRUE(std::ifstream(root + "/victim").good());
+  EXPECT_TRUE(std::ifstream(root + "/victim.part0-of-1.0000000000000000").good());
 }
 
 // Truncated at many lengths and with a bit flipped at many positions: every

@@ -126,6 +126,13 @@ class Reader {
     if (bdims.size() != 2 || bdims[1] != cols || table.size() != bdims[0] * cols) {
       throw IoError(where + ": its block table is malformed; the file is corrupted");
     }
+    Shape full;
+    try {
+      full = v.shape();  // at most 2^62 elements, so no block's count overflows
+    } catch (const ShapeError& e) {
+      throw IoError(where + ": " + e.what() + "; the file is corrupted");
+    }
+    const int64_t total = full.num_elements();
     int64_t covered = 0;
     for (size_t b = 0; b < bdims[0]; ++b) {
       StoredVariable::Block blk;
@@ -133,7 +140,7 @@ class Reader {
       int64_t n = 1;
       for (int i = 0; i < rank; ++i) {
         const int64_t begin = table[b * cols + i], size = table[b * cols + rank + i];
-        if (begin < 0 || size < 0 || begin + size > static_cast<int64_t>(v.sizes[i])) {
+        if (begin < 0 || size < 0 || begin > full[i].size || size > full[i].size - begin) {
           throw IoError(where + ": a block lies outside the tensor; the file is corrupted");
         }
         blk.begin.push_back(begin);
@@ -144,10 +151,13 @@ class Reader {
       const int64_t crc = table[b * cols + 2 * rank];
       if (crc < 0 || crc > 0xFFFFFFFFLL) throw IoError(where + ": a checksum is malformed");
       blk.crc = static_cast<uint32_t>(crc);
+      if (n > total - covered) {
+        throw IoError(where + ": its blocks cover more than the tensor; the file is corrupted");
+      }
       covered += n;
       v.blocks.push_back(std::move(blk));
     }
-    if (covered != static_cast<int64_t>(v.shape().num_elements())) {
+    if (covered != total) {
       throw IoError(where + ": its blocks do not cover the tensor exactly; the file is corrupted");
     }
     return v;
@@ -185,14 +195,8 @@ class Reader {
     const std::string dir = checkpoint::directory_of(path_);
     info_.files = {path_};
     if (h5::has_attribute(file_, checkpoint::kPartsAttribute)) {
-      for (const std::string& part : h5::read_strings(file_, checkpoint::kPartsAttribute, path_)) {
+      for (const std::string& part : checkpoint::read_part_names(file_, path_)) {
         const std::string p = dir + "/" + part;
-        if (part.empty() || part.find('/') != std::string::npos ||
-            checkpoint::checkpoint_of_part(part).empty()) {
-          throw IoError(
-              "\"" + path_ + "\" lists \"" + part +
-              "\" as a part file, which is not a part file's name; the file is corrupted");
-        }
         if (!checkpoint::file_exists(p)) {
           throw IoError("checkpoint \"" + path_ + "\" is missing its part file \"" + p +
                         "\": a checkpoint saved by a multi-process job is its file plus the part "

@@ -34,11 +34,24 @@ std::string checkpoint_of_part(const std::string& name) {
   return name.substr(0, part);
 }
 
+std::vector<std::string> read_part_names(hid_t file, const std::string& path) {
+  if (!h5::has_attribute(file, kPartsAttribute)) return {};
+  std::vector<std::string> names = h5::read_strings(file, kPartsAttribute, path);
+  // A damaged or crafted list must not lead a reader, or remove_checkpoint,
+  // outside the checkpoint's directory or to files that are not parts.
+  for (const std::string& n : names) {
+    if (n.find('/') != std::string::npos || checkpoint_of_part(n).empty()) {
+      throw IoError("\"" + path + "\" lists \"" + n +
+                    "\" as a part file, which is not a part file's name; the file is corrupted");
+    }
+  }
+  return names;
+}
+
 std::vector<std::string> part_names(const std::string& path) {
   h5::Lock lock;
   h5::Handle file = h5::open_file(path, false);
-  if (!h5::has_attribute(file, kPartsAttribute)) return {};
-  return h5::read_strings(file, kPartsAttribute, path);
+  return read_part_names(file, path);
 }
 
 void remove_checkpoint(const std::string& path) {

@@ -12,6 +12,8 @@
 #include <string>
 #include <vector>
 
+#include "checkpoint/h5.h"
+
 namespace mtf::checkpoint {
 
 // The root attribute of a checkpoint file listing its part files.
@@ -24,8 +26,11 @@ std::string part_name(const std::string& checkpoint_base, int rank, int ranks, u
 // not a part file's name.
 std::string checkpoint_of_part(const std::string& name);
 // The part file names the checkpoint at `path` lists (empty for a checkpoint
-// in one file). IoError when the file cannot be read as HDF5.
+// in one file). IoError when the file cannot be read as HDF5, or when a
+// listed name is not a part file's name (a path, say).
 std::vector<std::string> part_names(const std::string& path);
+// The same of an open checkpoint file (the caller holds h5::Lock).
+std::vector<std::string> read_part_names(hid_t file, const std::string& path);
 // Removes the checkpoint file, then its part files (a crash in between
 // leaves only parts that nothing lists, which remove_leftovers removes).
 void remove_checkpoint(const std::string& path);
