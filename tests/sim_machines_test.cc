@@ -91,6 +91,16 @@ TEST(SimMachines, SettingsPresetsAndErrors) {
   fails("devices_per_node=2.5", "\"devices_per_node\" needs an integer");
   fails("nic_bandwidth=0", "nic_bandwidth must be positive");
   fails("nic_speed=1", "nics_per_node");
+  // Found by fuzzing (tests/fuzz/fuzz_topology.cc): what to_file() cannot
+  // write is refused, and an empty sources reads back empty.
+  fails("name=pod#2", "holds '#' or a line break");
+  Topology quiet = t;
+  quiet.apply_overrides("sources=");
+  const std::string written = ::testing::TempDir() + "/written.txt";
+  std::ofstream(written) << quiet.to_file();
+  Topology back = Topology::preset("tpu-v2-8");
+  back.load_file(written);
+  EXPECT_EQ(back.to_file(), quiet.to_file());
 
   const std::string path = ::testing::TempDir() + "/machine.txt";
   std::ofstream(path) << "network = switched\nnodes = 3\ndevices_per_node = 2  # pairs\n"

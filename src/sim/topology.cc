@@ -142,6 +142,12 @@ const std::map<std::string, NumberField>& number_settings() {
 }  // namespace
 
 void Topology::set(const std::string& key, const std::string& value) {
+  if ((key == "name" || key == "sources") && value.find_first_of("#\r\n") != std::string::npos) {
+    // to_file() could not write it: '#' starts a comment there, a line
+    // break ends the entry.
+    throw ValueError("topology " + key + " \"" + value +
+                     "\" holds '#' or a line break, which a topology file cannot hold");
+  }
   if (key == "name") {
     name = value;
   } else if (key == "sources") {
@@ -456,8 +462,7 @@ std::string Topology::to_file() const {
   line("processes_oversubscribed_latency", host.processes_oversubscribed_latency);
   line("host_ranks", host_ranks_name());
   line("host_cpus", host_cpus);
-  if (!sources.empty() && sources.find_first_of("#\n") == std::string::npos)
-    line("sources", sources);
+  line("sources", sources);  // set() keeps '#' and line breaks out
   return o.str();
 }
 
