@@ -35,9 +35,12 @@ packages=(
 # across network namespaces (iproute2) where the machine allows them.
 # The Python module's suite runs under pytest; mtf-bleu is checked against
 # NLTK's BLEU, and the TensorBoard event files are read back with protobuf.
+# The fuzz targets of the parsers (tests/fuzz/) are built by clang with
+# its libFuzzer runtime (libclang-rt-dev) and OpenMP (libomp-dev); the Slurm
+# test starts real Slurm daemons (slurm-wlm, munge) on this machine.
 if [ "$mode" = test ]; then
   packages+=(python3-h5py libopenmpi-dev openmpi-bin procps bc python3-pytest iproute2
-             python3-nltk python3-protobuf)
+             python3-nltk python3-protobuf clang libclang-rt-dev libomp-dev slurm-wlm munge)
 fi
 missing=()
 for p in "${packages[@]}"; do
