@@ -24,7 +24,9 @@
 // and mtf-launch exits with the status of the rank that caused the failure
 // (128 + signal for a signal): the first killed by a signal it did not send,
 // else a rank stopped (SIGSTOP) that the others failed waiting for, else the
-// first that exited non-zero. Ranks die with the launcher
+// first that exited non-zero other than with status 3 (kExitPeerFailed: the
+// examples' status when they failed because another rank did — lost it, or
+// it failed a save), else the first that exited non-zero. Ranks die with the launcher
 // (PR_SET_PDEATHSIG), so nothing is left running even if mtf-launch itself
 // is killed; on the other nodes, the ranks then lose their peers and stop.
 //
@@ -209,6 +211,9 @@ void on_signal(int sig) {
 }
 
 constexpr size_t kTailLines = 40;
+// A rank's exit status when it failed because another rank did
+// (cli/example_main.h's kExitPeerFailed).
+constexpr int kExitPeerFailed = 3;
 
 // Prints (or, when `shown` is false, keeps the tail of) the complete lines
 // of `buf`; at end of stream also the unterminated rest.
@@ -501,6 +506,8 @@ class Supervisor {
                      WEXITSTATUS(status), then);
       }
       if (!failed_) failed_ = &rank;
+      if (!own_failure_ && !WIFSIGNALED(status) && WEXITSTATUS(status) != kExitPeerFailed)
+        own_failure_ = &rank;
       print_tail(rank);
       if (!terminated_) {
         terminated_ = true;
@@ -552,7 +559,7 @@ class Supervisor {
                    stopped_->global, stopped_->stopped_by, then(code).c_str());
       return code;
     }
-    const Rank& cause = killed_ ? *killed_ : *failed_;
+    const Rank& cause = killed_ ? *killed_ : own_failure_ ? *own_failure_ : *failed_;
     const int status = cause.status;
     const int code = WIFSIGNALED(status) ? 128 + WTERMSIG(status) : WEXITSTATUS(status);
     std::fprintf(stderr, "mtf-launch: job failed; cause: rank %d (%s %d); %s\n", cause.global,
@@ -570,6 +577,7 @@ class Supervisor {
   const bool restarts_left_;
   const Rank* failed_ = nullptr;                 // the first rank seen to fail
   const Rank* killed_ = nullptr;                 // the first killed by a signal we did not send
+  const Rank* own_failure_ = nullptr;            // the first that failed not for another's sake
   const Rank* stopped_ = nullptr;                // the first stopped (and not continued) rank
   bool terminated_ = false, term_sent_ = false;  // stopping the others; SIGTERM sent
   Clock::time_point term_at_{}, kill_at_{};

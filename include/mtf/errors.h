@@ -57,7 +57,9 @@ class TimeoutError : public Error {
   using Error::Error;
 };
 
-// A peer of a multi-processor run is gone (died, killed, disconnected).
+// A peer of a multi-processor run is gone (died, killed, disconnected), or
+// failed a step every rank took part in (a checkpoint save): the failure is
+// that peer's, and its own error says what it was.
 class PeerLostError : public Error {
  public:
   using Error::Error;

@@ -90,10 +90,15 @@ uint64_t save_tag(SaveMessage m) {
 const checkpoint::AgreementTags kAgreementTags{save_tag(SaveMessage::kStatus),
                                                save_tag(SaveMessage::kVerdict)};
 
-// The error of a save that `failed` on rank `failed` (this rank is `me`).
-IoError save_failed(const std::string& path, int failed, int me, const std::string& error) {
-  return IoError("save_checkpoint \"" + path + "\" failed" +
-                 (failed == me ? ": " + error : " on rank " + std::to_string(failed)));
+// Throws the error of a save that failed on rank `failed` (this rank is
+// `me`): this rank's own as an IoError, another's as a PeerLostError, so
+// that a launcher can tell the rank that caused the failure from those that
+// only learned of it.
+[[noreturn]] void throw_save_failed(const std::string& path, int failed, int me,
+                                    const std::string& error) {
+  if (failed == me) throw IoError("save_checkpoint \"" + path + "\" failed: " + error);
+  throw PeerLostError("save_checkpoint \"" + path + "\" failed on rank " + std::to_string(failed) +
+                      " (its own error says why)");
 }
 
 // The checkpoint file's header and datasets. With `parts`, variables stored
@@ -333,6 +338,10 @@ void write_part(Session& session, const std::vector<VariablePlan>& plans,
     h5::Handle file = h5::create_file(part_path, checkpoint::user_block_size(datasets.size()));
     h5::write_string(file, "mtf_format", checkpoint::kPartFormat, part_path);
     h5::write_string(file, "mtf_checkpoint", checkpoint_base, part_path);
+    // Its own name, so that a reader tells a swapped or renamed part file
+    // from a corrupted checkpoint.
+    h5::write_string(file, checkpoint::kPartNameAttribute, checkpoint::base_name(part_path),
+                     part_path);
     for_owned_blocks(
         session, plans, [&](const VariablePlan& p, size_t, size_t k, const HostTensor& value) {
           if (!stored_in_parts(p)) return;
@@ -388,7 +397,7 @@ void save_in_parts(Session& session, const std::string& path, int64_t step,
   if (failed < 0) return;
   if (wrote_part) ::unlink((dir + "/" + mine).c_str());
   if (me == 0) ::unlink(tmp.c_str());
-  throw save_failed(path, failed, me, error);
+  throw_save_failed(path, failed, me, error);
 }
 
 // One file, written in turn: rank 0 creates it (header, every dataset,
@@ -439,7 +448,7 @@ void save_in_turn(Session& session, const std::string& path, int64_t step,
   });
   if (failed < 0) return;
   if (me == 0) ::unlink(tmp.c_str());
-  throw save_failed(path, failed, me, error);
+  throw_save_failed(path, failed, me, error);
 }
 
 }  // namespace
