@@ -161,6 +161,19 @@ TEST(Checkpoint, PartFilesFromEveryRank) {
     expect_refused("a bit flipped at " + std::to_string(pos), "");
   }
   write_bytes(part, bytes);
+  // Two part files swapped (each whole): named as such, not as a corrupted
+  // checkpoint file.
+  const std::string other = parts.files[3];
+  const std::vector<char> other_bytes = read_bytes(other);
+  write_bytes(part, other_bytes);
+  write_bytes(other, bytes);
+  expect_refused("swapped parts", "part file \"" + part + "\" of checkpoint \"" + dir +
+                                      "/parts.h5\" holds part \"" +
+                                      other.substr(other.rfind('/') + 1) +
+                                      "\": the part files "
+                                      "were swapped or renamed");
+  write_bytes(part, bytes);
+  write_bytes(other, other_bytes);
   restore_checkpoint(sb, dir + "/parts.h5");
   for (const auto& [name, v] : values) expect_same_bits(sb.variable_value(name), v, name);
 

@@ -203,6 +203,7 @@ class Reader {
                         "files beside it (CheckpointInfo::files); copy or move them together");
         }
         checkpoint::verify_seal(p);
+        checkpoint::check_part_identity(p, path_);
         info_.files.push_back(p);
       }
     } else if (info_.format_version >= kFormatVersionParts) {

@@ -54,6 +54,18 @@ std::vector<std::string> part_names(const std::string& path) {
   return read_part_names(file, path);
 }
 
+void check_part_identity(const std::string& path, const std::string& checkpoint) {
+  h5::Handle file = h5::open_file(path, false);
+  if (!h5::has_attribute(file, kPartNameAttribute)) return;
+  const std::string holds = h5::read_string(file, kPartNameAttribute, path);
+  if (holds != base_name(path)) {
+    throw IoError("part file \"" + path + "\" of checkpoint \"" + checkpoint + "\" holds part \"" +
+                  holds +
+                  "\": the part files were swapped or renamed; give each its own name "
+                  "back (CheckpointInfo::files lists them), or restore an older checkpoint");
+  }
+}
+
 void remove_checkpoint(const std::string& path) {
   std::vector<std::string> parts;
   try {

@@ -20,6 +20,13 @@ namespace mtf::checkpoint {
 constexpr const char* kPartsAttribute = "mtf_parts";
 // The `mtf_format` of a part file.
 constexpr const char* kPartFormat = "mtf-checkpoint-part";
+// The root attribute of a part file holding its own file name (files from
+// before it have none).
+constexpr const char* kPartNameAttribute = "mtf_part_name";
+// IoError when the part file at `path`, listed by `checkpoint` under its
+// own file name, says it is another part (swapped or renamed files). The
+// caller holds h5::Lock.
+void check_part_identity(const std::string& path, const std::string& checkpoint);
 
 std::string part_name(const std::string& checkpoint_base, int rank, int ranks, uint64_t save_id);
 // The checkpoint base name a part file's name belongs to; "" when `name` is
