@@ -15,6 +15,51 @@
 #include "cli/training_report.h"
 #include "models/mlp.h"
 
+namespace {
+
+// Where training stands: the first step to run, and the loss accumulated
+// since the last print.
+struct Position {
+  double interval_loss = 0;
+  int64_t interval_steps = 0;
+  int64_t first_step = 1;
+};
+
+// With --checkpoint_dir: checks it can be written, then restores the
+// chosen checkpoint (--restore_step / --restore_file) or the newest valid
+// one — weights, optimizer state, run counter and data position — so that
+// the run goes on as if never stopped. A fresh start without one.
+Position resume(mtf::Session& session, mtf::CheckpointManager* checkpoints,
+                const std::optional<std::string>& chosen, mtf::models::BatchSampler& sampler) {
+  using namespace mtf;
+  Position p;
+  if (!checkpoints) return p;
+  checkpoints->check_writable();  // before training, not at the first save
+  const std::optional<CheckpointInfo> info =
+      chosen ? std::optional(restore_checkpoint(session, *chosen))
+             : checkpoints->restore_latest(session);
+  if (!info) return p;
+  auto meta = [&](const char* key) {
+    auto it = info->metadata.find(key);
+    if (it == info->metadata.end()) {
+      throw ValueError("checkpoint " + info->path + " has no \"" + key +
+                       "\" entry: it was not written by this example; use another "
+                       "--checkpoint_dir");
+    }
+    return it->second;
+  };
+  sampler.restore(meta("sampler"));
+  p.interval_loss = std::stod(meta("interval_loss"));
+  p.interval_steps = std::stoll(meta("interval_steps"));
+  p.first_step = info->step + 1;
+  std::printf("resumed from %s at step %lld (saved on mesh \"%s\", layout \"%s\")\n",
+              info->path.c_str(), static_cast<long long>(info->step), info->mesh_shape.c_str(),
+              info->layout.c_str());
+  return p;
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
   using namespace mtf;
   return mtf::cli::run_example("mnist", [&]() -> int {
@@ -71,39 +116,14 @@ int main(int argc, char** argv) {
     cli::check_layout_dimensions(mesh, mlp.graph());
     if (print_counters) std::printf("training step counters:\n%s", step_counters.c_str());
     models::BatchSampler sampler(train.images.count, config.batch_size, config.seed);
-    double interval_loss = 0;
-    int64_t interval_steps = 0;
-    int64_t first_step = 1;
     int64_t save_every = 0;
     const std::unique_ptr<CheckpointManager> checkpoints =
         cli::checkpoints_from_flags(flags, &save_every);
     const std::optional<std::string> chosen = cli::chosen_checkpoint(flags, checkpoints.get());
-    if (checkpoints) {
-      checkpoints->check_writable();  // before training, not at the first save
-      // Weights, optimizer state, run counter, data position and the loss
-      // accumulated since the last print: the run goes on as if never stopped.
-      const std::optional<CheckpointInfo> info =
-          chosen ? std::optional(restore_checkpoint(session, *chosen))
-                 : checkpoints->restore_latest(session);
-      if (info) {
-        auto meta = [&](const char* key) {
-          auto it = info->metadata.find(key);
-          if (it == info->metadata.end()) {
-            throw ValueError("checkpoint " + info->path + " has no \"" + key +
-                             "\" entry: it was not written by this example; use another "
-                             "--checkpoint_dir");
-          }
-          return it->second;
-        };
-        sampler.restore(meta("sampler"));
-        interval_loss = std::stod(meta("interval_loss"));
-        interval_steps = std::stoll(meta("interval_steps"));
-        first_step = info->step + 1;
-        std::printf("resumed from %s at step %lld (saved on mesh \"%s\", layout \"%s\")\n",
-                    info->path.c_str(), static_cast<long long>(info->step),
-                    info->mesh_shape.c_str(), info->layout.c_str());
-      }
-    }
+    const Position resumed = resume(session, checkpoints.get(), chosen, sampler);
+    double interval_loss = resumed.interval_loss;
+    int64_t interval_steps = resumed.interval_steps;
+    const int64_t first_step = resumed.first_step;
     auto save = [&](int64_t step) {
       char loss[64];
       std::snprintf(loss, sizeof(loss), "%.17g", interval_loss);
