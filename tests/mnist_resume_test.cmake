@@ -5,21 +5,21 @@
 file(REMOVE_RECURSE ${WORK})
 file(MAKE_DIRECTORY ${WORK})
 set(common --steps 40 --eval_every 5 --save_every 20 --batch_size 50 --hidden 128)
-execute_process(COMMAND ${MNIST} ${common} --checkpoint_dir ${WORK}/straight
-  OUTPUT_VARIABLE straight RESULT_VARIABLE rc)
-if(NOT rc EQUAL 0)
-  message(FATAL_ERROR "uninterrupted run failed: ${straight}")
-endif()
-execute_process(COMMAND ${MNIST} --steps 20 --eval_every 5 --save_every 20 --batch_size 50
-  --hidden 128 --checkpoint_dir ${WORK}/resumed OUTPUT_VARIABLE first RESULT_VARIABLE rc)
-if(NOT rc EQUAL 0)
-  message(FATAL_ERROR "first half failed: ${first}")
-endif()
-execute_process(COMMAND ${MNIST} ${common} --checkpoint_dir ${WORK}/resumed
-  OUTPUT_VARIABLE second RESULT_VARIABLE rc)
-if(NOT rc EQUAL 0)
-  message(FATAL_ERROR "resumed run failed: ${second}")
-endif()
+# Runs mnist with ARGN into <out> (stdout) and <err> (stderr); fails the
+# test, saying `what`, unless it exits 0.
+function(run_mnist out err what)
+  execute_process(COMMAND ${MNIST} ${ARGN} OUTPUT_VARIABLE o ERROR_VARIABLE e RESULT_VARIABLE rc)
+  if(NOT rc EQUAL 0)
+    message(FATAL_ERROR "${what} failed (${rc}):\n${o}\n${e}")
+  endif()
+  set(${out} "${o}" PARENT_SCOPE)
+  set(${err} "${e}" PARENT_SCOPE)
+endfunction()
+
+run_mnist(straight _ "uninterrupted run" ${common} --checkpoint_dir ${WORK}/straight)
+run_mnist(first _ "first half" --steps 20 --eval_every 5 --save_every 20 --batch_size 50
+  --hidden 128 --checkpoint_dir ${WORK}/resumed)
+run_mnist(second _ "resumed run" ${common} --checkpoint_dir ${WORK}/resumed)
 if(NOT second MATCHES "resumed from .*ckpt-20.h5 at step 20")
   message(FATAL_ERROR "the second run did not resume from step 20:\n${second}")
 endif()
@@ -43,10 +43,10 @@ execute_process(COMMAND ${MNIST} ${common} --checkpoint_dir ${WORK}/straight --r
 if(rc EQUAL 0 OR NOT err MATCHES "has no checkpoint of step 30 \\(its steps: 20, 40\\)")
   message(FATAL_ERROR "--restore_step 30 (no such checkpoint) was not refused clearly (${rc}):\n${err}")
 endif()
-execute_process(COMMAND ${MNIST} ${common} --checkpoint_dir ${WORK}/straight --restore_step 20
-  OUTPUT_VARIABLE again ERROR_VARIABLE err RESULT_VARIABLE rc)
-if(NOT rc EQUAL 0 OR NOT again MATCHES "resumed from .*ckpt-20.h5 at step 20")
-  message(FATAL_ERROR "--restore_step 20 failed (${rc}):\n${again}\n${err}")
+run_mnist(again err "--restore_step 20" ${common} --checkpoint_dir ${WORK}/straight
+  --restore_step 20)
+if(NOT again MATCHES "resumed from .*ckpt-20.h5 at step 20")
+  message(FATAL_ERROR "--restore_step 20 did not resume from step 20:\n${again}\n${err}")
 endif()
 if(NOT err MATCHES "first save removes those after step 20")
   message(FATAL_ERROR "--restore_step 20 did not say that ckpt-40 is replaced:\n${err}")
