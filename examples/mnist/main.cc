@@ -17,6 +17,29 @@
 
 namespace {
 
+// The example's flags, with their defaults and help.
+void define_flags(mtf::cli::Flags& flags) {
+  using namespace mtf;
+  flags.define("data_dir", "/usr/share/datasets/fashion-mnist", "directory of the IDX files");
+  flags.define("steps", "3000", "training steps");
+  flags.define("batch_size", "100", "examples per step");
+  flags.define("hidden", "1024", "size of the hidden dimension");
+  flags.define("lr", "0.2",
+               "SGD learning rate: a number or a schedule, e.g. \"0.2*linear_decay(100, 400)\" "
+               "(docs/training.md)");
+  flags.define("seed", "1", "seed for initialisation and data order");
+  flags.define("eval_every", "500", "print the mean training loss every this many steps");
+  // Reproducible by default: the example shows that layouts do not change
+  // the loss trajectory, to the bit (--reproducible false: BLAS speed).
+  cli::define_mesh_flags(flags, /*reproducible=*/true);
+  cli::define_checkpoint_flags(flags, /*save_every=*/500);
+  cli::define_dtype_flags(flags);
+  cli::define_report_flags(flags);
+  flags.define("loss_digits", "6", "significant digits of printed losses (17: exact)");
+  flags.define("print_counters", "false",
+               "print the training step's program counters (flops, bytes per collective)");
+}
+
 // Where training stands: the first step to run, and the loss accumulated
 // since the last print.
 struct Position {
@@ -64,24 +87,7 @@ int main(int argc, char** argv) {
   using namespace mtf;
   return mtf::cli::run_example("mnist", [&]() -> int {
     cli::Flags flags;
-    flags.define("data_dir", "/usr/share/datasets/fashion-mnist", "directory of the IDX files");
-    flags.define("steps", "3000", "training steps");
-    flags.define("batch_size", "100", "examples per step");
-    flags.define("hidden", "1024", "size of the hidden dimension");
-    flags.define("lr", "0.2",
-                 "SGD learning rate: a number or a schedule, e.g. \"0.2*linear_decay(100, 400)\" "
-                 "(docs/training.md)");
-    flags.define("seed", "1", "seed for initialisation and data order");
-    flags.define("eval_every", "500", "print the mean training loss every this many steps");
-    // Reproducible by default: the example shows that layouts do not change
-    // the loss trajectory, to the bit (--reproducible false: BLAS speed).
-    cli::define_mesh_flags(flags, /*reproducible=*/true);
-    cli::define_checkpoint_flags(flags, /*save_every=*/500);
-    cli::define_dtype_flags(flags);
-    cli::define_report_flags(flags);
-    flags.define("loss_digits", "6", "significant digits of printed losses (17: exact)");
-    flags.define("print_counters", "false",
-                 "print the training step's program counters (flops, bytes per collective)");
+    define_flags(flags);
     if (!flags.parse(argc, argv)) return 0;
 
     models::MlpConfig config;
