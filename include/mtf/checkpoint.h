@@ -156,6 +156,8 @@ class CheckpointManager {
   std::string best_metric_;
   bool higher_is_better_ = false;
   std::vector<std::pair<int64_t, std::string>> files() const;
+  // files(), or none when the directory does not exist (yet).
+  std::vector<std::pair<int64_t, std::string>> files_if_any() const;
   // Removes the checkpoints of steps after `step`, saying so.
   void remove_later_than(int64_t step) const;
   // latest_path(), then the older checkpoints, newest first.

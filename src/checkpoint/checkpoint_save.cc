@@ -268,24 +268,6 @@ void write_owned_blocks(hid_t file, Session& session, const std::vector<Variable
       });
 }
 
-// The raw-data extents of the named (non-virtual) datasets, for the seal.
-std::vector<checkpoint::Extent> data_extents(const std::string& tmp,
-                                             const std::vector<std::string>& datasets) {
-  std::vector<checkpoint::Extent> extents;
-  h5::Handle file = h5::open_file(tmp, false);
-  for (const std::string& name : datasets) {
-    h5::Handle ds(h5::check(H5Dopen2(file, name.c_str(), H5P_DEFAULT),
-                            "opening dataset \"" + name + "\"", tmp),
-                  H5Dclose);
-    const haddr_t offset = H5Dget_offset(ds);
-    if (offset != HADDR_UNDEF && H5Dget_storage_size(ds) > 0)
-      extents.push_back({offset, H5Dget_storage_size(ds)});
-    H5Eclear2(H5E_DEFAULT);
-  }
-  file.close(tmp);
-  return extents;
-}
-
 // The checkpoint file's datasets that hold their own data.
 std::vector<std::string> stored_datasets(const std::vector<VariablePlan>& plans, bool in_parts) {
   std::vector<std::string> names;
@@ -300,7 +282,7 @@ void seal_and_flush(const std::string& file, const std::vector<std::string>& dat
   std::vector<checkpoint::Extent> extents;
   {
     h5::Lock lock;
-    extents = data_extents(file, datasets);
+    extents = checkpoint::data_extents(file, datasets);
   }
   checkpoint::seal(file, checkpoint::user_block_size(reserve), extents);
   checkpoint::fsync_path(file);

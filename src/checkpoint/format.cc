@@ -61,4 +61,21 @@ Region region(hid_t dataset, const Shape& full, const std::vector<int64_t>& begi
   return r;
 }
 
+// The raw-data extents of the named (non-virtual) datasets, for the seal.
+std::vector<Extent> data_extents(const std::string& tmp, const std::vector<std::string>& datasets) {
+  std::vector<Extent> extents;
+  h5::Handle file = h5::open_file(tmp, false);
+  for (const std::string& name : datasets) {
+    h5::Handle ds(h5::check(H5Dopen2(file, name.c_str(), H5P_DEFAULT),
+                            "opening dataset \"" + name + "\"", tmp),
+                  H5Dclose);
+    const haddr_t offset = H5Dget_offset(ds);
+    if (offset != HADDR_UNDEF && H5Dget_storage_size(ds) > 0)
+      extents.push_back({offset, H5Dget_storage_size(ds)});
+    H5Eclear2(H5E_DEFAULT);
+  }
+  file.close(tmp);
+  return extents;
+}
+
 }  // namespace mtf::checkpoint

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "checkpoint/h5.h"
+#include "checkpoint/integrity.h"
 #include "mtf/dtype.h"
 #include "mtf/shape.h"
 
@@ -37,5 +38,9 @@ struct Region {
 // The block of `dataset` (of logical shape `full`) at `begin` with `shape`.
 Region region(hid_t dataset, const Shape& full, const std::vector<int64_t>& begin,
               const Shape& shape, const std::string& path);
+
+// The raw-data extents of the named (non-virtual) datasets of the closed
+// file at `path`, for its seal (integrity.h). The caller holds h5::Lock.
+std::vector<Extent> data_extents(const std::string& path, const std::vector<std::string>& datasets);
 
 }  // namespace mtf::checkpoint

@@ -73,6 +73,14 @@ std::vector<std::pair<int64_t, std::string>> CheckpointManager::files() const {
   return files;
 }
 
+std::vector<std::pair<int64_t, std::string>> CheckpointManager::files_if_any() const {
+  try {
+    return files();
+  } catch (const IoError&) {
+    return {};  // no directory yet
+  }
+}
+
 void CheckpointManager::check_writable() const {
   const std::string probe = dir_ + "/.mtf-write-probe-" + std::to_string(::getpid());
   try {
@@ -92,12 +100,7 @@ std::vector<int64_t> CheckpointManager::steps() const {
 }
 
 std::string CheckpointManager::path_of_step(int64_t step) const {
-  std::vector<std::pair<int64_t, std::string>> all;
-  try {
-    all = files();
-  } catch (const IoError&) {
-    all.clear();  // no directory yet
-  }
+  const std::vector<std::pair<int64_t, std::string>> all = files_if_any();
   std::string present;
   for (const auto& [s, name] : all) {
     if (s == step) return dir_ + "/" + name;
@@ -212,12 +215,7 @@ std::optional<std::string> CheckpointManager::latest_path() const {
   }
   // No pointer (e.g. a crash between a checkpoint's rename and the first
   // pointer's): the newest complete file. Temporary files never match.
-  std::vector<std::pair<int64_t, std::string>> all;
-  try {
-    all = files();
-  } catch (const IoError&) {
-    all.clear();  // no directory yet
-  }
+  const std::vector<std::pair<int64_t, std::string>> all = files_if_any();
   if (!named.empty()) {
     // A pointer naming a file that is gone: saves never leave one, so
     // someone moved it. Starting afresh would overwrite the run: refuse, or

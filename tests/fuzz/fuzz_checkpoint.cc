@@ -127,20 +127,15 @@ void apply_edits(const std::string& path, const std::vector<std::string>& datase
 // Seals the edited file again (the datasets' raw data are where they were).
 void reseal(const std::string& path, const std::vector<std::string>& datasets) {
   std::vector<checkpoint::Extent> extents;
-  uint64_t user_block = 0;
+  hsize_t user_block = 0;
   {
     h5::Lock lock;
-    h5::Handle file = h5::open_file(path, false);
-    h5::Handle plist(H5Fget_create_plist(file), H5Pclose);
-    hsize_t ub = 0;
-    H5Pget_userblock(plist, &ub);
-    user_block = ub;
-    for (const std::string& name : datasets) {
-      h5::Handle ds(H5Dopen2(file, name.c_str(), H5P_DEFAULT), H5Dclose);
-      const haddr_t offset = H5Dget_offset(ds);
-      if (offset != HADDR_UNDEF && H5Dget_storage_size(ds) > 0)
-        extents.push_back({offset, H5Dget_storage_size(ds)});
+    {
+      h5::Handle file = h5::open_file(path, false);
+      h5::Handle plist(H5Fget_create_plist(file), H5Pclose);
+      H5Pget_userblock(plist, &user_block);
     }
+    extents = checkpoint::data_extents(path, datasets);
   }
   checkpoint::seal(path, user_block, extents);
 }
