@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <random>
 
 #include "kernels/gemm_bfloat16.h"
@@ -39,6 +40,9 @@ HostTensor contract(const HostTensor& a, const HostTensor& b, const Shape& out, 
 struct Case {
   const char* what;
   Shape a, b, out;
+  // Fast mode on the forced path gives the fixed-order kernel's bits
+  // (dots along a contiguous K run on vector lanes instead).
+  bool fast_is_fixed_order = true;
 };
 
 std::vector<Case> cases() {
@@ -55,7 +59,7 @@ std::vector<Case> cases() {
       {"three batch axes [x,b,l,h,d] x [b,mm,x,h,d] -> [h,x,b,l,mm]", Shape({x, b, l, h, d}),
        Shape({b, mm, x, h, d}), Shape({h, x, b, l, mm})},
       {"dot along contiguous K [b,l,k] x [b,l,k] -> [b,l]", Shape({b, l, k}), Shape({b, l, k}),
-       Shape({b, l})},
+       Shape({b, l}), false},
       {"dot along strided K [b,l,d] x [b,l,d] -> [d]", Shape({b, l, d}), Shape({b, l, d}),
        Shape({d})},
       {"permuted [n,b,k] x [m,k,b] -> [m,b,n]", Shape({n, b, k}), Shape({m, k, b}),
@@ -90,7 +94,7 @@ TEST(BFloat16Einsum, NativeAndFloat32PathsAgreeWithTheFloat32Contraction) {
         const HostTensor got = contract(a, b, c.out, dt, forced);
         EXPECT_EQ(got.dtype(), dt);
         expect_close(got, want, k, c.what);
-        if (forced) {  // the fixed-order kernel's float32 sums, rounded once
+        if (forced && c.fast_is_fixed_order) {  // the fixed-order kernel's sums, rounded once
           EXPECT_EQ(got.to_floats(), fixed.as_dtype(dt).to_floats()) << c.what;
         }
       }
@@ -98,6 +102,39 @@ TEST(BFloat16Einsum, NativeAndFloat32PathsAgreeWithTheFloat32Contraction) {
   }
   if (!kernels::bfloat16_gemm_native())
     GTEST_SKIP() << "the native path was not run: " << kernels::bfloat16_gemm_description();
+}
+
+TEST(BFloat16Einsum, FastDotsDependOnTheirOwnRowOnly) {
+  // Dots along a contiguous K sum on vector lanes in fast mode: each output
+  // must still get the same bits wherever its row sits (a slice of the batch
+  // gives the whole's values), for K a multiple of the lanes or not.
+  std::mt19937 rng(7);
+  for (int64_t k : {1, 15, 16, 70, 512, 1000}) {
+    const Dimension b{"b", 6}, kd{"k", k}, half{"b", 3};
+    for (DType dt : {float32, bfloat16}) {
+      const HostTensor a = random_bf16(Shape({b, kd}), rng).as_dtype(dt);
+      const HostTensor c = random_bf16(Shape({b, kd}), rng).as_dtype(dt);
+      HostTensor whole(Shape({b}), float32);
+      kernels::einsum({&a, &c}, whole, false);
+      const auto w = whole.to_floats();
+      for (int64_t start : {0, 3}) {
+        HostTensor a_part(Shape({half, kd}), dt), c_part(Shape({half, kd}), dt);
+        const int64_t bytes = a_part.num_bytes();
+        std::memcpy(a_part.raw_data(), static_cast<const char*>(a.raw_data()) + start / 3 * bytes,
+                    bytes);
+        std::memcpy(c_part.raw_data(), static_cast<const char*>(c.raw_data()) + start / 3 * bytes,
+                    bytes);
+        HostTensor part(Shape({half}), float32);
+        kernels::einsum({&a_part, &c_part}, part, false);
+        const auto got = part.to_floats();
+        for (int64_t i = 0; i < 3; ++i) EXPECT_EQ(got[i], w[start + i]) << "k " << k;
+      }
+      HostTensor want(Shape({b}), float32);
+      const HostTensor a32 = a.as_dtype(float32), c32 = c.as_dtype(float32);
+      kernels::einsum({&a32, &c32}, want, true);
+      expect_close(whole, want, k, "fast dot");
+    }
+  }
 }
 
 TEST(BFloat16Einsum, ReproducibleModeGivesTheFixedOrderFloat32Bits) {

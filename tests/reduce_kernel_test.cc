@@ -1,6 +1,7 @@
 // The reduction kernel's row path (a contiguous row into one value, many
 // partial sums at once): right for every row length around its lane count,
 // for sums, max and min, and repeatable.
+#include <cmath>
 #include <cstring>
 #include <random>
 
@@ -52,6 +53,60 @@ TEST(ReduceKernelTest, RowsOfEveryLengthAroundTheLaneCount) {
 // On OpenMP threads (kernel_threads() > 1) the kernel cuts a kept axis into
 // parts: every output keeps the one-thread bits, for float32 and bfloat16
 // input, whichever axes are kept (outer, inner, both, none).
+// The unordered row path's definition, written out: 64 partial results
+// (element i into lane i % 64 while whole blocks of 64 remain), combined in
+// a halving tree, then the rest of the row one by one. Whichever code runs it
+// (vector lanes or the compiler's loop) must give exactly these bits.
+float row_by_definition(const float* x, int64_t n, float init, float (*op)(float, float)) {
+  float acc[64];
+  for (float& a : acc) a = init;
+  int64_t i = 0;
+  for (; i + 64 <= n; i += 64)
+    for (int k = 0; k < 64; ++k) acc[k] = op(acc[k], x[i + k]);
+  for (int w = 32; w >= 1; w /= 2)
+    for (int k = 0; k < w; ++k) acc[k] = op(acc[k], acc[k + w]);
+  float r = acc[0];
+  for (; i < n; ++i) r = op(r, x[i]);
+  return r;
+}
+
+TEST(ReduceKernelTest, RowsGiveTheBitsOfTheirDefinition) {
+  std::mt19937 rng(11);
+  std::uniform_real_distribution<float> u(-1.f, 1.f);
+  float (*sum)(float, float) = [](float a, float b) { return a + b; };
+  float (*max)(float, float) = [](float a, float b) { return b > a || b != b ? b : a; };
+  float (*min)(float, float) = [](float a, float b) { return b < a || b != b ? b : a; };
+  for (int64_t n : {1, 63, 64, 65, 128, 129, 1000}) {
+    for (DType dt : {float32, bfloat16}) {
+      SCOPED_TRACE(::testing::Message()
+                   << "n " << n << (dt == bfloat16 ? " bfloat16" : " float32"));
+      HostTensor x(Shape({{"r", 4}, {"c", n}}), float32);
+      for (int64_t i = 0; i < x.num_elements(); ++i) x.data<float>()[i] = u(rng) * 1000.f;
+      if (n > 70) x.data<float>()[2 * n + 70] = NAN;  // row 2: NaN wins max and min
+      x = x.as_dtype(dt);
+      const HostTensor wide = x.as_dtype(float32);
+      const struct {
+        kernels::ReduceFn fn;
+        float (*op)(float, float);
+        float init;
+      } fns[] = {{kernels::ReduceFn::kSum, sum, 0.f},
+                 {kernels::ReduceFn::kMax, max, -INFINITY},
+                 {kernels::ReduceFn::kMin, min, INFINITY}};
+      for (const auto& f : fns) {
+        HostTensor out(Shape({{"r", 4}}), float32);
+        kernels::reduce(f.fn, x, out, false);
+        for (int64_t r = 0; r < 4; ++r) {
+          const float want =
+              f.op(f.init, row_by_definition(wide.data<float>() + r * n, n, f.init, f.op));
+          const float got = out.data<float>()[r];
+          EXPECT_EQ(std::memcmp(&got, &want, sizeof got), 0)
+              << "row " << r << ": " << got << " vs " << want;
+        }
+      }
+    }
+  }
+}
+
 TEST(ReduceKernelTest, ThreadsGiveTheOneThreadBits) {
   std::mt19937 rng(11);
   std::uniform_real_distribution<float> u(-1.f, 1.f);

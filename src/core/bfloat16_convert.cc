@@ -96,10 +96,20 @@ MTF_BF16_TARGET inline __m512i bf16_lanes(__m512i u) {
 }
 
 MTF_BF16_TARGET void to_bf16_avx512bf16(const float* in, uint16_t* out, int64_t n) {
+  const __m512i expo = _mm512_set1_epi32(0x7f800000);
+  const __m512i frac = _mm512_set1_epi32(0x007fffff);
   int64_t i = 0;
-  for (; i + 16 <= n; i += 16)
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + i),
-                        _mm512_cvtepi32_epi16(bf16_lanes(_mm512_loadu_si512(in + i))));
+  for (; i + 16 <= n; i += 16) {
+    const __m512i u = _mm512_loadu_si512(in + i);
+    __m256i* const to = reinterpret_cast<__m256i*>(out + i);
+    const __mmask16 subnormal = _mm512_testn_epi32_mask(u, expo) & _mm512_test_epi32_mask(u, frac);
+    if (__builtin_expect(subnormal == 0, 1)) {
+      const __m256bh h = _mm512_cvtneps_pbh(_mm512_castsi512_ps(u));
+      _mm256_storeu_si256(to, reinterpret_cast<const __m256i&>(h));
+    } else {
+      _mm256_storeu_si256(to, _mm512_cvtepi32_epi16(bf16_lanes(u)));
+    }
+  }
   to_bf16_portable(in + i, out + i, n - i);
 }
 

@@ -21,6 +21,9 @@
 #include "core/bfloat16_convert.h"
 #include "core/check.h"
 #include "kernels/blas_core.h"
+#include "kernels/dot_products.h"
+#include "kernels/einsum_shapes.h"
+#include "kernels/fused_elementwise.h"
 #include "kernels/gemm_bfloat16.h"
 #include "kernels/gemm_fixed_order.h"
 #include "kernels/kernels.h"
@@ -29,15 +32,7 @@
 namespace mtf::kernels {
 namespace {
 
-using Names = std::vector<std::string>;
-
 bool has(const Shape& s, const std::string& n) { return s.contains(n); }
-
-int64_t product(const Shape& s, const Names& names) {
-  int64_t p = 1;
-  for (const auto& n : names) p *= s.get(n).size;
-  return p;
-}
 
 Names concat_names(const Names& a, const Names& b, const Names& c = {}) {
   Names r = a;
@@ -54,54 +49,6 @@ HostTensor arranged(const HostTensor& t, const Names& order) {
   HostTensor r(Shape(dims), t.dtype());
   broadcast_copy(t, r);
   return r;
-}
-
-// Row-major strides of s, by dimension name.
-int64_t stride_of(const Shape& s, const std::string& name) {
-  int64_t st = 1;
-  for (int i = s.ndims() - 1; i >= 0; --i) {
-    if (s[i].name == name) return st;
-    st *= s[i].size;
-  }
-  MTF_CHECK(false);
-  return 0;
-}
-
-// A loop plan over the named axes for three operands; an operand lacking an
-// axis steps 0 along it. Sizes come from `sized`, which has every axis.
-StridedPlan<3> plan3(const Names& axes, const Shape& sized, const Shape& s0, const Shape& s1,
-                     const Shape& s2) {
-  std::vector<int64_t> sizes;
-  std::array<std::vector<int64_t>, 3> strides;
-  const Shape* shapes[3] = {&s0, &s1, &s2};
-  for (const auto& n : axes) {
-    sizes.push_back(sized.get(n).size);
-    for (int k = 0; k < 3; ++k)
-      strides[k].push_back(shapes[k]->contains(n) ? stride_of(*shapes[k], n) : 0);
-  }
-  return make_plan<3>(sizes, strides);
-}
-
-// The stride of `group` folded into one axis of `s`, or -1 when it does not
-// fold (its dimensions of size > 1 must lie in `s` in this order, each outer
-// one stepping over exactly the inner one). 0 when the group is empty or all
-// of size 1 (any stride will do).
-int64_t folded_stride(const Shape& s, const Names& group) {
-  int64_t inner_stride = 0, inner_size = 0, last_pos = -1;
-  for (auto it = group.rbegin(); it != group.rend(); ++it) {
-    const Dimension& d = s.get(*it);
-    if (d.size == 1) continue;
-    const int64_t pos = s.index_of(*it), st = stride_of(s, *it);
-    if (last_pos >= 0 && (pos >= last_pos || st != inner_stride * inner_size)) return -1;
-    if (last_pos < 0) {
-      inner_stride = st;
-      inner_size = d.size;
-    } else {
-      inner_size *= d.size;
-    }
-    last_pos = pos;
-  }
-  return inner_stride;
 }
 
 // A rows x cols matrix inside a tensor: row-major with leading dimension ld
@@ -124,78 +71,6 @@ MatrixView matrix_view(const Shape& s, const Names& rows, const Names& cols, int
     v.ld = ncols == 1 ? std::max<int64_t>(nrows, 1) : cs;
   }
   return v;
-}
-
-// An element of a float32 or bfloat16 operand as float32.
-inline float element(const float* p, int64_t i) { return p[i]; }
-inline float element(const uint16_t* p, int64_t i) { return bfloat16_bits_to_float(p[i]); }
-
-// out[batch] = sum over K of a * b, when the product has neither M nor N: one
-// pass of fused multiply-adds over [K..., batch...] in row-major order, so each
-// output element sums its terms in K's index order (fixed-order mode's rule).
-// T: float, or uint16_t for bfloat16 operands read as they are (their
-// products are exact in float32: the bits of the float32 copies').
-template <typename T>
-void batched_dot_typed(const HostTensor& a, const HostTensor& b, const Names& k_names,
-                       HostTensor& out) {
-  const T* pa = static_cast<const T*>(a.raw_data());
-  const T* pb = static_cast<const T*>(b.raw_data());
-  float* po = out.data<float>();
-  if (folded_stride(a.shape(), k_names) == 1 && folded_stride(b.shape(), k_names) == 1) {
-    // K contiguous in both: dot products along K, eight outputs at a time so
-    // that their independent chains overlap.
-    const int64_t k = product(a.shape(), k_names);
-    for_each_row<3>(plan3(out.shape().names(), out.shape(), a.shape(), b.shape(), out.shape()),
-                    [&](const int64_t* off, int64_t n, const int64_t* st) {
-                      constexpr int kLanes = 8;
-                      int64_t i = 0;
-                      for (; i + kLanes <= n; i += kLanes) {
-                        float acc[kLanes] = {};
-                        for (int64_t p = 0; p < k; ++p)
-                          for (int j = 0; j < kLanes; ++j)
-                            acc[j] = std::fma(element(pa, off[0] + (i + j) * st[0] + p),
-                                              element(pb, off[1] + (i + j) * st[1] + p), acc[j]);
-                        for (int j = 0; j < kLanes; ++j) po[off[2] + (i + j) * st[2]] = acc[j];
-                      }
-                      for (; i < n; ++i) {
-                        float acc = 0.f;
-                        for (int64_t p = 0; p < k; ++p)
-                          acc = std::fma(element(pa, off[0] + i * st[0] + p),
-                                         element(pb, off[1] + i * st[1] + p), acc);
-                        po[off[2] + i * st[2]] = acc;
-                      }
-                    });
-    return;
-  }
-  Names axes = k_names;
-  for (const auto& d : out.shape()) axes.push_back(d.name);
-  fill(out, 0.f);
-  for_each_row<3>(plan3(axes, a.shape(), a.shape(), b.shape(), out.shape()),
-                  [&](const int64_t* off, int64_t n, const int64_t* st) {
-                    const T* x = pa + off[0];
-                    const T* y = pb + off[1];
-                    float* o = po + off[2];
-                    if (st[2] == 0) {  // a row along K: one output element
-                      float acc = *o;
-                      for (int64_t i = 0; i < n; ++i)
-                        acc = std::fma(element(x, i * st[0]), element(y, i * st[1]), acc);
-                      *o = acc;
-                    } else if (st[0] == 1 && st[1] == 1 && st[2] == 1) {
-                      for (int64_t i = 0; i < n; ++i)
-                        o[i] = std::fma(element(x, i), element(y, i), o[i]);
-                    } else {
-                      for (int64_t i = 0; i < n; ++i)
-                        o[i * st[2]] =
-                            std::fma(element(x, i * st[0]), element(y, i * st[1]), o[i * st[2]]);
-                    }
-                  });
-}
-
-// batched_dot_typed on two float32 or two bfloat16 operands; out float32.
-void batched_dot(const HostTensor& a, const HostTensor& b, const Names& k_names, HostTensor& out) {
-  MTF_CHECK(a.dtype() == b.dtype() && out.dtype() == float32);
-  if (a.dtype() == bfloat16) return batched_dot_typed<uint16_t>(a, b, k_names, out);
-  batched_dot_typed<float>(a, b, k_names, out);
 }
 
 void gemm_int(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const int32_t* a, int64_t lda,
@@ -413,7 +288,7 @@ void run2(const Plan2& p, const HostTensor& a_in, const HostTensor& b_in, HostTe
     case Plan2::Path::kProduct:
       return binary(BinaryFn::kMul, a, b, out);
     case Plan2::Path::kDot:
-      return batched_dot(a, b, p.k_names, out);
+      return batched_dot(a, b, p.k_names, out, fixed_order);
     case Plan2::Path::kInPlace:
       return gemm_through_views(p, a, b, 1.0f, 0.0f, out, fixed_order);
     case Plan2::Path::kArranged:
@@ -548,6 +423,31 @@ bool runs_on_bfloat16_gemm(const EinsumPlan& p, const std::vector<const HostTens
   return gemm && !s.sum_a && !s.sum_b && s.k > 0;
 }
 
+// True when the plan is one elementwise product of two operands (every
+// dimension of each is in the output).
+bool runs_as_product(const EinsumPlan& p) {
+  if (p.inputs.size() != 2) return false;
+  const Plan2& s = p.steps[0];
+  return s.path == Plan2::Path::kProduct && !s.sum_a && !s.sum_b;
+}
+
+// out = a * b as a fused kernel's program (rounded where out is bfloat16).
+FusedExpr product_expr(bool round_bfloat16) {
+  FusedExpr e;
+  e.num_inputs = 2;
+  e.instrs.resize(3);
+  e.instrs[0].input = 0;
+  e.instrs[1].input = 1;
+  FusedInstr& mul = e.instrs[2];
+  mul.kind = FusedInstr::Kind::kBinary;
+  mul.binary = BinaryFn::kMul;
+  mul.a = 0;
+  mul.b = 1;
+  mul.round_bfloat16 = round_bfloat16;
+  e.outputs = {2};
+  return e;
+}
+
 }  // namespace
 
 void einsum(const KernelPlan& plan, const std::vector<const HostTensor*>& inputs, HostTensor& out) {
@@ -563,12 +463,20 @@ void einsum(const KernelPlan& plan, const std::vector<const HostTensor*>& inputs
     if (runs_on_bfloat16_dot(p, inputs)) {
       for (size_t i = 0; i < inputs.size(); ++i) MTF_CHECK(inputs[i]->shape() == p.inputs[i]);
       const Names& k_names = p.steps[0].k_names;
-      if (out.dtype() == float32) return batched_dot(*inputs[0], *inputs[1], k_names, out);
+      if (out.dtype() == float32)
+        return batched_dot(*inputs[0], *inputs[1], k_names, out, p.fixed_order);
       HostTensor sums(out.shape(), float32);
-      batched_dot(*inputs[0], *inputs[1], k_names, sums);
+      batched_dot(*inputs[0], *inputs[1], k_names, sums, p.fixed_order);
       floats_to_bfloat16(sums.data<float>(), reinterpret_cast<uint16_t*>(out.data<BFloat16>()),
                          out.num_elements());
       return;
+    }
+    if (runs_as_product(p) && inputs[0]->dtype() != int32 && inputs[1]->dtype() != int32) {
+      // An elementwise product (broadcast by name): the fused kernel widens
+      // a block at a time and rounds once, the bits of the copies' product.
+      for (size_t i = 0; i < inputs.size(); ++i) MTF_CHECK(inputs[i]->shape() == p.inputs[i]);
+      return fused_elementwise(product_expr(out.dtype() == bfloat16), {inputs[0], inputs[1]},
+                               {&out});
     }
     // On float32 copies (products of bfloat16 values are exact in float32),
     // the result rounded once: the bits of the float32 kernels.

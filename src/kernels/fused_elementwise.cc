@@ -120,6 +120,24 @@ void store(const Value& v, int64_t m, const Data& o, int64_t stride) {
   }
 }
 
+// For each instruction: true when its op stores bfloat16 but nothing reads
+// its values except stores into bfloat16 outputs, whose conversion rounds
+// them the same way — rounding them first would be a second pass for
+// nothing.
+std::vector<bool> rounded_by_its_store(const FusedExpr& e, const std::vector<Data>& out_data) {
+  const size_t n = e.instrs.size();
+  std::vector<bool> r(n);
+  for (size_t j = 0; j < n; ++j) r[j] = e.instrs[j].round_bfloat16;
+  for (const FusedInstr& in : e.instrs) {
+    if (in.kind == FusedInstr::Kind::kInput) continue;
+    if (in.a >= 0) r[in.a] = false;
+    if (in.kind == FusedInstr::Kind::kBinary && in.b >= 0) r[in.b] = false;
+  }
+  for (size_t k = 0; k < out_data.size(); ++k)
+    if (!out_data[k].bf16) r[e.outputs[k]] = false;
+  return r;
+}
+
 // Evaluates `e` over a plan of kOps operands (outputs first, then inputs,
 // then unused padding). float32 outputs that share no buffer with an input
 // are written by their instruction directly; the others after the whole
@@ -140,6 +158,7 @@ void run_fused(const FusedExpr& e, const std::array<std::vector<int64_t>, kMaxFu
   std::vector<int> direct(n_instr, -1);
   for (int k = 0; k < n_out; ++k)
     if (!aliased[k] && !out_data[k].bf16) direct[e.outputs[k]] = k;
+  const std::vector<bool> rounded_by_store = rounded_by_its_store(e, out_data);
   // One block of scratch per instruction (an input uses its block only when
   // it is read with a stride other than 0 or 1).
   thread_local std::vector<float> scratch_buffer;
@@ -170,7 +189,7 @@ void run_fused(const FusedExpr& e, const std::array<std::vector<int64_t>, kMaxFu
           case FusedInstr::Kind::kUnary: {
             const Value& x = values[in.a];
             const bool identity = in.unary == UnaryFn::kIdentity;
-            if (identity && !in.round_bfloat16 && own == mine) {
+            if (identity && (!in.round_bfloat16 || rounded_by_store[j]) && own == mine) {
               v = x;  // a float32 cast or identity kept in scratch: the same values
             } else if (identity && in.round_bfloat16 && x.stride == 1) {
               round_floats_to_bfloat16(x.p, own, m);  // a cast to bfloat16, in one pass
@@ -198,7 +217,8 @@ void run_fused(const FusedExpr& e, const std::array<std::vector<int64_t>, kMaxFu
             break;
           }
         }
-        if (in.round_bfloat16 && !rounded && in.kind != FusedInstr::Kind::kInput)
+        if (in.round_bfloat16 && !rounded && !rounded_by_store[j] &&
+            in.kind != FusedInstr::Kind::kInput)
           round_floats_to_bfloat16(own, v.stride ? m : 1);
       }
       // Outputs not written directly (sharing a buffer with an input, or

@@ -13,6 +13,7 @@
 #include "kernels/blas_threads.h"
 #include "kernels/kernels.h"
 #include "kernels/strided_loop.h"
+#include "kernels/vector_lanes.h"
 #include "mtf/bfloat16.h"
 
 namespace mtf::kernels {
@@ -44,15 +45,84 @@ inline T element(const TI* p, int64_t i) {
   }
 }
 
+// The row reduction of reduce_strided's unordered path — kRowLanes partial
+// results, combined in a halving tree, then the rest of the row one by one —
+// on four 16-lane vectors: the same operations in the same order, so the
+// same bits, without the compiler's scalar tree (which cost more than the
+// row itself for softmax's rows of 128).
+constexpr int kRowLanes = 64;
+
+#if defined(__x86_64__)
+// op(a, b) on lanes, as the scalar ops in reduce_into: sum, or max / min
+// where b wins when it is larger / smaller or NaN.
+template <ReduceFn kFn>
+MTF_LANES_TARGET inline __m512 lanes_op(__m512 a, __m512 b) {
+  if constexpr (kFn == ReduceFn::kSum) {
+    return _mm512_add_ps(a, b);
+  } else {
+    constexpr int kWins = kFn == ReduceFn::kMax ? _CMP_GT_OQ : _CMP_LT_OQ;
+    const __mmask16 take_b =
+        _mm512_cmp_ps_mask(b, a, kWins) | _mm512_cmp_ps_mask(b, b, _CMP_UNORD_Q);
+    return _mm512_mask_blend_ps(take_b, a, b);
+  }
+}
+
+template <ReduceFn kFn, typename TI, typename Op>
+MTF_LANES_TARGET float reduce_row_lanes(const TI* in, int64_t n, float init, Op op) {
+  static_assert(kRowLanes == 64);
+  __m512 a0 = _mm512_set1_ps(init), a1 = a0, a2 = a0, a3 = a0;
+  int64_t i = 0;
+  for (; i + kRowLanes <= n; i += kRowLanes) {
+    a0 = lanes_op<kFn>(a0, lanes(in + i));
+    a1 = lanes_op<kFn>(a1, lanes(in + i + 16));
+    a2 = lanes_op<kFn>(a2, lanes(in + i + 32));
+    a3 = lanes_op<kFn>(a3, lanes(in + i + 48));
+  }
+  a0 = lanes_op<kFn>(lanes_op<kFn>(a0, a2), lanes_op<kFn>(a1, a3));  // widths 32 and 16
+  alignas(64) float acc[16];
+  _mm512_store_ps(acc, a0);
+  for (int w = 8; w >= 1; w /= 2)
+    for (int k = 0; k < w; ++k) acc[k] = op(acc[k], acc[k + w]);
+  float r = acc[0];
+  for (; i < n; ++i) r = op(r, element<float>(in, i));
+  return r;
+}
+#endif
+
+// The vector form of a row reduction for this op, or null (then the scalar
+// loop runs).
+template <typename T, typename TI, typename Op>
+using RowLanes = float (*)(const TI*, int64_t, float, Op);
+
+template <typename T, typename TI, typename Op>
+RowLanes<T, TI, Op> row_lanes_for(ReduceFn fn) {
+#if defined(__x86_64__)
+  if constexpr (std::is_same_v<T, float>) {
+    if (!has_avx512_lanes()) return nullptr;
+    switch (fn) {
+      case ReduceFn::kSum:
+        return &reduce_row_lanes<ReduceFn::kSum, TI, Op>;
+      case ReduceFn::kMax:
+        return &reduce_row_lanes<ReduceFn::kMax, TI, Op>;
+      case ReduceFn::kMin:
+        return &reduce_row_lanes<ReduceFn::kMin, TI, Op>;
+    }
+  }
+#endif
+  (void)fn;
+  return nullptr;
+}
+
 // sequential: every output element accumulates its inputs one by one in
 // row-major order of x's dimensions (no partial results per row). out
 // accumulates into the values it holds. TI: x's element type (T, or
 // uint16_t for bfloat16 x summed in float32 T).
 template <typename T, typename TI, typename Op>
-void reduce_strided(const std::vector<int64_t>& sizes, const TI* px,
+void reduce_strided(ReduceFn fn, const std::vector<int64_t>& sizes, const TI* px,
                     const std::vector<int64_t>& x_strides, T* po,
                     const std::vector<int64_t>& out_strides, T init, Op op, bool sequential) {
   auto plan = make_plan<2>(sizes, {x_strides, out_strides});
+  const RowLanes<T, TI, Op> row_lanes = sequential ? nullptr : row_lanes_for<T, TI, Op>(fn);
   for_each_row(plan, [&](const int64_t* off, int64_t n, const int64_t* s) {
     const TI* in = px + off[0];
     T* o = po + off[1];
@@ -60,12 +130,14 @@ void reduce_strided(const std::vector<int64_t>& sizes, const TI* px,
       T acc = *o;
       for (int64_t i = 0; i < n; ++i) acc = op(acc, element<T>(in, i));
       *o = acc;
+    } else if (s[1] == 0 && s[0] == 1 && row_lanes) {
+      *o = op(*o, row_lanes(in, n, init, op));
     } else if (s[1] == 0) {
-      // Reduce a contiguous row into one value; kLanes partial results let
+      // Reduce a row into one value; kLanes partial results let
       // the compiler vectorize without reassociating across them, and are
       // several vectors wide so that their adds overlap instead of waiting
       // on each other's latency (8 lanes ran at a third of this speed).
-      constexpr int kLanes = 64;
+      constexpr int kLanes = kRowLanes;
       T acc[kLanes];
       for (auto& a : acc) a = init;
       int64_t i = 0;
@@ -95,14 +167,15 @@ void reduce_into(ReduceFn fn, const std::vector<int64_t>& sizes, const TI* x,
   switch (fn) {
     case ReduceFn::kSum:
       return reduce_strided<T, TI>(
-          sizes, x, x_strides, out, out_strides, init, [](T a, T b) { return a + b; }, fixed_order);
+          fn, sizes, x, x_strides, out, out_strides, init, [](T a, T b) { return a + b; },
+          fixed_order);
     case ReduceFn::kMax:
       return reduce_strided<T, TI>(
-          sizes, x, x_strides, out, out_strides, init,
+          fn, sizes, x, x_strides, out, out_strides, init,
           [](T a, T b) { return b > a || b != b ? b : a; }, false);
     case ReduceFn::kMin:
       return reduce_strided<T, TI>(
-          sizes, x, x_strides, out, out_strides, init,
+          fn, sizes, x, x_strides, out, out_strides, init,
           [](T a, T b) { return b < a || b != b ? b : a; }, false);
   }
 }
