@@ -24,6 +24,9 @@ Tensor constant(const Mesh& mesh, float value, const Shape& shape = Shape(), DTy
                 const std::string& name = "");
 Tensor zeros(const Mesh& mesh, const Shape& shape, DType dtype = float32);
 Tensor ones(const Mesh& mesh, const Shape& shape, DType dtype = float32);
+// Zeros / ones of x's shape and dtype.
+Tensor zeros_like(const Tensor& x);
+Tensor ones_like(const Tensor& x);
 // A constant holding a copy of host data.
 Tensor import_host(const Mesh& mesh, const HostTensor& value, const std::string& name = "");
 // A value fed at each Session::run (host data imported per step).
@@ -49,6 +52,14 @@ Tensor sin(const Tensor& x, const std::string& name = "");
 Tensor cos(const Tensor& x, const std::string& name = "");
 Tensor softplus(const Tensor& x, const std::string& name = "");
 Tensor sign(const Tensor& x, const std::string& name = "");
+// Mesh TensorFlow's activations, composed of the ops here (so their
+// gradients and every layout come with them): swish x * sigmoid(x); elu x
+// above 0, exp(x) - 1 below; selu 1.0507... * (x above 0, 1.6733... *
+// (exp(x) - 1) below); leaky_relu max(x, alpha * x) for 0 <= alpha <= 1.
+Tensor swish(const Tensor& x, const std::string& name = "");
+Tensor elu(const Tensor& x, const std::string& name = "");
+Tensor selu(const Tensor& x, const std::string& name = "");
+Tensor leaky_relu(const Tensor& x, float alpha = 0.2f, const std::string& name = "");
 Tensor cast(const Tensor& x, DType dtype, const std::string& name = "");
 Tensor identity(const Tensor& x, const std::string& name = "");
 // Identity forward; no gradient flows through it.
@@ -62,6 +73,12 @@ Tensor divide(const Tensor& a, const Tensor& b, const Shape* output_shape = null
 Tensor minimum(const Tensor& a, const Tensor& b, const Shape* output_shape = nullptr);
 Tensor maximum(const Tensor& a, const Tensor& b, const Shape* output_shape = nullptr);
 Tensor pow(const Tensor& a, const Tensor& b, const Shape* output_shape = nullptr);
+// floor(a / b) and a - floor(a / b) * b (the remainder takes b's sign), as
+// Python's // and % and Mesh TensorFlow's floordiv and mod; float32 or
+// int32 (an int32 divisor of 0 is a ValueError). No gradient flows through
+// floordiv; mod's is (dy, -dy * floordiv(a, b)).
+Tensor floordiv(const Tensor& a, const Tensor& b, const Shape* output_shape = nullptr);
+Tensor mod(const Tensor& a, const Tensor& b, const Shape* output_shape = nullptr);
 Tensor less(const Tensor& a, const Tensor& b);
 Tensor less_equal(const Tensor& a, const Tensor& b);
 Tensor greater(const Tensor& a, const Tensor& b);
@@ -264,5 +281,9 @@ Tensor dropout(const Tensor& x, float keep_prob, uint64_t seed = 0,
 // z_loss * logsumexp(logits)^2 when z_loss > 0.
 Tensor softmax_cross_entropy_with_logits(const Tensor& logits, const Tensor& targets,
                                          const DimRef& vocab_dim, float z_loss = 0.0f);
+// Elementwise -(z log sigmoid(x) + (1 - z) log(1 - sigmoid(x))) for logits x
+// and targets z of one shape, in the stable form max(x, 0) - x z +
+// log(1 + exp(-|x|)) (Mesh TensorFlow's layers.sigmoid_cross_entropy_with_logits).
+Tensor sigmoid_cross_entropy_with_logits(const Tensor& logits, const Tensor& targets);
 
 }  // namespace mtf

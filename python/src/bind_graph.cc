@@ -290,6 +290,23 @@ void bind_graph(py::module_& m) {
            [](const PyTensor& a, const py::object& b) {
              return binary(a, b, [](const Tensor& x, const Tensor& y) { return pow(x, y); });
            })
+      .def("__floordiv__",
+           [](const PyTensor& a, const py::object& b) {
+             return binary(a, b, [](const Tensor& x, const Tensor& y) { return floordiv(x, y); });
+           })
+      .def("__rfloordiv__",
+           [](const PyTensor& a, const py::object& b) {
+             return reflected(a, b,
+                              [](const Tensor& x, const Tensor& y) { return floordiv(x, y); });
+           })
+      .def("__mod__",
+           [](const PyTensor& a, const py::object& b) {
+             return binary(a, b, [](const Tensor& x, const Tensor& y) { return mod(x, y); });
+           })
+      .def("__rmod__",
+           [](const PyTensor& a, const py::object& b) {
+             return reflected(a, b, [](const Tensor& x, const Tensor& y) { return mod(x, y); });
+           })
       .def("__neg__", [](const PyTensor& a) { return -a.tensor; });
 }
 

@@ -204,6 +204,9 @@ void bind_layers(py::module_& m) {
       "Top-2 mixture of experts: (output, load-balancing loss to add to the training loss).");
   l.def("softmax_cross_entropy_with_logits", &softmax_cross_entropy_with_logits, py::arg("logits"),
         py::arg("targets"), py::arg("vocab_dim"), py::arg("z_loss") = 0.0f);
+  l.def("sigmoid_cross_entropy_with_logits", &sigmoid_cross_entropy_with_logits, py::arg("logits"),
+        py::arg("targets"),
+        "Elementwise sigmoid cross-entropy of logits against targets of the same shape.");
   l.def("softmax_cross_entropy_mean", &layers::softmax_cross_entropy_mean, py::arg("logits"),
         py::arg("targets"), py::arg("vocab_dim"), py::arg("z_loss") = 0.0f,
         "Mean cross-entropy of logits against int32 targets.");

@@ -72,6 +72,8 @@ void bind_ops(py::module_& m) {
       "A tensor of `shape` filled with a scalar, or holding a NumPy array's values.");
   m.def("zeros", &zeros, py::arg("mesh"), py::arg("shape"), py::arg("dtype") = float32);
   m.def("ones", &ones, py::arg("mesh"), py::arg("shape"), py::arg("dtype") = float32);
+  m.def("zeros_like", &zeros_like, py::arg("t"), "Zeros of t's shape and dtype.");
+  m.def("ones_like", &ones_like, py::arg("t"), "Ones of t's shape and dtype.");
   m.def(
       "import_fully_replicated",
       [](const Mesh& mesh, const py::object& array, const Shape& shape, const std::string& name) {
@@ -100,6 +102,11 @@ void bind_ops(py::module_& m) {
   unary<&mtf::cos>(m, "cos", "");
   unary<&mtf::softplus>(m, "softplus", "");
   unary<&mtf::sign>(m, "sign", "");
+  unary<&mtf::swish>(m, "swish", "x * sigmoid(x)");
+  unary<&mtf::elu>(m, "elu", "x above 0, exp(x) - 1 below");
+  unary<&mtf::selu>(m, "selu", "1.0507 * (x above 0, 1.6733 * (exp(x) - 1) below)");
+  m.def("leaky_relu", &leaky_relu, py::arg("x"), py::arg("alpha") = 0.2f, py::arg("name") = "",
+        "max(x, alpha * x), 0 <= alpha <= 1");
   unary<&mtf::identity>(m, "identity", "");
   unary<&mtf::stop_gradient>(m, "stop_gradient", "identity; no gradient flows through it");
   m.def("cast", &cast, py::arg("x"), py::arg("dtype"), py::arg("name") = "");
@@ -119,6 +126,8 @@ void bind_ops(py::module_& m) {
   broadcasting<&mtf::minimum>(m, "minimum");
   broadcasting<&mtf::maximum>(m, "maximum");
   broadcasting<&mtf::pow>(m, "pow");
+  broadcasting<&mtf::floordiv>(m, "floordiv");
+  broadcasting<&mtf::mod>(m, "mod");
   comparison<&mtf::less>(m, "less");
   comparison<&mtf::less_equal>(m, "less_equal");
   comparison<&mtf::greater>(m, "greater");

@@ -165,9 +165,9 @@ void cast(const HostTensor& x, HostTensor& y) {
 }
 
 const char* binary_name(BinaryFn fn) {
-  static const char* names[] = {"add",           "subtract", "multiply", "divide",     "minimum",
-                                "maximum",       "pow",      "less",     "less_equal", "greater",
-                                "greater_equal", "equal",    "not_equal"};
+  static const char* names[] = {"add",        "subtract", "multiply",      "divide", "minimum",
+                                "maximum",    "pow",      "floordiv",      "mod",    "less",
+                                "less_equal", "greater",  "greater_equal", "equal",  "not_equal"};
   return names[static_cast<int>(fn)];
 }
 
@@ -211,6 +211,34 @@ void broadcast_apply(const HostTensor& a, const HostTensor& b, HostTensor& out, 
   });
 }
 
+// Division rounding toward minus infinity, and the remainder that goes with
+// it (the divisor's sign), as Python, NumPy and TensorFlow define them. For
+// floats the remainder is fmod's corrected by one divisor where the signs
+// differ (exact, unlike x - floor(x / y) * y).
+// (Integer x / -1 is -x wrapped, as two's complement gives it: INT_MIN / -1
+// would be undefined in C++.)
+template <typename T>
+T floor_div(T x, T y) {
+  if constexpr (std::is_integral_v<T>) {
+    if (y == -1) return static_cast<T>(0u - static_cast<uint32_t>(x));
+    const T q = x / y;
+    return (x % y != 0 && ((x < 0) != (y < 0))) ? q - 1 : q;
+  } else {
+    return std::floor(x / y);
+  }
+}
+template <typename T>
+T floor_mod(T x, T y) {
+  if constexpr (std::is_integral_v<T>) {
+    if (y == -1) return 0;
+    const T r = x % y;
+    return (r != 0 && ((r < 0) != (y < 0))) ? r + y : r;
+  } else {
+    const T r = std::fmod(x, y);
+    return (r != 0 && ((r < 0) != (y < 0))) ? r + y : r;
+  }
+}
+
 // Calls visit(f) with the function of arithmetic op fn on T: the one
 // definition of each op, shared by whole-tensor and fused kernels.
 template <typename T, typename Visit>
@@ -223,7 +251,12 @@ void visit_arithmetic(BinaryFn fn, Visit&& visit) {
     case BinaryFn::kMul:
       return visit([](T x, T y) { return x * y; });
     case BinaryFn::kDiv:
-      return visit([](T x, T y) { return T(x / y); });
+      return visit([](T x, T y) {
+        if constexpr (std::is_integral_v<T>) {
+          if (y == -1) return static_cast<T>(0u - static_cast<uint32_t>(x));  // INT_MIN wraps
+        }
+        return T(x / y);
+      });
     // NaN in either operand gives NaN (NumPy's minimum and maximum).
     case BinaryFn::kMin:
       return visit([](T x, T y) { return y < x || y != y ? y : x; });
@@ -233,6 +266,10 @@ void visit_arithmetic(BinaryFn fn, Visit&& visit) {
       return visit([](T x, T y) {
         return static_cast<T>(std::pow(static_cast<double>(x), static_cast<double>(y)));
       });
+    case BinaryFn::kFloorDiv:
+      return visit([](T x, T y) { return floor_div(x, y); });
+    case BinaryFn::kMod:
+      return visit([](T x, T y) { return floor_mod(x, y); });
     default:
       MTF_CHECK(false);
   }
@@ -258,7 +295,7 @@ void binary_typed(BinaryFn fn, const HostTensor& a, const HostTensor& b, HostTen
       break;
   }
   if constexpr (std::is_integral_v<T>) {
-    if (fn == BinaryFn::kDiv) {
+    if (fn == BinaryFn::kDiv || fn == BinaryFn::kFloorDiv || fn == BinaryFn::kMod) {
       const T* pb = static_cast<const T*>(b.raw_data());
       for (int64_t i = 0; i < b.num_elements(); ++i) {
         if (pb[i] == 0) {

@@ -53,6 +53,8 @@ enum class BinaryFn {
   kMin,
   kMax,
   kPow,
+  kFloorDiv,  // floor(a / b), Python's and TensorFlow's floordiv
+  kMod,       // a - floor(a / b) * b: the divisor's sign (Python's %, tf.math.floormod)
   kLess,
   kLessEqual,
   kGreater,

@@ -121,8 +121,10 @@ class BinaryOp : public Operation {
     kernels::binary(fn_, ctx.input(0), ctx.input(1), ctx.allocate_output(0));
   }
   BinaryFn fn() const { return fn_; }
+  // floordiv is piecewise constant: no gradient flows through it.
   bool differentiable() const override {
-    return !kernels::is_comparison(fn_) && is_floating(inputs()[0].dtype());
+    return !kernels::is_comparison(fn_) && fn_ != BinaryFn::kFloorDiv &&
+           is_floating(inputs()[0].dtype());
   }
   std::vector<Tensor> gradient(const std::vector<Tensor>& g) const override {
     const Tensor& a = inputs()[0];
@@ -152,6 +154,8 @@ class BinaryOp : public Operation {
         Tensor log_a = where(greater(a, zero), log(where(greater(a, zero), a, zero + 1.0f)), zero);
         return {ops::reduce_to(da, as), ops::reduce_to(dy * output(0) * log_a, bs)};
       }
+      case BinaryFn::kMod:  // a - floor(a / b) * b, floor's own gradient 0
+        return {ops::reduce_to(dy, as), ops::reduce_to(-dy * floordiv(a, b), bs)};
       default:
         return Operation::gradient(g);
     }
@@ -339,6 +343,12 @@ Tensor maximum(const Tensor& a, const Tensor& b, const Shape* o) {
 }
 Tensor pow(const Tensor& a, const Tensor& b, const Shape* o) {
   return binary_op(BinaryFn::kPow, a, b, o);
+}
+Tensor floordiv(const Tensor& a, const Tensor& b, const Shape* o) {
+  return binary_op(BinaryFn::kFloorDiv, a, b, o);
+}
+Tensor mod(const Tensor& a, const Tensor& b, const Shape* o) {
+  return binary_op(BinaryFn::kMod, a, b, o);
 }
 Tensor less(const Tensor& a, const Tensor& b) { return binary_op(BinaryFn::kLess, a, b, nullptr); }
 Tensor less_equal(const Tensor& a, const Tensor& b) {

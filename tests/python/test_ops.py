@@ -184,3 +184,52 @@ def test_cross_entropy(mesh):
     np.testing.assert_allclose(got, want, rtol=1e-5)
     np.testing.assert_allclose(m, want.mean(), rtol=1e-5)
     np.testing.assert_allclose(lx, want, rtol=1e-5)
+
+
+def test_mesh_tensorflow_activations_and_floor_arithmetic(mesh, xv):
+    x = mtf.placeholder(mesh, [A, B])
+    alpha, scale = 1.6732632423543772, 1.0507009873554805
+    sigmoid = 1 / (1 + np.exp(-xv.astype(np.float64)))
+    cases = {
+        mtf.swish(x): xv * sigmoid,
+        mtf.elu(x): np.where(xv > 0, xv, np.expm1(np.minimum(xv, 0))),
+        mtf.selu(x): scale * np.where(xv > 0, xv, alpha * np.expm1(np.minimum(xv, 0))),
+        mtf.leaky_relu(x): np.where(xv > 0, xv, 0.2 * xv),
+        mtf.leaky_relu(x, alpha=0.5): np.maximum(xv, 0.5 * xv),
+        mtf.zeros_like(x): np.zeros_like(xv),
+        mtf.ones_like(x): np.ones_like(xv),
+        mtf.floordiv(x, 0.3): np.floor_divide(xv, np.float32(0.3)),
+        mtf.mod(x, -0.7): np.mod(xv, np.float32(-0.7)),
+        x // 0.3: np.floor_divide(xv, np.float32(0.3)),
+        x % 0.7: np.mod(xv, np.float32(0.7)),
+        2.0 % (x * x + 0.5): np.mod(2.0, xv * xv + np.float32(0.5)),
+    }
+    got = evaluate(list(cases), {x: xv})
+    for value, want in zip(got, cases.values()):
+        np.testing.assert_allclose(value, want, rtol=2e-5, atol=2e-5)
+
+    # int32 floor division and modulo: Python's semantics for every sign.
+    iv = np.array([[7, -7, 7, -7, 0, 5]] * 4, np.int32)
+    jv = np.array([[2, 2, -2, -2, 3, -3]] * 4, np.int32)
+    i = mtf.constant(mesh, iv, shape=[A, B], dtype=mtf.int32)
+    j = mtf.constant(mesh, jv, shape=[A, B], dtype=mtf.int32)
+    q, r = evaluate([i // j, mtf.mod(i, j)])
+    np.testing.assert_array_equal(q, iv // jv)
+    np.testing.assert_array_equal(r, iv % jv)
+    with pytest.raises(mtf.ValueError, match="division by zero"):
+        mtf.Session(mesh.graph).run(i % mtf.zeros_like(j))
+    with pytest.raises(mtf.ValueError, match="alpha"):
+        mtf.leaky_relu(x, alpha=2.0)
+
+
+def test_sigmoid_cross_entropy_and_activation_gradients(mesh, xv):
+    x = mtf.placeholder(mesh, [A, B])
+    z = mtf.placeholder(mesh, [A, B], name="z")
+    zv = RNG.uniform(0, 1, (4, 6)).astype(np.float32)
+    loss = mtf.layers.sigmoid_cross_entropy_with_logits(x * 10.0, z)
+    want = np.maximum(10 * xv, 0) - 10 * xv * zv + np.log1p(np.exp(-np.abs(10 * xv)))
+    np.testing.assert_allclose(evaluate(loss, {x: xv, z: zv}), want, rtol=1e-5, atol=1e-6)
+    # d/dx of sum(swish(x)) = sigmoid(x) (1 + x (1 - sigmoid(x))).
+    (dx,) = mtf.gradients([mtf.reduce_sum(mtf.swish(x))], [x])
+    s = 1 / (1 + np.exp(-xv.astype(np.float64)))
+    np.testing.assert_allclose(evaluate(dx, {x: xv}), s * (1 + xv * (1 - s)), rtol=1e-5, atol=1e-6)
