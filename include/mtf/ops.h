@@ -165,6 +165,25 @@ Tensor global_norm(const std::vector<Tensor>& tensors);
 // float32 and round their result.
 Tensor softmax(const Tensor& x, const DimRef& reduced_dim);
 Tensor log_softmax(const Tensor& x, const DimRef& reduced_dim);
+// Mesh TensorFlow's extra_logit: the normalization also counts one more
+// logit of value `extra_logit` (a scalar or a tensor of x's shape without
+// reduced_dim), as if a column of it were appended along reduced_dim —
+// attention that may attend to nothing. No gradient flows into extra_logit.
+Tensor reduce_logsumexp(const Tensor& x, const DimRef& reduced_dim, const Tensor& extra_logit);
+Tensor log_softmax(const Tensor& x, const DimRef& reduced_dim, const Tensor& extra_logit);
+Tensor softmax(const Tensor& x, const DimRef& reduced_dim, const Tensor& extra_logit);
+// Mesh TensorFlow's top_1: (index, value) of the largest element along
+// reduced_dim, both without it; where the largest value repeats, the last
+// index (its definition: the max of the positions holding the max). The
+// index in `dtype` (int32 or float32).
+std::pair<Tensor, Tensor> top_1(const Tensor& x, const DimRef& reduced_dim, DType dtype = int32);
+// An index along dim drawn with probabilities softmax(logits / temperature)
+// (Gumbel-max: argmax of logits + temperature * Gumbel noise, counter-based
+// so every layout draws the same); temperature 0 is top_1's index.
+Tensor sample_with_temperature(const Tensor& logits, const DimRef& dim, float temperature = 1.0f,
+                               uint64_t seed = 0);
+// The first element (index 0) along every dimension of x not in output_shape.
+Tensor reduce_first(const Tensor& x, const Shape& output_shape);
 // The k largest values along reduced_dim, which k_dim replaces (k = its size):
 // (values, int32 indices into reduced_dim), in decreasing order; ties keep
 // the lower index first.
@@ -182,6 +201,13 @@ Tensor weights_nonzero(const Tensor& x, DType dtype = float32);
 // ---- layout of a tensor ---------------------------------------------------
 // Same elements in row-major order under a new shape of equal element count.
 Tensor reshape(const Tensor& x, const Shape& new_shape, const std::string& name = "");
+// Mesh TensorFlow's replace_dimensions: `shape` with the consecutive
+// dimensions old_dims replaced by new_dims (ShapeError when old_dims are
+// not a run of shape's dimensions, in order); on a tensor, the reshape to it.
+Shape replace_dimensions(const Shape& shape, const std::vector<Dimension>& old_dims,
+                         const std::vector<Dimension>& new_dims);
+Tensor replace_dimensions(const Tensor& x, const std::vector<Dimension>& old_dims,
+                          const std::vector<Dimension>& new_dims);
 Tensor rename_dimension(const Tensor& x, const DimRef& old_dim, const std::string& new_name);
 // Reorders dimensions; new_shape has exactly x's dimensions.
 Tensor transpose(const Tensor& x, const Shape& new_shape, const std::string& name = "");
@@ -263,6 +289,10 @@ Tensor range(const Mesh& mesh, const Dimension& dim, DType dtype = int32);
 // Mesh TensorFlow: gather(w[b, v, d], idx[b, l], v) is out[b, l, d] =
 // w[b, idx[b, l], d].
 Tensor gather(const Tensor& weights, const Tensor& indices, const DimRef& dim);
+// The same, its dimensions in the order of output_shape (Mesh TensorFlow's
+// output_shape argument; it must hold exactly the result's dimensions).
+Tensor gather(const Tensor& weights, const Tensor& indices, const DimRef& dim,
+              const Shape& output_shape);
 
 // ---- randomness (counter-based: the same numbers under every layout) -----
 // Keyed by seed (0 = derived from the graph seed and the op name), by the

@@ -25,6 +25,39 @@ ReduceSpec reduce_spec(const char* op, const OptShape& output_shape,
   return ReduceSpec(Shape());
 }
 
+// Mesh TensorFlow's einsum(xs, output_shape, reduced_dims): the output is
+// every input dimension but reduced_dims, in order of first appearance; with
+// both given they must agree.
+Shape einsum_output_shape(const std::vector<Tensor>& xs, const OptShape& output_shape,
+                          const std::vector<Dimension>& reduced_dims) {
+  std::vector<Dimension> kept, all;
+  const Shape reduced(reduced_dims);
+  for (const Tensor& x : xs)
+    for (const Dimension& d : x.shape())
+      if (!Shape(all).contains(d.name)) {
+        all.push_back(d);
+        if (!reduced.contains(d.name)) kept.push_back(d);
+      }
+  if (output_shape && !Shape(kept).same_dims_as(*output_shape)) {
+    throw ValueError("einsum: reduced_dims " + reduced.to_string() + " and output_shape " +
+                     output_shape->to_string() + " do not agree (the inputs' dimensions are " +
+                     Shape(all).to_string() + ")");
+  }
+  return output_shape ? *output_shape : Shape(kept);
+}
+
+// A tensor, or a Python number as a scalar of x's dtype.
+Tensor scalar_or_tensor(const Tensor& x, const py::object& v) {
+  if (py::isinstance<PyTensor>(v)) return v.cast<PyTensor>().tensor;
+  return constant(x.mesh(), v.cast<float>(), Shape(), x.dtype());
+}
+
+// A Dimension, or a list of them (Mesh TensorFlow's old_dim_or_dims).
+std::vector<Dimension> dims_of(const py::object& x) {
+  if (py::isinstance<Dimension>(x)) return {x.cast<Dimension>()};
+  return x.cast<Shape>().dims();
+}
+
 template <Tensor (*F)(const Tensor&, const std::string&)>
 void unary(py::module_& m, const char* name, const char* doc) {
   m.def(name, F, py::arg("x"), py::arg("name") = "", doc);
@@ -142,12 +175,16 @@ void bind_ops(py::module_& m) {
   // ---- einsum
   m.def(
       "einsum",
-      [](const std::vector<Tensor>& xs, const OptShape& output_shape, const std::string& name) {
-        return output_shape ? einsum(xs, *output_shape, name) : einsum(xs, name);
+      [](const std::vector<Tensor>& xs, const OptShape& output_shape,
+         const std::optional<std::vector<Dimension>>& reduced_dims, const std::string& name) {
+        if (!reduced_dims) return output_shape ? einsum(xs, *output_shape, name) : einsum(xs, name);
+        return einsum(xs, einsum_output_shape(xs, output_shape, *reduced_dims), name);
       },
-      py::arg("xs"), py::arg("output_shape") = py::none(), py::arg("name") = "",
+      py::arg("xs"), py::arg("output_shape") = py::none(), py::arg("reduced_dims") = py::none(),
+      py::arg("name") = "",
       "Contraction by dimension name: dimensions absent from output_shape are summed "
-      "(default output: the dimensions in exactly one input).");
+      "(default output: the dimensions in exactly one input; with reduced_dims, every input "
+      "dimension but those, in order of appearance).");
   m.def(
       "matmul",
       [](const Tensor& a, const Tensor& b, const OptShape& output_shape) {
@@ -171,11 +208,74 @@ void bind_ops(py::module_& m) {
   reduction("reduce_mean", static_cast<Tensor (*)(const Tensor&, const ReduceSpec&)>(&reduce_mean));
   reduction("reduce_max", static_cast<Tensor (*)(const Tensor&, const ReduceSpec&)>(&reduce_max));
   reduction("reduce_min", static_cast<Tensor (*)(const Tensor&, const ReduceSpec&)>(&reduce_min));
-  reduction("reduce_logsumexp", &reduce_logsumexp);
+  m.def(
+      "reduce_logsumexp",
+      [](const Tensor& x, const std::optional<DimRef>& reduced_dim, const py::object& extra_logit,
+         const OptShape& output_shape) {
+        if (!extra_logit.is_none()) {
+          if (!reduced_dim) throw ValueError("reduce_logsumexp: extra_logit needs reduced_dim");
+          return reduce_logsumexp(x, *reduced_dim, scalar_or_tensor(x, extra_logit));
+        }
+        return reduce_logsumexp(x, reduce_spec("reduce_logsumexp", output_shape, reduced_dim));
+      },
+      py::arg("x"), py::arg("reduced_dim") = py::none(), py::arg("extra_logit") = py::none(),
+      py::kw_only(), py::arg("output_shape") = py::none(),
+      "log(sum(exp(x))) over reduced_dim (or to output_shape); extra_logit: one more logit "
+      "of that value counted in the sum.");
   m.def("global_norm", &global_norm, py::arg("tensors"),
         "sqrt of the sum of squares of every element of every tensor (one allreduce).");
-  m.def("softmax", &softmax, py::arg("x"), py::arg("reduced_dim"));
-  m.def("log_softmax", &log_softmax, py::arg("x"), py::arg("reduced_dim"));
+  m.def(
+      "softmax",
+      [](const Tensor& x, const DimRef& d, const py::object& extra_logit, const std::string&) {
+        return extra_logit.is_none() ? softmax(x, d)
+                                     : softmax(x, d, scalar_or_tensor(x, extra_logit));
+      },
+      py::arg("x"), py::arg("reduced_dim"), py::arg("extra_logit") = py::none(),
+      py::arg("name") = "");
+  m.def(
+      "log_softmax",
+      [](const Tensor& x, const DimRef& d, const py::object& extra_logit, const std::string&) {
+        return extra_logit.is_none() ? log_softmax(x, d)
+                                     : log_softmax(x, d, scalar_or_tensor(x, extra_logit));
+      },
+      py::arg("x"), py::arg("reduced_dim"), py::arg("extra_logit") = py::none(),
+      py::arg("name") = "");
+  m.def(
+      "top_1",
+      [](const Tensor& x, const DimRef& d, DType dtype, const std::string&) {
+        return top_1(x, d, dtype);
+      },
+      py::arg("x"), py::arg("reduced_dim"), py::arg("dtype") = int32, py::arg("name") = "",
+      "(index, value) of the largest element along reduced_dim (the last index where it "
+      "repeats).");
+  m.def(
+      "sample_with_temperature",
+      [](const Tensor& logits, const DimRef& d, float temperature, const std::string&) {
+        return sample_with_temperature(logits, d, temperature);
+      },
+      py::arg("logits"), py::arg("dim"), py::arg("temperature") = 1.0f, py::arg("name") = "",
+      "An index along dim drawn from softmax(logits / temperature) (0: the largest).");
+  m.def(
+      "reduce_first",
+      [](const Tensor& x, const OptShape& output_shape, const std::optional<DimRef>& reduced_dim) {
+        return reduce_first(
+            x,
+            reduce_spec("reduce_first", output_shape, reduced_dim).output_for("reduce_first", x));
+      },
+      py::arg("x"), py::kw_only(), py::arg("output_shape") = py::none(),
+      py::arg("reduced_dim") = py::none(), "The element at index 0 of every reduced dimension.");
+  m.def(
+      "replace_dimensions",
+      [](const py::object& tensor_or_shape, const py::object& old_dims,
+         const py::object& new_dims) -> py::object {
+        if (py::isinstance<PyTensor>(tensor_or_shape))
+          return py::cast(replace_dimensions(tensor_or_shape.cast<PyTensor>().tensor,
+                                             dims_of(old_dims), dims_of(new_dims)));
+        return py::cast(replace_dimensions(tensor_or_shape.cast<Shape>(), dims_of(old_dims),
+                                           dims_of(new_dims)));
+      },
+      py::arg("tensor_or_shape"), py::arg("old_dim_or_dims"), py::arg("new_dim_or_dims"),
+      "The shape with a run of dimensions replaced (a tensor: reshaped to it).");
   m.def("top_k", &top_k, py::arg("x"), py::arg("reduced_dim"), py::arg("k_dim"),
         "(values, int32 indices) of the k = k_dim.size largest along reduced_dim.");
   m.def("nth_largest_element", &nth_largest_element, py::arg("x"), py::arg("n"),
@@ -247,7 +347,12 @@ void bind_ops(py::module_& m) {
   m.def("one_hot", &one_hot, py::arg("indices"), py::arg("output_dim"), py::arg("on_value") = 1.0f,
         py::arg("off_value") = 0.0f, py::arg("dtype") = float32);
   m.def("range", &range, py::arg("mesh"), py::arg("dim"), py::arg("dtype") = int32);
-  m.def("gather", &gather, py::arg("weights"), py::arg("indices"), py::arg("dim"));
+  m.def(
+      "gather",
+      [](const Tensor& w, const Tensor& idx, const DimRef& dim, const OptShape& output_shape) {
+        return output_shape ? gather(w, idx, dim, *output_shape) : gather(w, idx, dim);
+      },
+      py::arg("weights"), py::arg("indices"), py::arg("dim"), py::arg("output_shape") = py::none());
 
   // ---- randomness
   m.def("random_uniform", &random_uniform, py::arg("mesh"), py::arg("shape"),

@@ -114,4 +114,14 @@ Tensor gather(const Tensor& weights, const Tensor& indices, const DimRef& dim) {
       ->output(0);
 }
 
+Tensor gather(const Tensor& weights, const Tensor& indices, const DimRef& dim,
+              const Shape& output_shape) {
+  const Tensor out = gather(weights, indices, dim);
+  if (!out.shape().same_dims_as(output_shape)) {
+    throw ShapeError("gather: output_shape " + output_shape.to_string() +
+                     " must hold exactly the result's dimensions " + out.shape().to_string());
+  }
+  return out.shape() == output_shape ? out : transpose(out, output_shape);
+}
+
 }  // namespace mtf

@@ -2,6 +2,7 @@
 // cross-entropy loss. mean, logsumexp, softmax and the loss are compositions
 // of primitive ops, so their gradients follow from the primitives' (but
 // bfloat16 softmax's, written by hand so that it keeps only its result).
+#include <cmath>
 #include <limits>
 #include <memory>
 
@@ -250,6 +251,93 @@ Tensor softmax_cross_entropy_with_logits(const Tensor& logits, const Tensor& tar
   Tensor loss = -reduce_sum((logits - lse) * targets, vocab_dim);
   if (z_loss > 0.0f) loss = loss + z_loss * square(lse);
   return loss;
+}
+
+Tensor reduce_logsumexp(const Tensor& x, const DimRef& d, const Tensor& extra_logit) {
+  const OriginScope origin = ops::made_by("reduce_logsumexp", x);
+  ops::require_float("reduce_logsumexp", x);
+  if (!extra_logit.valid()) return reduce_logsumexp(x, ReduceSpec(d));
+  const Dimension dim = ops::dim_of("reduce_logsumexp", x, d);
+  const Shape kept = x.shape().minus(Shape({dim}));
+  if (!extra_logit.shape().is_subset_of(kept)) {
+    throw ShapeError("reduce_logsumexp: extra_logit " + extra_logit.describe() +
+                     " must be a scalar or have dimensions of " + kept.to_string() +
+                     " (x without " + dim.to_string() + ")");
+  }
+  ops::require_float("reduce_logsumexp (extra_logit)", extra_logit);
+  if (x.dtype() == bfloat16 || extra_logit.dtype() == bfloat16) {
+    const Tensor e = cast(extra_logit, float32);
+    return ops::in_float32(x, [&](const Tensor& f) { return reduce_logsumexp(f, dim, e); });
+  }
+  // As without the extra logit, its exp added to the sum; the max (which
+  // counts it) held constant for the gradient.
+  const Tensor extra = stop_gradient(extra_logit);
+  const Tensor m = stop_gradient(maximum(reduce_max(x, kept), extra, &kept));
+  return log(reduce_sum(exp(x - m), kept) + exp(extra - m)) + m;
+}
+
+Tensor log_softmax(const Tensor& x, const DimRef& d, const Tensor& extra_logit) {
+  const OriginScope origin = ops::made_by("log_softmax", x);
+  if (!extra_logit.valid()) return log_softmax(x, d);
+  if (x.dtype() == bfloat16)
+    return ops::in_float32(x, [&](const Tensor& f) { return log_softmax(f, d, extra_logit); });
+  return x - reduce_logsumexp(x, d, extra_logit);
+}
+
+Tensor softmax(const Tensor& x, const DimRef& d, const Tensor& extra_logit) {
+  const OriginScope origin = ops::made_by("softmax", x);
+  if (!extra_logit.valid()) return softmax(x, d);
+  if (x.dtype() == bfloat16)
+    return ops::in_float32(x, [&](const Tensor& f) { return softmax(f, d, extra_logit); });
+  return exp(log_softmax(x, d, extra_logit));
+}
+
+std::pair<Tensor, Tensor> top_1(const Tensor& x, const DimRef& reduced_dim, DType dtype) {
+  const OriginScope origin = ops::made_by("top_1", x);
+  if (dtype != int32 && dtype != float32)
+    throw DTypeError(std::string("top_1: the index dtype must be int32 or float32, not ") +
+                     dtype_name(dtype));
+  const Dimension dim = ops::dim_of("top_1", x, reduced_dim);
+  const Tensor max_value = reduce_max(x, dim);
+  // The positions holding the max, the largest of them: a max reduction,
+  // so a split reduced_dim costs one allreduce.
+  const Tensor is_max = cast(equal(x, max_value), float32);
+  const Tensor index = reduce_max(is_max * range(x.mesh(), dim, float32), dim);
+  return {dtype == float32 ? index : cast(index, dtype), max_value};
+}
+
+Tensor sample_with_temperature(const Tensor& logits, const DimRef& d, float temperature,
+                               uint64_t seed) {
+  const OriginScope origin = ops::made_by("sample_with_temperature", logits);
+  ops::require_float("sample_with_temperature", logits);
+  if (!(temperature >= 0.0f) || !std::isfinite(temperature)) {
+    throw ValueError(detail::str_cat("sample_with_temperature: temperature ", temperature,
+                                     " must be finite and >= 0 (0: the most likely index)"));
+  }
+  const Dimension dim = ops::dim_of("sample_with_temperature", logits, d);
+  Tensor scores = logits.dtype() == float32 ? logits : cast(logits, float32);
+  if (temperature != 0.0f) {
+    // Gumbel noise -log(-log(u)), u in [1e-9, 1) so neither log sees 0.
+    const Tensor u = random_uniform(logits.mesh(), logits.shape(), 1e-9f, 1.0f, seed);
+    scores = scores + temperature * -log(-log(u));
+  }
+  return top_1(stop_gradient(scores), dim).first;
+}
+
+Tensor reduce_first(const Tensor& x, const Shape& output_shape) {
+  const OriginScope origin = ops::made_by("reduce_first", x);
+  if (!output_shape.is_subset_of(x.shape())) {
+    throw ShapeError("reduce_first: output shape " + output_shape.to_string() + " has dimensions " +
+                     x.describe() + " lacks");
+  }
+  // A gather of index 0 along each reduced dimension: on a split dimension
+  // the processor holding index 0 gives it (a slice would leave a size-1
+  // dimension that a layout splitting it cannot hold).
+  Tensor first = x;
+  const Tensor zero = constant(x.mesh(), 0.0f, Shape(), int32);
+  for (const Dimension& d : x.shape())
+    if (!output_shape.contains(d.name)) first = gather(first, zero, d.name);
+  return first.shape() == output_shape ? first : transpose(first, output_shape);
 }
 
 }  // namespace mtf

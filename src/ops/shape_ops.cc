@@ -246,6 +246,29 @@ Tensor reshape(const Tensor& x, const Shape& new_shape, const std::string& name)
   return x.graph().add<ReshapeOp>(x, new_shape, name)->output(0);
 }
 
+Shape replace_dimensions(const Shape& shape, const std::vector<Dimension>& old_dims,
+                         const std::vector<Dimension>& new_dims) {
+  if (old_dims.empty() || new_dims.empty())
+    throw ValueError("replace_dimensions: old and new dimensions must not be empty");
+  const int first = shape.index_of(old_dims[0].name);
+  bool run = first >= 0;
+  for (size_t k = 0; run && k < old_dims.size(); ++k)
+    run = first + static_cast<int>(k) < shape.ndims() && shape[first + k] == old_dims[k];
+  if (!run) {
+    throw ShapeError("replace_dimensions: " + Shape(old_dims).to_string() +
+                     " is not a run of consecutive dimensions of " + shape.to_string());
+  }
+  std::vector<Dimension> dims(shape.dims().begin(), shape.dims().begin() + first);
+  dims.insert(dims.end(), new_dims.begin(), new_dims.end());
+  dims.insert(dims.end(), shape.dims().begin() + first + old_dims.size(), shape.dims().end());
+  return Shape(dims);
+}
+
+Tensor replace_dimensions(const Tensor& x, const std::vector<Dimension>& old_dims,
+                          const std::vector<Dimension>& new_dims) {
+  return reshape(x, replace_dimensions(x.shape(), old_dims, new_dims));
+}
+
 Tensor rename_dimension(const Tensor& x, const DimRef& old_dim, const std::string& new_name) {
   const std::string old_name = ops::dim_of("rename_dimension", x, old_dim).name;
   return reshape(x, x.shape().rename(old_name, new_name));

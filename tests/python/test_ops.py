@@ -233,3 +233,37 @@ def test_sigmoid_cross_entropy_and_activation_gradients(mesh, xv):
     (dx,) = mtf.gradients([mtf.reduce_sum(mtf.swish(x))], [x])
     s = 1 / (1 + np.exp(-xv.astype(np.float64)))
     np.testing.assert_allclose(evaluate(dx, {x: xv}), s * (1 + xv * (1 - s)), rtol=1e-5, atol=1e-6)
+
+
+def test_mesh_tensorflow_selections_and_call_shapes(mesh, xv):
+    x = mtf.placeholder(mesh, [A, B])
+    index, value = mtf.top_1(x, B)
+    lse = mtf.reduce_logsumexp(x, B, extra_logit=0.0)
+    sm = mtf.softmax(x, B, extra_logit=mtf.constant(mesh, 0.0))
+    lsm = mtf.log_softmax(x, "b", extra_logit=0.0)
+    first = mtf.reduce_first(x, output_shape=[A])
+    summed = mtf.einsum([x, x], reduced_dims=[B])
+    d, e = mtf.Dimension("d", 2), mtf.Dimension("e", 3)
+    replaced = mtf.replace_dimensions(x, B, [d, e])
+    got = evaluate([index, value, lse, sm, lsm, first, summed, replaced], {x: xv})
+    last_max = 5 - np.argmax(xv[:, ::-1], axis=1)
+    np.testing.assert_array_equal(got[0], last_max)
+    np.testing.assert_allclose(got[1], xv.max(axis=1), rtol=1e-6)
+    z = 1 + np.exp(xv.astype(np.float64)).sum(axis=1)
+    np.testing.assert_allclose(got[2], np.log(z), rtol=1e-5)
+    np.testing.assert_allclose(got[3], np.exp(xv) / z[:, None], rtol=1e-5, atol=1e-7)
+    np.testing.assert_allclose(got[4], xv - np.log(z)[:, None], rtol=1e-5, atol=1e-6)
+    np.testing.assert_array_equal(got[5], xv[:, 0])
+    np.testing.assert_allclose(got[6], (xv * xv).sum(axis=1), rtol=1e-5)
+    np.testing.assert_array_equal(got[7], xv.reshape(4, 2, 3))
+    assert mtf.replace_dimensions(mtf.Shape([A, B]), A, mtf.Dimension("z", 4)) == "z:4;b:6"
+    with pytest.raises(mtf.ValueError, match="do not agree"):
+        mtf.einsum([x, x], output_shape=[A, B], reduced_dims=[B])
+    with pytest.raises(mtf.ShapeError, match="not a run"):
+        mtf.replace_dimensions(x, [B, A], [d])
+    ids = mtf.constant(mesh, np.array([1, 0], np.int32), shape=[mtf.Dimension("k", 2)],
+                       dtype=mtf.int32)
+    g = mtf.gather(x, ids, A, output_shape=[B, mtf.Dimension("k", 2)])
+    np.testing.assert_array_equal(mtf.Session(mesh.graph).run(g, {x: xv}), xv[[1, 0]].T)
+    draws = mtf.sample_with_temperature(x, B, temperature=0.0)
+    np.testing.assert_array_equal(mtf.Session(mesh.graph).run(draws, {x: xv}), last_max)
