@@ -44,6 +44,90 @@ TEST(LayersTest, DenseMatchesHandComputation) {
   EXPECT_EQ(s.variable_value("proj/kernel").shape(), Shape({kModel, kFf}));
 }
 
+TEST(LayersTest, DenseWithExpertDimsKernelWeightsAndVariableDType) {
+  const Dimension experts{"experts", 3};
+  Graph g;
+  Mesh mesh(g, "m");
+  const HostTensor xv = random_tensor(Shape({experts, kBatch, kModel}), 3);
+  const Tensor x = import_host(mesh, xv);
+  layers::DenseOptions per_expert;
+  per_expert.expert_dims = {experts};
+  per_expert.variable_dtype = VariableDType(float32, bfloat16, float32);
+  const Tensor y = layers::dense(x, {kFf}, {kModel}, "experts", per_expert);
+  EXPECT_EQ(y.shape(), Shape({experts, kBatch, kFf}));
+  // kernel_weights: the caller's tensor is the kernel, no variable made.
+  const HostTensor wv = random_tensor(Shape({kFf, kModel}), 4);
+  layers::DenseOptions given;
+  given.kernel_weights = import_host(mesh, wv);
+  given.use_bias = false;
+  const Tensor z = layers::dense(x, {kFf}, {kModel}, "given", given);
+  Session s(g, testing::mesh_config("x:3", "experts:x"));
+  EXPECT_EQ(s.variable_value("experts/kernel").shape(), Shape({experts, kModel, kFf}));
+  EXPECT_EQ(s.variable_value("experts/bias").shape(), Shape({experts, kFf}));
+  for (const std::string& n : s.variable_names()) EXPECT_NE(n.rfind("given/", 0), 0u) << n;
+  s.set_variable_value("experts/bias", random_tensor(Shape({experts, kFf}), 5).as_dtype(bfloat16));
+  const auto w = s.variable_value("experts/kernel").to_floats();  // bfloat16 slices
+  const auto b = s.variable_value("experts/bias").to_floats();
+  const auto out = s.run({y, z});
+  const auto xs = xv.to_floats(), ws = wv.to_floats();
+  for (int64_t e = 0; e < 3; ++e)
+    for (int64_t i = 0; i < kBatch.size; ++i)
+      for (int64_t j = 0; j < kFf.size; ++j) {
+        double acc = b[e * kFf.size + j], plain = 0;
+        for (int64_t k = 0; k < kModel.size; ++k) {
+          const double xk = xs[(e * kBatch.size + i) * kModel.size + k];
+          acc += xk * w[(e * kModel.size + k) * kFf.size + j];
+          plain += xk * ws[j * kModel.size + k];
+        }
+        const int64_t at = (e * kBatch.size + i) * kFf.size + j;
+        EXPECT_NEAR(out[0].to_floats()[at], acc, 1e-4);
+        EXPECT_NEAR(out[1].to_floats()[at], plain, 1e-4);
+      }
+  layers::DenseOptions wrong;
+  wrong.kernel_weights = import_host(mesh, wv);
+  EXPECT_THROW(layers::dense(x, {kVocab}, {kModel}, "wrong", wrong), ShapeError);
+  layers::DenseOptions both;
+  both.expert_dims = {kModel};
+  EXPECT_THROW(layers::dense(x, {kFf}, {kModel}, "both", both), ShapeError);
+}
+
+TEST(LayersTest, VarianceScalingModesAndDistributions) {
+  const std::vector<Dimension> in{{"i", 200}}, out{{"o", 50}};
+  struct Case {
+    layers::VarianceScaling v;
+    double variance;
+  };
+  const std::vector<Case> cases = {
+      {{2.0f, "fan_in", "normal"}, 2.0 / 200},
+      {{1.0f, "fan_out", "truncated_normal"}, 1.0 / 50},
+      {{1.0f, "fan_avg", "untruncated_normal"}, 1.0 / 125},
+      {{3.0f, "fan_in", "uniform"}, 3.0 / 200},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.v.mode + " " + c.v.distribution);
+    Graph g;
+    Mesh mesh(g, "m");
+    layers::get_or_create_variable(mesh, "w", Shape({in[0], out[0]}), c.v.for_kernel(in, out));
+    Session s(g);
+    const auto w = s.variable_value("w").to_floats();
+    double sum = 0, sq = 0, biggest = 0;
+    for (float v : w) {
+      sum += v;
+      sq += double(v) * v;
+      biggest = std::max(biggest, std::fabs(double(v)));
+    }
+    const double mean = sum / w.size(), var = sq / w.size() - mean * mean;
+    EXPECT_NEAR(var, c.variance, 0.05 * c.variance);  // 10000 draws
+    if (c.v.distribution == "uniform") EXPECT_LE(biggest, std::sqrt(3 * c.variance) + 1e-6);
+    if (c.v.distribution != "untruncated_normal" && c.v.distribution != "uniform")
+      EXPECT_LE(biggest, 2 * std::sqrt(c.variance) / 0.87962566103423978 + 1e-6);
+  }
+  EXPECT_THROW((layers::VarianceScaling{1.0f, "fan_sideways", "normal"}.for_kernel(in, out)),
+               ValueError);
+  EXPECT_THROW((layers::VarianceScaling{1.0f, "fan_in", "cauchy"}.for_kernel(in, out)), ValueError);
+  EXPECT_THROW((layers::VarianceScaling{0.0f, "fan_in", "normal"}.for_kernel(in, out)), ValueError);
+}
+
 // Mesh TensorFlow's layers_test conv1d case: x [length 4, depth 2], a
 // width-3 filter of known values, SAME padding, no bias.
 TEST(LayersTest, Conv1dMatchesMeshTensorFlowsKnownValues) {

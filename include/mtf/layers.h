@@ -11,6 +11,7 @@
 #pragma once
 
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -39,18 +40,46 @@ VariableDType variable_dtype_for(const Tensor& x);
 // of `reduced` dimensions.
 Initializer variance_scaling(const std::vector<Dimension>& reduced, float scale = 1.0f);
 
+// Mesh TensorFlow's VarianceScalingInitializer(scale, mode, distribution)
+// for a kernel that reduces `reduced` and makes `new_dims`: variance scale /
+// fan, fan = fan_in (the product of reduced's sizes), fan_out (of
+// new_dims') or fan_avg (their mean); distribution "normal" or
+// "truncated_normal" (a normal cut at two standard deviations, its stddev
+// divided by 0.8796... so the variance is still scale / fan),
+// "untruncated_normal" or "uniform" (+-sqrt(3 scale / fan)). ValueError
+// for another mode or distribution, or scale <= 0.
+struct VarianceScaling {
+  float scale = 1.0f;
+  std::string mode = "fan_in";
+  std::string distribution = "normal";
+  Initializer for_kernel(const std::vector<Dimension>& reduced,
+                         const std::vector<Dimension>& new_dims) const;
+};
+
 struct DenseOptions {
   bool use_bias = true;
   // Applied to the output (e.g. relu); none when empty.
   std::function<Tensor(const Tensor&)> activation;
-  // Kernel initializer; default variance_scaling(reduced_dims).
+  // Kernel initializer; default variance_scaling(reduced_dims), or
+  // `variance_scaling_options` for the kernel's dimensions when set.
   bool has_initializer = false;
   Initializer kernel_initializer;
+  std::optional<VarianceScaling> variance_scaling_options;
+  // Mesh TensorFlow's expert_dims: dimensions of x the kernel (and bias)
+  // also has, one kernel per expert (kept in the output, not reduced).
+  std::vector<Dimension> expert_dims;
+  // Mesh TensorFlow's kernel_weights: this tensor is the kernel (its
+  // dimensions expert_dims + reduced_dims + new_dims in any order) instead
+  // of a variable "<name>/kernel".
+  Tensor kernel_weights;
+  // The kernel's and bias's VariableDType; default variable_dtype_for(x).
+  std::optional<VariableDType> variable_dtype;
 };
 
-// einsum(x, kernel[reduced_dims + new_dims]) (+ bias[new_dims]): the output
-// has x's dimensions minus reduced_dims, plus new_dims. reduced_dims empty
-// means x's last dimension. Variables "<name>/kernel", "<name>/bias".
+// einsum(x, kernel[expert_dims + reduced_dims + new_dims]) (+
+// bias[expert_dims + new_dims]): the output has x's dimensions minus
+// reduced_dims, plus new_dims. reduced_dims empty means x's last dimension
+// (not an expert dimension). Variables "<name>/kernel", "<name>/bias".
 Tensor dense(const Tensor& x, const std::vector<Dimension>& new_dims,
              const std::vector<Dimension>& reduced_dims, const std::string& name,
              const DenseOptions& options = {});

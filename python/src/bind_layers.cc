@@ -12,14 +12,6 @@ namespace {
 
 using Activation = std::function<Tensor(const Tensor&)>;
 
-// One dimension or a list of them.
-std::vector<Dimension> dims_of(const py::object& o) {
-  if (o.is_none()) return {};
-  if (py::isinstance<Dimension>(o)) return {o.cast<Dimension>()};
-  if (py::isinstance<Shape>(o)) return o.cast<Shape>().dims();
-  return o.cast<std::vector<Dimension>>();
-}
-
 layers::ConvOptions conv_options(const std::vector<int64_t>& strides, const std::string& padding,
                                  const std::vector<int64_t>& dilations, bool use_bias,
                                  const std::optional<Activation>& activation,
@@ -76,24 +68,60 @@ void bind_layers(py::module_& m) {
       py::arg("dtype") = float32, py::arg("trainable") = true);
   l.def("variance_scaling_initializer", &layers::variance_scaling, py::arg("reduced_dims"),
         py::arg("scale") = 1.0f);
+  py::class_<layers::VarianceScaling>(l, "VarianceScalingInitializer",
+                                      "Mesh TensorFlow's VarianceScalingInitializer: variance "
+                                      "scale / fan_in, fan_out or fan_avg of the kernel.")
+      .def(py::init([](float scale, const std::string& mode, const std::string& distribution) {
+             layers::VarianceScaling v{scale, mode, distribution};
+             v.for_kernel({}, {});  // the same ValueError now as at first use
+             return v;
+           }),
+           py::arg("scale") = 1.0f, py::arg("mode") = "fan_in", py::arg("distribution") = "normal")
+      .def(
+          "__call__",
+          [](const layers::VarianceScaling& v, const py::object& reduced_dims,
+             const py::object& new_dims) {
+            return v.for_kernel(dims_of(reduced_dims), dims_of(new_dims));
+          },
+          py::arg("reduced_dims"), py::arg("new_dims"),
+          "The Initializer for a kernel reducing reduced_dims and making new_dims.")
+      .def_readonly("scale", &layers::VarianceScaling::scale)
+      .def_readonly("mode", &layers::VarianceScaling::mode)
+      .def_readonly("distribution", &layers::VarianceScaling::distribution);
   l.def(
       "dense",
-      [](const Tensor& x, const py::object& new_dims, const py::object& reduced_dims, bool use_bias,
-         const std::optional<Activation>& activation,
-         const std::optional<Initializer>& kernel_initializer, const std::string& name) {
+      [](const Tensor& x, const py::object& new_dims, const py::object& reduced_dims,
+         const py::object& expert_dims, bool use_bias, const std::optional<Activation>& activation,
+         DType master_dtype, DType slice_dtype, const std::optional<VariableDType>& variable_dtype,
+         const py::object& kernel_initializer, const std::optional<Tensor>& kernel_weights,
+         const std::string& name) {
         layers::DenseOptions o;
         o.use_bias = use_bias;
         if (activation) o.activation = *activation;
-        if (kernel_initializer) {
+        if (py::isinstance<layers::VarianceScaling>(kernel_initializer)) {
+          o.variance_scaling_options = kernel_initializer.cast<layers::VarianceScaling>();
+        } else if (!kernel_initializer.is_none()) {
           o.has_initializer = true;
-          o.kernel_initializer = *kernel_initializer;
+          o.kernel_initializer = kernel_initializer.cast<Initializer>();
+        }
+        o.expert_dims = dims_of(expert_dims);
+        if (kernel_weights) o.kernel_weights = *kernel_weights;
+        if (variable_dtype) {
+          o.variable_dtype = *variable_dtype;
+        } else if (master_dtype != float32 || slice_dtype != float32) {
+          o.variable_dtype = VariableDType(master_dtype, slice_dtype, x.dtype());
         }
         return layers::dense(x, dims_of(new_dims), dims_of(reduced_dims), name, o);
       },
       py::arg("x"), py::arg("new_dims"), py::arg("reduced_dims") = py::none(),
-      py::arg("use_bias") = true, py::arg("activation") = py::none(),
-      py::arg("kernel_initializer") = py::none(), py::arg("name") = "dense",
-      "einsum(x, kernel[reduced_dims + new_dims]) + bias; reduced_dims default: x's last.");
+      py::arg("expert_dims") = py::none(), py::arg("use_bias") = true,
+      py::arg("activation") = py::none(), py::arg("master_dtype") = float32,
+      py::arg("slice_dtype") = float32, py::arg("variable_dtype") = py::none(),
+      py::arg("kernel_initializer") = py::none(), py::arg("kernel_weights") = py::none(),
+      py::arg("name") = "dense",
+      "einsum(x, kernel[expert_dims + reduced_dims + new_dims]) + bias; reduced_dims default: "
+      "x's last. kernel_initializer: an Initializer or a VarianceScalingInitializer; "
+      "kernel_weights: use this tensor as the kernel.");
   conv_layer(l, "conv", &layers::conv);
   conv_layer(l, "conv2d", &layers::conv2d);
   conv_layer(l, "conv3d", &layers::conv3d);

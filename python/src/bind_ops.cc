@@ -52,12 +52,6 @@ Tensor scalar_or_tensor(const Tensor& x, const py::object& v) {
   return constant(x.mesh(), v.cast<float>(), Shape(), x.dtype());
 }
 
-// A Dimension, or a list of them (Mesh TensorFlow's old_dim_or_dims).
-std::vector<Dimension> dims_of(const py::object& x) {
-  if (py::isinstance<Dimension>(x)) return {x.cast<Dimension>()};
-  return x.cast<Shape>().dims();
-}
-
 template <Tensor (*F)(const Tensor&, const std::string&)>
 void unary(py::module_& m, const char* name, const char* doc) {
   m.def(name, F, py::arg("x"), py::arg("name") = "", doc);

@@ -77,6 +77,14 @@ Session& session_of(const py::handle& session);
 py::dict report_dict(const SimReport& report);
 
 // The module's pieces, one per file, called by module.cc in this order.
+// One dimension, a list of them or a Shape (Mesh TensorFlow's
+// old_dim_or_dims, reduced_dims, ...); None is none.
+inline std::vector<Dimension> dims_of(const py::object& o) {
+  if (o.is_none()) return {};
+  if (py::isinstance<Dimension>(o)) return {o.cast<Dimension>()};
+  return o.cast<Shape>().dims();  // a Shape, a list, a tuple or a "a:2;b:3" string
+}
+
 void bind_errors(py::module_& m);
 void bind_graph(py::module_& m);
 void bind_ops(py::module_& m);

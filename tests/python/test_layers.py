@@ -111,3 +111,35 @@ def test_t5_pieces():
     buckets = mtf.layers.relative_position_bucket(rel, bidirectional=True, num_buckets=8,
                                                   max_distance=20)
     np.testing.assert_array_equal(mtf.Session(g).run(buckets), [2, 2, 1, 0, 5, 6])
+
+
+def test_dense_takes_mesh_tensorflows_arguments():
+    graph = mtf.Graph()
+    mesh = mtf.Mesh(graph, "mesh")
+    experts, batch = mtf.Dimension("experts", 2), mtf.Dimension("batch", 3)
+    io, hidden = mtf.Dimension("io", 4), mtf.Dimension("hidden", 5)
+    rng = np.random.default_rng(3)
+    xv = rng.standard_normal((2, 3, 4)).astype(np.float32)
+    wv = rng.standard_normal((4, 5)).astype(np.float32)
+    x = mtf.placeholder(mesh, [experts, batch, io])
+    y = mtf.layers.dense(x, hidden, reduced_dims=[io], expert_dims=[experts], use_bias=False,
+                         variable_dtype=mtf.VariableDType(mtf.float32, mtf.float32, mtf.float32),
+                         kernel_initializer=mtf.layers.VarianceScalingInitializer(
+                             scale=2.0, mode="fan_avg", distribution="uniform"),
+                         name="moe_proj")
+    w = mtf.constant(mesh, wv, shape=[io, hidden])
+    z = mtf.layers.dense(x, hidden, reduced_dims=[io], kernel_weights=w, use_bias=False,
+                         name="given")
+    session = mtf.Session(graph, mesh_shape="m:2", layout="experts:m")
+    kernel = session.variable_value("moe_proj/kernel")
+    assert kernel.shape == (2, 4, 5)
+    limit = np.sqrt(3 * 2.0 / ((4 + 5) / 2))
+    assert np.abs(kernel).max() <= limit
+    got_y, got_z = session.run([y, z], {x: xv})
+    np.testing.assert_allclose(got_y, np.einsum("ebi,eih->ebh", xv, kernel), rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(got_z, np.einsum("ebi,ih->ebh", xv, wv), rtol=1e-5, atol=1e-5)
+    assert not any(n.startswith("given/") for n in session.variable_names)
+    with pytest.raises(mtf.ValueError, match="fan_sideways"):
+        mtf.layers.VarianceScalingInitializer(mode="fan_sideways")
+    init = mtf.layers.VarianceScalingInitializer()([io], [hidden])
+    assert isinstance(init, mtf.Initializer)
