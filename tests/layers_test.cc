@@ -280,6 +280,31 @@ TEST(LayersTest, EmbeddingPicksRows) {
       EXPECT_EQ(got[t * kModel.size + k], table[id_values[t] * kModel.size + k]);
 }
 
+TEST(LayersTest, EmbeddingWithAnEnsembleDimensionAndItsWeights) {
+  const Dimension ens{"ensemble", 2}, pos{"pos", 3};
+  Graph g;
+  Mesh mesh(g, "m");
+  const Tensor ids =
+      import_host(mesh, HostTensor::from_ints(Shape({ens, pos}), {0, 7, 3, 7, 1, 0}));
+  const Tensor y = layers::embedding(ids, kVocab, kModel, "emb", 1.0f, VariableDType(), ens);
+  const Tensor w = layers::embedding_weights(mesh, kVocab, kModel, VariableDType(), "emb", ens);
+  EXPECT_EQ(&w.op(),
+            &layers::embedding_weights(mesh, kVocab, kModel, VariableDType(), "emb", ens).op());
+  EXPECT_EQ(y.shape(), Shape({ens, pos, kModel}));
+  Session s(g, testing::mesh_config("x:2", "ensemble:x"));
+  const auto table = s.variable_value("emb/weights").to_floats();  // [ensemble, vocab, model]
+  const auto got = s.run(y).to_floats();
+  const int ids_v[] = {0, 7, 3, 7, 1, 0};
+  for (int e = 0; e < 2; ++e)
+    for (int p = 0; p < 3; ++p)
+      for (int d = 0; d < kModel.size; ++d)
+        EXPECT_EQ(got[(e * 3 + p) * kModel.size + d],
+                  table[(e * kVocab.size + ids_v[e * 3 + p]) * kModel.size + d]);
+  const Tensor flat = import_host(mesh, HostTensor::from_ints(Shape({pos}), {1, 2, 3}));
+  EXPECT_THROW(layers::embedding(flat, kVocab, kModel, "emb2", 1.0f, VariableDType(), ens),
+               ShapeError);
+}
+
 TEST(LayersTest, AutoregressiveMask) {
   Graph g;
   Mesh mesh(g, "m");

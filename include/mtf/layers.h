@@ -164,7 +164,16 @@ BatchNorm batch_norm(const Tensor& x, bool is_training, const std::vector<Dimens
 // dtype.activation (the table kept as dtype.slice).
 Tensor embedding(const Tensor& ids, const Dimension& vocab_dim, const Dimension& output_dim,
                  const std::string& name, float init_stddev = 1.0f,
-                 const VariableDType& dtype = VariableDType());
+                 const VariableDType& dtype = VariableDType(),
+                 const std::optional<Dimension>& ensemble_dim = std::nullopt);
+// The table embedding() reads, "<name>/weights" [vocab_dim, output_dim]
+// (with ensemble_dim first when given: one table per ensemble member, ids
+// then carry that dimension too); initializer default normal(0, 1), as Mesh
+// TensorFlow's embedding_weights.
+Tensor embedding_weights(const Mesh& mesh, const Dimension& vocab_dim, const Dimension& output_dim,
+                         const VariableDType& dtype, const std::string& name = "embedding",
+                         const std::optional<Dimension>& ensemble_dim = std::nullopt,
+                         const std::optional<Initializer>& initializer = std::nullopt);
 
 // Dropout that is the identity when keep_prob is 1.
 Tensor dropout_if(const Tensor& x, float keep_prob, const Shape* noise_shape = nullptr);

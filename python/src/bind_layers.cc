@@ -168,13 +168,28 @@ void bind_layers(py::module_& m) {
   l.def(
       "embedding",
       [](const Tensor& ids, const Dimension& vocab_dim, const Dimension& output_dim,
-         const std::string& name, float init_stddev, std::optional<VariableDType> dtype) {
+         std::optional<VariableDType> dtype, const std::string& name,
+         const std::optional<Dimension>& ensemble_dim, float init_stddev) {
         return layers::embedding(ids, vocab_dim, output_dim, name, init_stddev,
-                                 dtype.value_or(VariableDType()));
+                                 dtype.value_or(VariableDType()), ensemble_dim);
       },
       py::arg("indices"), py::arg("vocab_dim"), py::arg("output_dim"),
-      py::arg("name") = "embedding", py::arg("init_stddev") = 1.0f,
-      py::arg("variable_dtype") = py::none());
+      py::arg("variable_dtype") = py::none(), py::arg("name") = "embedding",
+      py::arg("ensemble_dim") = py::none(), py::arg("init_stddev") = 1.0f,
+      "Rows of the table \"<name>/weights\" picked by int32 indices (Mesh TensorFlow's "
+      "argument order).");
+  l.def(
+      "embedding_weights",
+      [](const Mesh& mesh, const Dimension& vocab_dim, const Dimension& output_dim,
+         std::optional<VariableDType> dtype, const std::string& name,
+         const std::optional<Dimension>& ensemble_dim, const std::optional<Initializer>& init) {
+        return layers::embedding_weights(mesh, vocab_dim, output_dim,
+                                         dtype.value_or(VariableDType()), name, ensemble_dim, init);
+      },
+      py::arg("mesh"), py::arg("vocab_dim"), py::arg("output_dim"),
+      py::arg("variable_dtype") = py::none(), py::arg("name") = "embedding",
+      py::arg("ensemble_dim") = py::none(), py::arg("initializer") = py::none(),
+      "The table embedding() reads: [ensemble_dim,] vocab_dim, output_dim.");
   l.def(
       "dropout",
       [](const Tensor& x, float keep_prob, const std::optional<Shape>& noise_shape) {

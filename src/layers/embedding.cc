@@ -4,12 +4,26 @@
 
 namespace mtf::layers {
 
+Tensor embedding_weights(const Mesh& mesh, const Dimension& vocab_dim, const Dimension& output_dim,
+                         const VariableDType& dtype, const std::string& name,
+                         const std::optional<Dimension>& ensemble_dim,
+                         const std::optional<Initializer>& initializer) {
+  std::vector<Dimension> dims{vocab_dim, output_dim};
+  if (ensemble_dim) dims.insert(dims.begin(), *ensemble_dim);
+  return get_or_create_variable(mesh, name + "/weights", Shape(dims),
+                                initializer.value_or(Initializer::normal(0.0f, 1.0f)), dtype);
+}
+
 Tensor embedding(const Tensor& ids, const Dimension& vocab_dim, const Dimension& output_dim,
-                 const std::string& name, float init_stddev, const VariableDType& dtype) {
+                 const std::string& name, float init_stddev, const VariableDType& dtype,
+                 const std::optional<Dimension>& ensemble_dim) {
   const OriginScope origin = ops::made_by("layers::embedding \"" + name + "\"", ids);
-  const Tensor table =
-      get_or_create_variable(ids.mesh(), name + "/weights", Shape({vocab_dim, output_dim}),
-                             Initializer::normal(0.0f, init_stddev), dtype);
+  if (ensemble_dim && !ids.shape().contains(*ensemble_dim)) {
+    throw ShapeError("embedding \"" + name + "\": ids " + ids.describe() +
+                     " lack the ensemble dimension " + ensemble_dim->to_string());
+  }
+  const Tensor table = embedding_weights(ids.mesh(), vocab_dim, output_dim, dtype, name,
+                                         ensemble_dim, Initializer::normal(0.0f, init_stddev));
   return gather(table, ids, vocab_dim);
 }
 

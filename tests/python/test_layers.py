@@ -143,3 +143,15 @@ def test_dense_takes_mesh_tensorflows_arguments():
         mtf.layers.VarianceScalingInitializer(mode="fan_sideways")
     init = mtf.layers.VarianceScalingInitializer()([io], [hidden])
     assert isinstance(init, mtf.Initializer)
+
+
+def test_embedding_takes_mesh_tensorflows_argument_order():
+    graph = mtf.Graph()
+    mesh = mtf.Mesh(graph, "mesh")
+    vocab, model, pos = mtf.Dimension("vocab", 5), mtf.Dimension("model", 3), mtf.Dimension("pos", 4)
+    ids = mtf.constant(mesh, np.array([4, 0, 2, 4], np.int32), shape=[pos], dtype=mtf.int32)
+    vd = mtf.VariableDType(mtf.float32, mtf.float32, mtf.float32)
+    y = mtf.layers.embedding(ids, vocab, model, vd, "emb")
+    w = mtf.layers.embedding_weights(mesh, vocab, model, vd, "emb")
+    table, got = mtf.Session(graph).run([w, y])
+    np.testing.assert_array_equal(got, table[[4, 0, 2, 4]])
