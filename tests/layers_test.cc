@@ -118,9 +118,11 @@ TEST(LayersTest, VarianceScalingModesAndDistributions) {
     }
     const double mean = sum / w.size(), var = sq / w.size() - mean * mean;
     EXPECT_NEAR(var, c.variance, 0.05 * c.variance);  // 10000 draws
-    if (c.v.distribution == "uniform") EXPECT_LE(biggest, std::sqrt(3 * c.variance) + 1e-6);
-    if (c.v.distribution != "untruncated_normal" && c.v.distribution != "uniform")
+    if (c.v.distribution == "uniform") {
+      EXPECT_LE(biggest, std::sqrt(3 * c.variance) + 1e-6);
+    } else if (c.v.distribution != "untruncated_normal") {
       EXPECT_LE(biggest, 2 * std::sqrt(c.variance) / 0.87962566103423978 + 1e-6);
+    }
   }
   EXPECT_THROW((layers::VarianceScaling{1.0f, "fan_sideways", "normal"}.for_kernel(in, out)),
                ValueError);
