@@ -146,5 +146,41 @@ TEST(SelectionOpsTest, ReduceFirstReplaceDimensionsAndGatherOrder) {
   EXPECT_EQ(out[1].to_floats(), xv.to_floats());  // a reshape keeps row-major order
 }
 
+TEST(SelectionOpsTest, DynamicShiftMovesEachRowByItsOffset) {
+  const Dimension b{"b", 4}, n{"n", 6};
+  const HostTensor xv = testing::random_tensor(Shape({b, n}), 9);
+  const std::vector<int32_t> offsets = {0, 1, -2, 7};
+  for (bool wrap : {false, true}) {
+    for (const char* layout : {"", "n:x", "b:x"}) {
+      SCOPED_TRACE(std::string(layout) + (wrap ? " wrap" : ""));
+      Graph g;
+      Mesh mesh(g, "mesh");
+      const Tensor x = placeholder(mesh, xv.shape(), float32, "x");
+      const Tensor off = import_host(mesh, HostTensor::from_ints(Shape({b}), offsets));
+      const Tensor y = dynamic_shift(x, off, "n", wrap);
+      const Tensor dx = gradients({reduce_sum(y * y)}, {x})[0];
+      Session s(g, mesh_config(*layout ? "x:2" : "", layout));
+      const auto out = s.run({y, dx}, {{x, xv}});
+      for (int r = 0; r < 4; ++r)
+        for (int j = 0; j < 6; ++j) {
+          int from = j - offsets[r];
+          if (wrap) from = ((from % 6) + 6) % 6;
+          const float want = from >= 0 && from < 6 ? xv.data<float>()[r * 6 + from] : 0.f;
+          EXPECT_EQ(out[0].to_floats()[r * 6 + j], want) << "row " << r << " position " << j;
+          // d/dx sum(y^2): 2 x where x lands inside, 0 where it falls off.
+          const int to = j + offsets[r];
+          const bool kept = wrap || (to >= 0 && to < 6);
+          EXPECT_FLOAT_EQ(out[1].to_floats()[r * 6 + j],
+                          kept ? 2 * xv.data<float>()[r * 6 + j] : 0.f);
+        }
+    }
+  }
+  Graph g;
+  Mesh mesh(g, "mesh");
+  const Tensor x = placeholder(mesh, xv.shape(), float32, "x");
+  EXPECT_THROW(dynamic_shift(x, constant(mesh, 1.f), "n", false), DTypeError);
+  EXPECT_THROW(dynamic_shift(x, range(mesh, n, int32), "n", false), ShapeError);
+}
+
 }  // namespace
 }  // namespace mtf

@@ -229,6 +229,12 @@ std::vector<Tensor> unstack(const Tensor& x, const DimRef& dim);
 // Shifts along dim by offset (positive moves elements to higher indices);
 // vacated positions are zero, or wrap around when wrap is true.
 Tensor shift(const Tensor& x, int64_t offset, const DimRef& dim, bool wrap);
+// Mesh TensorFlow's dynamic_shift: shift by an int32 offset that varies
+// over offset's dimensions (a subset of x's, not dim): out[..., j, ...] =
+// x[..., j - offset, ...], zeros shifted in (or wrapped around). A product
+// with a one-hot permutation over dim, as Mesh TensorFlow lowers it: any
+// layout, its gradient by the same product.
+Tensor dynamic_shift(const Tensor& x, const Tensor& offset, const DimRef& dim, bool wrap);
 
 // ---- running sums and products --------------------------------------------
 // Along dim: out[i] = x[0] + ... + x[i]; exclusive:

@@ -316,6 +316,8 @@ void bind_ops(py::module_& m) {
   m.def("unstack", &unstack, py::arg("x"), py::arg("dim"));
   m.def("shift", static_cast<Tensor (*)(const Tensor&, int64_t, const DimRef&, bool)>(&shift),
         py::arg("x"), py::arg("offset"), py::arg("dim"), py::arg("wrap"));
+  m.def("dynamic_shift", &dynamic_shift, py::arg("x"), py::arg("offset"), py::arg("dim"),
+        py::arg("wrap"), "Shift along dim by an int32 offset that varies over its dimensions.");
   m.def("cumsum", &cumsum, py::arg("x"), py::arg("dim"), py::arg("exclusive") = false,
         py::arg("reverse") = false);
   m.def("cumprod", &cumprod, py::arg("x"), py::arg("dim"), py::arg("exclusive") = false,

@@ -284,6 +284,26 @@ Tensor pad(const Tensor& x, int64_t before, int64_t after, const DimRef& dim) {
   return x.graph().add<AxisOp>(AxisOp::Kind::kPad, x, dim_name, before, after, false)->output(0);
 }
 
+Tensor dynamic_shift(const Tensor& x, const Tensor& offset, const DimRef& ref, bool wrap) {
+  const OriginScope origin = ops::made_by("dynamic_shift", x);
+  const Dimension dim = ops::dim_of("dynamic_shift", x, ref);
+  if (!offset.valid() || offset.dtype() != int32) {
+    throw DTypeError("dynamic_shift: offset must be an int32 tensor" +
+                     (offset.valid() ? ", not " + offset.describe() : std::string()));
+  }
+  if (offset.shape().contains(dim.name) || !offset.shape().is_subset_of(x.shape())) {
+    throw ShapeError("dynamic_shift: offset " + offset.describe() + " must have dimensions of x " +
+                     x.describe() + " other than " + dim.to_string());
+  }
+  const Dimension from{dim.name + "_dynamic_shift_from", dim.size};
+  const Tensor x_from = rename_dimension(x, dim.name, from.name);
+  Tensor target = range(x.mesh(), from, int32) + offset;
+  if (wrap) target = mod(target, constant(x.mesh(), static_cast<float>(dim.size), Shape(), int32));
+  // perm[from, dim] = 1 where from + offset lands on dim.
+  const Tensor perm = cast(equal(range(x.mesh(), dim, int32), target), x.dtype());
+  return einsum({x_from, perm}, x.shape());
+}
+
 Tensor shift(const Tensor& x, int64_t offset, const DimRef& dim, bool wrap) {
   const std::string name = ops::dim_of("shift", x, dim).name;
   return x.graph().add<AxisOp>(AxisOp::Kind::kShift, x, name, offset, 0, wrap)->output(0);

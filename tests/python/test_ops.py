@@ -267,3 +267,17 @@ def test_mesh_tensorflow_selections_and_call_shapes(mesh, xv):
     np.testing.assert_array_equal(mtf.Session(mesh.graph).run(g, {x: xv}), xv[[1, 0]].T)
     draws = mtf.sample_with_temperature(x, B, temperature=0.0)
     np.testing.assert_array_equal(mtf.Session(mesh.graph).run(draws, {x: xv}), last_max)
+
+
+def test_dynamic_shift(mesh, xv):
+    x = mtf.placeholder(mesh, [A, B])
+    off = mtf.constant(mesh, np.array([0, 1, -2, 5], np.int32), shape=[A], dtype=mtf.int32)
+    shifted, wrapped = evaluate([mtf.dynamic_shift(x, off, B, False),
+                                 mtf.dynamic_shift(x, off, B, wrap=True)], {x: xv})
+    for r, k in enumerate([0, 1, -2, 5]):
+        np.testing.assert_array_equal(wrapped[r], np.roll(xv[r], k))
+        want = np.zeros(6, np.float32)
+        src = np.arange(6) - k
+        ok = (src >= 0) & (src < 6)
+        want[ok] = xv[r][src[ok]]
+        np.testing.assert_array_equal(shifted[r], want)
