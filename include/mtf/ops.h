@@ -314,7 +314,8 @@ Tensor dropout(const Tensor& x, float keep_prob, uint64_t seed = 0,
 
 // ---- losses ---------------------------------------------------------------
 // Per-example -sum(targets * log_softmax(logits)) over vocab_dim, plus
-// z_loss * logsumexp(logits)^2 when z_loss > 0.
+// z_loss * logsumexp(logits)^2 when z_loss > 0. targets: probabilities of
+// logits' shape, or int32 class ids of logits' shape without vocab_dim.
 Tensor softmax_cross_entropy_with_logits(const Tensor& logits, const Tensor& targets,
                                          const DimRef& vocab_dim, float z_loss = 0.0f);
 // Elementwise -(z log sigmoid(x) + (1 - z) log(1 - sigmoid(x))) for logits x

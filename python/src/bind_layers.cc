@@ -150,10 +150,19 @@ void bind_layers(py::module_& m) {
         py::arg("ksize") = std::vector<int64_t>{2, 2});
   l.def("avg_pool3d", &layers::avg_pool3d, py::arg("x"),
         py::arg("ksize") = std::vector<int64_t>{2, 2, 2});
-  l.def("layer_norm", &layers::layer_norm, py::arg("x"), py::arg("dim"),
-        py::arg("name") = "layer_norm", py::arg("epsilon") = 1e-6f);
-  l.def("rms_norm", &layers::rms_norm, py::arg("x"), py::arg("dim"), py::arg("name") = "rms_norm",
-        py::arg("epsilon") = 1e-6f);
+  // Mesh TensorFlow's order: (x, dim, epsilon, name).
+  l.def(
+      "layer_norm",
+      [](const Tensor& x, const DimRef& dim, float epsilon, const std::string& name) {
+        return layers::layer_norm(x, dim, name, epsilon);
+      },
+      py::arg("x"), py::arg("dim"), py::arg("epsilon") = 1e-6f, py::arg("name") = "layer_norm");
+  l.def(
+      "rms_norm",
+      [](const Tensor& x, const DimRef& dim, float epsilon, const std::string& name) {
+        return layers::rms_norm(x, dim, name, epsilon);
+      },
+      py::arg("x"), py::arg("dim"), py::arg("epsilon") = 1e-6f, py::arg("name") = "rms_norm");
   l.def(
       "batch_norm",
       [](const Tensor& x, bool is_training, const py::object& reduced_dims, float momentum,
@@ -192,11 +201,24 @@ void bind_layers(py::module_& m) {
       "The table embedding() reads: [ensemble_dim,] vocab_dim, output_dim.");
   l.def(
       "dropout",
-      [](const Tensor& x, float keep_prob, const std::optional<Shape>& noise_shape) {
-        return layers::dropout_if(x, keep_prob, noise_shape ? &*noise_shape : nullptr);
+      [](const Tensor& x, const py::object& is_training_or_keep_prob,
+         std::optional<float> keep_prob, std::optional<float> rate,
+         const std::optional<Shape>& noise_shape) {
+        bool training = true;
+        if (py::isinstance<py::bool_>(is_training_or_keep_prob)) {
+          training = is_training_or_keep_prob.cast<bool>();
+        } else if (!is_training_or_keep_prob.is_none()) {
+          if (keep_prob) throw ValueError("dropout: keep_prob given twice");
+          keep_prob = is_training_or_keep_prob.cast<float>();
+        }
+        if (keep_prob && rate) throw ValueError("dropout: give keep_prob or rate, not both");
+        const float keep = keep_prob ? *keep_prob : (rate ? 1.0f - *rate : 1.0f);
+        if (!training) return x;
+        return layers::dropout_if(x, keep, noise_shape ? &*noise_shape : nullptr);
       },
-      py::arg("x"), py::arg("keep_prob") = 1.0f, py::arg("noise_shape") = py::none(),
-      "Dropout that is the identity when keep_prob is 1.");
+      py::arg("x"), py::arg("is_training") = py::none(), py::arg("keep_prob") = py::none(),
+      py::arg("rate") = py::none(), py::arg("noise_shape") = py::none(),
+      "Dropout that is the identity when keep_prob is 1 or is_training is False.");
   l.def("attention_mask_autoregressive", &layers::attention_mask_autoregressive, py::arg("mesh"),
         py::arg("query_dim"), py::arg("memory_dim"));
   l.def("attention_mask_ignore_padding", &layers::attention_mask_ignore_padding,
@@ -223,14 +245,38 @@ void bind_layers(py::module_& m) {
       "multihead_attention",
       [](const Tensor& query_antecedent, const Tensor& memory_antecedent,
          const std::optional<Tensor>& mask, const Dimension& kv_dim, const Dimension& heads_dim,
-         const Dimension& memory_length_dim, float keep_prob, const std::string& name) {
+         const py::object& is_training_or_memory_dim, float dropout,
+         const std::optional<float>& dropout_keep_prob,
+         const std::optional<Dimension>& memory_length_dim, const std::string& name) {
+        // Mesh TensorFlow's (..., kv_channels, heads, is_training=True,
+        // dropout=0.0, name=...) or ours (..., heads, memory_length_dim,
+        // dropout_keep_prob=1.0, name=...): a Dimension in sixth place is
+        // the memory length; without one it is memory_antecedent's
+        // second-to-last dimension, as Mesh TensorFlow takes it.
+        bool training = true;
+        std::optional<Dimension> mem = memory_length_dim;
+        if (py::isinstance<Dimension>(is_training_or_memory_dim)) {
+          mem = is_training_or_memory_dim.cast<Dimension>();
+        } else if (!is_training_or_memory_dim.is_none()) {
+          training = is_training_or_memory_dim.cast<bool>();
+        }
+        if (!mem) {
+          const Shape& ms = memory_antecedent.shape();
+          if (ms.ndims() < 2)
+            throw ShapeError("multihead_attention: memory_antecedent " +
+                             memory_antecedent.describe() + " has no memory length dimension");
+          mem = ms[ms.ndims() - 2];
+        }
+        float keep = dropout_keep_prob.value_or(1.0f - dropout);
+        if (!training) keep = 1.0f;
         return layers::multihead_attention(query_antecedent, memory_antecedent,
-                                           mask.value_or(Tensor()),
-                                           {heads_dim, kv_dim, memory_length_dim}, name, keep_prob);
+                                           mask.value_or(Tensor()), {heads_dim, kv_dim, *mem}, name,
+                                           keep);
       },
       py::arg("query_antecedent"), py::arg("memory_antecedent"), py::arg("mask"),
-      py::arg("kv_channels"), py::arg("heads"), py::arg("memory_length_dim"),
-      py::arg("dropout_keep_prob") = 1.0f, py::arg("name") = "multihead_attention");
+      py::arg("kv_channels"), py::arg("heads"), py::arg("is_training") = py::none(),
+      py::arg("dropout") = 0.0f, py::arg("dropout_keep_prob") = py::none(),
+      py::arg("memory_length_dim") = py::none(), py::arg("name") = "multihead_attention");
   l.def("dense_relu_dense", &layers::dense_relu_dense, py::arg("x"), py::arg("hidden_channels"),
         py::arg("name") = "dense_relu_dense", py::arg("dropout_keep_prob") = 1.0f);
   l.def(

@@ -357,15 +357,29 @@ void bind_ops(py::module_& m) {
         py::arg("stddev") = 1.0f, py::arg("seed") = 0);
   m.def(
       "dropout",
-      [](const Tensor& x, std::optional<float> keep_prob, std::optional<float> rate,
-         const OptShape& noise_shape, uint64_t seed) {
+      [](const Tensor& x, const py::object& is_training_or_keep_prob,
+         std::optional<float> keep_prob, std::optional<float> rate, const OptShape& noise_shape,
+         uint64_t seed, const std::string&) {
+        // Mesh TensorFlow's dropout(x, is_training, keep_prob=None, rate=None)
+        // and ours, dropout(x, keep_prob): a bool second argument is is_training.
+        bool training = true;
+        if (py::isinstance<py::bool_>(is_training_or_keep_prob)) {
+          training = is_training_or_keep_prob.cast<bool>();
+        } else if (!is_training_or_keep_prob.is_none()) {
+          if (keep_prob) throw ValueError("dropout: keep_prob given twice");
+          keep_prob = is_training_or_keep_prob.cast<float>();
+        }
         if (keep_prob.has_value() == rate.has_value()) {
           throw ValueError("dropout: give exactly one of keep_prob and rate");
         }
+        if (!training) return x;
         return dropout(x, keep_prob ? *keep_prob : 1.0f - *rate, seed, ptr(noise_shape));
       },
-      py::arg("x"), py::arg("keep_prob") = py::none(), py::kw_only(), py::arg("rate") = py::none(),
-      py::arg("noise_shape") = py::none(), py::arg("seed") = 0);
+      py::arg("x"), py::arg("is_training") = py::none(), py::arg("keep_prob") = py::none(),
+      py::arg("rate") = py::none(), py::arg("noise_shape") = py::none(), py::arg("seed") = 0,
+      py::arg("name") = "",
+      "dropout(x, is_training, keep_prob=None, rate=None) as Mesh TensorFlow, or dropout(x, "
+      "keep_prob); identity when is_training is False.");
 
   // ---- losses
   m.def("softmax_cross_entropy_with_logits", &softmax_cross_entropy_with_logits, py::arg("logits"),

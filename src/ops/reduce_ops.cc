@@ -239,6 +239,19 @@ Tensor softmax_cross_entropy_with_logits(const Tensor& logits, const Tensor& tar
   const OriginScope origin = ops::made_by("softmax_cross_entropy_with_logits", logits);
   ops::require_float("softmax_cross_entropy_with_logits", logits);
   ops::check_consistent_sizes("softmax_cross_entropy_with_logits", {logits, targets});
+  if (targets.valid() && targets.dtype() == int32) {
+    // Class ids (Mesh TensorFlow takes them too): their one-hot rows.
+    const Dimension vocab = ops::dim_of("softmax_cross_entropy_with_logits", logits, vocab_ref);
+    if (!targets.shape().same_dims_as(logits.shape().minus(Shape({vocab})))) {
+      throw ShapeError("softmax_cross_entropy_with_logits: int32 targets " + targets.describe() +
+                       " must have the dimensions of logits " + logits.describe() + " without " +
+                       vocab.to_string() +
+                       " (class ids), or logits' own "
+                       "(probabilities)");
+    }
+    return softmax_cross_entropy_with_logits(logits, one_hot(targets, vocab, 1.0f, 0.0f, float32),
+                                             vocab_ref, z_loss);
+  }
   if (logits.dtype() == bfloat16) {
     const Tensor t = targets.dtype() == bfloat16 ? cast(targets, float32) : targets;
     return ops::in_float32(logits, [&](const Tensor& f) {

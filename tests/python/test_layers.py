@@ -155,3 +155,36 @@ def test_embedding_takes_mesh_tensorflows_argument_order():
     w = mtf.layers.embedding_weights(mesh, vocab, model, vd, "emb")
     table, got = mtf.Session(graph).run([w, y])
     np.testing.assert_array_equal(got, table[[4, 0, 2, 4]])
+
+
+def test_mesh_tensorflow_call_shapes_of_dropout_norms_attention_and_loss():
+    graph = mtf.Graph()
+    mesh = mtf.Mesh(graph, "mesh")
+    rng = np.random.default_rng(4)
+    xv = rng.standard_normal((4, 6, 8)).astype(np.float32)
+    x = mtf.placeholder(mesh, [BATCH, LEN, MODEL])
+    off = mtf.dropout(x, False, rate=0.5)
+    on = mtf.dropout(x, True, keep_prob=0.5)
+    layer_off = mtf.layers.dropout(x, False, rate=0.9)
+    ln = mtf.layers.layer_norm(x, MODEL, 1e-5, "ln")
+    kv, heads = mtf.Dimension("d_kv", 2), mtf.Dimension("heads", 2)
+    mem = mtf.rename_dimension(x, "length", "memory_length")
+    att = mtf.layers.multihead_attention(x, mem, None, kv, heads, True, 0.0, name="att")
+    vocab = mtf.Dimension("vocab", 8)
+    ids = mtf.constant(mesh, rng.integers(0, 8, (4, 6)).astype(np.int32), shape=[BATCH, LEN],
+                       dtype=mtf.int32)
+    logits = mtf.rename_dimension(x, "d_model", "vocab")
+    by_ids = mtf.softmax_cross_entropy_with_logits(logits, ids, vocab)
+    by_rows = mtf.softmax_cross_entropy_with_logits(logits, mtf.one_hot(ids, vocab), vocab)
+    got = mtf.Session(graph).run([off, on, layer_off, ln, att, by_ids, by_rows], {x: xv})
+    np.testing.assert_array_equal(got[0], xv)
+    np.testing.assert_array_equal(got[2], xv)
+    kept = got[1] != 0
+    np.testing.assert_allclose(got[1][kept], 2 * xv[kept], rtol=1e-6)
+    assert 0.3 < kept.mean() < 0.7
+    mean, var = xv.mean(-1, keepdims=True), xv.var(-1, keepdims=True)
+    np.testing.assert_allclose(got[3], (xv - mean) / np.sqrt(var + 1e-5), rtol=1e-4, atol=1e-5)
+    assert got[4].shape == (4, 6, 8)
+    np.testing.assert_allclose(got[5], got[6], rtol=1e-6)
+    with pytest.raises(mtf.ShapeError, match="class ids"):
+        mtf.softmax_cross_entropy_with_logits(logits, mtf.cast(logits, mtf.int32), vocab)
