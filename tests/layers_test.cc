@@ -307,6 +307,50 @@ TEST(LayersTest, EmbeddingWithAnEnsembleDimensionAndItsWeights) {
                ShapeError);
 }
 
+TEST(LayersTest, SeparableConv1dMatchesItsDefinition) {
+  const Dimension len{"length", 5}, depth{"depth", 3}, out{"out", 2};
+  Graph g;
+  Mesh mesh(g, "m");
+  const HostTensor xv = random_tensor(Shape({kBatch, len, depth}), 11);
+  const Tensor x = import_host(mesh, xv);
+  std::vector<HostTensor> wv;
+  std::vector<Tensor> w;
+  for (int k = 0; k < 3; ++k) {
+    wv.push_back(random_tensor(Shape({depth}), 20 + k));
+    w.push_back(import_host(mesh, wv.back()));
+  }
+  const Tensor y = layers::separable_conv1d(x, out, -1, 1, "sep", 1.0f, 1.0f, true, w);
+  EXPECT_EQ(y.shape(), Shape({kBatch, len, out}));
+  const Tensor own = layers::separable_conv1d(x, out, 0, 2, "own");
+  Session s(g, testing::mesh_config("x:2", "batch:x"));
+  s.set_variable_value("sep/depthwise_dense_0/bias", random_tensor(Shape({depth}), 30));
+  const auto b0 = s.variable_value("sep/depthwise_dense_0/bias").to_floats();
+  const auto pw = s.variable_value("sep/pointwise_dense/kernel").to_floats();  // [depth, out]
+  const auto pb = s.variable_value("sep/pointwise_dense/bias").to_floats();
+  const auto got = s.run(y).to_floats();
+  const auto xs = xv.to_floats();
+  for (int b = 0; b < kBatch.size; ++b)
+    for (int i = 0; i < 5; ++i)
+      for (int o = 0; o < 2; ++o) {
+        double acc = pb[o];
+        for (int c = 0; c < 3; ++c) {
+          double dw = b0[c];
+          for (int k = 0; k < 3; ++k) {
+            const int at = i + (k - 1);
+            if (at >= 0 && at < 5) dw += wv[k].to_floats()[c] * xs[(b * 5 + at) * 3 + c];
+          }
+          acc += dw * pw[c * 2 + o];
+        }
+        EXPECT_NEAR(got[(b * 5 + i) * 2 + o], acc, 1e-5);
+      }
+  for (int k = 0; k < 3; ++k)
+    EXPECT_EQ(s.variable_value("own/depthwise_dense_" + std::to_string(k) + "/kernel").shape(),
+              Shape({depth}));
+  EXPECT_THROW(layers::separable_conv1d(x, out, 1, 0, "bad"), ValueError);
+  EXPECT_THROW(layers::separable_conv1d(x, out, -1, 1, "bad2", 1.0f, 1.0f, true, {w[0]}),
+               ValueError);
+}
+
 TEST(LayersTest, AutoregressiveMask) {
   Graph g;
   Mesh mesh(g, "m");

@@ -110,6 +110,18 @@ Tensor conv(const Tensor& x, const Dimension& output_dim, const std::vector<int6
             const std::string& name, const ConvOptions& options = {});
 Tensor conv1d(const Tensor& x, const Dimension& output_dim, int64_t filter_size,
               const std::string& name, const ConvOptions& options = {});
+// Mesh TensorFlow's separable_conv1d over x [..., length, depth] (its last
+// two dimensions): a depthwise filter over relative positions
+// min_relative_pos..max_relative_pos (out[i] = sum_r w_r[depth] *
+// x[i + r], zeros beyond the ends; "<name>/depthwise_dense_<k>/kernel",
+// bias on the first only), then a pointwise dense to output_dim
+// ("<name>/pointwise_dense"). Initializers: VarianceScaling with
+// depthwise_scale / filter width and pointwise_scale. kernel_depth_weights:
+// one [depth] tensor per relative position, used instead of variables.
+Tensor separable_conv1d(const Tensor& x, const Dimension& output_dim, int min_relative_pos = -1,
+                        int max_relative_pos = 1, const std::string& name = "separable_conv1d",
+                        float depthwise_scale = 1.0f, float pointwise_scale = 1.0f,
+                        bool use_bias = true, const std::vector<Tensor>& kernel_depth_weights = {});
 Tensor conv2d(const Tensor& x, const Dimension& output_dim, const std::vector<int64_t>& filter_size,
               const std::string& name, const ConvOptions& options = {});
 Tensor conv3d(const Tensor& x, const Dimension& output_dim, const std::vector<int64_t>& filter_size,

@@ -122,6 +122,20 @@ void bind_layers(py::module_& m) {
       "einsum(x, kernel[expert_dims + reduced_dims + new_dims]) + bias; reduced_dims default: "
       "x's last. kernel_initializer: an Initializer or a VarianceScalingInitializer; "
       "kernel_weights: use this tensor as the kernel.");
+  l.def(
+      "separable_conv1d",
+      [](const Tensor& x, const Dimension& output_dim, int min_relative_pos, int max_relative_pos,
+         float depthwise_scale, float pointwise_scale, const std::string& name, bool use_bias,
+         const std::vector<Tensor>& kernel_depth_weights) {
+        return layers::separable_conv1d(x, output_dim, min_relative_pos, max_relative_pos, name,
+                                        depthwise_scale, pointwise_scale, use_bias,
+                                        kernel_depth_weights);
+      },
+      py::arg("x"), py::arg("output_dim"), py::arg("min_relative_pos") = -1,
+      py::arg("max_relative_pos") = 1, py::arg("depthwise_filter_initializer_scale") = 1.0f,
+      py::arg("pointwise_filter_initializer_scale") = 1.0f, py::arg("name") = "separable_conv1d",
+      py::arg("use_bias") = true, py::arg("kernel_depth_weights") = std::vector<Tensor>{},
+      "Mesh TensorFlow's separable_conv1d over x's last two dimensions (length, depth).");
   conv_layer(l, "conv", &layers::conv);
   conv_layer(l, "conv2d", &layers::conv2d);
   conv_layer(l, "conv3d", &layers::conv3d);

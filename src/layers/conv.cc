@@ -124,4 +124,51 @@ Tensor avg_pool3d(const Tensor& x, const std::vector<int64_t>& ksize) {
   return avg_pool(x, ksize, ksize, "VALID");
 }
 
+Tensor separable_conv1d(const Tensor& x, const Dimension& output_dim, int min_relative_pos,
+                        int max_relative_pos, const std::string& name, float depthwise_scale,
+                        float pointwise_scale, bool use_bias,
+                        const std::vector<Tensor>& kernel_depth_weights) {
+  const OriginScope origin = ops::made_by("layers::separable_conv1d \"" + name + "\"", x);
+  if (x.shape().ndims() < 2) {
+    throw ShapeError("separable_conv1d \"" + name + "\": x " + x.describe() +
+                     " needs [..., length, depth] dimensions");
+  }
+  if (max_relative_pos < min_relative_pos) {
+    throw ValueError(detail::str_cat("separable_conv1d \"", name, "\": max_relative_pos ",
+                                     max_relative_pos, " is below min_relative_pos ",
+                                     min_relative_pos));
+  }
+  const Dimension depth = x.shape()[x.shape().ndims() - 1];
+  const Dimension length = x.shape()[x.shape().ndims() - 2];
+  const int width = max_relative_pos - min_relative_pos + 1;
+  if (!kernel_depth_weights.empty() && static_cast<int>(kernel_depth_weights.size()) != width) {
+    throw ValueError(detail::str_cat("separable_conv1d \"", name,
+                                     "\": ", kernel_depth_weights.size(),
+                                     " kernel_depth_weights for a ", width, "-wide filter"));
+  }
+  const VariableDType vd = variable_dtype_for(x);
+  const Initializer depthwise_init = VarianceScaling{depthwise_scale / width}.for_kernel({}, {});
+  Tensor sum;
+  for (int k = 0; k < width; ++k) {
+    const std::string part = name + "/depthwise_dense_" + std::to_string(k);
+    Tensor w = kernel_depth_weights.empty() ? Tensor() : kernel_depth_weights[k];
+    if (w.valid() && w.shape() != Shape({depth})) {
+      throw ShapeError("separable_conv1d \"" + name + "\": kernel_depth_weights[" +
+                       std::to_string(k) + "] " + w.describe() + " must be " +
+                       Shape({depth}).to_string());
+    }
+    if (!w.valid())
+      w = get_or_create_variable(x.mesh(), part + "/kernel", Shape({depth}), depthwise_init, vd);
+    Tensor term = shift(x, -(min_relative_pos + k), length, false) * w;
+    if (use_bias && k == 0)
+      term = term + get_or_create_variable(x.mesh(), part + "/bias", Shape({depth}),
+                                           Initializer::zeros(), vd);
+    sum = sum.valid() ? sum + term : term;
+  }
+  DenseOptions pointwise;
+  pointwise.use_bias = use_bias;
+  pointwise.variance_scaling_options = VarianceScaling{pointwise_scale};
+  return dense(sum, {output_dim}, {depth}, name + "/pointwise_dense", pointwise);
+}
+
 }  // namespace mtf::layers

@@ -188,3 +188,21 @@ def test_mesh_tensorflow_call_shapes_of_dropout_norms_attention_and_loss():
     np.testing.assert_allclose(got[5], got[6], rtol=1e-6)
     with pytest.raises(mtf.ShapeError, match="class ids"):
         mtf.softmax_cross_entropy_with_logits(logits, mtf.cast(logits, mtf.int32), vocab)
+
+
+def test_separable_conv1d():
+    graph = mtf.Graph()
+    mesh = mtf.Mesh(graph, "mesh")
+    length, depth, out = mtf.Dimension("length", 5), mtf.Dimension("depth", 3), mtf.Dimension("out", 2)
+    rng = np.random.default_rng(5)
+    xv = rng.standard_normal((4, 5, 3)).astype(np.float32)
+    x = mtf.placeholder(mesh, [BATCH, length, depth])
+    ws = [rng.standard_normal(3).astype(np.float32) for _ in range(2)]
+    w = [mtf.constant(mesh, v, shape=[depth]) for v in ws]
+    y = mtf.layers.separable_conv1d(x, out, 0, 1, name="sep", use_bias=False,
+                                    kernel_depth_weights=w)
+    session = mtf.Session(graph, mesh_shape="r:2", layout="batch:r")
+    pw = session.variable_value("sep/pointwise_dense/kernel")
+    shifted = np.concatenate([xv[:, 1:], np.zeros((4, 1, 3), np.float32)], axis=1)
+    want = np.einsum("blc,co->blo", xv * ws[0] + shifted * ws[1], pw)
+    np.testing.assert_allclose(session.run(y, {x: xv}), want, rtol=1e-5, atol=1e-5)
