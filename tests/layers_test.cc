@@ -322,6 +322,7 @@ TEST(LayersTest, SeparableConv1dMatchesItsDefinition) {
   const Tensor y = layers::separable_conv1d(x, out, -1, 1, "sep", 1.0f, 1.0f, true, w);
   EXPECT_EQ(y.shape(), Shape({kBatch, len, out}));
   const Tensor own = layers::separable_conv1d(x, out, 0, 2, "own");
+  EXPECT_EQ(own.shape(), y.shape());
   Session s(g, testing::mesh_config("x:2", "batch:x"));
   s.set_variable_value("sep/depthwise_dense_0/bias", random_tensor(Shape({depth}), 30));
   const auto b0 = s.variable_value("sep/depthwise_dense_0/bias").to_floats();
