@@ -51,10 +51,7 @@ void conv_layer(py::module_& l, const char* name, ConvLayer f) {
       py::arg("name") = name);
 }
 
-}  // namespace
-
-void bind_layers(py::module_& m) {
-  py::module_ l = m.def_submodule("layers", "Layers (Mesh TensorFlow's layers.py).");
+void bind_variables_and_dense(py::module_& l) {
   l.def(
       "get_or_create_variable",
       [](const Mesh& mesh, const std::string& name, const Shape& shape, Initializer initializer,
@@ -136,6 +133,9 @@ void bind_layers(py::module_& m) {
       py::arg("pointwise_filter_initializer_scale") = 1.0f, py::arg("name") = "separable_conv1d",
       py::arg("use_bias") = true, py::arg("kernel_depth_weights") = std::vector<Tensor>{},
       "Mesh TensorFlow's separable_conv1d over x's last two dimensions (length, depth).");
+}
+
+void bind_convolutions_and_norms(py::module_& l) {
   conv_layer(l, "conv", &layers::conv);
   conv_layer(l, "conv2d", &layers::conv2d);
   conv_layer(l, "conv3d", &layers::conv3d);
@@ -188,6 +188,9 @@ void bind_layers(py::module_& m) {
       py::arg("x"), py::arg("is_training"), py::arg("reduced_dims"), py::arg("momentum") = 0.99f,
       py::arg("epsilon") = 1e-3f, py::arg("init_zero") = false, py::arg("name") = "batch_norm",
       "(output, update ops): run the updates with the training step.");
+}
+
+void bind_embedding_and_dropout(py::module_& l) {
   l.def(
       "embedding",
       [](const Tensor& ids, const Dimension& vocab_dim, const Dimension& output_dim,
@@ -233,6 +236,9 @@ void bind_layers(py::module_& m) {
       py::arg("x"), py::arg("is_training") = py::none(), py::arg("keep_prob") = py::none(),
       py::arg("rate") = py::none(), py::arg("noise_shape") = py::none(),
       "Dropout that is the identity when keep_prob is 1 or is_training is False.");
+}
+
+void bind_attention_and_losses(py::module_& l) {
   l.def("attention_mask_autoregressive", &layers::attention_mask_autoregressive, py::arg("mesh"),
         py::arg("query_dim"), py::arg("memory_dim"));
   l.def("attention_mask_ignore_padding", &layers::attention_mask_ignore_padding,
@@ -313,6 +319,16 @@ void bind_layers(py::module_& m) {
   l.def("softmax_cross_entropy_mean", &layers::softmax_cross_entropy_mean, py::arg("logits"),
         py::arg("targets"), py::arg("vocab_dim"), py::arg("z_loss") = 0.0f,
         "Mean cross-entropy of logits against int32 targets.");
+}
+
+}  // namespace
+
+void bind_layers(py::module_& m) {
+  py::module_ l = m.def_submodule("layers", "Layers (Mesh TensorFlow's layers.py).");
+  bind_variables_and_dense(l);
+  bind_convolutions_and_norms(l);
+  bind_embedding_and_dropout(l);
+  bind_attention_and_losses(l);
 }
 
 }  // namespace mtf::python

@@ -75,9 +75,7 @@ void comparison(py::module_& m, const char* name) {
   m.def(name, F, py::arg("x1"), py::arg("x2"), "1 where true, 0 where false (int32).");
 }
 
-}  // namespace
-
-void bind_ops(py::module_& m) {
+void bind_creation_and_unary(py::module_& m) {
   // ---- creation
   m.def(
       "constant",
@@ -141,7 +139,9 @@ void bind_ops(py::module_& m) {
       "to_float", [](const Tensor& x) { return cast(x, float32); }, py::arg("x"));
   m.def(
       "to_int32", [](const Tensor& x) { return cast(x, int32); }, py::arg("x"));
+}
 
+void bind_binary_and_einsum(py::module_& m) {
   // ---- elementwise binary
   broadcasting<&mtf::add>(m, "add");
   broadcasting<&mtf::subtract>(m, "subtract");
@@ -185,7 +185,9 @@ void bind_ops(py::module_& m) {
         return matmul(a, b, ptr(output_shape));
       },
       py::arg("a"), py::arg("b"), py::arg("output_shape") = py::none());
+}
 
+void bind_reductions(py::module_& m) {
   // ---- reductions
   auto reduction = [&](const char* name, Tensor (*f)(const Tensor&, const ReduceSpec&)) {
     m.def(
@@ -284,7 +286,9 @@ void bind_ops(py::module_& m) {
         return reshape(idx, x.shape().minus(Shape({reduced_dim.in(x.shape(), "argmax", "x")})));
       },
       py::arg("x"), py::arg("reduced_dim"), "Index of the largest value along reduced_dim.");
+}
 
+void bind_layout_indices_randomness(py::module_& m) {
   // ---- layout of a tensor
   m.def("reshape", &reshape, py::arg("x"), py::arg("new_shape"), py::arg("name") = "");
   m.def("rename_dimension", &rename_dimension, py::arg("x"), py::arg("old_name"),
@@ -384,6 +388,15 @@ void bind_ops(py::module_& m) {
   // ---- losses
   m.def("softmax_cross_entropy_with_logits", &softmax_cross_entropy_with_logits, py::arg("logits"),
         py::arg("targets"), py::arg("vocab_dim"), py::arg("z_loss") = 0.0f);
+}
+
+}  // namespace
+
+void bind_ops(py::module_& m) {
+  bind_creation_and_unary(m);
+  bind_binary_and_einsum(m);
+  bind_reductions(m);
+  bind_layout_indices_randomness(m);
 }
 
 }  // namespace mtf::python
