@@ -182,5 +182,34 @@ TEST(SelectionOpsTest, DynamicShiftMovesEachRowByItsOffset) {
   EXPECT_THROW(dynamic_shift(x, range(mesh, n, int32), "n", false), ShapeError);
 }
 
+TEST(SelectionOpsTest, LogicalOpsAndAllAnyOnEveryLayout) {
+  const Dimension r{"r", 4}, c{"c", 4};
+  // Rows: all true, one false, all false, true with NaN and negatives.
+  const std::vector<float> av = {1, 2, 3, 4, 1, 0, 1, 1, 0, 0, 0, 0, NAN, -1, 0.5f, -0.0f};
+  const std::vector<int32_t> bv = {1, 0, 1, 0, 7, 7, 0, 0, 1, 1, 1, 1, 0, 0, 0, 0};
+  for (const char* layout : {"", "c:x", "r:x;c:y"}) {
+    SCOPED_TRACE(layout);
+    Graph g;
+    Mesh mesh(g, "mesh");
+    const Tensor a = import_host(mesh, HostTensor::from_floats(Shape({r, c}), av));
+    const Tensor b = import_host(mesh, HostTensor::from_ints(Shape({r, c}), bv));
+    const std::vector<Tensor> outs = {logical_not(a),     logical_and(a, b),
+                                      logical_or(a, b),   reduce_all(a, "c"),
+                                      reduce_any(a, "c"), reduce_any(b, Shape())};
+    Session s(g, mesh_config(*layout ? "x:2;y:2" : "", layout));
+    const auto got = s.run(outs);
+    for (const HostTensor& t : got) EXPECT_EQ(t.dtype(), int32);
+    for (int i = 0; i < 16; ++i) {
+      const bool x = av[i] != 0 || av[i] != av[i], y = bv[i] != 0;
+      EXPECT_EQ(got[0].to_ints()[i], !x) << i;
+      EXPECT_EQ(got[1].to_ints()[i], x && y) << i;
+      EXPECT_EQ(got[2].to_ints()[i], x || y) << i;
+    }
+    EXPECT_EQ(got[3].to_ints(), (std::vector<int32_t>{1, 0, 0, 0}));
+    EXPECT_EQ(got[4].to_ints(), (std::vector<int32_t>{1, 1, 0, 1}));
+    EXPECT_EQ(got[5].to_ints(), (std::vector<int32_t>{1}));
+  }
+}
+
 }  // namespace
 }  // namespace mtf

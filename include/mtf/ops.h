@@ -85,6 +85,11 @@ Tensor greater(const Tensor& a, const Tensor& b);
 Tensor greater_equal(const Tensor& a, const Tensor& b);
 Tensor equal(const Tensor& a, const Tensor& b);
 Tensor not_equal(const Tensor& a, const Tensor& b);
+// Truth values as comparisons give them (int32 1 / 0; any nonzero input
+// counts as true): Mesh TensorFlow's logical ops, from comparisons.
+Tensor logical_not(const Tensor& x);
+Tensor logical_and(const Tensor& a, const Tensor& b);
+Tensor logical_or(const Tensor& a, const Tensor& b);
 // cond ? x : y, broadcast over all three.
 Tensor where(const Tensor& cond, const Tensor& x, const Tensor& y);
 // Sum of tensors (broadcast by name).
@@ -153,6 +158,11 @@ Tensor reduce_max(const Tensor& x);
 Tensor reduce_min(const Tensor& x, const ReduceSpec& spec);
 Tensor reduce_min(const Tensor& x);
 Tensor reduce_logsumexp(const Tensor& x, const ReduceSpec& spec);
+// Mesh TensorFlow's reduce_all / reduce_any: 1 where every / some input
+// over the reduced dimensions is nonzero, else 0 (int32, as comparisons);
+// min / max reductions, so a split reduced dimension costs one allreduce.
+Tensor reduce_all(const Tensor& x, const ReduceSpec& spec);
+Tensor reduce_any(const Tensor& x, const ReduceSpec& spec);
 // sqrt(sum of the squares of every element of every tensor), a float32
 // scalar (invalid tensors are skipped): the global norm gradient clipping
 // uses. The tensors may lie in any layouts; it costs one allreduce of a

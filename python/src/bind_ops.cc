@@ -161,6 +161,11 @@ void bind_binary_and_einsum(py::module_& m) {
   comparison<&mtf::greater_equal>(m, "greater_equal");
   comparison<&mtf::equal>(m, "equal");
   comparison<&mtf::not_equal>(m, "not_equal");
+  m.def("logical_not", &logical_not, py::arg("x"), "1 where x is 0, else 0 (int32).");
+  m.def("logical_and", &logical_and, py::arg("x1"), py::arg("x2"),
+        "1 where both are nonzero, else 0 (int32).");
+  m.def("logical_or", &logical_or, py::arg("x1"), py::arg("x2"),
+        "1 where either is nonzero, else 0 (int32).");
   m.def("where", &where, py::arg("condition"), py::arg("x"), py::arg("y"));
   m.def("add_n", &add_n, py::arg("xs"));
   m.def("broadcast", static_cast<Tensor (*)(const Tensor&, const Shape&)>(&broadcast), py::arg("x"),
@@ -204,6 +209,8 @@ void bind_reductions(py::module_& m) {
   reduction("reduce_mean", static_cast<Tensor (*)(const Tensor&, const ReduceSpec&)>(&reduce_mean));
   reduction("reduce_max", static_cast<Tensor (*)(const Tensor&, const ReduceSpec&)>(&reduce_max));
   reduction("reduce_min", static_cast<Tensor (*)(const Tensor&, const ReduceSpec&)>(&reduce_min));
+  reduction("reduce_all", &reduce_all);
+  reduction("reduce_any", &reduce_any);
   m.def(
       "reduce_logsumexp",
       [](const Tensor& x, const std::optional<DimRef>& reduced_dim, const py::object& extra_logit,

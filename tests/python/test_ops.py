@@ -281,3 +281,18 @@ def test_dynamic_shift(mesh, xv):
         ok = (src >= 0) & (src < 6)
         want[ok] = xv[r][src[ok]]
         np.testing.assert_array_equal(shifted[r], want)
+
+
+def test_logical_ops_and_all_any(mesh, xv):
+    x = mtf.placeholder(mesh, [A, B])
+    pos = mtf.greater(x, 0.0)
+    got = evaluate([mtf.logical_not(pos), mtf.logical_and(pos, x), mtf.logical_or(pos, x * 0.0),
+                    mtf.reduce_all(pos, reduced_dim=B), mtf.reduce_any(pos, reduced_dim=B),
+                    mtf.reduce_all(x)], {x: xv})
+    p = xv > 0
+    np.testing.assert_array_equal(got[0], ~p)
+    np.testing.assert_array_equal(got[1], p & (xv != 0))
+    np.testing.assert_array_equal(got[2], p)
+    np.testing.assert_array_equal(got[3], p.all(axis=1))
+    np.testing.assert_array_equal(got[4], p.any(axis=1))
+    assert got[5] == (xv != 0).all()
