@@ -72,7 +72,18 @@ void broadcasting(py::module_& m, const char* name) {
 
 template <Tensor (*F)(const Tensor&, const Tensor&)>
 void comparison(py::module_& m, const char* name) {
-  m.def(name, F, py::arg("x1"), py::arg("x2"), "1 where true, 0 where false (int32).");
+  // Either side may be a Python number (a scalar of the other's dtype), as
+  // in Mesh TensorFlow.
+  m.def(
+      name,
+      [](const py::object& a, const py::object& b) {
+        if (!py::isinstance<PyTensor>(a) && !py::isinstance<PyTensor>(b))
+          throw ValueError("comparison: at least one of x1 and x2 must be an mtf.Tensor");
+        const Tensor& t =
+            py::isinstance<PyTensor>(a) ? a.cast<PyTensor>().tensor : b.cast<PyTensor>().tensor;
+        return F(scalar_or_tensor(t, a), scalar_or_tensor(t, b));
+      },
+      py::arg("x1"), py::arg("x2"), "1 where true, 0 where false (int32).");
 }
 
 void bind_creation_and_unary(py::module_& m) {

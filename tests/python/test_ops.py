@@ -296,3 +296,13 @@ def test_logical_ops_and_all_any(mesh, xv):
     np.testing.assert_array_equal(got[3], p.all(axis=1))
     np.testing.assert_array_equal(got[4], p.any(axis=1))
     assert got[5] == (xv != 0).all()
+
+
+def test_comparisons_take_python_numbers_on_either_side(mesh, xv):
+    x = mtf.placeholder(mesh, [A, B])
+    got = evaluate([mtf.greater(x, 0.5), mtf.less(0.5, x), mtf.equal(x * 0.0, 0)], {x: xv})
+    np.testing.assert_array_equal(got[0], xv > 0.5)
+    np.testing.assert_array_equal(got[1], xv > 0.5)
+    assert got[2].all()
+    with pytest.raises(mtf.ValueError, match="at least one"):
+        mtf.greater(1.0, 2.0)
