@@ -238,6 +238,9 @@ void bind_reductions(py::module_& m) {
       "of that value counted in the sum.");
   m.def("global_norm", &global_norm, py::arg("tensors"),
         "sqrt of the sum of squares of every element of every tensor (one allreduce).");
+}
+
+void bind_softmax_and_selections(py::module_& m) {
   m.def(
       "softmax",
       [](const Tensor& x, const DimRef& d, const py::object& extra_logit, const std::string&) {
@@ -414,6 +417,7 @@ void bind_ops(py::module_& m) {
   bind_creation_and_unary(m);
   bind_binary_and_einsum(m);
   bind_reductions(m);
+  bind_softmax_and_selections(m);
   bind_layout_indices_randomness(m);
 }
 
