@@ -43,7 +43,14 @@ InterruptibleCall::~InterruptibleCall() { restore(); }
 
 void InterruptibleCall::finish() {
   restore();
-  check_interrupt("the call");
+  // The call completed (a run committed its step): a Ctrl-C that came too
+  // late to stop it goes to Python as an ordinary pending KeyboardInterrupt,
+  // raised between the statements that follow — not as an exception from
+  // this call, whose message would say that nothing was changed.
+  if (interrupt_requested()) {
+    clear_interrupt();
+    PyErr_SetInterrupt();
+  }
 }
 
 }  // namespace mtf::python

@@ -4,8 +4,9 @@
 // While an InterruptibleCall lives, SIGINT (on the main thread's process)
 // calls mtf::request_interrupt() instead of Python's handler, so a run stops
 // at its next step and throws InterruptedError, which the module turns into
-// KeyboardInterrupt. finish() (call it once the C++ call has returned)
-// raises KeyboardInterrupt for a Ctrl-C that came too late to stop the call.
+// KeyboardInterrupt. finish() (call it once the C++ call has returned):
+// a Ctrl-C that came too late to stop the call becomes Python's pending
+// KeyboardInterrupt, raised after the call, whose result stands.
 #pragma once
 
 #include <csignal>
@@ -20,7 +21,8 @@ class InterruptibleCall {
   ~InterruptibleCall();
   InterruptibleCall(const InterruptibleCall&) = delete;
   InterruptibleCall& operator=(const InterruptibleCall&) = delete;
-  // Throws KeyboardInterrupt (through InterruptedError) when Ctrl-C came.
+  // Restores Python's handler and the GIL; a late Ctrl-C is left pending
+  // for Python (PyErr_SetInterrupt).
   void finish();
 
  private:
