@@ -45,16 +45,14 @@ template <typename F>
 py::object binary(const PyTensor& a, const py::object& b, F f) {
   if (py::isinstance<PyTensor>(b)) return py::cast(wrap(f(a.tensor, b.cast<PyTensor>().tensor)));
   if (py::isinstance<py::float_>(b) || py::isinstance<py::int_>(b)) {
-    return py::cast(
-        wrap(f(a.tensor, constant(a.tensor.mesh(), b.cast<float>(), Shape(), a.tensor.dtype()))));
+    return py::cast(wrap(f(a.tensor, scalar_or_tensor(a.tensor, b))));
   }
   return py::reinterpret_borrow<py::object>(py::handle(Py_NotImplemented));
 }
 template <typename F>
 py::object reflected(const PyTensor& a, const py::object& b, F f) {
   if (py::isinstance<py::float_>(b) || py::isinstance<py::int_>(b)) {
-    return py::cast(
-        wrap(f(constant(a.tensor.mesh(), b.cast<float>(), Shape(), a.tensor.dtype()), a.tensor)));
+    return py::cast(wrap(f(scalar_or_tensor(a.tensor, b), a.tensor)));
   }
   return py::reinterpret_borrow<py::object>(py::handle(Py_NotImplemented));
 }

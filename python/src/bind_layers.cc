@@ -221,17 +221,9 @@ void bind_embedding_and_dropout(py::module_& l) {
       [](const Tensor& x, const py::object& is_training_or_keep_prob,
          std::optional<float> keep_prob, std::optional<float> rate,
          const std::optional<Shape>& noise_shape) {
-        bool training = true;
-        if (py::isinstance<py::bool_>(is_training_or_keep_prob)) {
-          training = is_training_or_keep_prob.cast<bool>();
-        } else if (!is_training_or_keep_prob.is_none()) {
-          if (keep_prob) throw ValueError("dropout: keep_prob given twice");
-          keep_prob = is_training_or_keep_prob.cast<float>();
-        }
-        if (keep_prob && rate) throw ValueError("dropout: give keep_prob or rate, not both");
-        const float keep = keep_prob ? *keep_prob : (rate ? 1.0f - *rate : 1.0f);
-        if (!training) return x;
-        return layers::dropout_if(x, keep, noise_shape ? &*noise_shape : nullptr);
+        const DropoutArgs d = dropout_args(is_training_or_keep_prob, keep_prob, rate);
+        if (!d.training) return x;
+        return layers::dropout_if(x, d.keep.value_or(1.0f), noise_shape ? &*noise_shape : nullptr);
       },
       py::arg("x"), py::arg("is_training") = py::none(), py::arg("keep_prob") = py::none(),
       py::arg("rate") = py::none(), py::arg("noise_shape") = py::none(),

@@ -46,12 +46,6 @@ Shape einsum_output_shape(const std::vector<Tensor>& xs, const OptShape& output_
   return output_shape ? *output_shape : Shape(kept);
 }
 
-// A tensor, or a Python number as a scalar of x's dtype.
-Tensor scalar_or_tensor(const Tensor& x, const py::object& v) {
-  if (py::isinstance<PyTensor>(v)) return v.cast<PyTensor>().tensor;
-  return constant(x.mesh(), v.cast<float>(), Shape(), x.dtype());
-}
-
 template <Tensor (*F)(const Tensor&, const std::string&)>
 void unary(py::module_& m, const char* name, const char* doc) {
   m.def(name, F, py::arg("x"), py::arg("name") = "", doc);
@@ -62,10 +56,7 @@ void broadcasting(py::module_& m, const char* name) {
   m.def(
       name,
       [](const Tensor& a, const py::object& b, const OptShape& output_shape) {
-        const Tensor bt = py::isinstance<PyTensor>(b)
-                              ? b.cast<PyTensor>().tensor
-                              : constant(a.mesh(), b.cast<float>(), Shape(), a.dtype());
-        return F(a, bt, ptr(output_shape));
+        return F(a, scalar_or_tensor(a, b), ptr(output_shape));
       },
       py::arg("x1"), py::arg("x2"), py::arg("output_shape") = py::none());
 }
@@ -385,20 +376,10 @@ void bind_layout_indices_randomness(py::module_& m) {
       [](const Tensor& x, const py::object& is_training_or_keep_prob,
          std::optional<float> keep_prob, std::optional<float> rate, const OptShape& noise_shape,
          uint64_t seed, const std::string&) {
-        // Mesh TensorFlow's dropout(x, is_training, keep_prob=None, rate=None)
-        // and ours, dropout(x, keep_prob): a bool second argument is is_training.
-        bool training = true;
-        if (py::isinstance<py::bool_>(is_training_or_keep_prob)) {
-          training = is_training_or_keep_prob.cast<bool>();
-        } else if (!is_training_or_keep_prob.is_none()) {
-          if (keep_prob) throw ValueError("dropout: keep_prob given twice");
-          keep_prob = is_training_or_keep_prob.cast<float>();
-        }
-        if (keep_prob.has_value() == rate.has_value()) {
-          throw ValueError("dropout: give exactly one of keep_prob and rate");
-        }
-        if (!training) return x;
-        return dropout(x, keep_prob ? *keep_prob : 1.0f - *rate, seed, ptr(noise_shape));
+        const DropoutArgs d = dropout_args(is_training_or_keep_prob, keep_prob, rate);
+        if (!d.keep) throw ValueError("dropout: give exactly one of keep_prob and rate");
+        if (!d.training) return x;
+        return dropout(x, *d.keep, seed, ptr(noise_shape));
       },
       py::arg("x"), py::arg("is_training") = py::none(), py::arg("keep_prob") = py::none(),
       py::arg("rate") = py::none(), py::arg("noise_shape") = py::none(), py::arg("seed") = 0,

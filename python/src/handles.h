@@ -14,6 +14,7 @@
 #include <pybind11/stl.h>
 
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "mtf/mtf.h"
@@ -83,6 +84,36 @@ inline std::vector<Dimension> dims_of(const py::object& o) {
   if (o.is_none()) return {};
   if (py::isinstance<Dimension>(o)) return {o.cast<Dimension>()};
   return o.cast<Shape>().dims();  // a Shape, a list, a tuple or a "a:2;b:3" string
+}
+
+// A tensor, or a Python number as a scalar of `like`'s dtype (Mesh
+// TensorFlow's binary_arguments_to_tensors).
+inline Tensor scalar_or_tensor(const Tensor& like, const py::object& v) {
+  if (py::isinstance<PyTensor>(v)) return v.cast<PyTensor>().tensor;
+  return constant(like.mesh(), v.cast<float>(), Shape(), like.dtype());
+}
+
+// The arguments of Mesh TensorFlow's dropout(x, is_training, keep_prob=None,
+// rate=None) and of ours, dropout(x, keep_prob): a bool second argument is
+// is_training, a number keep_prob. keep: from keep_prob or 1 - rate, none
+// when neither is given (ValueError when both are).
+struct DropoutArgs {
+  bool training = true;
+  std::optional<float> keep;
+};
+inline DropoutArgs dropout_args(const py::object& is_training_or_keep_prob,
+                                std::optional<float> keep_prob, std::optional<float> rate) {
+  DropoutArgs a;
+  if (py::isinstance<py::bool_>(is_training_or_keep_prob)) {
+    a.training = is_training_or_keep_prob.cast<bool>();
+  } else if (!is_training_or_keep_prob.is_none()) {
+    if (keep_prob) throw ValueError("dropout: keep_prob given twice");
+    keep_prob = is_training_or_keep_prob.cast<float>();
+  }
+  if (keep_prob && rate) throw ValueError("dropout: give keep_prob or rate, not both");
+  if (keep_prob) a.keep = *keep_prob;
+  if (rate) a.keep = 1.0f - *rate;
+  return a;
 }
 
 void bind_errors(py::module_& m);
