@@ -8,7 +8,8 @@ prints both BLEUs (mtf's 13a corpus BLEU on both) and step times.
 Sizes are examples/translate's defaults (d_model 256, d_ff 1024, 4 heads x
 64, 3 + 3 layers, vocabulary 8000, batch 32, length 64), rows of one pair
 each (nn.Transformer has no segment masks, so neither side packs), dropout
-and label smoothing 0.1. mtf trains with Adafactor (its default schedule),
+and label smoothing 0.1. mtf trains with Adafactor at examples/translate's
+default learning rate (--mtf_lr),
 PyTorch with Adam (lr 1e-3 after a linear warmup of --warmup steps, decayed
 by the inverse square root: the usual Transformer schedule; torch 1.13 has no
 Adafactor). PyTorch's side is compare_pytorch.py's EncDec (pre-norm,
@@ -20,7 +21,7 @@ PyTorch is a benchmark-only dependency (Debian: apt-get install
 python3-torch); the mtf module comes from --build's python directory.
 
 usage: bench/compare_translation.py [--build build] [--steps 1000] [--threads 2]
-                                    [--test_sentences 200] [--quick]
+                                    [--test_sentences 200] [--mtf_lr 0.03] [--quick]
 --quick: 20 steps of a small model, for a first look.
 """
 import argparse
@@ -34,6 +35,8 @@ ap.add_argument("--steps", type=int, default=1000)
 ap.add_argument("--threads", type=int, default=2)
 ap.add_argument("--test_sentences", type=int, default=200)
 ap.add_argument("--warmup", type=int, default=400, help="PyTorch's warmup steps")
+ap.add_argument("--mtf_lr", default="0.03",
+                help="mtf's Adafactor learning rate (examples/translate's --lr; 0: Adafactor's own)")
 ap.add_argument("--quick", action="store_true")
 args = ap.parse_args()
 os.environ["OPENBLAS_NUM_THREADS"] = os.environ["OMP_NUM_THREADS"] = str(args.threads)
@@ -70,7 +73,7 @@ def mtf_side(vocab, encoded, test_sources, batches):
     config = mtf.models.EncDecConfig(
         encoder_layers=s["layers"], decoder_layers=s["layers"], d_model=s["d_model"],
         d_ff=s["d_ff"], heads=s["heads"], d_kv=s["d_kv"], vocab=vocab.size, batch=s["batch"],
-        input_length=s["length"], target_length=s["length"])
+        input_length=s["length"], target_length=s["length"], learning_rate=args.mtf_lr)
     model = mtf.models.TransformerEncDec(config)
     decoder = mtf.models.EncDecDecoder(model, batch=16)
     session = mtf.Session(model.graph)

@@ -7,14 +7,43 @@
 #include "models/transformer_blocks.h"
 
 namespace mtf::models {
+namespace {
+
+// What encoding `source` (int32 [rows, inputs_length]) leaves for the steps:
+// the sources' padding as an attention bias, then each decoder layer's
+// encoder-decoder keys and values. With `sequence_row` (int32 [batch]), each
+// is gathered from source's rows into the sequences' (beams sharing a
+// sentence); without it the rows are the sequences.
+std::vector<Tensor> encoder_state(TransformerEncDec& model, const Blocks& blocks,
+                                  const Tensor& source, const Tensor& sequence_row) {
+  const Dimension& rows = source.shape()[0];
+  const Tensor encoded =
+      model.encode(source, Tensor(), range(model.mesh(), model.inputs_length), 1.0f);
+  std::vector<Tensor> state = {layers::attention_mask_ignore_padding(source)};
+  for (int64_t l = 0; l < model.config().decoder_layers; ++l) {
+    const std::string name = "decoder/layer_" + std::to_string(l) + "/encdec_attention";
+    for (const char* w : {"k", "v"}) state.push_back(blocks.project(encoded, name, w));
+  }
+  if (sequence_row.valid())
+    for (Tensor& t : state) t = gather(t, sequence_row, rows);
+  return state;
+}
+
+}  // namespace
 
 EncDecDecoder::EncDecDecoder(TransformerEncDec& model, int64_t batch_size,
-                             const std::string& batch_name)
+                             const std::string& batch_name, int64_t beams)
     : batch{batch_name, batch_size},
+      sentences{batch_name + "_sentences", beams > 0 ? batch_size / beams : 0},
       inputs_(model.inputs_length.size),
       targets_(model.targets_length.size),
-      vocab_(model.vocab.size) {
+      vocab_(model.vocab.size),
+      beams_(beams) {
   if (batch_size < 1) throw ValueError("EncDecDecoder: batch must be at least 1");
+  if (beams < 1 || batch_size % beams != 0) {
+    throw ValueError("EncDecDecoder: beams must be a divisor of the batch (" +
+                     std::to_string(batch_size) + "), not " + std::to_string(beams));
+  }
   const EncDecConfig& c = model.config();
   const Mesh& mesh = model.mesh();
   const Blocks blocks{c.norm,        c.ffn,        model.d_model, model.d_ff(),
@@ -34,21 +63,30 @@ EncDecDecoder::EncDecDecoder(TransformerEncDec& model, int64_t batch_size,
     return caches_.back();
   };
 
-  // Encoding: the encoder's output projected to each layer's keys and
-  // values, and the sources' padding as an attention bias.
+  // Encoding: the sources' padding as an attention bias, and the encoder's
+  // output projected to each layer's keys and values — from one source per
+  // sequence, or (beams > 1) per sentence, gathered into its beams' rows.
   source = placeholder(mesh, Shape({batch, in_length}), int32, prefix + "source");
-  const Tensor encoded = model.encode(source, Tensor(), range(mesh, in_length), 1.0f);
+  const std::vector<Tensor> encoded = encoder_state(model, blocks, source, Tensor());
   const Tensor source_bias =
-      state("source_bias", Shape({batch, in_length}), VariableDType::of(float32));
-  encode_ops.push_back(assign(source_bias, layers::attention_mask_ignore_padding(source)));
+      state("source_bias", encoded[0].shape(), VariableDType::of(float32));
   std::vector<Tensor> cross;  // k and v of each layer
-  for (int64_t l = 0; l < c.decoder_layers; ++l) {
-    const std::string name = "decoder/layer_" + std::to_string(l) + "/encdec_attention";
-    for (const char* w : {"k", "v"}) {
-      const Tensor value = blocks.project(encoded, name, w);
-      cross.push_back(
-          state("layer_" + std::to_string(l) + "/encdec_" + w, value.shape(), state_dtype));
-      encode_ops.push_back(assign(cross.back(), value));
+  for (int64_t l = 0; l < c.decoder_layers; ++l)
+    for (const char* w : {"k", "v"})
+      cross.push_back(state("layer_" + std::to_string(l) + "/encdec_" + w,
+                            encoded[1 + cross.size()].shape(), state_dtype));
+  for (size_t i = 0; i < encoded.size(); ++i)
+    encode_ops.push_back(assign(i == 0 ? source_bias : cross[i - 1], encoded[i]));
+  if (beams > 1) {
+    sentence_source =
+        placeholder(mesh, Shape({sentences, in_length}), int32, prefix + "sentence_source");
+    const Tensor sentence_of_row =
+        floordiv(range(mesh, batch), constant(mesh, static_cast<float>(beams), Shape(), int32));
+    const std::vector<Tensor> shared =
+        encoder_state(model, blocks, sentence_source, sentence_of_row);
+    for (size_t i = 0; i < shared.size(); ++i) {
+      encode_sentence_ops.push_back(assign(i == 0 ? source_bias : cross[i - 1],
+                                           transpose(shared[i], encoded[i].shape())));
     }
   }
 
@@ -97,19 +135,15 @@ EncDecDecoder::EncDecDecoder(TransformerEncDec& model, int64_t batch_size,
   }
 }
 
-void EncDecDecoder::encode(Session& session, const std::vector<std::vector<int32_t>>& sources) {
-  if (static_cast<int64_t>(sources.size()) != batch.size) {
-    throw ValueError("EncDecDecoder::encode: " + std::to_string(sources.size()) +
-                     " sources for a batch of " + std::to_string(batch.size) +
-                     " (one source per sequence)");
-  }
-  std::vector<int32_t> rows(batch.size * inputs_, 0);
-  std::vector<std::vector<int32_t>> kept;
-  for (int64_t b = 0; b < batch.size; ++b) {
+HostTensor EncDecDecoder::source_rows(const std::vector<std::vector<int32_t>>& sources,
+                                      const Tensor& placeholder,
+                                      std::vector<std::vector<int32_t>>* kept) const {
+  std::vector<int32_t> rows(sources.size() * inputs_, 0);
+  for (size_t b = 0; b < sources.size(); ++b) {
     const auto& s = sources[b];
-    kept.emplace_back(s.begin(), s.begin() + std::min<int64_t>(inputs_, s.size()));
-    for (size_t i = 0; i < kept.back().size(); ++i) {
-      const int32_t id = kept.back()[i];
+    kept->emplace_back(s.begin(), s.begin() + std::min<int64_t>(inputs_, s.size()));
+    for (size_t i = 0; i < kept->back().size(); ++i) {
+      const int32_t id = kept->back()[i];
       if (id < 0 || id >= vocab_) {
         throw ValueError("EncDecDecoder::encode: source " + std::to_string(b) + " holds id " +
                          std::to_string(id) + ", outside the vocabulary of " +
@@ -118,9 +152,26 @@ void EncDecDecoder::encode(Session& session, const std::vector<std::vector<int32
       rows[b * inputs_ + static_cast<int64_t>(i)] = id;
     }
   }
-  session.run(std::vector<Tensor>{}, {{source, HostTensor::from_ints(source.shape(), rows)}},
-              encode_ops);
-  encoded_ = std::move(kept);
+  return HostTensor::from_ints(placeholder.shape(), rows);
+}
+
+void EncDecDecoder::encode(Session& session, const std::vector<std::vector<int32_t>>& sources) {
+  const int64_t n = static_cast<int64_t>(sources.size());
+  const bool per_sentence = beams_ > 1 && n == sentences.size;
+  if (n != batch.size && !per_sentence) {
+    throw ValueError("EncDecDecoder::encode: " + std::to_string(n) + " sources for a batch of " +
+                     std::to_string(batch.size) + " (one source per sequence" +
+                     (beams_ > 1 ? ", or one per sentence of " + std::to_string(beams_) +
+                                       " beams: " + std::to_string(sentences.size)
+                                 : std::string()) +
+                     ")");
+  }
+  std::vector<std::vector<int32_t>> kept;
+  const Tensor& input = per_sentence ? sentence_source : source;
+  const HostTensor rows = source_rows(sources, input, &kept);
+  session.run(std::vector<Tensor>{}, {{input, rows}}, per_sentence ? encode_sentence_ops : encode_ops);
+  encoded_.clear();
+  for (int64_t b = 0; b < batch.size; ++b) encoded_.push_back(kept[per_sentence ? b / beams_ : b]);
 }
 
 std::vector<float> EncDecDecoder::step(Session& session, const std::vector<int32_t>& tokens,
@@ -186,8 +237,12 @@ std::vector<std::vector<int32_t>> translate(EncDecDecoder& decoder, Session& ses
     std::vector<std::vector<int32_t>> chunk, rows_in;
     for (size_t i = first; i < first + per_call; ++i)
       chunk.push_back(i < sources.size() ? sources[i] : std::vector<int32_t>{1});
-    for (const auto& s : chunk) rows_in.insert(rows_in.end(), o.beams, s);
-    decoder.encode(session, rows_in);
+    if (o.beams > 1 && decoder.beams() == o.beams) {
+      decoder.encode(session, chunk);  // once per sentence
+    } else {
+      for (const auto& s : chunk) rows_in.insert(rows_in.end(), o.beams, s);
+      decoder.encode(session, rows_in);
+    }
     std::vector<std::vector<int32_t>> found;
     if (o.beams == 1) {
       SamplingOptions greedy;

@@ -3,7 +3,8 @@
 // at that position (every variant, bfloat16 too); cached greedy decoding
 // translates as recomputation does; beam search finds brute force's best
 // translation on a tiny vocabulary; a 2x2 mesh gives one core's
-// translations; misuse is a clear error.
+// translations; a decoder made for beams encodes each sentence once with
+// the bits of encoding it once per beam; misuse is a clear error.
 #include "models/encdec_decoder.h"
 
 #include <gtest/gtest.h>
@@ -195,6 +196,44 @@ TEST(EncDecDecoder, AMeshGivesOneCoresTranslations) {
   EXPECT_EQ(results[1], results[0]);
 }
 
+// A decoder made for 3 beams encodes 2 sentences (its encoder over 2 rows,
+// not 6) and fills each sentence's 3 rows with the caches that encoding the
+// sentence 3 times fills, bit for bit in reproducible mode, on one core and
+// on a 2x2 mesh; its beam search then finds what the row-by-row one finds.
+TEST(EncDecDecoder, EncodesEachSentenceOnceForItsBeams) {
+  EncDecConfig c = tiny();
+  for (const auto& [mesh, layout] : std::vector<std::pair<const char*, const char*>>{
+           {"all:1", ""}, {"rows:2;cols:2", "batch:rows;heads:cols;d_ff:cols;vocab:cols"}}) {
+    SCOPED_TRACE(mesh);
+    TransformerEncDec m(c);
+    EncDecDecoder shared(m, 6, "batch", 3), per_row(m, 6);
+    EXPECT_EQ(shared.sentence_source.shape()[0].size, 2);
+    MeshConfig mc;
+    mc.mesh_shape = MeshShape(mesh);
+    mc.layout = LayoutRules(layout);
+    mc.reproducible = true;
+    Session s(m.graph(), mc);
+    randomize_relative_bias(s);
+    const auto sources = some_sources(2, c.input_length, c.vocab);
+    shared.encode(s, sources);
+    per_row.encode(s, {sources[0], sources[0], sources[0], sources[1], sources[1], sources[1]});
+    ASSERT_EQ(shared.caches().size(), per_row.caches().size());
+    int compared = 0;
+    for (size_t i = 0; i < shared.caches().size(); ++i) {
+      const std::string a = shared.caches()[i].op().name(), b = per_row.caches()[i].op().name();
+      if (a.find("self_") != std::string::npos) continue;  // filled by the steps
+      const HostTensor x = s.variable_value(a), y = s.variable_value(b);
+      EXPECT_EQ(x.to_floats(), y.to_floats()) << a;
+      ++compared;
+    }
+    EXPECT_EQ(compared, 1 + 2 * c.decoder_layers);  // the mask, k and v per layer
+    BeamOptions o;
+    o.beams = 3;
+    const auto more = some_sources(5, c.input_length, c.vocab);
+    EXPECT_EQ(translate(shared, s, more, o), translate(per_row, s, more, o));
+  }
+}
+
 TEST(EncDecDecoder, MisuseIsAClearError) {
   EncDecConfig c = tiny();
   TransformerEncDec m(c);
@@ -212,6 +251,20 @@ TEST(EncDecDecoder, MisuseIsAClearError) {
   three.beams = 3;
   EXPECT_THROW(translate(d, s, {{2, 1}}, three), ValueError);
   EXPECT_THROW(EncDecDecoder(m, 0), ValueError);
+  EXPECT_THROW(EncDecDecoder(m, 4, "batch", 3), ValueError);  // 3 beams do not divide 4
+  EXPECT_THROW(EncDecDecoder(m, 4, "batch", 0), ValueError);
+  EncDecDecoder beams2(m, 4, "beams2", 2);
+  Session s2(m.graph());
+  EXPECT_NO_THROW(beams2.encode(s2, {{2, 1}, {3, 1}}));  // a source per sentence
+  EXPECT_NO_THROW(beams2.encode(s2, {{2, 1}, {3, 1}, {2, 1}, {3, 1}}));  // per sequence
+  try {
+    beams2.encode(s2, {{2, 1}, {3, 1}, {4, 1}});
+    ADD_FAILURE() << "three sources for two sentences of two beams";
+  } catch (const ValueError& e) {
+    EXPECT_NE(std::string(e.what()).find("one per sentence of 2 beams: 2"), std::string::npos)
+        << e.what();
+  }
+  EXPECT_THROW(beams2.reorder(s2, {1, 0, 3, 2}), ValueError);  // beams of another sentence
 }
 
 }  // namespace

@@ -104,7 +104,7 @@ def main(argv):
         learning_rate=args.lr, clip_norm=args.clip_norm, microbatches=args.microbatches)
     model = mtf.models.TransformerEncDec(config)
     decoder = mtf.models.EncDecDecoder(model, batch=args.decode_sentences * args.beams,
-                                       batch_name="sequences")
+                                       batch_name="sequences", beams=args.beams)
     session = mtf.Session(model.graph, mesh_shape=args.mesh_shape, layout=args.layout)
     print(f'mesh: "{args.mesh_shape}", layout: "{args.layout}"')
     session.check([model.loss], model.train_ops)

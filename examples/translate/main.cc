@@ -226,7 +226,8 @@ models::BeamOptions beams_from_flags(const cli::Flags& flags) {
 
 // The cached decoder of --decode_sentences x --beams sequences (made before
 // the Session, which creates its caches): split like the training batch
-// where the mesh splits that evenly, kept whole otherwise.
+// where the mesh splits that evenly, kept whole otherwise; each sentence
+// encoded once for its beams.
 std::unique_ptr<models::EncDecDecoder> make_decoder(models::TransformerEncDec& model,
                                                     const cli::Flags& flags,
                                                     const MeshConfig& mesh) {
@@ -235,7 +236,8 @@ std::unique_ptr<models::EncDecDecoder> make_decoder(models::TransformerEncDec& m
   const int64_t rows = sentences * beams_from_flags(flags).beams;
   const auto axis = mesh.layout.mesh_axis_for("batch", mesh.mesh_shape);
   const bool even = !axis || rows % mesh.mesh_shape.dims()[*axis].size == 0;
-  return std::make_unique<models::EncDecDecoder>(model, rows, even ? "batch" : "sequences");
+  return std::make_unique<models::EncDecDecoder>(model, rows, even ? "batch" : "sequences",
+                                                 beams_from_flags(flags).beams);
 }
 
 // The model's variables: every variable but the decoder's state and the
@@ -306,7 +308,7 @@ int translate_text(const cli::Flags& flags, const EncDecConfig& cfg, CheckpointM
   check_checkpoint(read_checkpoint_info(*path), c, v);
   models::TransformerEncDec model(c);
   const models::BeamOptions beams = beams_from_flags(flags);
-  models::EncDecDecoder decoder(model, beams.beams, "sequences");
+  models::EncDecDecoder decoder(model, beams.beams, "sequences", beams.beams);
   cli::check_layout_dimensions(mesh, model.graph());
   Session session(model.graph(), mesh);
   RestoreOptions only_weights;

@@ -145,12 +145,15 @@ void bind_decoder(py::module_& m) {
       m, "EncDecDecoder",
       "Cached decoding of a TransformerEncDec: encode() runs the encoder once per batch of "
       "sources and keeps each layer's encoder-decoder keys and values; each step feeds one "
-      "token per sequence at a position over self-attention caches. Make it before the "
-      "Session (which creates its caches); restore the model's variables to decode a trained "
-      "model.")
-      .def(py::init<TransformerEncDec&, int64_t, const std::string&>(), py::arg("model"),
-           py::arg("batch"), py::arg("batch_name") = "batch", py::keep_alive<1, 2>())
+      "token per sequence at a position over self-attention caches. With beams > 1 (a divisor "
+      "of batch) the encoder also runs once per sentence of `beams` sequences, as translate() "
+      "with that many beams does. Make it before the Session (which creates its caches); "
+      "restore the model's variables to decode a trained model.")
+      .def(py::init<TransformerEncDec&, int64_t, const std::string&, int64_t>(), py::arg("model"),
+           py::arg("batch"), py::arg("batch_name") = "batch", py::arg("beams") = 1,
+           py::keep_alive<1, 2>())
       .def_readonly("batch", &EncDecDecoder::batch)
+      .def_property_readonly("beams", &EncDecDecoder::beams)
       .def_property_readonly("caches", &EncDecDecoder::caches)
       .def(
           "encode",
@@ -162,7 +165,8 @@ void bind_decoder(py::module_& m) {
               return 0;
             });
           },
-          py::arg("session"), py::arg("sources"), "Encodes one source (ids) per sequence.")
+          py::arg("session"), py::arg("sources"),
+          "Encodes one source (ids) per sequence, or (beams > 1) one per sentence.")
       .def(
           "translate",
           [](EncDecDecoder& d, const py::object& session,

@@ -50,6 +50,22 @@ def test_cached_decoding_translates_as_recomputation_does():
     assert decoder.length == 6 and len(decoder.caches) > 0 and decoder.batch.size == 4
 
 
+def test_a_decoder_made_for_beams_encodes_each_sentence_once():
+    model = mtf.models.TransformerEncDec(mtf.models.EncDecConfig(**TINY))
+    shared = mtf.models.EncDecDecoder(model, batch=4, beams=2)
+    per_row = mtf.models.EncDecDecoder(model, batch=4, batch_name="rows")
+    session = mtf.Session(model.graph, reproducible=True)
+    sources = [[3, 4, 1], [5, 1], [6, 7, 8, 1]]
+    assert shared.beams == 2 and per_row.beams == 1
+    assert (shared.translate(session, sources, beams=2) ==
+            per_row.translate(session, sources, beams=2))
+    shared.encode(session, sources[:2])  # one source per sentence of two beams
+    with pytest.raises(mtf.ValueError, match="one per sentence of 2 beams: 2"):
+        shared.encode(session, sources)
+    with pytest.raises(mtf.ValueError, match="beams must be a divisor of the batch"):
+        mtf.models.EncDecDecoder(model, batch=4, beams=3)
+
+
 def test_packed_training_lowers_the_loss_and_data_round_trips(tmp_path):
     words = ["sol", "luna", "mar", "cielo", "tierra", "agua", "fuego", "viento"]
     english = ["sun", "moon", "sea", "sky", "earth", "water", "fire", "wind"]
