@@ -68,8 +68,7 @@ EncDecDecoder::EncDecDecoder(TransformerEncDec& model, int64_t batch_size,
   // sequence, or (beams > 1) per sentence, gathered into its beams' rows.
   source = placeholder(mesh, Shape({batch, in_length}), int32, prefix + "source");
   const std::vector<Tensor> encoded = encoder_state(model, blocks, source, Tensor());
-  const Tensor source_bias =
-      state("source_bias", encoded[0].shape(), VariableDType::of(float32));
+  const Tensor source_bias = state("source_bias", encoded[0].shape(), VariableDType::of(float32));
   std::vector<Tensor> cross;  // k and v of each layer
   for (int64_t l = 0; l < c.decoder_layers; ++l)
     for (const char* w : {"k", "v"})
@@ -85,8 +84,8 @@ EncDecDecoder::EncDecDecoder(TransformerEncDec& model, int64_t batch_size,
     const std::vector<Tensor> shared =
         encoder_state(model, blocks, sentence_source, sentence_of_row);
     for (size_t i = 0; i < shared.size(); ++i) {
-      encode_sentence_ops.push_back(assign(i == 0 ? source_bias : cross[i - 1],
-                                           transpose(shared[i], encoded[i].shape())));
+      encode_sentence_ops.push_back(
+          assign(i == 0 ? source_bias : cross[i - 1], transpose(shared[i], encoded[i].shape())));
     }
   }
 
@@ -169,7 +168,8 @@ void EncDecDecoder::encode(Session& session, const std::vector<std::vector<int32
   std::vector<std::vector<int32_t>> kept;
   const Tensor& input = per_sentence ? sentence_source : source;
   const HostTensor rows = source_rows(sources, input, &kept);
-  session.run(std::vector<Tensor>{}, {{input, rows}}, per_sentence ? encode_sentence_ops : encode_ops);
+  session.run(std::vector<Tensor>{}, {{input, rows}},
+              per_sentence ? encode_sentence_ops : encode_ops);
   encoded_.clear();
   for (int64_t b = 0; b < batch.size; ++b) encoded_.push_back(kept[per_sentence ? b / beams_ : b]);
 }

@@ -89,8 +89,8 @@ class EncDecDecoder : public IncrementalDecoder {
  private:
   // The ids of each source, cut to inputs_length (into `kept`), as a padded
   // int32 feed for `placeholder` (one row a source).
-  HostTensor source_rows(const std::vector<std::vector<int32_t>>& sources, const Tensor& placeholder,
-                         std::vector<std::vector<int32_t>>* kept) const;
+  HostTensor source_rows(const std::vector<std::vector<int32_t>>& sources,
+                         const Tensor& placeholder, std::vector<std::vector<int32_t>>* kept) const;
 
   std::vector<Tensor> caches_;
   std::vector<std::vector<int32_t>> encoded_;  // the source of each sequence encode() filled

@@ -255,7 +255,7 @@ TEST(EncDecDecoder, MisuseIsAClearError) {
   EXPECT_THROW(EncDecDecoder(m, 4, "batch", 0), ValueError);
   EncDecDecoder beams2(m, 4, "beams2", 2);
   Session s2(m.graph());
-  EXPECT_NO_THROW(beams2.encode(s2, {{2, 1}, {3, 1}}));  // a source per sentence
+  EXPECT_NO_THROW(beams2.encode(s2, {{2, 1}, {3, 1}}));                  // a source per sentence
   EXPECT_NO_THROW(beams2.encode(s2, {{2, 1}, {3, 1}, {2, 1}, {3, 1}}));  // per sequence
   try {
     beams2.encode(s2, {{2, 1}, {3, 1}, {4, 1}});
