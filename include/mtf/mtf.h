@@ -21,5 +21,6 @@
 #include "mtf/session.h"
 #include "mtf/shape.h"
 #include "mtf/sim.h"
+#include "mtf/slicewise.h"
 #include "mtf/summary.h"
 #include "mtf/variables.h"

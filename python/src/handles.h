@@ -119,6 +119,7 @@ inline DropoutArgs dropout_args(const py::object& is_training_or_keep_prob,
 void bind_errors(py::module_& m);
 void bind_graph(py::module_& m);
 void bind_ops(py::module_& m);
+void bind_slicewise(py::module_& m);
 void bind_train(py::module_& m);
 void bind_layers(py::module_& m);
 void bind_session(py::module_& m);

@@ -8,6 +8,7 @@ PYBIND11_MODULE(_mtf, m) {
   mp::bind_errors(m);
   mp::bind_graph(m);
   mp::bind_ops(m);
+  mp::bind_slicewise(m);
   mp::bind_train(m);
   mp::bind_layers(m);
   mp::bind_session(m);
