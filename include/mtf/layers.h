@@ -252,6 +252,75 @@ Tensor multihead_attention(const Tensor& query_antecedent, const Tensor& memory_
                            const Tensor& mask, const AttentionDims& dims, const std::string& name,
                            float keep_prob = 1.0f);
 
+// multihead_attention's four weights for channels `io`: q, k, v [io, heads,
+// kv] and o [heads, kv, io] ("<name>/q", ...), made or found by name in
+// `dtype` (1/sqrt(kv) folded into q's initializer). The local-attention
+// layers below share them.
+struct AttentionParams {
+  Tensor q, k, v, o;
+};
+AttentionParams attention_params(const Mesh& mesh, const Dimension& io, const Dimension& heads,
+                                 const Dimension& kv, const std::string& name,
+                                 const VariableDType& dtype);
+
+// Mesh TensorFlow's attention_bias_local_block: the float32 bias
+// [block_length, memory_length] (memory_length twice block_length long: the
+// previous block, then this one) that lets a position of a block see the
+// previous block and this block up to itself (-1e9 after it).
+Tensor attention_bias_local_block(const Mesh& mesh, const Dimension& block_length,
+                                  const Dimension& memory_length);
+// The same in two dimensions, for blocks of h_dim x w_dim positions whose
+// memory is [memory_h_dim, memory_w_dim], each twice as long (the blocks
+// above and to the left, then this one): a position sees the memory rows
+// above its own row, and its own row up to itself, in raster order.
+Tensor attention_bias_local_2d_block(const Mesh& mesh, const Dimension& h_dim,
+                                     const Dimension& w_dim, const Dimension& memory_h_dim,
+                                     const Dimension& memory_w_dim);
+
+// Mesh TensorFlow's masked_local_attention_1d: causal self-attention of x
+// [batch..., length, io] within blocks of length_per_split's greatest
+// divisor <= max(window_size, 128), each block's keys and values extended
+// by the window_size positions before it (left_halo_exchange along the
+// blocks, which keep the length's name and so its layout): position p sees
+// the block-extended window before it as that function's mask allows.
+// Weights as attention_params(name). length_per_split 0: the whole length.
+Tensor masked_local_attention_1d(const Tensor& x, const Dimension& kv, const Dimension& heads,
+                                 int64_t window_size, const std::string& name,
+                                 int64_t length_per_split = 0);
+// One decoding step of it: x [batch..., io] at int32 scalar step_num, the
+// keys and values of the last window positions [batch..., heads,
+// window_length, kv] (position step_num % window_length is overwritten).
+struct LocalAttentionStep {
+  Tensor y, k, v;  // y: x's shape; the new keys and values
+};
+LocalAttentionStep masked_local_attention_1d_incremental(const Tensor& x, const Tensor& prev_k,
+                                                         const Tensor& prev_v,
+                                                         const Tensor& step_num,
+                                                         const std::string& name);
+// Mesh TensorFlow's local_self_attention_spatial_blocks: x [batch,
+// num_w_blocks, w_dim, io]; each block attends to itself and its
+// neighbour blocks (the previous one only, causally, with mask_right).
+Tensor local_self_attention_spatial_blocks(const Tensor& x, const Dimension& kv,
+                                           const Dimension& heads, bool mask_right,
+                                           const std::string& name);
+// Its 2-D form: x [batch, num_h_blocks, num_w_blocks, h_dim, w_dim, io];
+// each block attends to the blocks around it (above and to the left only,
+// with the raster-order mask above, when mask_right).
+Tensor local_2d_self_attention_spatial_blocks(const Tensor& x, const Dimension& kv,
+                                              const Dimension& heads, bool mask_right,
+                                              const std::string& name);
+// Mesh TensorFlow's multihead_self_attention_memory_compressed: self-
+// attention of x [batch..., length, io] over its memory averaged in groups
+// of compression_factor positions (compress_mean), with an extra zero logit;
+// mask_right: a position sees the groups that end at or before it.
+Tensor multihead_self_attention_memory_compressed(const Tensor& x, bool mask_right,
+                                                  int64_t compression_factor,
+                                                  const Dimension& kv, const Dimension& heads,
+                                                  const std::string& name, float keep_prob = 1.0f);
+// x averaged over groups of `factor` consecutive positions of dim (whose
+// size it must divide): dim, factor times shorter, keeps its name.
+Tensor compress_mean(const Tensor& x, const DimRef& dim, int64_t factor);
+
 // dense(x, hidden, relu, no bias) -> dropout -> dense back to x's last
 // dimension, no bias ("<name>/wi", "<name>/wo").
 Tensor dense_relu_dense(const Tensor& x, const Dimension& hidden_dim, const std::string& name,

@@ -239,6 +239,17 @@ std::vector<Tensor> unstack(const Tensor& x, const DimRef& dim);
 // Shifts along dim by offset (positive moves elements to higher indices);
 // vacated positions are zero, or wrap around when wrap is true.
 Tensor shift(const Tensor& x, int64_t offset, const DimRef& dim, bool wrap);
+// Mesh TensorFlow's halo_exchange: x holds blocks along blocks_dim, each
+// block_size_dim long; every block gets the halo_size positions that precede
+// it (from the blocks before it) and that follow it, concatenated along
+// block_size_dim, which grows by 2 * halo_size (zeros past the ends, or
+// wrapped around). left_halo_exchange: only those that precede it (grows by
+// halo_size), as causal local attention needs. ValueError for halo_size < 0
+// or one dimension given twice.
+Tensor halo_exchange(const Tensor& x, const DimRef& blocks_dim, const DimRef& block_size_dim,
+                     int64_t halo_size, bool wrap = false);
+Tensor left_halo_exchange(const Tensor& x, const DimRef& blocks_dim, const DimRef& block_size_dim,
+                          int64_t halo_size, bool wrap = false);
 // Mesh TensorFlow's dynamic_shift: shift by an int32 offset that varies
 // over offset's dimensions (a subset of x's, not dim): out[..., j, ...] =
 // x[..., j - offset, ...], zeros shifted in (or wrapped around). A product

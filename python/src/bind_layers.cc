@@ -321,6 +321,7 @@ void bind_layers(py::module_& m) {
   bind_convolutions_and_norms(l);
   bind_embedding_and_dropout(l);
   bind_attention_and_losses(l);
+  bind_local_attention(m, l);
 }
 
 }  // namespace mtf::python

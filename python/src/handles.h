@@ -122,6 +122,7 @@ void bind_ops(py::module_& m);
 void bind_slicewise(py::module_& m);
 void bind_train(py::module_& m);
 void bind_layers(py::module_& m);
+void bind_local_attention(py::module_& m, py::module_& layers);  // from bind_layers
 void bind_session(py::module_& m);
 void bind_simulation(py::module_& m);
 void bind_checkpoint(py::module_& m);

@@ -129,29 +129,33 @@ Tensor multihead_attention(const Tensor& query_antecedent, const Tensor& memory_
                                      query_antecedent.describe(), " already has the memory length ",
                                      "dimension \"", dims.memory_length.name, "\""));
   }
-  const Mesh& mesh = query_antecedent.mesh();
-  const Shape proj({io, dims.heads, dims.kv});
-  // As Mesh TensorFlow: 1/sqrt(d_kv) folded into q's initializer.
-  const float q_std = static_cast<float>(1.0 / std::sqrt(double(io.size) * double(dims.kv.size)));
-  const float kv_std = static_cast<float>(1.0 / std::sqrt(double(io.size)));
-  const float o_std = static_cast<float>(1.0 / std::sqrt(double(dims.heads.size * dims.kv.size)));
-  const VariableDType vd = variable_dtype_for(query_antecedent);
-  const Tensor wq =
-      get_or_create_variable(mesh, name + "/q", proj, Initializer::normal(0.0f, q_std), vd);
-  const Tensor wk =
-      get_or_create_variable(mesh, name + "/k", proj, Initializer::normal(0.0f, kv_std), vd);
-  const Tensor wv =
-      get_or_create_variable(mesh, name + "/v", proj, Initializer::normal(0.0f, kv_std), vd);
-  const Tensor wo = get_or_create_variable(mesh, name + "/o", Shape({dims.heads, dims.kv, io}),
-                                           Initializer::normal(0.0f, o_std), vd);
+  const AttentionParams w = attention_params(query_antecedent.mesh(), io, dims.heads, dims.kv, name,
+                                             variable_dtype_for(query_antecedent));
   const Shape q_shape = qs.minus(Shape({io})).union_with(Shape({dims.heads, dims.kv}));
   const Shape m_shape =
       memory_antecedent.shape().minus(Shape({io})).union_with(Shape({dims.heads, dims.kv}));
-  const Tensor q = einsum({query_antecedent, wq}, q_shape);
-  const Tensor k = einsum({memory_antecedent, wk}, m_shape);
-  const Tensor v = einsum({memory_antecedent, wv}, m_shape);
+  const Tensor q = einsum({query_antecedent, w.q}, q_shape);
+  const Tensor k = einsum({memory_antecedent, w.k}, m_shape);
+  const Tensor v = einsum({memory_antecedent, w.v}, m_shape);
   const Tensor o = dot_product_attention(q, k, v, mask, dims.kv, dims.memory_length, keep_prob);
-  return einsum({o, wo}, qs);
+  return einsum({o, w.o}, qs);
+}
+
+AttentionParams attention_params(const Mesh& mesh, const Dimension& io, const Dimension& heads,
+                                 const Dimension& kv, const std::string& name,
+                                 const VariableDType& dtype) {
+  const Shape proj({io, heads, kv});
+  // As Mesh TensorFlow: 1/sqrt(d_kv) folded into q's initializer.
+  const float q_std = static_cast<float>(1.0 / std::sqrt(double(io.size) * double(kv.size)));
+  const float kv_std = static_cast<float>(1.0 / std::sqrt(double(io.size)));
+  const float o_std = static_cast<float>(1.0 / std::sqrt(double(heads.size * kv.size)));
+  AttentionParams w;
+  w.q = get_or_create_variable(mesh, name + "/q", proj, Initializer::normal(0.0f, q_std), dtype);
+  w.k = get_or_create_variable(mesh, name + "/k", proj, Initializer::normal(0.0f, kv_std), dtype);
+  w.v = get_or_create_variable(mesh, name + "/v", proj, Initializer::normal(0.0f, kv_std), dtype);
+  w.o = get_or_create_variable(mesh, name + "/o", Shape({heads, kv, io}),
+                               Initializer::normal(0.0f, o_std), dtype);
+  return w;
 }
 
 }  // namespace mtf::layers
