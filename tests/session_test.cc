@@ -7,6 +7,26 @@
 namespace mtf {
 namespace {
 
+// assign_slice writes its rows and keeps the others, on one core and with
+// the sliced dimension split (the slice then spans two processors).
+TEST(SessionTest, AssignSliceReplacesItsPositionsOnly) {
+  for (const char* layout : {"", "a:rows"}) {
+    SCOPED_TRACE(layout);
+    Graph g;
+    Mesh mesh(g, "m");
+    const Tensor v = get_variable(mesh, "v", Shape("a:8;b:2"), Initializer::constant(1.f));
+    const Tensor x = placeholder(mesh, Shape("a:4;b:2"), float32, "x");
+    Operation* write = assign_slice(v, x, 2, "a");
+    Session s(g, testing::mesh_config(*layout ? "rows:2" : "all:1", layout));
+    s.run(std::vector<Tensor>{},
+          {{x, HostTensor::from_floats(Shape("a:4;b:2"), {2, 3, 4, 5, 6, 7, 8, 9})}}, {write});
+    EXPECT_EQ(s.variable_value("v").to_floats(),
+              (std::vector<float>{1, 1, 1, 1, 2, 3, 4, 5, 6, 7, 8, 9, 1, 1, 1, 1}));
+    EXPECT_THROW(assign_slice(v, x, 5, "a"), ShapeError);  // past the end
+    EXPECT_THROW(assign_slice(v, x, 0, "b"), ShapeError);  // x's a is not v's
+  }
+}
+
 TEST(SessionTest, AssignmentsTakeEffectAfterTheRun) {
   Graph g;
   Mesh mesh(g, "m");

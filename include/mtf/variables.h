@@ -76,5 +76,9 @@ bool is_variable(const Tensor& t);
 Operation* assign(const Tensor& var, const Tensor& value);
 Operation* assign_add(const Tensor& var, const Tensor& value);
 Operation* assign_sub(const Tensor& var, const Tensor& value);
+// var with positions [begin, begin + n) of dimension `dim` replaced by
+// value, whose shape is var's with `dim` n long (n <= dim's size - begin);
+// the other positions keep their values. ShapeError otherwise.
+Operation* assign_slice(const Tensor& var, const Tensor& value, int64_t begin, const DimRef& dim);
 
 }  // namespace mtf

@@ -212,6 +212,14 @@ void bind_train(py::module_& m) {
       "assign_sub",
       [](const Tensor& var, const Tensor& value) { return wrap(assign_sub(var, value)); },
       py::arg("var"), py::arg("new_val"));
+  m.def(
+      "assign_slice",
+      [](const Tensor& var, const Tensor& value, int64_t begin, const DimRef& dim) {
+        return wrap(assign_slice(var, value, begin, dim));
+      },
+      py::arg("var"), py::arg("new_val"), py::arg("begin"), py::arg("dim"),
+      "var with positions [begin, begin + n) of dim replaced by new_val (var's shape with dim "
+      "n long); the other positions keep their values.");
 
   m.def(
       "gradients",

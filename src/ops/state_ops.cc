@@ -239,4 +239,25 @@ Operation* assign_sub(const Tensor& var, const Tensor& value) {
   return var.graph().add<ops::AssignOp>(ops::AssignOp::Kind::kSub, v, x);
 }
 
+Operation* assign_slice(const Tensor& var, const Tensor& value, int64_t begin,
+                        const DimRef& dim_ref) {
+  const OriginScope origin = ops::made_by("assign_slice", var);
+  const Dimension dim = ops::dim_of("assign_slice", var, dim_ref);
+  const int index = value.shape().index_of(dim.name);
+  const int64_t n = index < 0 ? -1 : value.shape()[index].size;
+  if (index < 0 || begin < 0 || begin + n > dim.size ||
+      !(value.shape().resize(dim.name, dim.size) == var.shape())) {
+    throw ShapeError(detail::str_cat("assign_slice: value ", value.describe(),
+                                     " must have variable ", var.describe(), "'s shape with ",
+                                     dim.to_string(), " at most ", dim.size - begin,
+                                     " long (from position ", begin, ")"));
+  }
+  // value padded to var's length, chosen inside [begin, begin + n).
+  const Tensor at = range(var.mesh(), dim, float32);
+  const Tensor inside = logical_and(greater_equal(at, constant(var.mesh(), float(begin))),
+                                    less(at, constant(var.mesh(), float(begin + n))));
+  const Tensor padded = pad(value, begin, dim.size - begin - n, dim.name);
+  return assign(var, transpose(where(inside, padded, var), var.shape()));
+}
+
 }  // namespace mtf

@@ -92,3 +92,16 @@ def test_custom_gradient_replaces_the_gradient_through_its_ops():
     got_y, got_dx = mtf.Session(graph).run([y, dx], {x: xv})
     np.testing.assert_allclose(got_y, np.log1p(np.exp(xv)), rtol=1e-5)
     np.testing.assert_allclose(got_dx, 2 / (1 + np.exp(-xv)), rtol=1e-5)  # the given one
+
+
+def test_assign_slice_writes_its_positions_only():
+    graph = mtf.Graph()
+    mesh = mtf.Mesh(graph, "mesh")
+    v = mtf.get_variable(mesh, "v", "a:6;b:2", initializer=mtf.Initializer.constant(1.0))
+    x = mtf.placeholder(mesh, "a:2;b:2")
+    op = mtf.assign_slice(v, x, 3, "a")
+    s = mtf.Session(graph)
+    s.run([], {x: np.full((2, 2), 5, np.float32)}, targets=[op])
+    want = np.ones((6, 2), np.float32)
+    want[3:5] = 5
+    np.testing.assert_array_equal(s.variable_value("v"), want)
