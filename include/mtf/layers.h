@@ -230,7 +230,9 @@ Tensor relative_position_bias(const Tensor& query_position, const Tensor& memory
                               int64_t num_buckets = 32, int64_t max_distance = 128);
 
 // softmax over memory_dim of einsum(q, k) (+ mask), then einsum with v.
-// q: [..., query_length, kv_dim], k and v: [..., memory_dim, kv_dim]. No
+// q: [..., query_length, kv_dim], k: [..., memory_dim, kv_dim], v:
+// [..., memory_dim, kv_dim] (the output then has q's shape) or [...,
+// memory_dim, depth_v] (kv_dim replaced by depth_v). No
 // scaling of the logits (multihead_attention folds 1/sqrt(d_kv) into the
 // query projection's initializer, as Mesh TensorFlow does).
 Tensor dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& mask,

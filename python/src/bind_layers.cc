@@ -91,7 +91,10 @@ void bind_variables_and_dense(py::module_& l) {
          const py::object& expert_dims, bool use_bias, const std::optional<Activation>& activation,
          DType master_dtype, DType slice_dtype, const std::optional<VariableDType>& variable_dtype,
          const py::object& kernel_initializer, const std::optional<Tensor>& kernel_weights,
-         const std::string& name) {
+         const std::string& name, const py::object& output_dim) {
+        // new_dims, or output_dim as Mesh TensorFlow's older dense named it.
+        if (new_dims.is_none() == output_dim.is_none())
+          throw ValueError("dense: give new_dims (or output_dim), once");
         layers::DenseOptions o;
         o.use_bias = use_bias;
         if (activation) o.activation = *activation;
@@ -108,14 +111,15 @@ void bind_variables_and_dense(py::module_& l) {
         } else if (master_dtype != float32 || slice_dtype != float32) {
           o.variable_dtype = VariableDType(master_dtype, slice_dtype, x.dtype());
         }
-        return layers::dense(x, dims_of(new_dims), dims_of(reduced_dims), name, o);
+        return layers::dense(x, dims_of(new_dims.is_none() ? output_dim : new_dims),
+                             dims_of(reduced_dims), name, o);
       },
-      py::arg("x"), py::arg("new_dims"), py::arg("reduced_dims") = py::none(),
+      py::arg("x"), py::arg("new_dims") = py::none(), py::arg("reduced_dims") = py::none(),
       py::arg("expert_dims") = py::none(), py::arg("use_bias") = true,
       py::arg("activation") = py::none(), py::arg("master_dtype") = float32,
       py::arg("slice_dtype") = float32, py::arg("variable_dtype") = py::none(),
       py::arg("kernel_initializer") = py::none(), py::arg("kernel_weights") = py::none(),
-      py::arg("name") = "dense",
+      py::arg("name") = "dense", py::arg("output_dim") = py::none(),
       "einsum(x, kernel[expert_dims + reduced_dims + new_dims]) + bias; reduced_dims default: "
       "x's last. kernel_initializer: an Initializer or a VarianceScalingInitializer; "
       "kernel_weights: use this tensor as the kernel.");
@@ -179,15 +183,49 @@ void bind_convolutions_and_norms(py::module_& l) {
       py::arg("x"), py::arg("dim"), py::arg("epsilon") = 1e-6f, py::arg("name") = "rms_norm");
   l.def(
       "batch_norm",
-      [](const Tensor& x, bool is_training, const py::object& reduced_dims, float momentum,
-         float epsilon, bool init_zero, const std::string& name) {
-        layers::BatchNorm bn = layers::batch_norm(x, is_training, dims_of(reduced_dims), name,
-                                                  momentum, epsilon, init_zero);
+      [](const Tensor& x, bool is_training, const py::object& reduced_dims_or_momentum,
+         const std::optional<float>& momentum, const std::optional<float>& epsilon, bool init_zero,
+         const std::optional<std::string>& name, const std::optional<int>& dims_idx_start,
+         const std::optional<int>& dims_idx_end) {
+        // Ours: (x, is_training, reduced_dims, momentum=0.99, epsilon=1e-3,
+        // ...). Mesh TensorFlow's: (x, is_training, momentum, epsilon=1e-9,
+        // dims_idx_start=0, dims_idx_end=-1, ...), normalizing over
+        // x.shape.dims[dims_idx_start:dims_idx_end].
+        const bool mtf_call = reduced_dims_or_momentum.is_none() ||
+                              py::isinstance<py::float_>(reduced_dims_or_momentum) ||
+                              py::isinstance<py::int_>(reduced_dims_or_momentum);
+        std::vector<Dimension> reduced;
+        float m = momentum.value_or(0.99f), eps = epsilon.value_or(1e-3f);
+        if (mtf_call) {
+          if (!reduced_dims_or_momentum.is_none()) {
+            if (momentum) throw ValueError("batch_norm: momentum given twice");
+            m = reduced_dims_or_momentum.cast<float>();
+          }
+          eps = epsilon.value_or(1e-9f);
+          const auto& dims = x.shape().dims();
+          const int n = static_cast<int>(dims.size());
+          int b = dims_idx_start.value_or(0), e = dims_idx_end.value_or(-1);
+          if (b < 0) b += n;
+          if (e < 0) e += n;
+          if (b < 0 || e > n || b > e)
+            throw ValueError("batch_norm: dims_idx_start/dims_idx_end out of x's dimensions");
+          reduced.assign(dims.begin() + b, dims.begin() + e);
+        } else {
+          if (dims_idx_start || dims_idx_end)
+            throw ValueError("batch_norm: give reduced_dims or dims_idx_start/end, not both");
+          reduced = dims_of(reduced_dims_or_momentum);
+        }
+        layers::BatchNorm bn = layers::batch_norm(x, is_training, reduced,
+                                                  name.value_or("batch_norm"), m, eps, init_zero);
         return py::make_tuple(wrap(bn.output), wrap(bn.updates));
       },
-      py::arg("x"), py::arg("is_training"), py::arg("reduced_dims"), py::arg("momentum") = 0.99f,
-      py::arg("epsilon") = 1e-3f, py::arg("init_zero") = false, py::arg("name") = "batch_norm",
-      "(output, update ops): run the updates with the training step.");
+      py::arg("x"), py::arg("is_training"), py::arg("reduced_dims") = py::none(),
+      py::arg("momentum") = py::none(), py::arg("epsilon") = py::none(),
+      py::arg("init_zero") = false, py::arg("name") = py::none(),
+      py::arg("dims_idx_start") = py::none(), py::arg("dims_idx_end") = py::none(),
+      "(output, update ops): run the updates with the training step. The third argument is "
+      "reduced_dims (ours; momentum 0.99, epsilon 1e-3 by default) or momentum (Mesh "
+      "TensorFlow's; epsilon 1e-9, dims_idx_start/end picking the normalized dimensions).");
 }
 
 void bind_embedding_and_dropout(py::module_& l) {
@@ -247,15 +285,23 @@ void bind_attention_and_losses(py::module_& l) {
   l.def(
       "dot_product_attention",
       [](const Tensor& q, const Tensor& k, const Tensor& v, const std::optional<Tensor>& mask,
-         const Dimension& kv_dim, const Dimension& memory_dim, float keep_prob) {
-        return layers::dot_product_attention(q, k, v, mask.value_or(Tensor()), kv_dim, memory_dim,
-                                             keep_prob);
+         const std::optional<Dimension>& kv_dim, const std::optional<Dimension>& memory_dim,
+         float keep_prob, float dropout) {
+        // Without the dimensions, Mesh TensorFlow's reading: q's last is the
+        // key depth, k's second-to-last the memory length.
+        const Shape &qs = q.shape(), &ks = k.shape();
+        if ((!kv_dim && qs.ndims() < 1) || (!memory_dim && ks.ndims() < 2))
+          throw ShapeError("dot_product_attention: q needs [..., depth_k], k [..., length, depth]");
+        return layers::dot_product_attention(
+            q, k, v, mask.value_or(Tensor()), kv_dim.value_or(qs[qs.ndims() - 1]),
+            memory_dim.value_or(ks[ks.ndims() - 2]), keep_prob * (1.0f - dropout));
       },
-      py::arg("q"), py::arg("k"), py::arg("v"), py::arg("mask"), py::arg("kv_dim"),
-      py::arg("memory_length_dim"), py::arg("keep_prob") = 1.0f);
+      py::arg("q"), py::arg("k"), py::arg("v"), py::arg("mask"), py::arg("kv_dim") = py::none(),
+      py::arg("memory_length_dim") = py::none(), py::arg("keep_prob") = 1.0f,
+      py::arg("dropout") = 0.0f);
   l.def(
       "multihead_attention",
-      [](const Tensor& query_antecedent, const Tensor& memory_antecedent,
+      [](const Tensor& query_antecedent, const std::optional<Tensor>& memory_or_none,
          const std::optional<Tensor>& mask, const Dimension& kv_dim, const Dimension& heads_dim,
          const py::object& is_training_or_memory_dim, float dropout,
          const std::optional<float>& dropout_keep_prob,
@@ -265,6 +311,19 @@ void bind_attention_and_losses(py::module_& l) {
         // dropout_keep_prob=1.0, name=...): a Dimension in sixth place is
         // the memory length; without one it is memory_antecedent's
         // second-to-last dimension, as Mesh TensorFlow takes it.
+        // No memory: self-attention over the query, its length renamed
+        // "memory_length" (Mesh TensorFlow's rename_length_to_memory_length).
+        Tensor memory_antecedent;
+        if (memory_or_none) {
+          memory_antecedent = *memory_or_none;
+        } else {
+          const Shape& qs = query_antecedent.shape();
+          if (qs.ndims() < 2)
+            throw ShapeError("multihead_attention: query " + query_antecedent.describe() +
+                             " needs [..., length, channels]");
+          memory_antecedent =
+              rename_dimension(query_antecedent, qs[qs.ndims() - 2].name, "memory_length");
+        }
         bool training = true;
         std::optional<Dimension> mem = memory_length_dim;
         if (py::isinstance<Dimension>(is_training_or_memory_dim)) {
@@ -289,6 +348,8 @@ void bind_attention_and_losses(py::module_& l) {
       py::arg("kv_channels"), py::arg("heads"), py::arg("is_training") = py::none(),
       py::arg("dropout") = 0.0f, py::arg("dropout_keep_prob") = py::none(),
       py::arg("memory_length_dim") = py::none(), py::arg("name") = "multihead_attention");
+  l.def("weights_nonzero", &weights_nonzero, py::arg("targets"), py::arg("dtype") = float32,
+        "1 where targets is not 0 (Mesh TensorFlow's layers.weights_nonzero; also mtf.).");
   l.def("dense_relu_dense", &layers::dense_relu_dense, py::arg("x"), py::arg("hidden_channels"),
         py::arg("name") = "dense_relu_dense", py::arg("dropout_keep_prob") = 1.0f);
   l.def(

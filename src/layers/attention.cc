@@ -106,7 +106,13 @@ Tensor dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v, 
     logits = logits + (mask.dtype() == logits.dtype() ? mask : cast(mask, logits.dtype()));
   Tensor weights = softmax(logits, memory_dim);
   weights = dropout_if(weights, keep_prob);
-  return einsum({weights, v}, q.shape());
+  // q's shape, or with v's own depth in place of kv_dim (Mesh TensorFlow's
+  // depth_v).
+  const Shape out =
+      v.shape().contains(kv_dim.name)
+          ? q.shape()
+          : q.shape().minus(Shape({kv_dim})).union_with(v.shape().minus(Shape({memory_dim})));
+  return einsum({weights, v}, out);
 }
 
 Tensor multihead_attention(const Tensor& query_antecedent, const Tensor& memory_antecedent,
