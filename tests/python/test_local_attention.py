@@ -181,3 +181,20 @@ def test_bad_arguments_are_clear_errors():
         mtf.layers.compress_mean(x, "length", 4)
     with pytest.raises(mtf.ValueError, match="halo_size"):
         mtf.halo_exchange(x, "length", "length", 1)
+
+
+def test_local_block_biases():
+    g = mtf.Graph()
+    mesh = mtf.Mesh(g, "m")
+    block, memory = mtf.Dimension("block", 2), mtf.Dimension("memory", 2)
+    b1 = mtf.layers.attention_bias_local_block(mesh, block, memory)
+    h, w = mtf.Dimension("h", 2), mtf.Dimension("w", 2)
+    b2 = mtf.layers.attention_bias_local_2d_block(mesh, h, w, mtf.Dimension("mh", 2),
+                                                  mtf.Dimension("mw", 2))
+    v1, v2 = mtf.Session(g).run([b1, b2])
+    # The previous block, then this one up to the position.
+    np.testing.assert_array_equal(v1, [[0, 0, 0, -1e9], [0, 0, 0, 0]])
+    assert v2.shape == (2, 2, 4, 4)
+    # Position (0, 1) sees the rows above its own, and its row up to itself.
+    visible = v2[0, 1] == 0
+    assert visible[:2].all() and visible[2, :4].all() and not visible[3].any()
