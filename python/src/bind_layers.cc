@@ -268,7 +268,7 @@ void bind_embedding_and_dropout(py::module_& l) {
       "Dropout that is the identity when keep_prob is 1 or is_training is False.");
 }
 
-void bind_attention_and_losses(py::module_& l) {
+void bind_attention(py::module_& l) {
   l.def("attention_mask_autoregressive", &layers::attention_mask_autoregressive, py::arg("mesh"),
         py::arg("query_dim"), py::arg("memory_dim"));
   l.def("attention_mask_ignore_padding", &layers::attention_mask_ignore_padding,
@@ -348,6 +348,10 @@ void bind_attention_and_losses(py::module_& l) {
       py::arg("kv_channels"), py::arg("heads"), py::arg("is_training") = py::none(),
       py::arg("dropout") = 0.0f, py::arg("dropout_keep_prob") = py::none(),
       py::arg("memory_length_dim") = py::none(), py::arg("name") = "multihead_attention");
+}
+
+// Feed-forward blocks and losses.
+void bind_feed_forward_and_losses(py::module_& l) {
   l.def("weights_nonzero", &weights_nonzero, py::arg("targets"), py::arg("dtype") = float32,
         "1 where targets is not 0 (Mesh TensorFlow's layers.weights_nonzero; also mtf.).");
   l.def("dense_relu_dense", &layers::dense_relu_dense, py::arg("x"), py::arg("hidden_channels"),
@@ -381,7 +385,8 @@ void bind_layers(py::module_& m) {
   bind_variables_and_dense(l);
   bind_convolutions_and_norms(l);
   bind_embedding_and_dropout(l);
-  bind_attention_and_losses(l);
+  bind_attention(l);
+  bind_feed_forward_and_losses(l);
   bind_local_attention(m, l);
 }
 
