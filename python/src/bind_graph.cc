@@ -179,16 +179,26 @@ void bind_graph(py::module_& m) {
   py::implicitly_convertible<py::list, Shape>();
   py::implicitly_convertible<py::tuple, Shape>();
   m.def(
-      "convert_to_shape", [](const py::object& x) { return to_shape(x); }, py::arg("x"),
-      "A Shape from a Shape, a string \"a:2;b:3\" or a list of Dimensions.");
+      "convert_to_shape",
+      [](const py::object& x) -> py::object {
+        return x.is_none() ? py::none() : py::cast(to_shape(x));
+      },
+      py::arg("x"),
+      "A Shape from a Shape, a string \"a:2;b:3\" or a list of Dimensions (None: None).");
   m.def(
       "convert_to_dimension",
-      [](const py::object& x) {
-        if (py::isinstance<Dimension>(x)) return x.cast<Dimension>();
-        auto t = x.cast<py::tuple>();
-        return Dimension{t[0].cast<std::string>(), t[1].cast<int64_t>()};
+      [](const py::object& x) -> py::object {
+        if (x.is_none()) return py::none();
+        if (py::isinstance<Dimension>(x)) return x;
+        if (!py::isinstance<py::tuple>(x) && !py::isinstance<py::list>(x))
+          throw py::type_error("convert_to_dimension: a Dimension or a (name, size) pair, not " +
+                               std::string(py::str(x.get_type())));
+        auto t = py::tuple(x);
+        if (t.size() != 2)
+          throw py::type_error("convert_to_dimension: a (name, size) pair has two items");
+        return py::cast(Dimension{t[0].cast<std::string>(), t[1].cast<int64_t>()});
       },
-      py::arg("x"));
+      py::arg("x"), "A Dimension from a Dimension or a (name, size) pair (None: None).");
 
   py::class_<Graph, std::shared_ptr<Graph>>(m, "Graph", "A graph of operations on named tensors.")
       .def(py::init(&make_graph))
@@ -199,6 +209,8 @@ void bind_graph(py::module_& m) {
                                for (const auto& op : g.operations()) ops.push_back(wrap(op.get()));
                                return ops;
                              })
+      .def("unique_name", &Graph::unique_name, py::arg("name"), py::arg("mark_as_used") = true,
+           "Mesh TensorFlow's unique names: \"a\", \"a_1\", ... (case-insensitive).")
       .def_property_readonly("all_variables", &Graph::all_variables)
       .def_property_readonly("trainable_variables", &Graph::trainable_variables)
       .def(
