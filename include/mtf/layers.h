@@ -316,9 +316,9 @@ Tensor local_2d_self_attention_spatial_blocks(const Tensor& x, const Dimension& 
 // of compression_factor positions (compress_mean), with an extra zero logit;
 // mask_right: a position sees the groups that end at or before it.
 Tensor multihead_self_attention_memory_compressed(const Tensor& x, bool mask_right,
-                                                  int64_t compression_factor,
-                                                  const Dimension& kv, const Dimension& heads,
-                                                  const std::string& name, float keep_prob = 1.0f);
+                                                  int64_t compression_factor, const Dimension& kv,
+                                                  const Dimension& heads, const std::string& name,
+                                                  float keep_prob = 1.0f);
 // x averaged over groups of `factor` consecutive positions of dim (whose
 // size it must divide): dim, factor times shorter, keeps its name.
 Tensor compress_mean(const Tensor& x, const DimRef& dim, int64_t factor);
