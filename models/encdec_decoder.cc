@@ -45,63 +45,70 @@ EncDecDecoder::EncDecDecoder(TransformerEncDec& model, int64_t batch_size,
                      std::to_string(batch_size) + "), not " + std::to_string(beams));
   }
   const EncDecConfig& c = model.config();
-  const Mesh& mesh = model.mesh();
   const Blocks blocks{c.norm,        c.ffn,        model.d_model, model.d_ff(),
                       model.heads(), model.d_kv(), 1.0f};
-  const Dimension& heads = model.heads();
-  const Dimension& d_kv = model.d_kv();
-  const Dimension& in_length = model.inputs_length;
-  const Dimension memory{"targets_memory_length", targets_};
-  const std::string prefix = "encdec_decode_" +
-                             (batch_name == "batch" ? std::string("b") : batch_name + "_") +
-                             std::to_string(batch_size) + "/";
-  const VariableDType state_dtype = VariableDType::of(c.variable_dtype.activation);
-  auto state = [&](const std::string& name, const Shape& shape, const VariableDType& dtype) {
-    caches_.push_back(layers::get_or_create_variable(mesh, prefix + name, shape,
-                                                     Initializer::zeros(), dtype,
-                                                     /*trainable=*/false));
-    return caches_.back();
-  };
+  prefix_ = "encdec_decode_" + (batch_name == "batch" ? std::string("b") : batch_name + "_") +
+            std::to_string(batch_size) + "/";
+  const std::vector<Tensor> encoder_caches = build_encoding(model, blocks);
+  build_reordering(build_step(model, blocks, encoder_caches));
+}
 
-  // Encoding: the sources' padding as an attention bias, and the encoder's
-  // output projected to each layer's keys and values — from one source per
-  // sequence, or (beams > 1) per sentence, gathered into its beams' rows.
-  source = placeholder(mesh, Shape({batch, in_length}), int32, prefix + "source");
+Tensor EncDecDecoder::state_variable(const Mesh& mesh, const std::string& name, const Shape& shape,
+                                     DType dtype) {
+  caches_.push_back(layers::get_or_create_variable(mesh, prefix_ + name, shape,
+                                                   Initializer::zeros(), VariableDType::of(dtype),
+                                                   /*trainable=*/false));
+  return caches_.back();
+}
+
+// Encoding: the sources' padding as an attention bias, and the encoder's
+// output projected to each layer's keys and values — from one source per
+// sequence, or (beams > 1) per sentence, gathered into its beams' rows.
+std::vector<Tensor> EncDecDecoder::build_encoding(TransformerEncDec& model, const Blocks& blocks) {
+  const Mesh& mesh = model.mesh();
+  const DType state_dtype = model.config().variable_dtype.activation;
+  source = placeholder(mesh, Shape({batch, model.inputs_length}), int32, prefix_ + "source");
   const std::vector<Tensor> encoded = encoder_state(model, blocks, source, Tensor());
-  const Tensor source_bias = state("source_bias", encoded[0].shape(), VariableDType::of(float32));
-  std::vector<Tensor> cross;  // k and v of each layer
-  for (int64_t l = 0; l < c.decoder_layers; ++l)
+  std::vector<Tensor> caches = {
+      state_variable(mesh, "source_bias", encoded[0].shape(), float32)};  // then k, v per layer
+  for (int64_t l = 0; l < model.config().decoder_layers; ++l)
     for (const char* w : {"k", "v"})
-      cross.push_back(state("layer_" + std::to_string(l) + "/encdec_" + w,
-                            encoded[1 + cross.size()].shape(), state_dtype));
-  for (size_t i = 0; i < encoded.size(); ++i)
-    encode_ops.push_back(assign(i == 0 ? source_bias : cross[i - 1], encoded[i]));
-  if (beams > 1) {
-    sentence_source =
-        placeholder(mesh, Shape({sentences, in_length}), int32, prefix + "sentence_source");
+      caches.push_back(state_variable(mesh, "layer_" + std::to_string(l) + "/encdec_" + w,
+                                      encoded[caches.size()].shape(), state_dtype));
+  for (size_t i = 0; i < encoded.size(); ++i) encode_ops.push_back(assign(caches[i], encoded[i]));
+  if (beams_ > 1) {
+    sentence_source = placeholder(mesh, Shape({sentences, model.inputs_length}), int32,
+                                  prefix_ + "sentence_source");
     const Tensor sentence_of_row =
-        floordiv(range(mesh, batch), constant(mesh, static_cast<float>(beams), Shape(), int32));
+        floordiv(range(mesh, batch), constant(mesh, static_cast<float>(beams_), Shape(), int32));
     const std::vector<Tensor> shared =
         encoder_state(model, blocks, sentence_source, sentence_of_row);
-    for (size_t i = 0; i < shared.size(); ++i) {
-      encode_sentence_ops.push_back(
-          assign(i == 0 ? source_bias : cross[i - 1], transpose(shared[i], encoded[i].shape())));
-    }
+    for (size_t i = 0; i < shared.size(); ++i)
+      encode_sentence_ops.push_back(assign(caches[i], transpose(shared[i], encoded[i].shape())));
   }
+  return caches;
+}
 
-  // One step: causal over the self-attention caches (rows after the
-  // position are stale or zero), relative positions as in training.
-  token = placeholder(mesh, Shape({batch}), int32, prefix + "token");
-  position = placeholder(mesh, Shape(), int32, prefix + "position");
+// One step: causal over the self-attention caches (rows after the position
+// are stale or zero), relative positions as in training; returns the
+// self-attention caches.
+std::vector<Tensor> EncDecDecoder::build_step(TransformerEncDec& model, const Blocks& blocks,
+                                              const std::vector<Tensor>& encoder_caches) {
+  const EncDecConfig& c = model.config();
+  const Mesh& mesh = model.mesh();
+  const Dimension memory{"targets_memory_length", targets_};
+  token = placeholder(mesh, Shape({batch}), int32, prefix_ + "token");
+  position = placeholder(mesh, Shape(), int32, prefix_ + "position");
   Tensor self_bias = cast(greater(range(mesh, memory), position), float32) * -1e9f;
   if (c.position == "relative") {
     self_bias =
-        self_bias + layers::relative_position_bias(position, range(mesh, memory), heads, false,
-                                                   "decoder/relative_bias", c.relative_buckets,
-                                                   c.relative_max_distance);
+        self_bias + layers::relative_position_bias(position, range(mesh, memory), model.heads(),
+                                                   false, "decoder/relative_bias",
+                                                   c.relative_buckets, c.relative_max_distance);
   }
   const Tensor others = not_equal(range(mesh, memory), position);  // int32 [memory]
-  const Shape cache_shape({batch, heads, memory, d_kv});
+  const Shape cache_shape({batch, model.heads(), memory, model.d_kv()});
+  const Tensor& source_bias = encoder_caches[0];
   std::vector<Tensor> self_caches;
   Tensor y = model.embed(token, position, "decoder");
   for (int64_t l = 0; l < c.decoder_layers; ++l) {
@@ -110,24 +117,28 @@ EncDecDecoder::EncDecDecoder(TransformerEncDec& model, int64_t batch_size,
     const Tensor h = blocks.norm(y, self + "_norm");
     std::vector<Tensor> kv;
     for (const char* w : {"k", "v"}) {
-      const Tensor cache =
-          state("layer_" + std::to_string(l) + "/self_" + w, cache_shape, state_dtype);
+      const Tensor cache = state_variable(mesh, "layer_" + std::to_string(l) + "/self_" + w,
+                                          cache_shape, c.variable_dtype.activation);
       self_caches.push_back(cache);
       const Tensor written = where(others, cache, blocks.project(h, self, w));
       write_caches.push_back(assign(cache, written));
       kv.push_back(written);
     }
     y = y + blocks.attention_over(h, kv[0], kv[1], memory, self_bias, self);
-    y = y + blocks.attention_over(blocks.norm(y, encdec + "_norm"), cross[2 * l], cross[2 * l + 1],
-                                  in_length, source_bias, encdec);
+    y = y + blocks.attention_over(blocks.norm(y, encdec + "_norm"), encoder_caches[1 + 2 * l],
+                                  encoder_caches[2 + 2 * l], model.inputs_length, source_bias,
+                                  encdec);
     y = blocks.feed_forward(y, name + "/ffn");
   }
   logits = model.output_logits(blocks.norm(y, "decoder/final_norm"));
   if (logits.dtype() != float32) logits = cast(logits, float32);
+  return self_caches;
+}
 
-  // Beam search's reordering, along a renamed batch dimension (the
-  // encoder-decoder caches stay: parents decode the same source).
-  parents = placeholder(mesh, Shape({batch}), int32, prefix + "parents");
+// Beam search's reordering, along a renamed batch dimension (the
+// encoder-decoder caches stay: parents decode the same source).
+void EncDecDecoder::build_reordering(const std::vector<Tensor>& self_caches) {
+  parents = placeholder(self_caches.at(0).mesh(), Shape({batch}), int32, prefix_ + "parents");
   for (const Tensor& cache : self_caches) {
     const Tensor from = rename_dimension(cache, batch.name, "parent");
     reorder_caches.push_back(assign(cache, gather(from, parents, "parent")));

@@ -24,6 +24,7 @@
 
 #include "models/beam_search.h"
 #include "models/incremental_decoder.h"
+#include "models/transformer_blocks.h"
 #include "models/transformer_encdec.h"
 
 namespace mtf::models {
@@ -87,11 +88,23 @@ class EncDecDecoder : public IncrementalDecoder {
   const std::vector<Tensor>& caches() const { return caches_; }
 
  private:
+  // The graph's pieces, in the order the constructor makes them: the
+  // encoding (returns its caches: the padding bias, then k and v per
+  // layer), one step over them (returns the self-attention caches), and
+  // beam search's reordering of those.
+  std::vector<Tensor> build_encoding(TransformerEncDec& model, const Blocks& blocks);
+  std::vector<Tensor> build_step(TransformerEncDec& model, const Blocks& blocks,
+                                 const std::vector<Tensor>& encoder_caches);
+  void build_reordering(const std::vector<Tensor>& self_caches);
+  // A zero-initialised, non-trainable state variable "<prefix><name>",
+  // recorded in caches().
+  Tensor state_variable(const Mesh& mesh, const std::string& name, const Shape& shape, DType dtype);
   // The ids of each source, cut to inputs_length (into `kept`), as a padded
   // int32 feed for `placeholder` (one row a source).
   HostTensor source_rows(const std::vector<std::vector<int32_t>>& sources,
                          const Tensor& placeholder, std::vector<std::vector<int32_t>>* kept) const;
 
+  std::string prefix_;  // of the state variables' names
   std::vector<Tensor> caches_;
   std::vector<std::vector<int32_t>> encoded_;  // the source of each sequence encode() filled
   int64_t inputs_, targets_, vocab_, beams_;

@@ -67,6 +67,14 @@ SliceFunction numpy_function(std::shared_ptr<py::object> fn, std::string name,
   };
 }
 
+// Tensors back to Python: the first alone, or a tuple of all.
+py::object tensors_to_py(const std::vector<Tensor>& out, bool several) {
+  if (!several) return py::cast(wrap(out.at(0)));
+  py::tuple t(out.size());
+  for (size_t i = 0; i < out.size(); ++i) t[i] = py::cast(wrap(out[i]));
+  return t;
+}
+
 // grad_function(op, *dys) -> a list of tensors (None where none), as a
 // SliceGradient; op has the inputs and outputs, as Mesh TensorFlow's.
 SliceGradient python_gradient(std::shared_ptr<py::object> grad) {
@@ -124,11 +132,7 @@ py::object slicewise_py(const py::object& fn, const std::vector<Tensor>& xs,
     o.gradient = python_gradient(keep(grad_function));
   }
   SliceFunction f = numpy_function(keep(fn), o.name, o.output_shapes, o.output_dtypes);
-  const std::vector<Tensor> out = slicewise(std::move(f), xs, std::move(o));
-  if (!several) return py::cast(wrap(out[0]));
-  py::tuple t(out.size());
-  for (size_t i = 0; i < out.size(); ++i) t[i] = py::cast(wrap(out[i]));
-  return t;
+  return tensors_to_py(slicewise(std::move(f), xs, std::move(o)), several);
 }
 
 // custom_gradient(fn, grad_fn, inputs): fn(*inputs) -> a tensor or a list.
@@ -147,10 +151,7 @@ py::object custom_gradient_py(const py::object& fn, const py::object& grad_fn,
         return values;
       },
       python_gradient(keep(grad_fn)), inputs);
-  if (!several) return py::cast(wrap(out[0]));
-  py::tuple t(out.size());
-  for (size_t i = 0; i < out.size(); ++i) t[i] = py::cast(wrap(out[i]));
-  return t;
+  return tensors_to_py(out, several);
 }
 
 }  // namespace

@@ -44,6 +44,14 @@ Tensor attend(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& m
   return einsum({weights, v}, q.shape());
 }
 
+// x with each block along `blocks` extended by its neighbours' halo along
+// `block`: the previous ones only (causal), or both sides.
+Tensor with_halo(const Tensor& x, const Dimension& blocks, const Dimension& block, int64_t halo,
+                 bool left_only) {
+  return left_only ? left_halo_exchange(x, blocks, block, halo)
+                   : halo_exchange(x, blocks, block, halo);
+}
+
 // A float32 range over d, shifted by `offset`.
 Tensor positions(const Mesh& mesh, const Dimension& d, float offset = 0.0f) {
   return range(mesh, d, float32) + offset;
@@ -156,10 +164,8 @@ Tensor local_self_attention_spatial_blocks(const Tensor& x, const Dimension& kv,
   const Tensor q = einsum({x, w.q}, Shape({batch, heads, blocks, wd, kv}));
   Tensor k = einsum({memory, w.k}, Shape({batch, heads, blocks, mw, kv}));
   Tensor v = einsum({memory, w.v}, Shape({batch, heads, blocks, mw, kv}));
-  k = mask_right ? left_halo_exchange(k, blocks, mw, wd.size)
-                 : halo_exchange(k, blocks, mw, wd.size);
-  v = mask_right ? left_halo_exchange(v, blocks, mw, wd.size)
-                 : halo_exchange(v, blocks, mw, wd.size);
+  k = with_halo(k, blocks, mw, wd.size, mask_right);
+  v = with_halo(v, blocks, mw, wd.size, mask_right);
   const Dimension extended = k.shape()[k.shape().index_of(mw.name)];
   const Tensor mask = mask_right ? attention_bias_local_block(mesh, wd, mw) : Tensor();
   return einsum({attend(q, k, v, mask, kv, extended), w.o}, s);
@@ -184,10 +190,8 @@ Tensor local_2d_self_attention_spatial_blocks(const Tensor& x, const Dimension& 
   const Shape kv_shape({batch, heads, hb, wb, mh, mw, kv});
   Tensor k = einsum({memory, w.k}, kv_shape), v = einsum({memory, w.v}, kv_shape);
   for (const auto& [blocks, block] : {std::pair{hb, mh}, std::pair{wb, mw}}) {
-    k = mask_right ? left_halo_exchange(k, blocks, block, block.size)
-                   : halo_exchange(k, blocks, block, block.size);
-    v = mask_right ? left_halo_exchange(v, blocks, block, block.size)
-                   : halo_exchange(v, blocks, block, block.size);
+    k = with_halo(k, blocks, block, block.size, mask_right);
+    v = with_halo(v, blocks, block, block.size, mask_right);
   }
   // One memory dimension over the extended rows and columns, for softmax.
   const Dimension rows = k.shape()[k.shape().index_of(mh.name)];
