@@ -9,8 +9,8 @@ Sizes are examples/translate's defaults (d_model 256, d_ff 1024, 4 heads x
 64, 3 + 3 layers, vocabulary 8000, batch 32, length 64), rows of one pair
 each (nn.Transformer has no segment masks, so neither side packs), dropout
 and label smoothing 0.1. mtf trains with Adafactor at examples/translate's
-default learning rate (--mtf_lr),
-PyTorch with Adam (lr 1e-3 after a linear warmup of --warmup steps, decayed
+default learning rate (--mtf_lr), or with Adam (--mtf_optimizer adam) at a
+rate given by --mtf_lr; PyTorch with Adam (lr 1e-3 after a linear warmup of --warmup steps, decayed
 by the inverse square root: the usual Transformer schedule; torch 1.13 has no
 Adafactor). PyTorch's side is compare_pytorch.py's EncDec (pre-norm,
 learned absolute positions, tied output embedding). Both run in this
@@ -21,8 +21,10 @@ PyTorch is a benchmark-only dependency (Debian: apt-get install
 python3-torch); the mtf module comes from --build's python directory.
 
 usage: bench/compare_translation.py [--build build] [--steps 1000] [--threads 2]
-                                    [--test_sentences 200] [--mtf_lr 0.03] [--quick]
---quick: 20 steps of a small model, for a first look.
+                                    [--test_sentences 200] [--mtf_lr 0.03]
+                                    [--mtf_optimizer adafactor|adam] [--only mtf|pytorch]
+                                    [--quick]
+--quick: 20 steps of a small model, for a first look. --only: one side.
 """
 import argparse
 import os
@@ -37,6 +39,11 @@ ap.add_argument("--test_sentences", type=int, default=200)
 ap.add_argument("--warmup", type=int, default=400, help="PyTorch's warmup steps")
 ap.add_argument("--mtf_lr", default="0.03",
                 help="mtf's Adafactor learning rate (examples/translate's --lr; 0: Adafactor's own)")
+ap.add_argument("--mtf_optimizer", default="adafactor", choices=["adafactor", "adam"],
+                help="mtf's optimizer (adam: give --mtf_lr, e.g. PyTorch's schedule "
+                     "\"0.02*warmup(400)*rsqrt(400)\")")
+ap.add_argument("--only", choices=["mtf", "pytorch"],
+                help="train and score one side only (the other's figure from an earlier run)")
 ap.add_argument("--quick", action="store_true")
 args = ap.parse_args()
 os.environ["OPENBLAS_NUM_THREADS"] = os.environ["OMP_NUM_THREADS"] = str(args.threads)
@@ -73,7 +80,8 @@ def mtf_side(vocab, encoded, test_sources, batches):
     config = mtf.models.EncDecConfig(
         encoder_layers=s["layers"], decoder_layers=s["layers"], d_model=s["d_model"],
         d_ff=s["d_ff"], heads=s["heads"], d_kv=s["d_kv"], vocab=vocab.size, batch=s["batch"],
-        input_length=s["length"], target_length=s["length"], learning_rate=args.mtf_lr)
+        input_length=s["length"], target_length=s["length"], learning_rate=args.mtf_lr,
+        optimizer=args.mtf_optimizer)
     model = mtf.models.TransformerEncDec(config)
     decoder = mtf.models.EncDecDecoder(model, batch=16)
     session = mtf.Session(model.graph)
@@ -146,13 +154,16 @@ def main():
           f"{s['layers']} + {s['layers']} layers, vocabulary {vocab.fingerprint}; "
           f"{args.threads} threads; PyTorch {torch.__version__}; "
           f"OPENBLAS_CORETYPE={os.environ.get('OPENBLAS_CORETYPE', '(unset)')}", flush=True)
-    mtf_ms, mtf_hyps = mtf_side(vocab, encoded, test_sources, batches)
-    print(f"mtf:     {mtf_ms:8.1f} ms/step, test greedy "
-          f"{mtf.models.corpus_bleu(mtf_hyps, refs)}", flush=True)
-    torch_ms, torch_hyps = torch_side(vocab, test_sources, batches)
-    print(f"PyTorch: {torch_ms:8.1f} ms/step, test greedy "
-          f"{mtf.models.corpus_bleu(torch_hyps, refs)}", flush=True)
-    print(f"mtf's training speed / PyTorch's: {torch_ms / mtf_ms:.2f}x")
+    if args.only != "pytorch":
+        mtf_ms, mtf_hyps = mtf_side(vocab, encoded, test_sources, batches)
+        print(f"mtf ({args.mtf_optimizer}, lr {args.mtf_lr}): {mtf_ms:8.1f} ms/step, test greedy "
+              f"{mtf.models.corpus_bleu(mtf_hyps, refs)}", flush=True)
+    if args.only != "mtf":
+        torch_ms, torch_hyps = torch_side(vocab, test_sources, batches)
+        print(f"PyTorch: {torch_ms:8.1f} ms/step, test greedy "
+              f"{mtf.models.corpus_bleu(torch_hyps, refs)}", flush=True)
+    if args.only is None:
+        print(f"mtf's training speed / PyTorch's: {torch_ms / mtf_ms:.2f}x")
 
 
 if __name__ == "__main__":

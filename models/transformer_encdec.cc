@@ -1,6 +1,7 @@
 #include "models/transformer_encdec.h"
 
 #include <cmath>
+#include <memory>
 #include <string>
 #include <utility>
 
@@ -35,6 +36,12 @@ void EncDecConfig::validate() const {
   one_of("norm", norm, "rms", "layer");
   one_of("ffn", ffn, "relu", "gated_gelu");
   one_of("position", position, "relative", "absolute");
+  one_of("optimizer", optimizer, "adafactor", "adam");
+  if (optimizer == "adam" && learning_rate.is_constant() && !(learning_rate.constant_value() > 0)) {
+    throw ValueError(
+        "transformer_encdec: optimizer adam needs a learning rate above 0 (it has no default "
+        "schedule); give e.g. \"0.02*warmup(4000)*rsqrt(4000)\" or 0.001");
+  }
   if (microbatches < 1 || batch % microbatches != 0) {
     throw ValueError("transformer_encdec: " + std::to_string(microbatches) +
                      " microbatches do not divide the batch of " + std::to_string(batch) +
@@ -90,9 +97,15 @@ TransformerEncDec::TransformerEncDec(const EncDecConfig& config)
   const Tensor soft = one_hot(targets, vocab, 1.0f - eps, eps / static_cast<float>(vocab.size - 1));
   const Tensor per_token = softmax_cross_entropy_with_logits(logits, soft, vocab, 1e-4f);
   loss = reduce_sum(per_token * weights) / maximum(tokens, constant(mesh_, 1.0f));
-  AdafactorOptions opt;
-  opt.learning_rate = config.learning_rate;
-  AdafactorOptimizer optimizer(opt);
+  std::unique_ptr<Optimizer> made;
+  if (config.optimizer == "adam") {
+    made = std::make_unique<AdamOptimizer>(config.learning_rate, 0.9f, 0.98f, 1e-9f);
+  } else {
+    AdafactorOptions opt;
+    opt.learning_rate = config.learning_rate;
+    made = std::make_unique<AdafactorOptimizer>(opt);
+  }
+  Optimizer& optimizer = *made;
   optimizer.set_clip_norm(config.clip_norm);
   const GradientAccumulation steps(optimizer, loss, config.microbatches,
                                    config.microbatches > 1 ? tokens : Tensor());
@@ -108,6 +121,13 @@ TransformerEncDec::TransformerEncDec(const EncDecConfig& config)
   // Made last (a run that does not fetch it skips it), so that the graph's
   // other ops keep their names.
   gradient_norm = optimizer.gradient_norm();
+}
+
+LearningRate EncDecConfig::effective_learning_rate() const {
+  if (optimizer == "adam") return learning_rate;
+  AdafactorOptions opt;
+  opt.learning_rate = learning_rate;
+  return opt.effective_learning_rate();
 }
 
 Tensor TransformerEncDec::embed(const Tensor& ids, const Tensor& positions,

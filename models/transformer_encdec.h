@@ -42,8 +42,13 @@ struct EncDecConfig {
   std::string position = "relative";  // "relative" or "absolute"
   int64_t relative_buckets = 32, relative_max_distance = 128;
   bool packed = false;
-  LearningRate learning_rate =
-      0.0f;                // Adafactor's (0: its default schedule); a float or a schedule
+  // "adafactor" (Mesh TensorFlow's default) or "adam" (betas 0.9 / 0.98,
+  // epsilon 1e-9, as the Transformer paper trains).
+  std::string optimizer = "adafactor";
+  // A float or a schedule. Adafactor's is relative to each parameter's scale
+  // (0: its default, min(0.01, 1/sqrt(step))); Adam's is absolute and must be
+  // given (> 0), e.g. "0.02*warmup(4000)*rsqrt(4000)".
+  LearningRate learning_rate = 0.0f;
   float clip_norm = 0.0f;  // > 0: gradients clipped to this global norm first
   uint64_t seed = 1;
   VariableDType variable_dtype;
@@ -54,6 +59,9 @@ struct EncDecConfig {
   int64_t rows_per_run() const { return batch / microbatches; }
   // ValueError naming the field that is out of range or unknown.
   void validate() const;
+  // The rate the optimizer applies at each step (Adafactor's default
+  // schedule where learning_rate is 0), for printing and summaries.
+  LearningRate effective_learning_rate() const;
 };
 
 struct TransformerConfig;  // models/transformer.h
@@ -88,7 +96,7 @@ class TransformerEncDec {
   Feeds feeds(const HostTensor& input_ids, const HostTensor& target_ids) const;
 
   // Training: label-smoothed cross-entropy, mean over the non-padding target
-  // tokens (float32); Adafactor's update ops. With config.microbatches > 1,
+  // tokens (float32); the optimizer's update ops. With config.microbatches > 1,
   // train_ops add a part's gradients (run with each part's feeds) and
   // apply_ops, run once after the parts without feeds, update with their
   // token-weighted mean (empty otherwise).

@@ -60,10 +60,13 @@ void define_flags(cli::Flags& flags) {
   flags.define("dropout", "0.1", "dropout rate during training");
   flags.define("label_smoothing", "0.1", "label smoothing of the training loss");
   flags.define("packed", "true", "pack several pairs into each row (first fit)");
+  flags.define("optimizer", d.optimizer,
+               "adafactor, or adam (betas 0.9/0.98, epsilon 1e-9; give it an --lr such as "
+               "\"0.02*warmup(400)*rsqrt(400)\")");
   flags.define("lr", "0.03",
-               "Adafactor learning rate, relative to each parameter's scale: a number or a "
-               "schedule such as \"0.05*warmup(100)*linear_decay(0, 2000)\" "
-               "(docs/training.md; 0: Adafactor's own, min(0.01, 1/sqrt(step)))");
+               "learning rate: a number or a schedule such as "
+               "\"0.05*warmup(100)*linear_decay(0, 2000)\" (docs/training.md). Adafactor's is "
+               "relative to each parameter's scale (0: its own, min(0.01, 1/sqrt(step)))");
   flags.define("clip_norm", "0",
                "clip the gradients to this global norm before each update (0: no clipping)");
   flags.define("microbatches", "1",
@@ -109,6 +112,7 @@ EncDecConfig config_from_flags(const cli::Flags& flags) {
   c.dropout = static_cast<float>(flags.f64("dropout"));
   c.label_smoothing = static_cast<float>(flags.f64("label_smoothing"));
   c.packed = flags.boolean("packed");
+  c.optimizer = flags.str("optimizer");
   c.learning_rate = LearningRate(flags.str("lr"));
   c.clip_norm = static_cast<float>(flags.f64("clip_norm"));
   c.microbatches = flags.i64("microbatches");
@@ -129,6 +133,7 @@ std::map<std::string, std::string> model_metadata(const EncDecConfig& c,
           {"norm", c.norm},
           {"ffn", c.ffn},
           {"position", c.position},
+          {"optimizer", c.optimizer},
           {"vocabulary", v.fingerprint()}};
 }
 
@@ -139,11 +144,14 @@ void check_checkpoint(const CheckpointInfo& info, const EncDecConfig& c,
   v.check_matches(it == info.metadata.end() ? "" : it->second, "checkpoint " + info.path);
   for (const auto& [key, value] : model_metadata(c, v)) {
     auto found = info.metadata.find(key);
-    if (found == info.metadata.end() || found->second != value) {
-      throw ValueError("checkpoint " + info.path + " holds a model with " + key + " " +
-                       (found == info.metadata.end() ? "(none)" : found->second) +
-                       ", not this run's " + value +
-                       ": pass its sizes, or use another --checkpoint_dir");
+    // Checkpoints from before the optimizer could be chosen were Adafactor's.
+    const std::string held = found != info.metadata.end() ? found->second
+                             : key == "optimizer"         ? "adafactor"
+                                                          : "(none)";
+    if (held != value) {
+      throw ValueError("checkpoint " + info.path + " holds a model with " + key + " " + held +
+                       ", not this run's " + value + ": pass its sizes and choices (--" + key +
+                       "), or use another --checkpoint_dir");
     }
   }
 }
@@ -524,9 +532,7 @@ int train(const cli::Flags& flags, const EncDecConfig& cfg, CheckpointManager* c
   Interval interval;
   double tokens = 0, train_seconds = 0;
   int64_t step = first_step;
-  AdafactorOptions adafactor;  // the model's optimizer: for the rate it applies
-  adafactor.learning_rate = c.learning_rate;
-  const LearningRate rate = adafactor.effective_learning_rate();
+  const LearningRate rate = c.effective_learning_rate();
   for (; step <= steps && (minutes <= 0 || elapsed() < 60 * minutes); ++step) {
     cli::TrainingReport::Step figures = train_step(model, session, batcher, fetch_norm);
     figures.learning_rate = rate.at(step);

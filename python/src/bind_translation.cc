@@ -39,6 +39,7 @@ const std::vector<const char*> kEncDecFields = {"encoder_layers",
                                                 "relative_buckets",
                                                 "relative_max_distance",
                                                 "packed",
+                                                "optimizer",
                                                 "learning_rate",
                                                 "clip_norm",
                                                 "microbatches",
@@ -56,7 +57,9 @@ void bind_config_and_model(py::module_& m) {
       m, "EncDecConfig",
       "Sizes and choices of the sequence-to-sequence Transformer; EncDecConfig(d_model=256, "
       "...) sets any field by name. norm: \"rms\" or \"layer\"; ffn: \"relu\" or "
-      "\"gated_gelu\"; position: \"relative\" (T5's buckets) or \"absolute\".");
+      "\"gated_gelu\"; position: \"relative\" (T5's buckets) or \"absolute\"; optimizer: "
+      "\"adafactor\" or "
+      "\"adam\" (which needs a learning_rate).");
   config.def(py::init([](const py::kwargs& kwargs) {
     return config_from_kwargs<EncDecConfig>(kwargs, kEncDecFields, "EncDecConfig");
   }));
@@ -77,6 +80,7 @@ void bind_config_and_model(py::module_& m) {
       .def_readwrite("label_smoothing", &EncDecConfig::label_smoothing)
       .def_readwrite("norm", &EncDecConfig::norm)
       .def_readwrite("ffn", &EncDecConfig::ffn)
+      .def_readwrite("optimizer", &EncDecConfig::optimizer)
       .def_readwrite("position", &EncDecConfig::position)
       .def_readwrite("relative_buckets", &EncDecConfig::relative_buckets)
       .def_readwrite("relative_max_distance", &EncDecConfig::relative_max_distance)

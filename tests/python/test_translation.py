@@ -25,6 +25,27 @@ def test_config_fields_and_errors():
         c.validate()
 
 
+def test_adam_trains_the_model_and_needs_a_rate():
+    ids = np.random.default_rng(3).integers(2, 12, (4, 6)).astype(np.int32)
+    losses = {}
+    for optimizer, rate in [("adafactor", 0.0), ("adam", "0.01*warmup(2)")]:
+        config = mtf.models.EncDecConfig(**TINY, optimizer=optimizer, learning_rate=rate)
+        model = mtf.models.TransformerEncDec(config)
+        session = mtf.Session(model.graph)
+        feeds = model.feeds(ids, ids[:, :5])
+        losses[optimizer] = [float(session.run(model.loss, feeds, targets=model.train_ops))
+                             for _ in range(30)]
+        # Adam's slots are Adam's: the optimizer really is the one chosen.
+        assert any(name.endswith("/adam_m") for name in session.variable_names) == (
+            optimizer == "adam")
+    assert losses["adam"][-1] < 0.5 * losses["adam"][0]
+    assert losses["adam"] != losses["adafactor"]
+    with pytest.raises(mtf.ValueError, match="optimizer adam needs a learning rate above 0"):
+        mtf.models.EncDecConfig(**TINY, optimizer="adam").validate()
+    with pytest.raises(mtf.ValueError, match="optimizer must be adafactor or adam"):
+        mtf.models.EncDecConfig(**TINY, optimizer="sgd").validate()
+
+
 def test_cached_decoding_translates_as_recomputation_does():
     config = mtf.models.EncDecConfig(**TINY)
     model = mtf.models.TransformerEncDec(config)
