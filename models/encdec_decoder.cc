@@ -106,7 +106,7 @@ std::vector<Tensor> EncDecDecoder::build_step(TransformerEncDec& model, const Bl
                                                    false, "decoder/relative_bias",
                                                    c.relative_buckets, c.relative_max_distance);
   }
-  const Tensor others = not_equal(range(mesh, memory), position);  // int32 [memory]
+  const Tensor others = not_equal(range(mesh, memory), position);  // bool [memory]
   const Shape cache_shape({batch, model.heads(), memory, model.d_kv()});
   const Tensor& source_bias = encoder_caches[0];
   std::vector<Tensor> self_caches;

@@ -72,7 +72,7 @@ Tensor TransformerDecoder::layers_over(TransformerLm& lm, const Tensor& ids, con
   // A step writes its row in one pass over the cache; the prefill writes
   // every row, each from its own position.
   const bool one_position = pos.shape().empty();
-  const Tensor others = not_equal(range(mesh, memory), pos);        // int32 [memory] (a step)
+  const Tensor others = not_equal(range(mesh, memory), pos);        // bool [memory] (a step)
   const Tensor here = one_hot(pos, memory, 1.0f, 0.0f, x.dtype());  // [length, memory] (prefill)
   const Blocks blocks = lm.blocks(1.0f);
   for (int64_t l = 0; l < lm.config().layers; ++l) {

@@ -157,7 +157,7 @@ TEST_F(OpsTest, ComparisonsAndWhere) {
   HostTensor a = HostTensor::from_floats(Shape("x:4"), {1, 2, 3, 4});
   HostTensor b = HostTensor::from_floats(Shape("x:4"), {4, 2, 1, 5});
   Tensor ta = in(a), tb = in(b);
-  EXPECT_EQ(less(ta, tb).dtype(), int32);
+  EXPECT_EQ(less(ta, tb).dtype(), bool_);
   EXPECT_EQ(eval(less(ta, tb)), (std::vector<float>{1, 0, 0, 1}));
   EXPECT_EQ(eval(less_equal(ta, tb)), (std::vector<float>{1, 1, 0, 1}));
   EXPECT_EQ(eval(greater(ta, tb)), (std::vector<float>{0, 0, 1, 0}));

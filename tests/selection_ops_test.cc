@@ -198,7 +198,7 @@ TEST(SelectionOpsTest, LogicalOpsAndAllAnyOnEveryLayout) {
                                       reduce_any(a, "c"), reduce_any(b, Shape())};
     Session s(g, mesh_config(*layout ? "x:2;y:2" : "", layout));
     const auto got = s.run(outs);
-    for (const HostTensor& t : got) EXPECT_EQ(t.dtype(), int32);
+    for (const HostTensor& t : got) EXPECT_EQ(t.dtype(), bool_);
     for (int i = 0; i < 16; ++i) {
       const bool x = av[i] != 0 || av[i] != av[i], y = bv[i] != 0;
       EXPECT_EQ(got[0].to_ints()[i], !x) << i;

@@ -1,5 +1,7 @@
-// mtf/dtype.h — element types: float32, int32 and bfloat16 (a storage
-// type: ops compute on it in float32 and round their results to it).
+// mtf/dtype.h — element types: float32, int32, bfloat16 (a storage type:
+// ops compute on it in float32 and round their results to it) and bool (one
+// byte an element, 0 or 1: what comparisons return and logical ops, where
+// and masks take; ops without a bool kernel compute on it as int32 0/1).
 #pragma once
 
 #include <cstddef>
@@ -8,11 +10,12 @@
 
 namespace mtf {
 
-enum class DType : uint8_t { kFloat32, kInt32, kBFloat16 };
+enum class DType : uint8_t { kFloat32, kInt32, kBFloat16, kBool };
 
 constexpr DType float32 = DType::kFloat32;
 constexpr DType int32 = DType::kInt32;
 constexpr DType bfloat16 = DType::kBFloat16;
+constexpr DType bool_ = DType::kBool;  // NumPy's spelling: `bool` is a keyword
 
 // float32 or bfloat16: the dtypes that carry gradients.
 constexpr bool is_floating(DType dtype) {
@@ -21,7 +24,7 @@ constexpr bool is_floating(DType dtype) {
 
 // Bytes per element.
 size_t dtype_size(DType dtype);
-// "float32", "int32", "bfloat16".
+// "float32", "int32", "bfloat16", "bool".
 std::string dtype_name(DType dtype);
 // The dtype of that name; false when there is none (callers say what the
 // name was for).

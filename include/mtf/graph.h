@@ -98,7 +98,9 @@ class Operation {
   // the executor hands it float32 copies of its bfloat16 inputs, lets it
   // allocate float32 for its bfloat16 outputs, and rounds those (and new
   // values of bfloat16 variables) to bfloat16 afterwards: every op computes
-  // in float32 and stores bfloat16, rounded once.
+  // in float32 and stores bfloat16, rounded once. Likewise for bool: int32
+  // 0 / 1 copies in, int32 outputs narrowed to bool ("nonzero"); an op that
+  // returns true here receives and must write bool slices as they are.
   virtual bool computes_bfloat16() const { return false; }
   // False for ops through which no gradient flows (comparisons, one_hot,
   // random draws, integer outputs, stop_gradient).

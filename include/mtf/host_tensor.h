@@ -35,6 +35,8 @@ class HostTensor {
   // The values rounded to `dtype` (float32 or bfloat16: round to nearest even).
   static HostTensor from_floats(Shape shape, const std::vector<float>& values, DType dtype);
   static HostTensor from_ints(Shape shape, const std::vector<int32_t>& values);
+  // A bool tensor (one byte each, 0 or 1).
+  static HostTensor from_bools(Shape shape, const std::vector<bool>& values);
   static HostTensor scalar(float value);
 
   bool valid() const { return buffer_ != nullptr; }
@@ -54,14 +56,17 @@ class HostTensor {
   void* raw_data();
   const void* raw_data() const;
 
-  // Values as floats (int32 and bfloat16 converted), in row-major order.
+  // Typed access: float (float32), int32_t, BFloat16, and uint8_t for bool
+  // (whose bytes are 0 or 1; a kernel writing one must keep it so).
+  // Values as floats (int32, bfloat16 and bool converted), in row-major order.
   std::vector<float> to_floats() const;
   std::vector<int32_t> to_ints() const;
   // A deep copy in a fresh buffer.
   HostTensor clone() const;
   // The values in `dtype`, a fresh buffer (this one when the dtype is the
   // same): float32 <-> bfloat16 rounds to nearest even; float -> int32
-  // truncates toward zero, as static_cast does.
+  // truncates toward zero, as static_cast does; anything -> bool is
+  // "nonzero" (NaN included), bool -> anything 0 or 1.
   HostTensor as_dtype(DType dtype) const;
   // The same buffer seen with another shape of equal element count.
   HostTensor reshaped(Shape shape) const;
@@ -81,5 +86,9 @@ template <>
 int32_t* HostTensor::data<int32_t>();
 template <>
 const int32_t* HostTensor::data<int32_t>() const;
+template <>
+uint8_t* HostTensor::data<uint8_t>();
+template <>
+const uint8_t* HostTensor::data<uint8_t>() const;
 
 }  // namespace mtf

@@ -5,7 +5,10 @@
 // Broadcasting is by dimension name: a binary op's output has the first
 // operand's dimensions followed by the second's that the first lacks (or the
 // larger operand's shape when one contains the other), unless output_shape is
-// given. Comparisons yield int32 0/1 tensors; `where` takes any nonzero as true.
+// given. Comparisons yield bool tensors; bools take no arithmetic (cast
+// them), only equal / not_equal, minimum / maximum (and / or), the logical
+// ops, where and movement; `where` also takes a number as its condition
+// (nonzero is true).
 #pragma once
 
 #include <optional>
@@ -85,12 +88,13 @@ Tensor greater(const Tensor& a, const Tensor& b);
 Tensor greater_equal(const Tensor& a, const Tensor& b);
 Tensor equal(const Tensor& a, const Tensor& b);
 Tensor not_equal(const Tensor& a, const Tensor& b);
-// Truth values as comparisons give them (int32 1 / 0; any nonzero input
-// counts as true): Mesh TensorFlow's logical ops, from comparisons.
+// Mesh TensorFlow's logical ops: bool results; a bool input as it is, a
+// number true where it is nonzero (NaN included).
 Tensor logical_not(const Tensor& x);
 Tensor logical_and(const Tensor& a, const Tensor& b);
 Tensor logical_or(const Tensor& a, const Tensor& b);
-// cond ? x : y, broadcast over all three.
+// cond ? x : y, broadcast over all three; cond is bool (or a number: nonzero
+// is true).
 Tensor where(const Tensor& cond, const Tensor& x, const Tensor& y);
 // Sum of tensors (broadcast by name).
 Tensor add_n(const std::vector<Tensor>& xs);
@@ -158,8 +162,8 @@ Tensor reduce_max(const Tensor& x);
 Tensor reduce_min(const Tensor& x, const ReduceSpec& spec);
 Tensor reduce_min(const Tensor& x);
 Tensor reduce_logsumexp(const Tensor& x, const ReduceSpec& spec);
-// Mesh TensorFlow's reduce_all / reduce_any: 1 where every / some input
-// over the reduced dimensions is nonzero, else 0 (int32, as comparisons);
+// Mesh TensorFlow's reduce_all / reduce_any: true where every / some input
+// over the reduced dimensions is true (bool; a number is true where nonzero);
 // min / max reductions, so a split reduced dimension costs one allreduce.
 Tensor reduce_all(const Tensor& x, const ReduceSpec& spec);
 Tensor reduce_any(const Tensor& x, const ReduceSpec& spec);

@@ -127,7 +127,8 @@ struct Topology {
   bool wraparound = true;
   int cores_per_chip = 1;
   double core_flops = 1e12;  // peak flop/s of one core, for dtypes without their own
-  // Peak flop/s for one dtype (0: core_flops), indexed by DType.
+  // Peak flop/s for one dtype (0: core_flops), indexed by DType (float32,
+  // int32, bfloat16; bool ops count as int32).
   std::array<double, 3> dtype_flops{0, 0, 0};
   double core_memory = 8.0 * (1 << 30);  // bytes of memory per core
   double chip_memory_bandwidth = 100e9;  // bytes/s per chip, shared by its cores

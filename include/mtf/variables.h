@@ -33,7 +33,8 @@ struct Initializer {
 };
 
 // Mesh TensorFlow's VariableDType: how a variable is kept and read.
-//   master      what checkpoints hold: float32 (int32 for integer variables)
+//   master      what checkpoints hold: float32 (int32 or bool for integer
+//               or bool variables, which keep that dtype throughout)
 //   slice       what each processor stores and the optimizer updates:
 //               float32, or bfloat16 for half the memory (updates rounded)
 //   activation  what get_variable returns, the dtype the model computes in
@@ -51,8 +52,9 @@ struct VariableDType {
   // keeps a float32 master (bfloat16 slices and activations).
   static VariableDType of(DType dtype);
   // DTypeError, naming `where`, for a combination that is not allowed: a
-  // master other than float32 or int32, a float master with int32 slices or
-  // activations, an int32 master with float ones.
+  // master other than float32, int32 or bool, a float master with int32
+  // slices or activations, an int32 master with float ones, bool mixed with
+  // anything else.
   void validate(const std::string& where) const;
   std::string to_string() const;  // "master float32, slice bfloat16, activation bfloat16"
 };

@@ -12,9 +12,11 @@ py::dtype numpy_dtype(DType dtype, const std::string& what) {
       return py::dtype::of<float>();
     case DType::kInt32:
       return py::dtype::of<int32_t>();
+    case DType::kBool:
+      return py::dtype::of<bool>();
     default:
       throw DTypeError(what + ": " + dtype_name(dtype) +
-                       " tensors have no NumPy counterpart here; use float32 or int32");
+                       " tensors have no NumPy counterpart here; use float32, int32 or bool");
   }
 }
 
@@ -31,9 +33,10 @@ DType array_dtype(const py::handle& obj) {
   if (!a) throw DTypeError("expected a NumPy array (or a list of numbers)");
   const char kind = a.dtype().kind();
   if (kind == 'f') return float32;
-  if (kind == 'i' || kind == 'u' || kind == 'b') return int32;
+  if (kind == 'i' || kind == 'u') return int32;
+  if (kind == 'b') return bool_;
   throw DTypeError("a NumPy array of dtype " + py::str(a.dtype()).cast<std::string>() +
-                   " cannot become a tensor: use a float or integer array");
+                   " cannot become a tensor: use a float, integer or bool array");
 }
 
 HostTensor array_to_host(const py::handle& obj, const Shape& shape, DType dtype,
@@ -65,6 +68,7 @@ HostTensor array_to_host(const py::handle& obj, const Shape& shape, DType dtype,
     }
   }
   const char kind = a.dtype().kind();
+  // Into bool, integers convert as "nonzero".
   const bool castable = dtype == float32
                             ? (kind == 'f' || kind == 'i' || kind == 'u' || kind == 'b')
                             : (kind == 'i' || kind == 'u' || kind == 'b');

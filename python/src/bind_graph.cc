@@ -99,11 +99,14 @@ void bind_graph(py::module_& m) {
       .value("float32", DType::kFloat32)
       .value("int32", DType::kInt32)
       .value("bfloat16", DType::kBFloat16)
+      .value("bool", DType::kBool)
       .def_property_readonly("name", [](DType d) { return dtype_name(d); })
       .def_property_readonly("size", [](DType d) { return dtype_size(d); });
   m.attr("float32") = DType::kFloat32;
   m.attr("int32") = DType::kInt32;
   m.attr("bfloat16") = DType::kBFloat16;
+  m.attr("bool_") = DType::kBool;  // Mesh TensorFlow code writes tf.bool: mtf.bool too
+  m.attr("bool") = DType::kBool;
 
   py::class_<Dimension>(m, "Dimension", "A named dimension: (name, size).")
       .def(py::init([](std::string name, int64_t size) {

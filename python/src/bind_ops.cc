@@ -74,7 +74,7 @@ void comparison(py::module_& m, const char* name) {
             py::isinstance<PyTensor>(a) ? a.cast<PyTensor>().tensor : b.cast<PyTensor>().tensor;
         return F(scalar_or_tensor(t, a), scalar_or_tensor(t, b));
       },
-      py::arg("x1"), py::arg("x2"), "1 where true, 0 where false (int32).");
+      py::arg("x1"), py::arg("x2"), "A bool tensor: True where the comparison holds.");
 }
 
 void bind_creation_and_unary(py::module_& m) {
@@ -163,12 +163,14 @@ void bind_binary_and_einsum(py::module_& m) {
   comparison<&mtf::greater_equal>(m, "greater_equal");
   comparison<&mtf::equal>(m, "equal");
   comparison<&mtf::not_equal>(m, "not_equal");
-  m.def("logical_not", &logical_not, py::arg("x"), "1 where x is 0, else 0 (int32).");
+  m.def("logical_not", &logical_not, py::arg("x"),
+        "True where x is false (bool; a number is true where nonzero).");
   m.def("logical_and", &logical_and, py::arg("x1"), py::arg("x2"),
-        "1 where both are nonzero, else 0 (int32).");
+        "True where both are true (bool; a number is true where nonzero).");
   m.def("logical_or", &logical_or, py::arg("x1"), py::arg("x2"),
-        "1 where either is nonzero, else 0 (int32).");
-  m.def("where", &where, py::arg("condition"), py::arg("x"), py::arg("y"));
+        "True where either is true (bool; a number is true where nonzero).");
+  m.def("where", &where, py::arg("condition"), py::arg("x"), py::arg("y"),
+        "condition ? x : y, broadcast by name; condition is bool (or a number: nonzero).");
   m.def("add_n", &add_n, py::arg("xs"));
   m.def("broadcast", static_cast<Tensor (*)(const Tensor&, const Shape&)>(&broadcast), py::arg("x"),
         py::arg("new_shape"));

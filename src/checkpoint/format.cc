@@ -20,6 +20,8 @@ hid_t file_type(DType d) {
       return H5T_STD_I32LE;
     case bfloat16:
       return H5T_STD_U16LE;
+    case bool_:
+      return H5T_STD_U8LE;
   }
   return H5T_IEEE_F32LE;
 }
@@ -32,6 +34,8 @@ hid_t memory_type(DType d) {
       return H5T_NATIVE_INT32;
     case bfloat16:
       return H5T_NATIVE_UINT16;
+    case bool_:
+      return H5T_NATIVE_UINT8;
   }
   return H5T_NATIVE_FLOAT;
 }

@@ -9,6 +9,8 @@ size_t dtype_size(DType dtype) {
       return 4;
     case DType::kBFloat16:
       return 2;
+    case DType::kBool:
+      return 1;
   }
   return 4;
 }
@@ -21,12 +23,14 @@ std::string dtype_name(DType dtype) {
       return "int32";
     case DType::kBFloat16:
       return "bfloat16";
+    case DType::kBool:
+      return "bool";
   }
   return "unknown";
 }
 
 bool dtype_from_name(const std::string& name, DType* dtype) {
-  for (DType d : {DType::kFloat32, DType::kInt32, DType::kBFloat16}) {
+  for (DType d : {DType::kFloat32, DType::kInt32, DType::kBFloat16, DType::kBool}) {
     if (name == dtype_name(d)) {
       *dtype = d;
       return true;

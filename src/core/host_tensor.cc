@@ -56,6 +56,11 @@ HostTensor HostTensor::from_ints(Shape shape, const std::vector<int32_t>& values
   return from_values(std::move(shape), int32, values, "from_ints");
 }
 
+HostTensor HostTensor::from_bools(Shape shape, const std::vector<bool>& values) {
+  const std::vector<uint8_t> bytes(values.begin(), values.end());
+  return from_values(std::move(shape), bool_, bytes, "from_bools");
+}
+
 HostTensor HostTensor::scalar(float value) { return from_floats(Shape(), {value}); }
 
 size_t HostTensor::num_bytes() const { return num_elements() * dtype_size(dtype_); }
@@ -90,6 +95,17 @@ const int32_t* HostTensor::data<int32_t>() const {
 }
 
 template <>
+uint8_t* HostTensor::data<uint8_t>() {
+  check_dtype(bool_);
+  return static_cast<uint8_t*>(buffer_->data);
+}
+template <>
+const uint8_t* HostTensor::data<uint8_t>() const {
+  check_dtype(bool_);
+  return static_cast<const uint8_t*>(buffer_->data);
+}
+
+template <>
 BFloat16* HostTensor::data<BFloat16>() {
   check_dtype(bfloat16);
   return static_cast<BFloat16*>(buffer_->data);
@@ -116,6 +132,9 @@ std::vector<float> HostTensor::to_floats() const {
   } else if (dtype_ == int32) {
     const int32_t* p = data<int32_t>();
     for (size_t i = 0; i < v.size(); ++i) v[i] = static_cast<float>(p[i]);
+  } else if (dtype_ == bool_) {
+    const uint8_t* p = data<uint8_t>();
+    for (size_t i = 0; i < v.size(); ++i) v[i] = p[i] ? 1.0f : 0.0f;
   } else {
     bfloat16_to_floats(static_cast<const uint16_t*>(raw_data()), v.data(), num_elements());
   }
@@ -127,7 +146,16 @@ HostTensor HostTensor::as_dtype(DType dtype) const {
   HostTensor out(shape_, dtype);
   const int64_t n = num_elements();
   if (n == 0) return out;
-  if (dtype == bfloat16) {
+  if (dtype == bool_) {
+    uint8_t* q = out.data<uint8_t>();
+    if (dtype_ == int32) {
+      const int32_t* p = data<int32_t>();
+      for (int64_t i = 0; i < n; ++i) q[i] = p[i] != 0;
+    } else {
+      const std::vector<float> f = to_floats();
+      for (int64_t i = 0; i < n; ++i) q[i] = f[i] != 0.0f;  // NaN is true
+    }
+  } else if (dtype == bfloat16) {
     const std::vector<float> f = dtype_ == float32 ? std::vector<float>() : to_floats();
     const float* src = dtype_ == float32 ? data<float>() : f.data();
     floats_to_bfloat16(src, static_cast<uint16_t*>(out.raw_data()), n);
@@ -145,6 +173,9 @@ std::vector<int32_t> HostTensor::to_ints() const {
   std::vector<int32_t> v(num_elements());
   if (dtype_ == int32) {
     if (!v.empty()) std::memcpy(v.data(), raw_data(), num_bytes());
+  } else if (dtype_ == bool_) {
+    const uint8_t* p = data<uint8_t>();
+    for (size_t i = 0; i < v.size(); ++i) v[i] = p[i] ? 1 : 0;
   } else {
     const std::vector<float> f = to_floats();
     for (size_t i = 0; i < v.size(); ++i) v[i] = static_cast<int32_t>(f[i]);

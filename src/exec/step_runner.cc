@@ -58,27 +58,37 @@ std::vector<HostTensor> compute_fused(const Step& s, const std::vector<HostTenso
   return outputs;
 }
 
-// True when the op must run on float32 copies of bfloat16 slices.
+// True when the op must run on float32 copies of bfloat16 slices, or on
+// int32 (0 / 1) copies of bool slices: an op without kernels of its own for
+// those storage types (Operation::computes_bfloat16).
 bool runs_widened(const Operation& op, const std::vector<const HostTensor*>& inputs) {
   if (op.computes_bfloat16()) return false;
   for (const HostTensor* t : inputs)
-    if (t->dtype() == bfloat16) return true;
+    if (t->dtype() == bfloat16 || t->dtype() == bool_) return true;
   for (int i = 0; i < op.num_outputs(); ++i)
-    if (op.output(i).dtype() == bfloat16) return true;
+    if (op.output(i).dtype() == bfloat16 || op.output(i).dtype() == bool_) return true;
   return false;
 }
 
-// Rounds the widened op's float32 results for bfloat16 tensors and
-// variables (from `first_assignment` on) to bfloat16.
+// The storage type a widened op computes `dtype` in.
+DType widened_dtype(DType dtype) {
+  return dtype == bfloat16 ? float32 : dtype == bool_ ? int32 : dtype;
+}
+
+// Narrows the widened op's results for bfloat16 and bool tensors and
+// variables (from `first_assignment` on): float32 rounded to bfloat16,
+// int32 to bool (nonzero).
 void narrow_results(const Operation& op, std::vector<HostTensor>& outputs, RunState& state,
                     size_t first_assignment) {
-  for (size_t i = 0; i < outputs.size(); ++i)
-    if (op.output(static_cast<int>(i)).dtype() == bfloat16 && outputs[i].dtype() == float32)
-      outputs[i] = outputs[i].as_dtype(bfloat16);
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    const DType want = op.output(static_cast<int>(i)).dtype();
+    if (outputs[i].dtype() != want && widened_dtype(want) != want)
+      outputs[i] = outputs[i].as_dtype(want);
+  }
   for (size_t k = first_assignment; k < state.pending_assignments.size(); ++k) {
     auto& [variable, value] = state.pending_assignments[k];
-    if (variable->output(0).dtype() == bfloat16 && value.dtype() == float32)
-      value = value.as_dtype(bfloat16);
+    const DType want = variable->output(0).dtype();
+    if (value.dtype() != want && widened_dtype(want) != want) value = value.as_dtype(want);
   }
 }
 
@@ -182,8 +192,8 @@ std::vector<HostTensor> compute_step(const Step& s, int64_t pnum,
   if (widened) {
     wide_inputs.reserve(inputs.size());
     for (const HostTensor*& in : inputs) {
-      if (in->dtype() != bfloat16) continue;
-      wide_inputs.push_back(in->as_dtype(float32));
+      if (in->dtype() != bfloat16 && in->dtype() != bool_) continue;
+      wide_inputs.push_back(in->as_dtype(widened_dtype(in->dtype())));
       in = &wide_inputs.back();
     }
   }

@@ -144,6 +144,10 @@ void cast(const HostTensor& x, HostTensor& y) {
   const int64_t n = x.num_elements();
   if (x.dtype() == y.dtype()) {
     if (n) std::memcpy(y.raw_data(), x.raw_data(), x.num_bytes());
+  } else if (x.dtype() == bool_ || y.dtype() == bool_) {
+    // To bool: nonzero (NaN included); from bool: 0 or 1.
+    HostTensor via = x.as_dtype(y.dtype());
+    if (n) std::memcpy(y.raw_data(), via.raw_data(), y.num_bytes());
   } else if (y.dtype() == bfloat16 && x.dtype() == float32) {
     floats_to_bfloat16(x.data<float>(), reinterpret_cast<uint16_t*>(y.data<BFloat16>()), n);
   } else if (x.dtype() == bfloat16 && y.dtype() == float32) {
@@ -404,6 +408,7 @@ void broadcast_copy(const HostTensor& x, HostTensor& out) {
   auto plan = make_plan<2>(
       out.shape().sizes(),
       {out.shape().strides(), strides_along(names, x.shape().names(), x.shape().strides())});
+  if (dtype_size(x.dtype()) == 1) return broadcast_words<uint8_t>(x, out, plan);
   if (dtype_size(x.dtype()) == 2) return broadcast_words<uint16_t>(x, out, plan);
   MTF_CHECK(dtype_size(x.dtype()) == 4);
   broadcast_words<uint32_t>(x, out, plan);
@@ -411,6 +416,10 @@ void broadcast_copy(const HostTensor& x, HostTensor& out) {
 
 void fill(HostTensor& out, float value) {
   const int64_t n = out.num_elements();
+  if (out.dtype() == bool_) {
+    if (n) std::memset(out.raw_data(), value != 0.0f, static_cast<size_t>(n));
+    return;
+  }
   if (out.dtype() == bfloat16) {
     const BFloat16 v(value);
     BFloat16* p = out.data<BFloat16>();

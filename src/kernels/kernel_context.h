@@ -57,11 +57,12 @@ class KernelContext {
   int num_inputs() const { return static_cast<int>(inputs_.size()); }
   const HostTensor& input(int i) const { return *inputs_[i]; }
   // Allocates output i with its slice shape and the op's dtype (float32 for
-  // a bfloat16 output while the op runs widened: see
+  // a bfloat16 output, int32 for a bool one, while the op runs widened: see
   // Operation::computes_bfloat16).
   HostTensor& allocate_output(int i) {
     DType dtype = op_.output(i).dtype();
     if (widened_ && dtype == bfloat16) dtype = float32;
+    if (widened_ && dtype == bool_) dtype = int32;
     (*outputs_)[i] = HostTensor((*slice_shapes_)[i], dtype);
     return (*outputs_)[i];
   }

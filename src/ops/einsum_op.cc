@@ -14,6 +14,7 @@ class EinsumOp : public Operation {
   EinsumOp(const std::vector<Tensor>& inputs, const Shape& out_shape, const std::string& name)
       : Operation(inputs.at(0).mesh(), "einsum", inputs, name) {
     ops::check_same_dtype("einsum", inputs);
+    ops::reject_bool("einsum", inputs.at(0));
     ops::check_consistent_sizes("einsum", inputs);
     for (const Dimension& d : out_shape) {
       bool found = false;

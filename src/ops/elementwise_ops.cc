@@ -16,6 +16,7 @@ class UnaryOp : public Operation {
  public:
   UnaryOp(UnaryFn fn, const Tensor& x, const std::string& name)
       : Operation(x.mesh(), kernels::unary_name(fn), {x}, name), fn_(fn) {
+    if (fn != UnaryFn::kIdentity) ops::reject_bool(type(), x);
     add_output(x.shape(), x.dtype());
   }
   void compute(KernelContext& ctx) const override {
@@ -108,6 +109,10 @@ class BinaryOp : public Operation {
   BinaryOp(BinaryFn fn, const Tensor& a, const Tensor& b, const Shape& out_shape)
       : Operation(a.mesh(), kernels::binary_name(fn), {a, b}, ""), fn_(fn) {
     ops::check_same_dtype(type(), {a, b});
+    // Of bools: equality, and minimum / maximum (which are and / or).
+    if (fn != BinaryFn::kEqual && fn != BinaryFn::kNotEqual && fn != BinaryFn::kMin &&
+        fn != BinaryFn::kMax)
+      ops::reject_bool(type(), a);
     for (const Tensor* t : {&a, &b}) {
       if (!t->shape().is_subset_of(out_shape)) {
         throw ShapeError(detail::str_cat(type(), ": output shape ", out_shape.to_string(),
@@ -115,7 +120,7 @@ class BinaryOp : public Operation {
                                          "; the output must contain every input dimension"));
       }
     }
-    add_output(out_shape, kernels::is_comparison(fn) ? int32 : a.dtype());
+    add_output(out_shape, kernels::is_comparison(fn) ? bool_ : a.dtype());
   }
   void compute(KernelContext& ctx) const override {
     kernels::binary(fn_, ctx.input(0), ctx.input(1), ctx.allocate_output(0));

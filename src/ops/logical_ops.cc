@@ -1,6 +1,7 @@
-// Mesh TensorFlow's logical ops and all/any reductions over truth values as
-// comparisons give them (int32 1 / 0; any nonzero input is true), composed
-// of comparisons, minimum / maximum and min / max reductions.
+// Mesh TensorFlow's logical ops and all/any reductions, on bool tensors (a
+// number is true where it is nonzero, NaN included), composed of
+// comparisons, minimum / maximum of bools, and min / max reductions of their
+// int32 values (so that a reduction over a split dimension allreduces int32).
 #include "mtf/errors.h"
 #include "mtf/ops.h"
 #include "ops/op_util.h"
@@ -8,9 +9,10 @@
 namespace mtf {
 namespace {
 
-// 1 where x is nonzero, else 0 (int32); an int32 0/1 tensor as it is.
+// x as bool: a bool tensor as it is, a number "nonzero".
 Tensor truth(const char* op, const Tensor& x) {
   if (!x.valid()) throw ValueError(std::string(op) + ": an input is an invalid mtf::Tensor");
+  if (x.dtype() == bool_) return x;
   return not_equal(x, ops::scalar_like(x, 0.0f));
 }
 
@@ -30,11 +32,11 @@ Tensor logical_or(const Tensor& a, const Tensor& b) {
 }
 
 Tensor reduce_all(const Tensor& x, const ReduceSpec& spec) {
-  return reduce_min(truth("reduce_all", x), spec);
+  return cast(reduce_min(cast(truth("reduce_all", x), int32), spec), bool_);
 }
 
 Tensor reduce_any(const Tensor& x, const ReduceSpec& spec) {
-  return reduce_max(truth("reduce_any", x), spec);
+  return cast(reduce_max(cast(truth("reduce_any", x), int32), spec), bool_);
 }
 
 }  // namespace mtf

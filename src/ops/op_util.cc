@@ -32,6 +32,15 @@ void check_same_dtype(const std::string& op, const std::vector<Tensor>& inputs) 
   }
 }
 
+void reject_bool(const std::string& op, const Tensor& x) {
+  if (x.dtype() == bool_) {
+    throw DTypeError(detail::str_cat(
+        op, ": input ", x.describe(),
+        " is bool, which takes no arithmetic; cast it first (cast(x, int32) or cast(x, float32)), "
+        "or use logical_not / logical_and / logical_or / reduce_all / reduce_any / where"));
+  }
+}
+
 void require_float(const std::string& op, const Tensor& x) {
   if (x.dtype() != float32 && x.dtype() != bfloat16) {
     throw DTypeError(detail::str_cat(op, ": input ", x.describe(),

@@ -19,6 +19,9 @@ void check_consistent_sizes(const std::string& op, const std::vector<Tensor>& in
 void check_same_dtype(const std::string& op, const std::vector<Tensor>& inputs);
 // Throws DTypeError unless x is float32 or bfloat16.
 void require_float(const std::string& op, const Tensor& x);
+// DTypeError when x is bool (arithmetic, reductions and contractions take
+// numbers: the message says how to cast).
+void reject_bool(const std::string& op, const Tensor& x);
 // Mesh TensorFlow's broadcast rule for binary ops (see mtf/ops.h).
 Shape broadcast_shape(const Shape& a, const Shape& b);
 // A scalar constant with x's mesh and dtype.

@@ -21,6 +21,7 @@ class ReductionOp : public Operation {
  public:
   ReductionOp(ReduceFn fn, const Tensor& x, const Shape& out_shape)
       : Operation(x.mesh(), reduce_name(fn), {x}, ""), fn_(fn) {
+    ops::reject_bool(type(), x);
     for (const Dimension& d : out_shape) {
       int i = x.shape().index_of(d.name);
       if (i < 0 || x.shape()[i].size != d.size) {

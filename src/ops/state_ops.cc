@@ -99,6 +99,7 @@ AssignOp::AssignOp(Kind kind, const Tensor& var, const Tensor& value, float scal
     throw DTypeError(
         detail::str_cat(type(), ": a scaled update needs a float variable, not ", var.describe()));
   }
+  if (kind != Kind::kAssign) reject_bool(type(), var);
   if (!is_variable(var)) {
     throw ValueError(detail::str_cat(type(), ": target ", var.describe(),
                                      " is not a variable (pass the tensor get_variable returned)"));
@@ -185,6 +186,8 @@ void VariableDType::validate(const std::string& where) const {
     refuse("mixes an int32 master with float slices or activations; use int32 throughout");
   if (master == float32 && (slice == int32 || activation == int32))
     refuse("has a float32 master with int32 slices or activations; cast the value instead");
+  if ((master == bool_) != (slice == bool_) || (master == bool_) != (activation == bool_))
+    refuse("mixes bool with other dtypes; use bool throughout (cast the value instead)");
 }
 
 Tensor get_variable(const Mesh& mesh, const std::string& name, const Shape& shape,

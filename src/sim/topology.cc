@@ -52,7 +52,8 @@ int Topology::num_chips() const {
 int Topology::num_cores() const { return num_chips() * cores_per_chip; }
 
 double Topology::flops(DType dtype) const {
-  const double f = dtype_flops[static_cast<size_t>(dtype)];
+  if (dtype == bool_) dtype = int32;  // bool ops compute on int32 0 / 1
+  const double f = dtype_flops.at(static_cast<size_t>(dtype));
   return f > 0 ? f : core_flops;
 }
 

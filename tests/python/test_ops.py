@@ -298,6 +298,33 @@ def test_logical_ops_and_all_any(mesh, xv):
     assert got[5] == (xv != 0).all()
 
 
+def test_bool_tensors_are_numpy_bools_both_ways(mesh, xv):
+    x = mtf.placeholder(mesh, [A, B])
+    m = mtf.placeholder(mesh, [A, B], dtype=mtf.bool, name="m")
+    mv = RNG.standard_normal((4, 6)) > 0
+    pos = mtf.greater(x, 0.0)
+    assert pos.dtype == mtf.bool == mtf.bool_ and mtf.bool.size == 1 and mtf.bool.name == "bool"
+    kept = mtf.import_fully_replicated(mesh, np.array([True, False, True, True]), [A])
+    assert kept.dtype == mtf.bool
+    assert mtf.constant(mesh, np.array([1, 0, 2, 0]), [A], dtype=mtf.bool).dtype == mtf.bool
+    got = evaluate([pos, mtf.logical_and(pos, m), mtf.where(m, x, -x), mtf.cast(m, mtf.float32),
+                    mtf.logical_and(kept, m), mtf.transpose(m, [B, A])], {x: xv, m: mv})
+    assert got[0].dtype == np.bool_ and got[1].dtype == np.bool_
+    np.testing.assert_array_equal(got[0], xv > 0)
+    np.testing.assert_array_equal(got[1], (xv > 0) & mv)
+    np.testing.assert_array_equal(got[2], np.where(mv, xv, -xv))
+    np.testing.assert_array_equal(got[3], mv.astype(np.float32))
+    np.testing.assert_array_equal(got[4], np.array([True, False, True, True])[:, None] & mv)
+    np.testing.assert_array_equal(got[5], mv.T)
+    # Integers feed a bool placeholder as "nonzero".
+    ints = mtf.Session(mesh.graph).run(m, {m: np.arange(24).reshape(4, 6) % 3})
+    np.testing.assert_array_equal(ints, np.arange(24).reshape(4, 6) % 3 != 0)
+    with pytest.raises(TypeError, match="is bool, which takes no arithmetic"):
+        pos * 2.0
+    with pytest.raises(TypeError, match="cast"):
+        mtf.reduce_sum(pos)
+
+
 def test_comparisons_take_python_numbers_on_either_side(mesh, xv):
     x = mtf.placeholder(mesh, [A, B])
     got = evaluate([mtf.greater(x, 0.5), mtf.less(0.5, x), mtf.equal(x * 0.0, 0)], {x: xv})
