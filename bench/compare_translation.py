@@ -42,6 +42,10 @@ ap.add_argument("--mtf_lr", default="0.03",
 ap.add_argument("--mtf_optimizer", default="adafactor", choices=["adafactor", "adam"],
                 help="mtf's optimizer (adam: give --mtf_lr, e.g. PyTorch's schedule "
                      "\"0.02*warmup(400)*rsqrt(400)\")")
+ap.add_argument("--mtf_position", default="relative", choices=["relative", "absolute"],
+                help="mtf's positions (absolute: learned, as PyTorch's side has them)")
+ap.add_argument("--mtf_norm", default="rms", choices=["rms", "layer"],
+                help="mtf's norm (layer: as PyTorch's side)")
 ap.add_argument("--only", choices=["mtf", "pytorch"],
                 help="train and score one side only (the other's figure from an earlier run)")
 ap.add_argument("--quick", action="store_true")
@@ -81,17 +85,18 @@ def mtf_side(vocab, encoded, test_sources, batches):
         encoder_layers=s["layers"], decoder_layers=s["layers"], d_model=s["d_model"],
         d_ff=s["d_ff"], heads=s["heads"], d_kv=s["d_kv"], vocab=vocab.size, batch=s["batch"],
         input_length=s["length"], target_length=s["length"], learning_rate=args.mtf_lr,
-        optimizer=args.mtf_optimizer)
+        optimizer=args.mtf_optimizer, position=args.mtf_position, norm=args.mtf_norm)
     model = mtf.models.TransformerEncDec(config)
     decoder = mtf.models.EncDecDecoder(model, batch=16)
     session = mtf.Session(model.graph)
     start = time.perf_counter()
+    losses = []
     for inputs, targets in batches:
-        session.run(model.loss, {model.inputs: inputs, model.targets: targets},
-                    targets=model.train_ops)
+        losses.append(float(session.run(model.loss, {model.inputs: inputs, model.targets: targets},
+                                        targets=model.train_ops)))
     ms = 1e3 * (time.perf_counter() - start) / len(batches)
     hyps = [vocab.decode(ids) for ids in decoder.translate(session, test_sources)]
-    return ms, hyps
+    return ms, hyps, losses
 
 
 def torch_side(vocab, test_sources, batches):
@@ -104,9 +109,12 @@ def torch_side(vocab, test_sources, batches):
         opt, lambda step: min((step + 1) / args.warmup, (args.warmup / (step + 1)) ** 0.5))
     m.train()
     start = time.perf_counter()
+    losses = []
     for inputs, targets in batches:
         opt.zero_grad(set_to_none=True)
-        m.loss(torch.from_numpy(inputs).long(), torch.from_numpy(targets).long()).backward()
+        loss = m.loss(torch.from_numpy(inputs).long(), torch.from_numpy(targets).long())
+        loss.backward()
+        losses.append(float(loss))
         opt.step()
         sched.step()
     ms = 1e3 * (time.perf_counter() - start) / len(batches)
@@ -131,7 +139,15 @@ def torch_side(vocab, test_sources, batches):
             for row in out.tolist():
                 ids = [i for i in row if i != 0]
                 hyps.append(vocab.decode(ids[:ids.index(1)] if 1 in ids else ids))
-    return ms, hyps
+    return ms, hyps, losses
+
+
+def loss_text(losses):
+    """The mean training loss (label-smoothed, nats per target piece) over the
+    first and last tenth of the steps."""
+    tenth = max(1, len(losses) // 10)
+    return (f"training loss {np.mean(losses[:tenth]):.3f} in the first {tenth} steps, "
+            f"{np.mean(losses[-tenth:]):.3f} in the last {tenth}")
 
 
 def main():
@@ -155,12 +171,13 @@ def main():
           f"{args.threads} threads; PyTorch {torch.__version__}; "
           f"OPENBLAS_CORETYPE={os.environ.get('OPENBLAS_CORETYPE', '(unset)')}", flush=True)
     if args.only != "pytorch":
-        mtf_ms, mtf_hyps = mtf_side(vocab, encoded, test_sources, batches)
-        print(f"mtf ({args.mtf_optimizer}, lr {args.mtf_lr}): {mtf_ms:8.1f} ms/step, test greedy "
+        mtf_ms, mtf_hyps, mtf_losses = mtf_side(vocab, encoded, test_sources, batches)
+        print(f"mtf ({args.mtf_optimizer}, lr {args.mtf_lr}, {args.mtf_position} positions, "
+              f"{args.mtf_norm} norm): {mtf_ms:8.1f} ms/step, {loss_text(mtf_losses)}, test greedy "
               f"{mtf.models.corpus_bleu(mtf_hyps, refs)}", flush=True)
     if args.only != "mtf":
-        torch_ms, torch_hyps = torch_side(vocab, test_sources, batches)
-        print(f"PyTorch: {torch_ms:8.1f} ms/step, test greedy "
+        torch_ms, torch_hyps, torch_losses = torch_side(vocab, test_sources, batches)
+        print(f"PyTorch: {torch_ms:8.1f} ms/step, {loss_text(torch_losses)}, test greedy "
               f"{mtf.models.corpus_bleu(torch_hyps, refs)}", flush=True)
     if args.only is None:
         print(f"mtf's training speed / PyTorch's: {torch_ms / mtf_ms:.2f}x")
