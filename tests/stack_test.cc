@@ -9,6 +9,7 @@ namespace {
 
 using testing::check_gradients;
 using testing::eval;
+using testing::mesh_config;
 using testing::random_tensor;
 
 TEST(StackTest, StackAndUnstackMatchLoops) {
@@ -121,6 +122,59 @@ TEST(ReshapeLayoutTest, AlignedDimensionsStaySplit) {
   EXPECT_EQ(counters.find("allgather"), std::string::npos) << counters;
   EXPECT_EQ(run("r:2", "b:r", &counters), one);  // b becomes c, d: gathered
   EXPECT_NE(counters.find("op the_reshape: allgather"), std::string::npos) << counters;
+}
+
+struct ReshapeCase {
+  const char* in;      // input shape
+  const char* out;     // output shape
+  const char* mesh;    // mesh shape
+  const char* layout;  // layout rules for both
+  bool moves;          // whether the reshape needs communication
+};
+
+// A split that keeps its element offset (the dimensions before it hold as
+// many elements in the input as in the output) maps each processor's block
+// onto its output block whatever the split dimension's name and size, as in
+// Mesh TensorFlow's lowering: nothing moves. Forward and backward give the
+// one-processor values in every case.
+TEST(ReshapeLayoutTest, SplitsAtTheSameOffsetMoveNothing) {
+  const ReshapeCase cases[] = {
+      // b:6 split in two becomes c:2 split in two (each half of b is one c).
+      {"a:4;b:6", "a:4;c:2;d:3", "x:2", "b:x;c:x", false},
+      // ... and back: c and d merge into b, the split staying put.
+      {"a:4;c:2;d:3", "a:4;b:6", "x:2", "b:x;c:x", false},
+      // A leading split dimension renamed and refactored, with a second axis
+      // whose split keeps its name.
+      {"a:4;b:6", "e:2;f:2;b:6", "x:2;y:2", "a:x;e:x;b:y", false},
+      // Splits at offsets that differ: b's halves are not d's.
+      {"a:4;b:6", "a:4;c:2;d:3", "x:3", "b:x;d:x", true},
+      // A split on the input only.
+      {"a:4;b:6", "a:4;c:2;d:3", "x:2", "b:x", true},
+  };
+  for (const ReshapeCase& c : cases) {
+    SCOPED_TRACE(std::string(c.in) + " -> " + c.out + " on " + c.mesh + " " + c.layout);
+    Graph g;
+    Mesh mesh(g, "m");
+    const Shape in(c.in), out(c.out);
+    const HostTensor xv = random_tensor(in, 5);
+    const Tensor x = placeholder(mesh, in, float32, "x");
+    const Tensor w = placeholder(mesh, out, float32, "w");
+    const Tensor y = reshape(x, out, "the_reshape");
+    const Tensor loss = reduce_sum(square(y) * w);
+    const Tensor dx = gradients({loss}, {x})[0];
+    const HostTensor wv = random_tensor(out, 6);
+    Session one(g);
+    const auto want = one.run({y, dx}, {{x, xv}, {w, wv}});
+    for (const MeshImpl impl : {MeshImpl::kSimd, MeshImpl::kPlacement}) {
+      Session split(g, mesh_config(c.mesh, c.layout, impl));
+      const auto got = split.run({y, dx}, {{x, xv}, {w, wv}});
+      EXPECT_EQ(got[0].to_floats(), want[0].to_floats());
+      EXPECT_EQ(got[1].to_floats(), want[1].to_floats());
+      const std::string counters = split.counters_text({y});
+      const bool moved = counters.find("op the_reshape:") != std::string::npos;
+      EXPECT_EQ(moved, c.moves) << counters << split.program_text({y});
+    }
+  }
 }
 
 // A reshape that only renames (the same sizes in the same order) moves a

@@ -258,21 +258,54 @@ class Lowerer {
       slot = to >= 0 ? alltoall(slot, op, axis, to, t) : gathered(slot, op, {in[t].name});
     }
     slot = split_to(slot, op, with_axes(in, want));
+    reshape_blocks(op, slot, final_layout, slot_of);
+    return true;
+  }
+
+  // A reshape whose every split keeps its element offset — for each mesh
+  // axis, the dimensions before the split one hold as many elements in the
+  // input's layout as in the output's (or neither splits over it) — maps
+  // each processor's row-major block onto its own output block, as Mesh
+  // TensorFlow's reshape lowering has it: it runs on the blocks and nothing
+  // moves, whatever the dimensions' names and sizes. False otherwise.
+  bool lower_aligned_reshape(const Operation& op, std::map<int64_t, int>& slot_of) {
+    if (op.type() != "reshape") return false;
+    const int slot = slot_of.at(op.inputs()[0].id());
+    const TensorLayout& from = p_.slot_layouts[slot];
+    const TensorLayout to =
+        TensorLayout::make(op.output(0).shape(), rules_, mesh_, op.output(0).name());
+    // The elements before the dimension split over `axis`, or -1 (none).
+    auto offset_of = [](const TensorLayout& l, int axis) -> int64_t {
+      int64_t before = 1;
+      for (int t = 0; t < l.shape().ndims(); ++t) {
+        if (l.tensor_to_mesh()[t] == axis) return before;
+        before *= l.shape()[t].size;
+      }
+      return -1;
+    };
+    for (int axis = 0; axis < mesh_.ndims(); ++axis)
+      if (offset_of(from, axis) != offset_of(to, axis)) return false;
+    reshape_blocks(op, slot, to, slot_of);
+    return true;
+  }
+
+  // The reshape's compute step on `slot`'s blocks, its output laid out as `to`.
+  void reshape_blocks(const Operation& op, int slot, const TensorLayout& to,
+                      std::map<int64_t, int>& slot_of) {
     Step c;
     c.kind = Step::Kind::kCompute;
     c.op = &op;
     c.input_slots = {slot};
     c.input_layouts = {p_.slot_layouts[slot]};
-    const int result = new_slot(final_layout, op.output(0).dtype());
+    const int result = new_slot(to, op.output(0).dtype());
     c.output_slots = {result};
-    c.output_layouts = {final_layout};
+    c.output_layouts = {to};
     p_.steps.push_back(std::move(c));
     slot_of[op.output(0).id()] = result;
-    return true;
   }
 
   void lower_op(const Operation& op, std::map<int64_t, int>& slot_of) {
-    if (lower_renaming_reshape(op, slot_of)) return;
+    if (lower_aligned_reshape(op, slot_of) || lower_renaming_reshape(op, slot_of)) return;
     std::vector<TensorLayout> final_layouts;
     std::set<int> out_axes;
     for (const Tensor& out : op.outputs()) {
