@@ -131,6 +131,9 @@ class Operation {
   // dimension is read block by block).
   virtual bool input_window(int input, const std::string& dim, int64_t position, int64_t parts,
                             int64_t* begin, int64_t* end) const;
+  // True when input `input`'s windows wrap around the dimension's ends (row
+  // r is row r mod size: a shift with wrap-around) instead of reading zeros.
+  virtual bool input_window_wraps(int /*input*/) const { return false; }
   // False for an input the op takes for the graph's sake (gradients) and
   // never reads: the lowering moves nothing for it (recompute_grad's op).
   virtual bool reads_input(int /*input*/) const { return true; }

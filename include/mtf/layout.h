@@ -131,17 +131,25 @@ std::string sharding_picture(const TensorLayout& layout, int max_blocks = 8);
 // The windows of a halo exchange along one dimension of `whole` rows split
 // in equal blocks over a ring of processors: the processor at position q
 // holds rows [q * block, (q + 1) * block); the one at position p needs rows
-// [begin[p], begin[p] + extent), which may reach past either end (those
-// rows are zeros) and into any other processor's block. Convolutions and
-// pooling on a split dimension read such windows.
+// [begin[p], begin[p] + extent), which may reach past either end — zeros
+// there, or with `wrap` the rows at the other end (row r is row r mod whole:
+// a shift with wrap-around) — and into any other processor's block.
+// Convolutions and pooling on a split dimension read such windows, and
+// shifts.
+struct HaloPiece {
+  int64_t first = 0, last = 0;  // rows [first, last) of the sender's (whole-dimension numbers)
+  int64_t at = 0;               // where they go in the receiver's window
+};
+
 struct HaloWindows {
   int64_t whole = 0, block = 0, extent = 0;
   std::vector<int64_t> begin;  // per position
+  bool wrap = false;
 
   int parts() const { return static_cast<int>(begin.size()); }
-  // Rows of position `to`'s window held by position `from`: [first, last),
-  // empty when first >= last.
-  std::pair<int64_t, int64_t> piece(int from, int to) const;
+  // The rows of position `to`'s window that position `from` holds, in
+  // window order: at most one piece without wrap, up to three with it.
+  std::vector<HaloPiece> pieces(int from, int to) const;
   // True when every window is its own block: nothing to exchange.
   bool is_trivial() const;
   // Rows position p sends to the others.

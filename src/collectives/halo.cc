@@ -35,53 +35,63 @@ void halo_exchange(Transport& t, const Group& g, const void* in, void* out, int6
   const bool data = t.carries_data();
   const char* src = static_cast<const char*>(in);
   char* dst = static_cast<char*>(out);
+  // The rows a list of pieces holds together.
+  auto rows_of = [&](const std::vector<HaloPiece>& pieces) {
+    int64_t rows = 0;
+    for (const HaloPiece& p : pieces) rows += p.last - p.first;
+    return rows;
+  };
   std::vector<std::vector<char>> packed;
   std::vector<SendSpec> sends;
   std::vector<RecvSpec> recvs;
-  std::vector<std::pair<int64_t, int64_t>> incoming;
   packed.reserve(g.size());
   for (int q = 0; q < g.size(); ++q) {
     if (q == me) continue;
-    const auto [lo, hi] = w.piece(me, q);
-    if (hi > lo) {
-      const size_t bytes = outer * (hi - lo) * row_bytes;
-      packed.emplace_back(data ? bytes : 0);
-      if (data) {
-        copy_rows(src, w.block, lo - me * w.block, packed.back().data(), hi - lo, 0, hi - lo, outer,
-                  row_bytes);
+    const std::vector<HaloPiece> pieces = w.pieces(me, q);
+    const int64_t rows = rows_of(pieces);
+    if (rows == 0) continue;
+    const size_t bytes = outer * rows * row_bytes;
+    packed.emplace_back(data ? bytes : 0);
+    if (data) {  // the pieces one after another, in window order
+      int64_t at = 0;
+      for (const HaloPiece& p : pieces) {
+        copy_rows(src, w.block, p.first - me * w.block, packed.back().data(), rows, at,
+                  p.last - p.first, outer, row_bytes);
+        at += p.last - p.first;
       }
-      sends.push_back({g.ranks[q], collectives::subtag(tag, collectives::Channel::kOnly),
-                       packed.back().data(), bytes});
     }
+    sends.push_back({g.ranks[q], collectives::subtag(tag, collectives::Channel::kOnly),
+                     packed.back().data(), bytes});
   }
+  std::vector<std::vector<HaloPiece>> incoming;
+  std::vector<std::vector<char>> received;
+  received.reserve(g.size());
   for (int q = 0; q < g.size(); ++q) {
     if (q == me) continue;
-    const auto [lo, hi] = w.piece(q, me);
-    if (hi > lo) incoming.push_back({lo, hi});
-  }
-  std::vector<std::vector<char>> received(incoming.size());
-  for (int q = 0, k = 0; q < g.size(); ++q) {
-    if (q == me) continue;
-    const auto [lo, hi] = w.piece(q, me);
-    if (hi <= lo) continue;
-    const size_t bytes = outer * (hi - lo) * row_bytes;
-    received[k].resize(data ? bytes : 0);
+    std::vector<HaloPiece> pieces = w.pieces(q, me);
+    const int64_t rows = rows_of(pieces);
+    if (rows == 0) continue;
+    const size_t bytes = outer * rows * row_bytes;
+    received.emplace_back(data ? bytes : 0);
+    incoming.push_back(std::move(pieces));
     recvs.push_back({g.ranks[q], collectives::subtag(tag, collectives::Channel::kOnly),
-                     received[k].data(), bytes});
-    ++k;
+                     received.back().data(), bytes});
   }
   t.exchange(sends, recvs);
   if (!data) return;
-  const int64_t base = w.begin[me];
   std::memset(dst, 0, outer * w.extent * row_bytes);
-  const auto [own_lo, own_hi] = w.piece(me, me);
-  if (own_hi > own_lo) {
-    copy_rows(src, w.block, own_lo - me * w.block, dst, w.extent, own_lo - base, own_hi - own_lo,
-              outer, row_bytes);
+  for (const HaloPiece& p : w.pieces(me, me)) {
+    copy_rows(src, w.block, p.first - me * w.block, dst, w.extent, p.at, p.last - p.first, outer,
+              row_bytes);
   }
   for (size_t k = 0; k < incoming.size(); ++k) {
-    const auto [lo, hi] = incoming[k];
-    copy_rows(received[k].data(), hi - lo, 0, dst, w.extent, lo - base, hi - lo, outer, row_bytes);
+    const int64_t rows = rows_of(incoming[k]);
+    int64_t from = 0;
+    for (const HaloPiece& p : incoming[k]) {
+      copy_rows(received[k].data(), rows, from, dst, w.extent, p.at, p.last - p.first, outer,
+                row_bytes);
+      from += p.last - p.first;
+    }
   }
 }
 

@@ -231,15 +231,15 @@ HostTensor halo_window(const Step& s, int64_t pnum, const MeshShape& mesh,
   HostTensor out(s.output_layouts[0].slice_shape(), own.dtype());
   kernels::fill(out, 0.f);
   for (int q = 0; q < w.rows.parts(); ++q) {
-    const auto [lo, hi] = w.rows.piece(q, p);
-    if (hi <= lo) continue;
-    const HostTensor& from = block(q);
-    std::vector<int64_t> at(from.shape().ndims(), 0);
-    at[axis] = lo - q * w.rows.block;
-    const HostTensor piece =
-        kernels::block_of(from, at, from.shape().resize(from.shape()[axis].name, hi - lo));
-    at[axis] = lo - w.rows.begin[p];
-    kernels::insert_block(out, at, piece);
+    for (const HaloPiece& rows : w.rows.pieces(q, p)) {
+      const HostTensor& from = block(q);
+      std::vector<int64_t> at(from.shape().ndims(), 0);
+      at[axis] = rows.first - q * w.rows.block;
+      const HostTensor piece = kernels::block_of(
+          from, at, from.shape().resize(from.shape()[axis].name, rows.last - rows.first));
+      at[axis] = rows.at;
+      kernels::insert_block(out, at, piece);
+    }
   }
   return out;
 }

@@ -247,10 +247,21 @@ size_t TensorLayout::hash() const {
 
 namespace mtf {
 
-std::pair<int64_t, int64_t> HaloWindows::piece(int from, int to) const {
-  const int64_t lo = std::max({begin[to], from * block, int64_t{0}});
-  const int64_t hi = std::min({begin[to] + extent, (from + 1) * block, whole});
-  return {lo, std::max(lo, hi)};
+std::vector<HaloPiece> HaloWindows::pieces(int from, int to) const {
+  std::vector<HaloPiece> out;
+  // The sender's block seen one period before, at and after itself (with
+  // wrap-around), against the window in unwrapped row numbers.
+  for (const int64_t period :
+       wrap ? std::vector<int64_t>{-whole, 0, whole} : std::vector<int64_t>{0}) {
+    int64_t lo = std::max(begin[to], from * block + period);
+    int64_t hi = std::min(begin[to] + extent, (from + 1) * block + period);
+    if (!wrap) {
+      lo = std::max(lo, int64_t{0});
+      hi = std::min(hi, whole);
+    }
+    if (hi > lo) out.push_back({lo - period, hi - period, lo - begin[to]});
+  }
+  return out;
 }
 
 bool HaloWindows::is_trivial() const {
@@ -263,8 +274,7 @@ int64_t HaloWindows::rows_sent(int p) const {
   int64_t rows = 0;
   for (int q = 0; q < parts(); ++q) {
     if (q == p) continue;
-    const auto [lo, hi] = piece(p, q);
-    rows += hi - lo;
+    for (const HaloPiece& piece : pieces(p, q)) rows += piece.last - piece.first;
   }
   return rows;
 }

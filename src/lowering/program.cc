@@ -175,6 +175,7 @@ class Lowerer {
       w.mesh_axis = axis;
       w.rows.whole = d.size;
       w.rows.block = d.size / n;
+      w.rows.wrap = op.input_window_wraps(input);
       bool reads_window = false;
       for (int64_t pos = 0; pos < n; ++pos) {
         int64_t begin = 0, end = 0;

@@ -96,18 +96,21 @@ class AxisOp : public Operation {
         return kernels::shift(ctx.input(0), axis_, a_, wrap_, out);
     }
   }
-  // A shift without wrap-around on a split dimension reads, for each output
-  // block, the input rows offset before it: a halo exchange brings them
-  // (zeros past the ends), where gathering the dimension would bring all.
+  // A shift on a split dimension reads, for each output block, the input
+  // rows offset before it: a halo exchange brings them (zeros past the ends,
+  // or with wrap-around the rows at the other end, as Mesh TensorFlow passes
+  // blocks to the neighbouring processors), where gathering the dimension
+  // would bring all.
   bool input_window(int input, const std::string& dim, int64_t position, int64_t parts,
                     int64_t* begin, int64_t* end) const override {
-    if (kind_ != Kind::kShift || wrap_ || input != 0 || dim != inputs()[0].shape()[axis_].name)
-      return false;
-    const int64_t block = inputs()[0].shape()[axis_].size / parts;
-    *begin = position * block - a_;
+    if (kind_ != Kind::kShift || input != 0 || dim != inputs()[0].shape()[axis_].name) return false;
+    const int64_t n = inputs()[0].shape()[axis_].size;
+    const int64_t block = n / parts;
+    *begin = position * block - (wrap_ ? ((a_ % n) + n) % n : a_);
     *end = *begin + block;
     return true;
   }
+  bool input_window_wraps(int /*input*/) const override { return kind_ == Kind::kShift && wrap_; }
   bool differentiable() const override { return is_floating(output(0).dtype()); }
   std::vector<Tensor> gradient(const std::vector<Tensor>& g) const override {
     const Tensor& x = inputs()[0];
@@ -124,7 +127,7 @@ class AxisOp : public Operation {
   }
   double flops() const override { return 0; }
   std::vector<std::string> unsplittable_dims() const override {
-    if (kind_ == Kind::kShift && !wrap_) return {};  // read through windows
+    if (kind_ == Kind::kShift) return {};  // read through windows
     return {inputs()[0].shape()[axis_].name};
   }
 
@@ -133,8 +136,11 @@ class AxisOp : public Operation {
   // slice's rows, offset (the dimension is split).
   bool reads_window(const KernelContext& ctx) const {
     const HostTensor& in = ctx.input(0);
+    const int64_t n = inputs()[0].shape()[axis_].size;
+    const int64_t offset = wrap_ ? ((a_ % n) + n) % n : a_;
     return in.shape()[axis_].size == ctx.output_slice_shape(0)[axis_].size &&
-           ctx.input_slice_offset(0)[axis_] == ctx.output_slice_offset(0)[axis_] - a_;
+           in.shape()[axis_].size < n &&
+           ctx.input_slice_offset(0)[axis_] == ctx.output_slice_offset(0)[axis_] - offset;
   }
   static const char* kind_name(Kind k) {
     return k == Kind::kSlice ? "slice" : (k == Kind::kPad ? "pad" : "shift");
