@@ -169,6 +169,7 @@ class Lowerer {
       if (axis < 0) continue;
       const Dimension& d = l.shape()[t];
       const int64_t n = mesh_.dims()[axis].size;
+      if (n == 1) continue;  // the processor holds the whole dimension
       StepWindow w;
       w.input = input;
       w.tensor_axis = t;
