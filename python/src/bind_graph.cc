@@ -94,6 +94,71 @@ std::vector<Operation*> unwrap(const std::vector<PyOperation>& ops) {
   return out;
 }
 
+// Arithmetic with tensors and Python numbers (either side), and the logical
+// operators on bool tensors.
+static void bind_tensor_operators(py::class_<PyTensor>& tensor) {
+  tensor
+      .def("__add__",
+           [](const PyTensor& a, const py::object& b) {
+             return binary(a, b, [](const Tensor& x, const Tensor& y) { return x + y; });
+           })
+      .def("__radd__",
+           [](const PyTensor& a, const py::object& b) {
+             return reflected(a, b, [](const Tensor& x, const Tensor& y) { return x + y; });
+           })
+      .def("__sub__",
+           [](const PyTensor& a, const py::object& b) {
+             return binary(a, b, [](const Tensor& x, const Tensor& y) { return x - y; });
+           })
+      .def("__rsub__",
+           [](const PyTensor& a, const py::object& b) {
+             return reflected(a, b, [](const Tensor& x, const Tensor& y) { return x - y; });
+           })
+      .def("__mul__",
+           [](const PyTensor& a, const py::object& b) {
+             return binary(a, b, [](const Tensor& x, const Tensor& y) { return x * y; });
+           })
+      .def("__rmul__",
+           [](const PyTensor& a, const py::object& b) {
+             return reflected(a, b, [](const Tensor& x, const Tensor& y) { return x * y; });
+           })
+      .def("__truediv__",
+           [](const PyTensor& a, const py::object& b) {
+             return binary(a, b, [](const Tensor& x, const Tensor& y) { return x / y; });
+           })
+      .def("__rtruediv__",
+           [](const PyTensor& a, const py::object& b) {
+             return reflected(a, b, [](const Tensor& x, const Tensor& y) { return x / y; });
+           })
+      .def("__pow__",
+           [](const PyTensor& a, const py::object& b) {
+             return binary(a, b, [](const Tensor& x, const Tensor& y) { return pow(x, y); });
+           })
+      .def("__floordiv__",
+           [](const PyTensor& a, const py::object& b) {
+             return binary(a, b, [](const Tensor& x, const Tensor& y) { return floordiv(x, y); });
+           })
+      .def("__rfloordiv__",
+           [](const PyTensor& a, const py::object& b) {
+             return reflected(a, b,
+                              [](const Tensor& x, const Tensor& y) { return floordiv(x, y); });
+           })
+      .def("__mod__",
+           [](const PyTensor& a, const py::object& b) {
+             return binary(a, b, [](const Tensor& x, const Tensor& y) { return mod(x, y); });
+           })
+      .def("__rmod__",
+           [](const PyTensor& a, const py::object& b) {
+             return reflected(a, b, [](const Tensor& x, const Tensor& y) { return mod(x, y); });
+           })
+      .def("__neg__", [](const PyTensor& a) { return -a.tensor; })
+      .def("__and__",
+           [](const PyTensor& a, const PyTensor& b) { return logical_and(a.tensor, b.tensor); })
+      .def("__or__",
+           [](const PyTensor& a, const PyTensor& b) { return logical_or(a.tensor, b.tensor); })
+      .def("__invert__", [](const PyTensor& a) { return logical_not(a.tensor); });
+}
+
 void bind_graph(py::module_& m) {
   py::enum_<DType>(m, "DType")
       .value("float32", DType::kFloat32)
@@ -249,8 +314,9 @@ void bind_graph(py::module_& m) {
       .def("__repr__",
            [](const PyOperation& o) { return "<mtf.Operation " + o.op->to_string() + ">"; });
 
-  py::class_<PyTensor>(m, "Tensor", "One output of an operation: a handle, holding no data.")
-      .def_property_readonly("shape", [](const PyTensor& t) { return t.tensor.shape(); })
+  py::class_<PyTensor> tensor(m, "Tensor",
+                              "One output of an operation: a handle, holding no data.");
+  tensor.def_property_readonly("shape", [](const PyTensor& t) { return t.tensor.shape(); })
       .def_property_readonly("dtype", [](const PyTensor& t) { return t.tensor.dtype(); })
       .def_property_readonly("name", [](const PyTensor& t) { return t.tensor.name(); })
       .def_property_readonly("mesh", [](const PyTensor& t) { return t.tensor.mesh(); })
@@ -263,64 +329,10 @@ void bind_graph(py::module_& m) {
            [](const PyTensor& a, const py::object& b) {
              return py::isinstance<PyTensor>(b) && a.tensor == b.cast<const PyTensor&>().tensor;
            })
-      .def("__hash__",
-           [](const PyTensor& t) {
-             return std::hash<const void*>()(&t.tensor.op()) ^ static_cast<size_t>(t.tensor.id());
-           })
-      .def("__add__",
-           [](const PyTensor& a, const py::object& b) {
-             return binary(a, b, [](const Tensor& x, const Tensor& y) { return x + y; });
-           })
-      .def("__radd__",
-           [](const PyTensor& a, const py::object& b) {
-             return reflected(a, b, [](const Tensor& x, const Tensor& y) { return x + y; });
-           })
-      .def("__sub__",
-           [](const PyTensor& a, const py::object& b) {
-             return binary(a, b, [](const Tensor& x, const Tensor& y) { return x - y; });
-           })
-      .def("__rsub__",
-           [](const PyTensor& a, const py::object& b) {
-             return reflected(a, b, [](const Tensor& x, const Tensor& y) { return x - y; });
-           })
-      .def("__mul__",
-           [](const PyTensor& a, const py::object& b) {
-             return binary(a, b, [](const Tensor& x, const Tensor& y) { return x * y; });
-           })
-      .def("__rmul__",
-           [](const PyTensor& a, const py::object& b) {
-             return reflected(a, b, [](const Tensor& x, const Tensor& y) { return x * y; });
-           })
-      .def("__truediv__",
-           [](const PyTensor& a, const py::object& b) {
-             return binary(a, b, [](const Tensor& x, const Tensor& y) { return x / y; });
-           })
-      .def("__rtruediv__",
-           [](const PyTensor& a, const py::object& b) {
-             return reflected(a, b, [](const Tensor& x, const Tensor& y) { return x / y; });
-           })
-      .def("__pow__",
-           [](const PyTensor& a, const py::object& b) {
-             return binary(a, b, [](const Tensor& x, const Tensor& y) { return pow(x, y); });
-           })
-      .def("__floordiv__",
-           [](const PyTensor& a, const py::object& b) {
-             return binary(a, b, [](const Tensor& x, const Tensor& y) { return floordiv(x, y); });
-           })
-      .def("__rfloordiv__",
-           [](const PyTensor& a, const py::object& b) {
-             return reflected(a, b,
-                              [](const Tensor& x, const Tensor& y) { return floordiv(x, y); });
-           })
-      .def("__mod__",
-           [](const PyTensor& a, const py::object& b) {
-             return binary(a, b, [](const Tensor& x, const Tensor& y) { return mod(x, y); });
-           })
-      .def("__rmod__",
-           [](const PyTensor& a, const py::object& b) {
-             return reflected(a, b, [](const Tensor& x, const Tensor& y) { return mod(x, y); });
-           })
-      .def("__neg__", [](const PyTensor& a) { return -a.tensor; });
+      .def("__hash__", [](const PyTensor& t) {
+        return std::hash<const void*>()(&t.tensor.op()) ^ static_cast<size_t>(t.tensor.id());
+      });
+  bind_tensor_operators(tensor);
 }
 
 }  // namespace mtf::python

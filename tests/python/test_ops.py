@@ -316,6 +316,10 @@ def test_bool_tensors_are_numpy_bools_both_ways(mesh, xv):
     np.testing.assert_array_equal(got[3], mv.astype(np.float32))
     np.testing.assert_array_equal(got[4], np.array([True, False, True, True])[:, None] & mv)
     np.testing.assert_array_equal(got[5], mv.T)
+    ops = evaluate([pos & m, pos | m, ~m], {x: xv, m: mv})
+    np.testing.assert_array_equal(ops[0], (xv > 0) & mv)
+    np.testing.assert_array_equal(ops[1], (xv > 0) | mv)
+    np.testing.assert_array_equal(ops[2], ~mv)
     # Integers feed a bool placeholder as "nonzero".
     ints = mtf.Session(mesh.graph).run(m, {m: np.arange(24).reshape(4, 6) % 3})
     np.testing.assert_array_equal(ints, np.arange(24).reshape(4, 6) % 3 != 0)
