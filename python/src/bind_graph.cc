@@ -94,70 +94,37 @@ std::vector<Operation*> unwrap(const std::vector<PyOperation>& ops) {
   return out;
 }
 
+namespace {
+
+// Python's operator `name` (and its reflected form `rname`, for a number on
+// the left, unless empty) as f on tensors and Python numbers.
+template <typename F>
+void def_operator(py::class_<PyTensor>& tensor, const char* name, const char* rname, F f) {
+  tensor.def(name, [f](const PyTensor& a, const py::object& b) { return binary(a, b, f); });
+  if (*rname)
+    tensor.def(rname, [f](const PyTensor& a, const py::object& b) { return reflected(a, b, f); });
+}
+
 // Arithmetic with tensors and Python numbers (either side), and the logical
 // operators on bool tensors.
-static void bind_tensor_operators(py::class_<PyTensor>& tensor) {
-  tensor
-      .def("__add__",
-           [](const PyTensor& a, const py::object& b) {
-             return binary(a, b, [](const Tensor& x, const Tensor& y) { return x + y; });
-           })
-      .def("__radd__",
-           [](const PyTensor& a, const py::object& b) {
-             return reflected(a, b, [](const Tensor& x, const Tensor& y) { return x + y; });
-           })
-      .def("__sub__",
-           [](const PyTensor& a, const py::object& b) {
-             return binary(a, b, [](const Tensor& x, const Tensor& y) { return x - y; });
-           })
-      .def("__rsub__",
-           [](const PyTensor& a, const py::object& b) {
-             return reflected(a, b, [](const Tensor& x, const Tensor& y) { return x - y; });
-           })
-      .def("__mul__",
-           [](const PyTensor& a, const py::object& b) {
-             return binary(a, b, [](const Tensor& x, const Tensor& y) { return x * y; });
-           })
-      .def("__rmul__",
-           [](const PyTensor& a, const py::object& b) {
-             return reflected(a, b, [](const Tensor& x, const Tensor& y) { return x * y; });
-           })
-      .def("__truediv__",
-           [](const PyTensor& a, const py::object& b) {
-             return binary(a, b, [](const Tensor& x, const Tensor& y) { return x / y; });
-           })
-      .def("__rtruediv__",
-           [](const PyTensor& a, const py::object& b) {
-             return reflected(a, b, [](const Tensor& x, const Tensor& y) { return x / y; });
-           })
-      .def("__pow__",
-           [](const PyTensor& a, const py::object& b) {
-             return binary(a, b, [](const Tensor& x, const Tensor& y) { return pow(x, y); });
-           })
-      .def("__floordiv__",
-           [](const PyTensor& a, const py::object& b) {
-             return binary(a, b, [](const Tensor& x, const Tensor& y) { return floordiv(x, y); });
-           })
-      .def("__rfloordiv__",
-           [](const PyTensor& a, const py::object& b) {
-             return reflected(a, b,
-                              [](const Tensor& x, const Tensor& y) { return floordiv(x, y); });
-           })
-      .def("__mod__",
-           [](const PyTensor& a, const py::object& b) {
-             return binary(a, b, [](const Tensor& x, const Tensor& y) { return mod(x, y); });
-           })
-      .def("__rmod__",
-           [](const PyTensor& a, const py::object& b) {
-             return reflected(a, b, [](const Tensor& x, const Tensor& y) { return mod(x, y); });
-           })
-      .def("__neg__", [](const PyTensor& a) { return -a.tensor; })
+void bind_tensor_operators(py::class_<PyTensor>& tensor) {
+  using T = const Tensor&;
+  def_operator(tensor, "__add__", "__radd__", [](T x, T y) { return x + y; });
+  def_operator(tensor, "__sub__", "__rsub__", [](T x, T y) { return x - y; });
+  def_operator(tensor, "__mul__", "__rmul__", [](T x, T y) { return x * y; });
+  def_operator(tensor, "__truediv__", "__rtruediv__", [](T x, T y) { return x / y; });
+  def_operator(tensor, "__pow__", "", [](T x, T y) { return pow(x, y); });
+  def_operator(tensor, "__floordiv__", "__rfloordiv__", [](T x, T y) { return floordiv(x, y); });
+  def_operator(tensor, "__mod__", "__rmod__", [](T x, T y) { return mod(x, y); });
+  tensor.def("__neg__", [](const PyTensor& a) { return -a.tensor; })
       .def("__and__",
            [](const PyTensor& a, const PyTensor& b) { return logical_and(a.tensor, b.tensor); })
       .def("__or__",
            [](const PyTensor& a, const PyTensor& b) { return logical_or(a.tensor, b.tensor); })
       .def("__invert__", [](const PyTensor& a) { return logical_not(a.tensor); });
 }
+
+}  // namespace
 
 void bind_graph(py::module_& m) {
   py::enum_<DType>(m, "DType")

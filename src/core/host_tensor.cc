@@ -73,48 +73,23 @@ void HostTensor::check_dtype(DType expected) const {
   }
 }
 
-template <>
-float* HostTensor::data<float>() {
-  check_dtype(float32);
-  return static_cast<float*>(buffer_->data);
-}
-template <>
-const float* HostTensor::data<float>() const {
-  check_dtype(float32);
-  return static_cast<const float*>(buffer_->data);
-}
-template <>
-int32_t* HostTensor::data<int32_t>() {
-  check_dtype(int32);
-  return static_cast<int32_t*>(buffer_->data);
-}
-template <>
-const int32_t* HostTensor::data<int32_t>() const {
-  check_dtype(int32);
-  return static_cast<const int32_t*>(buffer_->data);
-}
-
-template <>
-uint8_t* HostTensor::data<uint8_t>() {
-  check_dtype(bool_);
-  return static_cast<uint8_t*>(buffer_->data);
-}
-template <>
-const uint8_t* HostTensor::data<uint8_t>() const {
-  check_dtype(bool_);
-  return static_cast<const uint8_t*>(buffer_->data);
-}
-
-template <>
-BFloat16* HostTensor::data<BFloat16>() {
-  check_dtype(bfloat16);
-  return static_cast<BFloat16*>(buffer_->data);
-}
-template <>
-const BFloat16* HostTensor::data<BFloat16>() const {
-  check_dtype(bfloat16);
-  return static_cast<const BFloat16*>(buffer_->data);
-}
+// data<T>(): the buffer as T, after checking that T is the dtype's type.
+#define MTF_HOST_TENSOR_DATA(T, DTYPE)           \
+  template <>                                    \
+  T* HostTensor::data<T>() {                     \
+    check_dtype(DTYPE);                          \
+    return static_cast<T*>(buffer_->data);       \
+  }                                              \
+  template <>                                    \
+  const T* HostTensor::data<T>() const {         \
+    check_dtype(DTYPE);                          \
+    return static_cast<const T*>(buffer_->data); \
+  }
+MTF_HOST_TENSOR_DATA(float, float32)
+MTF_HOST_TENSOR_DATA(int32_t, int32)
+MTF_HOST_TENSOR_DATA(uint8_t, bool_)
+MTF_HOST_TENSOR_DATA(BFloat16, bfloat16)
+#undef MTF_HOST_TENSOR_DATA
 
 void* HostTensor::raw_data() {
   if (!valid()) throw ValueError("access to the data of an empty HostTensor");
@@ -152,8 +127,9 @@ HostTensor HostTensor::as_dtype(DType dtype) const {
       const int32_t* p = data<int32_t>();
       for (int64_t i = 0; i < n; ++i) q[i] = p[i] != 0;
     } else {
-      const std::vector<float> f = to_floats();
-      for (int64_t i = 0; i < n; ++i) q[i] = f[i] != 0.0f;  // NaN is true
+      const std::vector<float> f = dtype_ == float32 ? std::vector<float>() : to_floats();
+      const float* p = dtype_ == float32 ? data<float>() : f.data();
+      for (int64_t i = 0; i < n; ++i) q[i] = p[i] != 0.0f;  // NaN is true
     }
   } else if (dtype == bfloat16) {
     const std::vector<float> f = dtype_ == float32 ? std::vector<float>() : to_floats();

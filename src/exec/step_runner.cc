@@ -64,15 +64,10 @@ std::vector<HostTensor> compute_fused(const Step& s, const std::vector<HostTenso
 bool runs_widened(const Operation& op, const std::vector<const HostTensor*>& inputs) {
   if (op.computes_bfloat16()) return false;
   for (const HostTensor* t : inputs)
-    if (t->dtype() == bfloat16 || t->dtype() == bool_) return true;
+    if (widened_dtype(t->dtype()) != t->dtype()) return true;
   for (int i = 0; i < op.num_outputs(); ++i)
-    if (op.output(i).dtype() == bfloat16 || op.output(i).dtype() == bool_) return true;
+    if (widened_dtype(op.output(i).dtype()) != op.output(i).dtype()) return true;
   return false;
-}
-
-// The storage type a widened op computes `dtype` in.
-DType widened_dtype(DType dtype) {
-  return dtype == bfloat16 ? float32 : dtype == bool_ ? int32 : dtype;
 }
 
 // Narrows the widened op's results for bfloat16 and bool tensors and
@@ -192,7 +187,7 @@ std::vector<HostTensor> compute_step(const Step& s, int64_t pnum,
   if (widened) {
     wide_inputs.reserve(inputs.size());
     for (const HostTensor*& in : inputs) {
-      if (in->dtype() != bfloat16 && in->dtype() != bool_) continue;
+      if (widened_dtype(in->dtype()) == in->dtype()) continue;
       wide_inputs.push_back(in->as_dtype(widened_dtype(in->dtype())));
       in = &wide_inputs.back();
     }

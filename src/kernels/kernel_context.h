@@ -39,6 +39,13 @@ struct RunState {
   bool check_numerics = false;
 };
 
+// The dtype an op without kernels of its own for a storage type computes
+// it in (Operation::computes_bfloat16): bfloat16 as float32, bool as int32
+// 0 / 1; any other dtype as itself.
+inline DType widened_dtype(DType dtype) {
+  return dtype == bfloat16 ? float32 : dtype == bool_ ? int32 : dtype;
+}
+
 class KernelContext {
  public:
   KernelContext(const Operation& op, std::vector<const HostTensor*> inputs,
@@ -61,8 +68,7 @@ class KernelContext {
   // Operation::computes_bfloat16).
   HostTensor& allocate_output(int i) {
     DType dtype = op_.output(i).dtype();
-    if (widened_ && dtype == bfloat16) dtype = float32;
-    if (widened_ && dtype == bool_) dtype = int32;
+    if (widened_) dtype = widened_dtype(dtype);
     (*outputs_)[i] = HostTensor((*slice_shapes_)[i], dtype);
     return (*outputs_)[i];
   }

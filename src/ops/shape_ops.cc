@@ -104,9 +104,8 @@ class AxisOp : public Operation {
   bool input_window(int input, const std::string& dim, int64_t position, int64_t parts,
                     int64_t* begin, int64_t* end) const override {
     if (kind_ != Kind::kShift || input != 0 || dim != inputs()[0].shape()[axis_].name) return false;
-    const int64_t n = inputs()[0].shape()[axis_].size;
-    const int64_t block = n / parts;
-    *begin = position * block - (wrap_ ? ((a_ % n) + n) % n : a_);
+    const int64_t block = inputs()[0].shape()[axis_].size / parts;
+    *begin = position * block - window_offset();
     *end = *begin + block;
     return true;
   }
@@ -136,11 +135,15 @@ class AxisOp : public Operation {
   // slice's rows, offset (the dimension is split).
   bool reads_window(const KernelContext& ctx) const {
     const HostTensor& in = ctx.input(0);
-    const int64_t n = inputs()[0].shape()[axis_].size;
-    const int64_t offset = wrap_ ? ((a_ % n) + n) % n : a_;
     return in.shape()[axis_].size == ctx.output_slice_shape(0)[axis_].size &&
-           in.shape()[axis_].size < n &&
-           ctx.input_slice_offset(0)[axis_] == ctx.output_slice_offset(0)[axis_] - offset;
+           in.shape()[axis_].size < inputs()[0].shape()[axis_].size &&
+           ctx.input_slice_offset(0)[axis_] == ctx.output_slice_offset(0)[axis_] - window_offset();
+  }
+  // How far a shift's window lies before its output block: the offset, taken
+  // into [0, size) with wrap-around.
+  int64_t window_offset() const {
+    const int64_t n = inputs()[0].shape()[axis_].size;
+    return wrap_ ? ((a_ % n) + n) % n : a_;
   }
   static const char* kind_name(Kind k) {
     return k == Kind::kSlice ? "slice" : (k == Kind::kPad ? "pad" : "shift");
