@@ -46,6 +46,9 @@ ap.add_argument("--mtf_position", default="relative", choices=["relative", "abso
                 help="mtf's positions (absolute: learned, as PyTorch's side has them)")
 ap.add_argument("--mtf_norm", default="rms", choices=["rms", "layer"],
                 help="mtf's norm (layer: as PyTorch's side)")
+ap.add_argument("--mtf_stack_dropout", type=float, default=-1.0,
+                help="mtf's dropout on the stacks' embeddings and final norm outputs (< 0: as "
+                     "its other dropout, Mesh TensorFlow's placement; 0: none, as nn.Transformer)")
 ap.add_argument("--only", choices=["mtf", "pytorch"],
                 help="train and score one side only (the other's figure from an earlier run)")
 ap.add_argument("--quick", action="store_true")
@@ -85,7 +88,8 @@ def mtf_side(vocab, encoded, test_sources, batches):
         encoder_layers=s["layers"], decoder_layers=s["layers"], d_model=s["d_model"],
         d_ff=s["d_ff"], heads=s["heads"], d_kv=s["d_kv"], vocab=vocab.size, batch=s["batch"],
         input_length=s["length"], target_length=s["length"], learning_rate=args.mtf_lr,
-        optimizer=args.mtf_optimizer, position=args.mtf_position, norm=args.mtf_norm)
+        optimizer=args.mtf_optimizer, position=args.mtf_position, norm=args.mtf_norm,
+        stack_dropout=args.mtf_stack_dropout)
     model = mtf.models.TransformerEncDec(config)
     decoder = mtf.models.EncDecDecoder(model, batch=16)
     session = mtf.Session(model.graph)
@@ -173,7 +177,7 @@ def main():
     if args.only != "pytorch":
         mtf_ms, mtf_hyps, mtf_losses = mtf_side(vocab, encoded, test_sources, batches)
         print(f"mtf ({args.mtf_optimizer}, lr {args.mtf_lr}, {args.mtf_position} positions, "
-              f"{args.mtf_norm} norm): {mtf_ms:8.1f} ms/step, {loss_text(mtf_losses)}, test greedy "
+              f"{args.mtf_norm} norm, stack dropout {args.mtf_stack_dropout}): {mtf_ms:8.1f} ms/step, {loss_text(mtf_losses)}, test greedy "
               f"{mtf.models.corpus_bleu(mtf_hyps, refs)}", flush=True)
     if args.only != "mtf":
         torch_ms, torch_hyps, torch_losses = torch_side(vocab, test_sources, batches)

@@ -18,7 +18,7 @@ std::vector<Tensor> encoder_state(TransformerEncDec& model, const Blocks& blocks
                                   const Tensor& source, const Tensor& sequence_row) {
   const Dimension& rows = source.shape()[0];
   const Tensor encoded =
-      model.encode(source, Tensor(), range(model.mesh(), model.inputs_length), 1.0f);
+      model.encode(source, Tensor(), range(model.mesh(), model.inputs_length), false);
   std::vector<Tensor> state = {layers::attention_mask_ignore_padding(source)};
   for (int64_t l = 0; l < model.config().decoder_layers; ++l) {
     const std::string name = "decoder/layer_" + std::to_string(l) + "/encdec_attention";

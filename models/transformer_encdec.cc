@@ -11,6 +11,22 @@
 
 namespace mtf::models {
 
+namespace {
+
+// The keep probabilities of a training graph's dropout (1 in other
+// graphs): in the blocks, and at the stacks' edges (their input embeddings
+// and final norm's output).
+struct KeepProbs {
+  float blocks = 1.0f, edges = 1.0f;
+};
+
+KeepProbs keep_probs(const EncDecConfig& c, bool training) {
+  if (!training) return {};
+  return {1.0f - c.dropout, 1.0f - (c.stack_dropout < 0 ? c.dropout : c.stack_dropout)};
+}
+
+}  // namespace
+
 void EncDecConfig::validate() const {
   check_sizes("transformer_encdec", {{"encoder_layers", encoder_layers},
                                      {"decoder_layers", decoder_layers},
@@ -27,6 +43,7 @@ void EncDecConfig::validate() const {
   }
   check_rate("transformer_encdec", "dropout", dropout);
   check_rate("transformer_encdec", "label_smoothing", label_smoothing);
+  if (stack_dropout >= 0) check_rate("transformer_encdec", "stack_dropout", stack_dropout);
   auto one_of = [](const char* name, const std::string& v, const char* a, const char* b) {
     if (v != a && v != b) {
       throw ValueError(std::string("transformer_encdec: ") + name + " must be " + a + " or " + b +
@@ -91,7 +108,7 @@ TransformerEncDec::TransformerEncDec(const EncDecConfig& config)
 
   // Training: label smoothing spreads epsilon over the other ids, and a small
   // z-loss keeps the softmax normalizer near 1 (as Mesh TensorFlow trains).
-  Tensor logits = logits_of(1.0f - config.dropout);
+  Tensor logits = logits_of(true);
   if (logits.dtype() != float32) logits = cast(logits, float32);
   const float eps = config.label_smoothing;
   const Tensor soft = one_hot(targets, vocab, 1.0f - eps, eps / static_cast<float>(vocab.size - 1));
@@ -112,7 +129,7 @@ TransformerEncDec::TransformerEncDec(const EncDecConfig& config)
   train_ops = steps.accumulate_ops();
   apply_ops = steps.apply_ops();
 
-  eval_logits = config.dropout > 0 ? logits_of(1.0f) : logits;
+  eval_logits = config.dropout > 0 || config.stack_dropout > 0 ? logits_of(false) : logits;
   if (eval_logits.dtype() != float32) eval_logits = cast(eval_logits, float32);
   const Tensor eval_per_token =
       softmax_cross_entropy_with_logits(eval_logits, one_hot(targets, vocab), vocab);
@@ -147,9 +164,10 @@ Tensor TransformerEncDec::embed(const Tensor& ids, const Tensor& positions,
   return x;
 }
 
-Tensor TransformerEncDec::logits_of(float keep_prob) {
+Tensor TransformerEncDec::logits_of(bool training) {
   const EncDecConfig& c = config_;
-  const Blocks blocks{c.norm, c.ffn, d_model, d_ff_, heads_, d_kv_, keep_prob};
+  const KeepProbs keep = keep_probs(c, training);
+  const Blocks blocks{c.norm, c.ffn, d_model, d_ff_, heads_, d_kv_, keep.blocks};
   const Dimension tg_memory{"targets_memory_length", targets_length.size};
   const bool relative = c.position == "relative";
   auto as_memory = [](const Tensor& t, const Dimension& from, const Dimension& to) {
@@ -159,7 +177,7 @@ Tensor TransformerEncDec::logits_of(float keep_prob) {
   const Tensor tg_pos = c.packed ? targets_position : range(mesh_, targets_length);
 
   const Tensor encoded =
-      encode(inputs, c.packed ? inputs_segmentation : Tensor(), in_pos, keep_prob);
+      encode(inputs, c.packed ? inputs_segmentation : Tensor(), in_pos, training);
 
   // The decoder reads the targets shifted right: 0 first, and at the start
   // of every pair in a packed row.
@@ -184,7 +202,7 @@ Tensor TransformerEncDec::logits_of(float keep_prob) {
   const Tensor cross_bias =
       c.packed ? layers::attention_mask_same_segment(targets_segmentation, inputs_segmentation)
                : layers::attention_mask_ignore_padding(inputs);
-  Tensor y = layers::dropout_if(embed(decoder_ids, tg_pos, "decoder"), keep_prob);
+  Tensor y = layers::dropout_if(embed(decoder_ids, tg_pos, "decoder"), keep.edges);
   for (int64_t l = 0; l < c.decoder_layers; ++l) {
     const std::string name = "decoder/layer_" + std::to_string(l);
     y = blocks.attention(y, nullptr, targets_length, tg_memory, self_bias,
@@ -193,15 +211,16 @@ Tensor TransformerEncDec::logits_of(float keep_prob) {
                          name + "/encdec_attention");
     y = blocks.feed_forward(y, name + "/ffn");
   }
-  y = layers::dropout_if(blocks.norm(y, "decoder/final_norm"), keep_prob);
+  y = layers::dropout_if(blocks.norm(y, "decoder/final_norm"), keep.edges);
 
   return output_logits(y);
 }
 
 Tensor TransformerEncDec::encode(const Tensor& ids, const Tensor& segmentation,
-                                 const Tensor& positions, float keep_prob) {
+                                 const Tensor& positions, bool training) {
   const EncDecConfig& c = config_;
-  const Blocks blocks{c.norm, c.ffn, d_model, d_ff_, heads_, d_kv_, keep_prob};
+  const KeepProbs keep = keep_probs(c, training);
+  const Blocks blocks{c.norm, c.ffn, d_model, d_ff_, heads_, d_kv_, keep.blocks};
   const Dimension length = ids.shape()[ids.shape().ndims() - 1];
   const Dimension memory{"inputs_memory_length", length.size};
   auto as_memory = [&](const Tensor& t) { return rename_dimension(t, length.name, memory.name); };
@@ -214,13 +233,13 @@ Tensor TransformerEncDec::encode(const Tensor& ids, const Tensor& segmentation,
                                                  "encoder/relative_bias", c.relative_buckets,
                                                  c.relative_max_distance);
   }
-  Tensor x = layers::dropout_if(embed(ids, positions, "encoder"), keep_prob);
+  Tensor x = layers::dropout_if(embed(ids, positions, "encoder"), keep.edges);
   for (int64_t l = 0; l < c.encoder_layers; ++l) {
     const std::string name = "encoder/layer_" + std::to_string(l);
     x = blocks.attention(x, nullptr, length, memory, bias, name + "/self_attention");
     x = blocks.feed_forward(x, name + "/ffn");
   }
-  return layers::dropout_if(blocks.norm(x, "encoder/final_norm"), keep_prob);
+  return layers::dropout_if(blocks.norm(x, "encoder/final_norm"), keep.edges);
 }
 
 Tensor TransformerEncDec::output_logits(const Tensor& y) {

@@ -35,7 +35,11 @@ struct EncDecConfig {
   int64_t d_model = 256, d_ff = 1024, heads = 4, d_kv = 64;
   int64_t vocab = 8000;  // shared by inputs and targets
   int64_t batch = 32, input_length = 48, target_length = 48;
-  float dropout = 0.1f;               // training graph only
+  float dropout = 0.1f;  // training graph only
+  // Dropout on each stack's input (the embeddings) and on its final norm's
+  // output, where Mesh TensorFlow's layer stack applies `dropout` too; < 0:
+  // the same as dropout; 0: none there (as nn.Transformer).
+  float stack_dropout = -1.0f;
   float label_smoothing = 0.1f;       // training loss only
   std::string norm = "rms";           // "rms" or "layer"
   std::string ffn = "relu";           // "relu" or "gated_gelu"
@@ -113,9 +117,10 @@ class TransformerEncDec {
   // the same variables by name):
   // the encoder's output [ids' dimensions, d_model] for int32 ids [rows,
   // inputs length] at `positions`, within segments when `segmentation` is
-  // valid and else with padding masked, with this keep probability;
+  // valid and else with padding masked, with the training graph's dropout
+  // when `training` (none otherwise);
   Tensor encode(const Tensor& ids, const Tensor& segmentation, const Tensor& positions,
-                float keep_prob);
+                bool training);
   // the shared embedding of ids, plus `stack`'s ("encoder" or "decoder")
   // learned absolute positions when the config has them;
   Tensor embed(const Tensor& ids, const Tensor& positions, const std::string& stack);
@@ -127,9 +132,9 @@ class TransformerEncDec {
   const Dimension& d_kv() const { return d_kv_; }
 
  private:
-  // The decoder's logits for the targets fed, with this keep probability for
-  // dropout (1: none); the variables are made once and shared.
-  Tensor logits_of(float keep_prob);
+  // The decoder's logits for the targets fed, with the training graph's
+  // dropout when `training`; the variables are made once and shared.
+  Tensor logits_of(bool training);
 
   EncDecConfig config_;
   Graph graph_;

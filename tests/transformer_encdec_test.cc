@@ -290,6 +290,28 @@ TEST(TransformerEncDec, LearnsToCopyAndTranslatesGreedily) {
   EXPECT_THROW(translate_greedy(m, s, {{3, 99, 1}}), ValueError);
 }
 
+// stack_dropout drops at the stacks' edges only, at its own rate (-1:
+// dropout's): the training loss of one batch moves exactly when some
+// dropout acts.
+TEST(TransformerEncDec, StackDropoutActsAtTheStacksEdgesOnly) {
+  auto training_loss = [](float dropout, float stack_dropout) {
+    EncDecConfig c = tiny();
+    c.dropout = dropout;
+    c.stack_dropout = stack_dropout;
+    TransformerEncDec m(c);
+    Session s(m.graph());
+    std::mt19937 rng(3);
+    HostTensor in, tg;
+    copy_batch(m, rng, in, tg);
+    return s.run({m.loss}, {{m.inputs, in}, {m.targets, tg}})[0].to_floats()[0];
+  };
+  const float none = training_loss(0.0f, 0.0f);
+  EXPECT_EQ(training_loss(0.0f, -1.0f), none);
+  EXPECT_NE(training_loss(0.0f, 0.5f), none);  // the edges drop with no other dropout
+  EXPECT_NE(training_loss(0.5f, 0.0f), none);  // and the blocks without the edges
+  EXPECT_NE(training_loss(0.5f, -1.0f), training_loss(0.5f, 0.0f));
+}
+
 TEST(TransformerEncDec, BadConfigurationsAreClearErrors) {
   for (auto change : std::vector<void (*)(EncDecConfig&)>{
            [](EncDecConfig& c) { c.norm = "batch"; },
@@ -299,6 +321,7 @@ TEST(TransformerEncDec, BadConfigurationsAreClearErrors) {
            [](EncDecConfig& c) { c.vocab = 2; },
            [](EncDecConfig& c) { c.dropout = 1.0f; },
            [](EncDecConfig& c) { c.label_smoothing = -0.1f; },
+           [](EncDecConfig& c) { c.stack_dropout = 1.0f; },
        }) {
     EncDecConfig c = tiny();
     change(c);

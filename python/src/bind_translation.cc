@@ -32,6 +32,7 @@ const std::vector<const char*> kEncDecFields = {"encoder_layers",
                                                 "input_length",
                                                 "target_length",
                                                 "dropout",
+                                                "stack_dropout",
                                                 "label_smoothing",
                                                 "norm",
                                                 "ffn",
@@ -77,6 +78,7 @@ void bind_config_and_model(py::module_& m) {
       .def_readwrite("input_length", &EncDecConfig::input_length)
       .def_readwrite("target_length", &EncDecConfig::target_length)
       .def_readwrite("dropout", &EncDecConfig::dropout)
+      .def_readwrite("stack_dropout", &EncDecConfig::stack_dropout)
       .def_readwrite("label_smoothing", &EncDecConfig::label_smoothing)
       .def_readwrite("norm", &EncDecConfig::norm)
       .def_readwrite("ffn", &EncDecConfig::ffn)

@@ -25,6 +25,21 @@ def test_config_fields_and_errors():
         c.validate()
 
 
+def test_stack_dropout_is_its_own_rate_at_the_stacks_edges():
+    ids = np.random.default_rng(4).integers(2, 12, (4, 6)).astype(np.int32)
+
+    def training_loss(**rates):
+        model = mtf.models.TransformerEncDec(mtf.models.EncDecConfig(**{**TINY, **rates}))
+        return float(mtf.Session(model.graph).run(model.loss, model.feeds(ids, ids[:, :5])))
+
+    assert mtf.models.EncDecConfig(**TINY).stack_dropout == -1.0  # follows dropout
+    none = training_loss(stack_dropout=0.0)
+    assert training_loss() == none  # TINY has no dropout, and the edges follow it
+    assert training_loss(stack_dropout=0.5) != none
+    with pytest.raises(mtf.ValueError, match="stack_dropout"):
+        mtf.models.EncDecConfig(**TINY, stack_dropout=1.0).validate()
+
+
 def test_adam_trains_the_model_and_needs_a_rate():
     ids = np.random.default_rng(3).integers(2, 12, (4, 6)).astype(np.int32)
     losses = {}
