@@ -8,9 +8,10 @@ prints both BLEUs (mtf's 13a corpus BLEU on both) and step times.
 Sizes are examples/translate's defaults (d_model 256, d_ff 1024, 4 heads x
 64, 3 + 3 layers, vocabulary 8000, batch 32, length 64), rows of one pair
 each (nn.Transformer has no segment masks, so neither side packs), dropout
-and label smoothing 0.1. mtf trains with Adafactor at examples/translate's
-default learning rate (--mtf_lr), or with Adam (--mtf_optimizer adam) at a
-rate given by --mtf_lr; PyTorch with Adam (lr 1e-3 after a linear warmup of --warmup steps, decayed
+and label smoothing 0.1, learned absolute positions on both sides (mtf's
+--mtf_position relative gives T5's buckets instead). mtf trains with
+Adafactor at examples/translate's default learning rate (--mtf_lr), or with
+Adam (--mtf_optimizer adam) at a rate given by --mtf_lr; PyTorch with Adam (lr 1e-3 after a linear warmup of --warmup steps, decayed
 by the inverse square root: the usual Transformer schedule; torch 1.13 has no
 Adafactor). PyTorch's side is compare_pytorch.py's EncDec (pre-norm,
 learned absolute positions, tied output embedding). Both run in this
@@ -42,8 +43,9 @@ ap.add_argument("--mtf_lr", default="0.03",
 ap.add_argument("--mtf_optimizer", default="adafactor", choices=["adafactor", "adam"],
                 help="mtf's optimizer (adam: give --mtf_lr, e.g. PyTorch's schedule "
                      "\"0.02*warmup(400)*rsqrt(400)\")")
-ap.add_argument("--mtf_position", default="relative", choices=["relative", "absolute"],
-                help="mtf's positions (absolute: learned, as PyTorch's side has them)")
+ap.add_argument("--mtf_position", default="absolute", choices=["relative", "absolute"],
+                help="mtf's positions (absolute, the default: learned, as PyTorch's side has "
+                     "them; relative: T5's buckets, examples/translate's default)")
 ap.add_argument("--mtf_norm", default="rms", choices=["rms", "layer"],
                 help="mtf's norm (layer: as PyTorch's side)")
 ap.add_argument("--mtf_stack_dropout", type=float, default=-1.0,
