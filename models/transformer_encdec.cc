@@ -129,7 +129,9 @@ TransformerEncDec::TransformerEncDec(const EncDecConfig& config)
   train_ops = steps.accumulate_ops();
   apply_ops = steps.apply_ops();
 
-  eval_logits = config.dropout > 0 || config.stack_dropout > 0 ? logits_of(false) : logits;
+  const KeepProbs training_keep = keep_probs(config, true);
+  const bool training_drops = training_keep.blocks < 1.0f || training_keep.edges < 1.0f;
+  eval_logits = training_drops ? logits_of(false) : logits;
   if (eval_logits.dtype() != float32) eval_logits = cast(eval_logits, float32);
   const Tensor eval_per_token =
       softmax_cross_entropy_with_logits(eval_logits, one_hot(targets, vocab), vocab);
