@@ -10,8 +10,10 @@
 #include <cstring>
 #include <functional>
 #include <string>
+#include <thread>
 
 #include "mtf/checkpoint.h"
+#include "tcp_world.h"
 #include "test_util.h"
 
 namespace mtf {
@@ -52,9 +54,61 @@ TEST(BoolDType, HostTensorConversions) {
 // shifts, slices, concatenation, gathers and split layouts (allgathers,
 // halo exchanges) — on each layout and both mesh implementations, the
 // one-processor results.
+// A graph of bool tensors: comparisons (with broadcast), logic, where, casts,
+// reductions and every kind of movement, and its feeds.
+struct BoolGraph {
+  Graph g;
+  Mesh mesh{g, "mesh"};
+  HostTensor av = testing::random_tensor(Shape({kRows, kCols}), 1);
+  HostTensor bv = testing::random_tensor(Shape({kCols}), 2);
+  HostTensor mv{Shape({kRows, kCols}), bool_};
+  Tensor a, b, mask;
+  std::vector<Tensor> outs;
+  BoolGraph() {
+    a = placeholder(mesh, av.shape(), float32, "a");
+    b = placeholder(mesh, bv.shape(), float32, "b");
+    const Tensor gt = greater(a, b);  // bool [r, c], broadcast
+    const Tensor lt = less(a, constant(mesh, 0.f));
+    mask = placeholder(mesh, Shape({kRows, kCols}), bool_, "mask");
+    const Tensor both = logical_and(gt, mask);
+    outs = {gt,
+            logical_not(gt),
+            both,
+            logical_or(lt, mask),
+            equal(gt, mask),
+            where(gt, a, -a),
+            cast(gt, float32),
+            cast(lt, int32),
+            reduce_any(both, "c"),
+            reduce_all(gt, "r"),
+            transpose(both, Shape({kCols, kRows})),
+            shift(both, 1, "c", true),
+            shift(both, -2, "r", false),
+            slice(gt, 2, 2, "c"),
+            concat({gt, mask}, "c"),
+            gather(mask, range(mesh, Dimension{"k", 3}, int32) + 1.f, kRows),
+            cast(where(logical_not(mask), cast(a, bfloat16), cast(a, bfloat16) * 2.f), float32)};
+    const HostTensor maskv = testing::random_tensor(mask.shape(), 3);
+    for (int64_t i = 0; i < mv.num_elements(); ++i)
+      mv.data<uint8_t>()[i] = maskv.data<float>()[i] > 0;
+  }
+  std::vector<HostTensor> run(Session& s) const {
+    return s.run(outs, {{a, av}, {b, bv}, {mask, mv}});
+  }
+};
+
+// Every output of `got` has the bytes of `want`'s.
+void expect_same_bytes(const std::vector<HostTensor>& want, const std::vector<HostTensor>& got,
+                       const std::string& what) {
+  ASSERT_EQ(got.size(), want.size()) << what;
+  for (size_t i = 0; i < want.size(); ++i) {
+    ASSERT_EQ(got[i].num_bytes(), want[i].num_bytes()) << what << ", output " << i;
+    EXPECT_EQ(0, std::memcmp(got[i].raw_data(), want[i].raw_data(), want[i].num_bytes()))
+        << what << ", output " << i;
+  }
+}
+
 TEST(BoolDType, ComparisonsLogicAndMovementOnEveryLayout) {
-  const HostTensor av = testing::random_tensor(Shape({kRows, kCols}), 1);
-  const HostTensor bv = testing::random_tensor(Shape({kCols}), 2);
   std::vector<std::vector<HostTensor>> results;
   struct Case {
     const char* mesh;
@@ -65,39 +119,12 @@ TEST(BoolDType, ComparisonsLogicAndMovementOnEveryLayout) {
                         Case{"x:2;y:2", "r:x;c:y", MeshImpl::kSimd},
                         Case{"x:2;y:2", "r:y;c:x", MeshImpl::kPlacement}}) {
     SCOPED_TRACE(std::string(k.mesh) + " " + k.layout);
-    Graph g;
-    Mesh mesh(g, "mesh");
-    const Tensor a = placeholder(mesh, av.shape(), float32, "a");
-    const Tensor b = placeholder(mesh, bv.shape(), float32, "b");
-    const Tensor gt = greater(a, b);  // bool [r, c], broadcast
-    const Tensor lt = less(a, constant(mesh, 0.f));
-    const Tensor mask = placeholder(mesh, Shape({kRows, kCols}), bool_, "mask");
-    const Tensor both = logical_and(gt, mask);
-    std::vector<Tensor> outs = {
-        gt,
-        logical_not(gt),
-        both,
-        logical_or(lt, mask),
-        equal(gt, mask),
-        where(gt, a, -a),
-        cast(gt, float32),
-        cast(lt, int32),
-        reduce_any(both, "c"),
-        reduce_all(gt, "r"),
-        transpose(both, Shape({kCols, kRows})),
-        shift(both, 1, "c", true),
-        shift(both, -2, "r", false),
-        slice(gt, 2, 2, "c"),
-        concat({gt, mask}, "c"),
-        gather(mask, range(mesh, Dimension{"k", 3}, int32) + 1.f, kRows),
-        cast(where(logical_not(mask), cast(a, bfloat16), cast(a, bfloat16) * 2.f), float32)};
+    BoolGraph bg;
+    const std::vector<Tensor>& outs = bg.outs;
+    const HostTensor &av = bg.av, &bv = bg.bv, &mv = bg.mv;
     for (size_t i = 0; i < 5; ++i) EXPECT_EQ(outs[i].dtype(), bool_) << i;
-    Session s(g, mesh_config(k.mesh, k.layout, k.impl));
-    const HostTensor maskv = testing::random_tensor(mask.shape(), 3);
-    HostTensor mv(mask.shape(), bool_);
-    for (int64_t i = 0; i < mv.num_elements(); ++i)
-      mv.data<uint8_t>()[i] = maskv.data<float>()[i] > 0;
-    results.push_back(s.run(outs, {{a, av}, {b, bv}, {mask, mv}}));
+    Session s(bg.g, mesh_config(k.mesh, k.layout, k.impl));
+    results.push_back(bg.run(s));
     const std::vector<HostTensor>& got = results.back();
     const float* pa = av.data<float>();
     const float* pb = bv.data<float>();
@@ -134,12 +161,45 @@ TEST(BoolDType, ComparisonsLogicAndMovementOnEveryLayout) {
     }
   }
   // Every layout and implementation moved the same bytes.
-  for (size_t r = 1; r < results.size(); ++r) {
-    for (size_t i = 0; i < results[0].size(); ++i) {
-      ASSERT_EQ(results[r][i].num_bytes(), results[0][i].num_bytes()) << r << " " << i;
-      EXPECT_EQ(0, std::memcmp(results[r][i].raw_data(), results[0][i].raw_data(),
-                               results[0][i].num_bytes()))
-          << "layout " << r << ", output " << i;
+  for (size_t r = 1; r < results.size(); ++r)
+    expect_same_bytes(results[0], results[r], "layout " + std::to_string(r));
+}
+
+// The same graph as a 4-process job (ranks as threads here, over loopback
+// TCP, then over shared-memory links): bools cross processes in the halo
+// exchange of the wrap shift, the gathers of concat, gather and the
+// fetches, and come out with the one-process bytes.
+TEST(BoolDType, CrossesProcessesWithTheOneProcessBytes) {
+  std::vector<HostTensor> want;
+  {
+    BoolGraph bg;
+    Session s(bg.g);
+    want = bg.run(s);
+  }
+  for (bool shared_memory : {false, true}) {
+    SCOPED_TRACE(shared_memory ? "shared memory" : "tcp");
+    const int port = testing::free_port();
+    std::vector<std::string> errors(4);
+    std::vector<std::vector<HostTensor>> got(4);
+    std::vector<std::thread> ranks;
+    for (int r = 0; r < 4; ++r) {
+      ranks.emplace_back([&, r] {
+        try {
+          BoolGraph bg;
+          MeshConfig c = mesh_config("x:2;y:2", "r:x;c:y");
+          c.process_transport = connect_tcp(
+              testing::tcp_options(r, 4, port, std::chrono::seconds(20), shared_memory));
+          Session s(bg.g, c);
+          got[r] = bg.run(s);
+        } catch (const std::exception& e) {
+          errors[r] = e.what();
+        }
+      });
+    }
+    for (auto& t : ranks) t.join();
+    for (int r = 0; r < 4; ++r) {
+      ASSERT_EQ(errors[r], "") << "rank " << r;
+      expect_same_bytes(want, got[r], "rank " + std::to_string(r));
     }
   }
 }

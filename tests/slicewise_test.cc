@@ -10,6 +10,7 @@
 #include <set>
 
 #include "mtf/sim.h"
+#include "mtf/variables.h"
 #include "test_util.h"
 
 namespace mtf {
@@ -226,6 +227,71 @@ TEST(CustomGradientTest, UsesTheUsersGradientForTheInputs) {
                       },
                       {x, w})[0];
   EXPECT_THROW(gradients({reduce_sum(bad)}, {x}), ValueError);
+}
+
+// Mesh TensorFlow's grad_fn form: a variable fn reads from outside is one
+// of all_inputs, after the explicit ones, and gets the gradient grad_fn
+// gives it; forward_operations are fn's ops.
+TEST(CustomGradientTest, MeshTensorFlowsFormGivesTheTensorsFnReadTheirGradients) {
+  Graph g;
+  Mesh mesh(g, "mesh");
+  const Tensor x = placeholder(mesh, kShape, float32, "x");
+  const Tensor w = get_variable(mesh, "w", Shape("h:6"), Initializer::constant(0.5f));
+  size_t forward_ops = 0, all_inputs = 0;
+  const std::vector<Tensor> y = custom_gradient(
+      [&](const std::vector<Tensor>& in) { return std::vector<Tensor>{in[0] * w}; },
+      [&](const CustomGradientCall& call) {
+        forward_ops = call.forward_operations.size();
+        all_inputs = call.all_inputs.size();
+        EXPECT_TRUE(call.all_inputs[0] == x);
+        EXPECT_TRUE(call.all_inputs[1] == w);
+        const Tensor& dy = call.output_grads[0];
+        // Three times the true gradients, to be told from them.
+        return std::vector<Tensor>{dy * call.all_inputs[1] * 3.f,
+                                   reduce_sum(dy * call.all_inputs[0], Shape("h:6")) * 3.f};
+      },
+      {x});
+  const std::vector<Tensor> grads = gradients({reduce_sum(y[0])}, {x, w});
+  EXPECT_EQ(all_inputs, 2u);
+  EXPECT_EQ(forward_ops, 1u);  // the multiply
+  const HostTensor xv = testing::random_tensor(kShape, 3);
+  for (const char* layout : {"", "b:rows;h:cols"}) {
+    Session s(g, mesh_config(layout[0] ? "rows:2;cols:2" : "", layout));
+    const auto out = s.run({y[0], grads[0], grads[1]}, {{x, xv}});
+    const auto xs = xv.to_floats();
+    for (int i = 0; i < 24; ++i) {
+      EXPECT_FLOAT_EQ(out[0].to_floats()[i], xs[i] * 0.5f);
+      EXPECT_FLOAT_EQ(out[1].to_floats()[i], 1.5f);
+    }
+    for (int j = 0; j < 6; ++j) {
+      float col = 0;
+      for (int b = 0; b < 4; ++b) col += xs[b * 6 + j];
+      EXPECT_NEAR(out[2].to_floats()[j], 3.f * col, 1e-5);
+    }
+  }
+  // Only the explicit inputs' gradients: the rest get none.
+  const Tensor z = custom_gradient(
+      [&](const std::vector<Tensor>& in) { return std::vector<Tensor>{in[0] * w}; },
+      [](const CustomGradientCall& call) { return std::vector<Tensor>{call.output_grads[0]}; },
+      {x})[0];
+  const std::vector<Tensor> zg = gradients({reduce_sum(z)}, {x, w});
+  const auto zout = Session(g).run({zg[0], zg[1]}, {{x, xv}});
+  for (float v : zout[0].to_floats()) EXPECT_EQ(v, 1.f);
+  for (float v : zout[1].to_floats()) EXPECT_EQ(v, 0.f);  // w got none
+  const Tensor bad =
+      custom_gradient([&](const std::vector<Tensor>& in) { return std::vector<Tensor>{in[0] * w}; },
+                      [](const CustomGradientCall& call) {
+                        return std::vector<Tensor>(3, call.output_grads[0]);  // three for two
+                      },
+                      {x})[0];
+  try {
+    gradients({reduce_sum(bad)}, {x});
+    ADD_FAILURE() << "no error";
+  } catch (const ValueError& e) {
+    EXPECT_NE(std::string(e.what()).find("3 gradients for 1 inputs (2 with the tensors fn read"),
+              std::string::npos)
+        << e.what();
+  }
 }
 
 TEST(SlicewiseTest, MisuseIsAClearError) {

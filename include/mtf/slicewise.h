@@ -70,11 +70,28 @@ Tensor cwise(SliceFunction fn, const std::vector<Tensor>& inputs, SliceGradient 
 // gradient(op, dys) instead of the gradient through fn's ops (Mesh
 // TensorFlow's custom_gradient): the backward pass keeps only what gradient
 // reads. fn's ops see the inputs through stop_gradient, so a tensor fn
-// reads that is not among `inputs` (a variable it makes or reads) gets no
-// gradient through fn: pass it as an input. ValueError when fn returns
-// nothing, or gradient returns the wrong count or shapes.
+// reads that is not among `inputs` (a variable it reads) gets no gradient
+// through fn: pass it as an input, or use the form below. ValueError when
+// fn returns nothing, or gradient returns the wrong count or shapes.
 using CustomGradientFn = std::function<std::vector<Tensor>(const std::vector<Tensor>&)>;
 std::vector<Tensor> custom_gradient(const CustomGradientFn& fn, const SliceGradient& gradient,
+                                    const std::vector<Tensor>& inputs);
+
+// What Mesh TensorFlow's grad_fn gets: the explicit inputs; all inputs
+// (the explicit ones, then every tensor made outside fn that fn's ops read,
+// in the order they first read it — variables among them); fn's operations;
+// its outputs; and the gradients of those outputs (invalid where none).
+struct CustomGradientCall {
+  std::vector<Tensor> explicit_inputs, all_inputs;
+  std::vector<Operation*> forward_operations;
+  std::vector<Tensor> outputs, output_grads;
+};
+// Gradients with respect to all_inputs (invalid where none; as many as
+// all_inputs, or as explicit_inputs when the others get none).
+using AllInputsGradient = std::function<std::vector<Tensor>(const CustomGradientCall&)>;
+// custom_gradient with Mesh TensorFlow's grad_fn: tensors fn reads besides
+// `inputs` get the gradient grad_fn gives them.
+std::vector<Tensor> custom_gradient(const CustomGradientFn& fn, const AllInputsGradient& gradient,
                                     const std::vector<Tensor>& inputs);
 
 }  // namespace mtf

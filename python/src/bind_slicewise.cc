@@ -135,22 +135,67 @@ py::object slicewise_py(const py::object& fn, const std::vector<Tensor>& xs,
   return tensors_to_py(slicewise(std::move(f), xs, std::move(o)), several);
 }
 
-// custom_gradient(fn, grad_fn, inputs): fn(*inputs) -> a tensor or a list.
+// True when grad_fn takes Mesh TensorFlow's keyword arguments
+// (output_grads, or **kwargs) rather than (op, *dys).
+bool takes_mesh_tensorflow_arguments(const py::object& grad_fn) {
+  try {
+    const py::object params =
+        py::module_::import("inspect").attr("signature")(grad_fn).attr("parameters");
+    if (params.contains("output_grads")) return true;
+    const py::object var_keyword =
+        py::module_::import("inspect").attr("Parameter").attr("VAR_KEYWORD");
+    for (const py::handle& p : params.attr("values")())
+      if (py::object(p.attr("kind")).equal(var_keyword)) return true;
+  } catch (py::error_already_set&) {  // a builtin without a signature
+  }
+  return false;
+}
+
+py::list tensor_list(const std::vector<Tensor>& ts) {
+  py::list l;
+  for (const Tensor& t : ts) l.append(t.valid() ? py::cast(wrap(t)) : py::none());
+  return l;
+}
+
+// grad_fn(explicit_inputs=, all_inputs=, forward_operations=, outputs=,
+// output_grads=) -> gradients for all_inputs (None where none), as Mesh
+// TensorFlow calls it.
+AllInputsGradient python_all_inputs_gradient(std::shared_ptr<py::object> grad) {
+  return [grad](const CustomGradientCall& call) {
+    py::gil_scoped_acquire gil;
+    py::list ops;
+    for (Operation* op : call.forward_operations) ops.append(wrap(op));
+    const py::object r =
+        (*grad)(py::arg("explicit_inputs") = tensor_list(call.explicit_inputs),
+                py::arg("all_inputs") = tensor_list(call.all_inputs),
+                py::arg("forward_operations") = ops, py::arg("outputs") = tensor_list(call.outputs),
+                py::arg("output_grads") = tensor_list(call.output_grads));
+    std::vector<Tensor> grads;
+    for (const py::handle& g : py::iterable(r))
+      grads.push_back(g.is_none() ? Tensor() : g.cast<PyTensor>().tensor);
+    return grads;
+  };
+}
+
+// custom_gradient(fn, grad_fn, explicit_inputs): fn(*inputs) -> a tensor or a list;
+// grad_fn in either form.
 py::object custom_gradient_py(const py::object& fn, const py::object& grad_fn,
                               const std::vector<Tensor>& inputs) {
   bool several = false;
-  const std::vector<Tensor> out = custom_gradient(
-      [&](const std::vector<Tensor>& xs) {
-        py::tuple args(xs.size());
-        for (size_t i = 0; i < xs.size(); ++i) args[i] = py::cast(wrap(xs[i]));
-        py::object r = fn(*args);
-        std::vector<Tensor> values;
-        several = py::isinstance<py::tuple>(r) || py::isinstance<py::list>(r);
-        if (!several) return std::vector<Tensor>{r.cast<PyTensor>().tensor};
-        for (const py::handle& t : py::iterable(r)) values.push_back(t.cast<PyTensor>().tensor);
-        return values;
-      },
-      python_gradient(keep(grad_fn)), inputs);
+  const CustomGradientFn forward = [&](const std::vector<Tensor>& xs) {
+    py::tuple args(xs.size());
+    for (size_t i = 0; i < xs.size(); ++i) args[i] = py::cast(wrap(xs[i]));
+    py::object r = fn(*args);
+    std::vector<Tensor> values;
+    several = py::isinstance<py::tuple>(r) || py::isinstance<py::list>(r);
+    if (!several) return std::vector<Tensor>{r.cast<PyTensor>().tensor};
+    for (const py::handle& t : py::iterable(r)) values.push_back(t.cast<PyTensor>().tensor);
+    return values;
+  };
+  const std::vector<Tensor> out =
+      takes_mesh_tensorflow_arguments(grad_fn)
+          ? custom_gradient(forward, python_all_inputs_gradient(keep(grad_fn)), inputs)
+          : custom_gradient(forward, python_gradient(keep(grad_fn)), inputs);
   return tensors_to_py(out, several);
 }
 
@@ -158,11 +203,14 @@ py::object custom_gradient_py(const py::object& fn, const py::object& grad_fn,
 
 void bind_slicewise(py::module_& m) {
   m.def("custom_gradient", &custom_gradient_py, py::arg("fn"), py::arg("grad_fn"),
-        py::arg("inputs"),
-        "fn(*inputs) (graph ops; a tensor or a tuple) whose gradient with respect to inputs is "
-        "grad_fn(op, *dys) (op.inputs, op.outputs; a list of tensors, None where none) instead "
-        "of the gradient through fn's ops. Tensors fn reads besides inputs get no gradient "
-        "through it: pass them as inputs.");
+        py::arg("explicit_inputs"),
+        "fn(*inputs) (graph ops; a tensor or a tuple) whose gradient is grad_fn's instead of "
+        "the gradient through fn's ops. grad_fn(op, *dys) (op.inputs, op.outputs) returns the "
+        "inputs' gradients (None where none); tensors fn reads besides inputs then get none "
+        "through it. Mesh TensorFlow's grad_fn(explicit_inputs, all_inputs, "
+        "forward_operations, outputs, output_grads) (called by keyword; told apart by its "
+        "output_grads or **kwargs parameter) returns gradients for all_inputs: the inputs, then "
+        "every tensor from outside fn that fn's ops read, variables among them.");
   m.def("slicewise", &slicewise_py, py::arg("fn"), py::arg("xs"),
         py::arg("output_shape") = py::none(), py::arg("output_dtype") = py::none(),
         py::arg("splittable_dims") = py::none(), py::arg("grad_function") = py::none(),

@@ -97,44 +97,82 @@ void check_user_gradients(const Operation& op, const std::vector<Tensor>& g) {
   }
 }
 
-// custom_gradient's op: the inputs, then fn's outputs, which it hands on
-// unchanged; its gradient is the user's for the inputs, none for the rest.
+// custom_gradient's op: all of fn's inputs (the explicit ones, then those
+// it read from outside), then fn's outputs, which it hands on unchanged; its
+// gradient is the user's for the inputs, none for the rest.
 class CustomGradientOp : public Operation {
  public:
-  CustomGradientOp(const std::vector<Tensor>& inputs, const std::vector<Tensor>& values,
-                   SliceGradient gradient)
-      : Operation(inputs.at(0).mesh(), "custom_gradient", concat(inputs, values), ""),
-        n_inputs_(inputs.size()),
+  CustomGradientOp(CustomGradientCall call, AllInputsGradient gradient)
+      : Operation(call.all_inputs.at(0).mesh(), "custom_gradient",
+                  concat(call.all_inputs, call.outputs), ""),
+        call_(std::move(call)),
         gradient_(std::move(gradient)) {
-    for (const Tensor& v : values) add_output(v.shape(), v.dtype());
+    for (const Tensor& v : call_.outputs) add_output(v.shape(), v.dtype());
   }
   void compute(KernelContext& ctx) const override {
-    for (int i = 0; i < num_outputs(); ++i)
-      ctx.set_output(i, ctx.input(static_cast<int>(n_inputs_) + i));
+    for (int i = 0; i < num_outputs(); ++i) ctx.set_output(i, ctx.input(n_inputs() + i));
   }
   bool computes_bfloat16() const override { return true; }  // hands the values over
-  bool reads_input(int input) const override { return input >= static_cast<int>(n_inputs_); }
+  bool reads_input(int input) const override { return input >= n_inputs(); }
   std::vector<Tensor> gradient(const std::vector<Tensor>& dys) const override {
-    const std::vector<Tensor> xs(inputs().begin(), inputs().begin() + n_inputs_);
-    std::vector<Tensor> g = gradient_(SlicewiseCall{xs, outputs()}, dys);
-    if (g.size() != n_inputs_) {
-      throw ValueError(detail::str_cat(attribution(), ": its gradient function returned ", g.size(),
-                                       " gradients for ", n_inputs_, " inputs"));
+    CustomGradientCall call = call_;
+    call.outputs = outputs();
+    call.output_grads = dys;
+    std::vector<Tensor> g = gradient_(call);
+    const size_t n_explicit = call.explicit_inputs.size(), n_all = call.all_inputs.size();
+    if (g.size() != n_all && g.size() != n_explicit) {
+      throw ValueError(detail::str_cat(
+          attribution(), ": its gradient function returned ", g.size(), " gradients for ",
+          n_explicit, " inputs",
+          n_all > n_explicit ? detail::str_cat(" (", n_all, " with the tensors fn read besides)")
+                             : std::string()));
     }
-    g.resize(inputs().size());  // none for fn's values
+    g.resize(inputs().size());  // none for fn's values (and unread inputs)
     check_user_gradients(*this, g);
     return g;
   }
   double flops() const override { return 0; }
 
  private:
+  int n_inputs() const { return static_cast<int>(call_.all_inputs.size()); }
   static std::vector<Tensor> concat(std::vector<Tensor> a, const std::vector<Tensor>& b) {
     a.insert(a.end(), b.begin(), b.end());
     return a;
   }
-  size_t n_inputs_;
-  SliceGradient gradient_;
+  CustomGradientCall call_;  // without outputs and output_grads
+  AllInputsGradient gradient_;
 };
+
+// Runs fn on `inputs` seen through stop_gradient and records what it made
+// and what it read from outside (CustomGradientCall's fields).
+CustomGradientCall trace_forward(const CustomGradientFn& fn, const std::vector<Tensor>& inputs) {
+  if (inputs.empty()) throw ValueError("custom_gradient: needs at least one input tensor");
+  if (!fn) throw ValueError("custom_gradient: needs a function and a gradient");
+  Graph& graph = inputs[0].graph();
+  std::vector<Tensor> stopped;
+  for (const Tensor& x : inputs) stopped.push_back(stop_gradient(x));
+  const size_t before = graph.operations().size();
+  CustomGradientCall call;
+  call.explicit_inputs = inputs;
+  call.all_inputs = inputs;
+  call.outputs = fn(stopped);
+  if (call.outputs.empty()) throw ValueError("custom_gradient: the function returned no tensor");
+  std::set<const Operation*> made, seen;
+  for (size_t i = before; i < graph.operations().size(); ++i) {
+    call.forward_operations.push_back(graph.operations()[i].get());
+    made.insert(graph.operations()[i].get());
+  }
+  for (const Tensor& s : stopped) seen.insert(&s.op());
+  for (const Operation* op : call.forward_operations) {
+    for (const Tensor& t : op->inputs()) {
+      if (made.count(&t.op()) || seen.count(&t.op())) continue;
+      bool known = false;
+      for (const Tensor& a : call.all_inputs) known = known || a == t;
+      if (!known) call.all_inputs.push_back(t);
+    }
+  }
+  return call;
+}
 
 // Fills the defaults and refuses what cannot run (see slicewise.h).
 void complete_options(const std::vector<Tensor>& inputs, SlicewiseOptions& o) {
@@ -188,15 +226,29 @@ Tensor cwise(SliceFunction fn, const std::vector<Tensor>& inputs, SliceGradient 
   return slicewise(std::move(fn), inputs, std::move(o))[0];
 }
 
+std::vector<Tensor> custom_gradient(const CustomGradientFn& fn, const AllInputsGradient& gradient,
+                                    const std::vector<Tensor>& inputs) {
+  if (!gradient) throw ValueError("custom_gradient: needs a function and a gradient");
+  CustomGradientCall call = trace_forward(fn, inputs);
+  return inputs[0].graph().add<CustomGradientOp>(std::move(call), gradient)->outputs();
+}
+
 std::vector<Tensor> custom_gradient(const CustomGradientFn& fn, const SliceGradient& gradient,
                                     const std::vector<Tensor>& inputs) {
-  if (inputs.empty()) throw ValueError("custom_gradient: needs at least one input tensor");
-  if (!fn || !gradient) throw ValueError("custom_gradient: needs a function and a gradient");
-  std::vector<Tensor> stopped;
-  for (const Tensor& x : inputs) stopped.push_back(stop_gradient(x));
-  const std::vector<Tensor> values = fn(stopped);
-  if (values.empty()) throw ValueError("custom_gradient: the function returned no tensor");
-  return inputs[0].graph().add<CustomGradientOp>(inputs, values, gradient)->outputs();
+  if (!gradient) throw ValueError("custom_gradient: needs a function and a gradient");
+  return custom_gradient(
+      fn, AllInputsGradient([gradient](const CustomGradientCall& call) {
+        std::vector<Tensor> g =
+            gradient(SlicewiseCall{call.explicit_inputs, call.outputs}, call.output_grads);
+        if (g.size() != call.explicit_inputs.size()) {
+          throw ValueError(detail::str_cat("custom_gradient: its gradient function returned ",
+                                           g.size(), " gradients for ", call.explicit_inputs.size(),
+                                           " inputs"));
+        }
+        g.resize(call.all_inputs.size());  // none for what fn read besides
+        return g;
+      }),
+      inputs);
 }
 
 }  // namespace mtf

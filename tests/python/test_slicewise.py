@@ -94,6 +94,37 @@ def test_custom_gradient_replaces_the_gradient_through_its_ops():
     np.testing.assert_allclose(got_dx, 2 / (1 + np.exp(-xv)), rtol=1e-5)  # the given one
 
 
+def test_custom_gradient_takes_mesh_tensorflows_grad_fn():
+    # Mesh TensorFlow's grad_fn, called by keyword: w, read by fn from outside,
+    # is in all_inputs after x and gets the gradient grad_fn gives it.
+    graph, x = graph_with_x()
+    mesh = x.mesh
+    w = mtf.get_variable(mesh, "w", "h:6", initializer=mtf.Initializer.constant(0.5))
+    seen = {}
+
+    def grad_fn(explicit_inputs, all_inputs, forward_operations, outputs, output_grads):
+        seen.update(explicit=len(explicit_inputs), all=len(all_inputs),
+                    ops=[op.type for op in forward_operations], outputs=len(outputs))
+        dy = output_grads[0]
+        return [dy * all_inputs[1] * 3.0,
+                mtf.reduce_sum(dy * all_inputs[0], output_shape="h:6") * 3.0]
+
+    y = mtf.custom_gradient(lambda a: a * w, grad_fn, [x])
+    dx, dw = mtf.gradients([mtf.reduce_sum(y)], [x, w])
+    assert seen["explicit"] == 1 and seen["all"] == 2 and seen["outputs"] == 1
+    assert "multiply" in seen["ops"]
+    xv = np.linspace(-2, 2, 24, dtype=np.float32).reshape(4, 6)
+    got_y, got_dx, got_dw = mtf.Session(graph).run([y, dx, dw], {x: xv})
+    np.testing.assert_allclose(got_y, xv * 0.5, rtol=1e-6)
+    np.testing.assert_allclose(got_dx, np.full_like(xv, 1.5), rtol=1e-6)
+    np.testing.assert_allclose(got_dw, 3 * xv.sum(axis=0), rtol=1e-5, atol=1e-5)
+    # **kwargs counts as Mesh TensorFlow's form too; a wrong count is a clear error.
+    z = mtf.custom_gradient(lambda a: a * w, lambda **kw: [kw["output_grads"][0]] * 3,
+                            explicit_inputs=[x])
+    with pytest.raises(mtf.ValueError, match="3 gradients for 1 inputs"):
+        mtf.gradients([mtf.reduce_sum(z)], [x])
+
+
 def test_assign_slice_writes_its_positions_only():
     graph = mtf.Graph()
     mesh = mtf.Mesh(graph, "mesh")
