@@ -8,6 +8,7 @@
 
 #include "core/bfloat16_convert.h"
 #include "core/check.h"
+#include "kernels/arithmetic.h"
 #include "kernels/kernels.h"
 #include "kernels/strided_loop.h"
 #include "kernels/vector_math.h"
@@ -72,11 +73,11 @@ void unary_float(UnaryFn fn, const float* x, float* y, int64_t n) {
     case UnaryFn::kRsqrt:
       return map(x, y, n, [](float v) { return 1.f / std::sqrt(v); });
     case UnaryFn::kSquare:
-      return map(x, y, n, [](float v) { return v * v; });
+      return map(x, y, n, arith::Square{});
     case UnaryFn::kAbs:
-      return map(x, y, n, [](float v) { return std::fabs(v); });
+      return map(x, y, n, arith::Abs{});
     case UnaryFn::kNegative:
-      return map(x, y, n, [](float v) { return -v; });
+      return map(x, y, n, arith::Negative{});
     case UnaryFn::kReciprocal:
       return map(x, y, n, [](float v) { return 1.f / v; });
     case UnaryFn::kSin:
@@ -249,23 +250,17 @@ template <typename T, typename Visit>
 void visit_arithmetic(BinaryFn fn, Visit&& visit) {
   switch (fn) {
     case BinaryFn::kAdd:
-      return visit([](T x, T y) { return x + y; });
+      return visit(arith::Add<T>{});
     case BinaryFn::kSub:
-      return visit([](T x, T y) { return x - y; });
+      return visit(arith::Sub<T>{});
     case BinaryFn::kMul:
-      return visit([](T x, T y) { return x * y; });
+      return visit(arith::Mul<T>{});
     case BinaryFn::kDiv:
-      return visit([](T x, T y) {
-        if constexpr (std::is_integral_v<T>) {
-          if (y == -1) return static_cast<T>(0u - static_cast<uint32_t>(x));  // INT_MIN wraps
-        }
-        return T(x / y);
-      });
-    // NaN in either operand gives NaN (NumPy's minimum and maximum).
+      return visit(arith::Div<T>{});
     case BinaryFn::kMin:
-      return visit([](T x, T y) { return y < x || y != y ? y : x; });
+      return visit(arith::Min<T>{});
     case BinaryFn::kMax:
-      return visit([](T x, T y) { return y > x || y != y ? y : x; });
+      return visit(arith::Max<T>{});
     case BinaryFn::kPow:
       return visit([](T x, T y) {
         return static_cast<T>(std::pow(static_cast<double>(x), static_cast<double>(y)));

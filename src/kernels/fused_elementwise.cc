@@ -5,6 +5,7 @@
 
 #include "core/bfloat16_convert.h"
 #include "core/check.h"
+#include "kernels/fused_rows.h"
 #include "kernels/strided_loop.h"
 #include "mtf/bfloat16.h"
 
@@ -33,10 +34,15 @@ constexpr int64_t kBlock = 512;
 constexpr int64_t kBlockPitch = kBlock + 16;
 
 // A value of one instruction over a block: element i at p[i * stride], with
-// stride 0 (one value for the whole block) or 1.
+// stride 0 (one value for the whole block) or 1; or, for a bfloat16 input
+// the one-pass rows read in place, at h[i * stride].
 struct Value {
   const float* p = nullptr;
   int64_t stride = 0;
+  const uint16_t* h = nullptr;
+  RowOperand operand() const {
+    return h ? RowOperand{h, stride, true} : RowOperand{p, stride, false};
+  }
 };
 
 // An operand's elements: float32 or bfloat16.
@@ -138,6 +144,46 @@ std::vector<bool> rounded_by_its_store(const FusedExpr& e, const std::vector<Dat
   return r;
 }
 
+// Which instructions run as one-pass rows (fused_rows.h); which bfloat16
+// inputs they read in place (every reader is a row op and the input is no
+// output); and the bfloat16 output each row op writes itself (-1: none; not
+// one that shares its buffer with an input, which must wait for the block's
+// last read).
+struct RowPlan {
+  std::vector<char> row_op, in_place;
+  std::vector<int> out16_of;
+};
+
+RowPlan plan_rows(const FusedExpr& e, const std::vector<Data>& in_data,
+                  const std::vector<Data>& out_data, const std::vector<bool>& aliased) {
+  const size_t n = e.instrs.size();
+  RowPlan r{std::vector<char>(n, 0), std::vector<char>(n, 0), std::vector<int>(n, -1)};
+  std::vector<char> read_by_others(n, 0);
+  for (size_t j = 0; j < n; ++j) {
+    const FusedInstr& in = e.instrs[j];
+    if (in.kind == FusedInstr::Kind::kInput) continue;
+    r.row_op[j] = in.kind == FusedInstr::Kind::kUnary ? row_unary_supported(in.unary)
+                                                      : row_binary_supported(in.binary);
+    if (!r.row_op[j]) {
+      read_by_others[in.a] = 1;
+      if (in.kind == FusedInstr::Kind::kBinary) read_by_others[in.b] = 1;
+    }
+  }
+  for (int j : e.outputs) read_by_others[j] = 1;
+  for (size_t j = 0; j < n; ++j) {
+    const FusedInstr& in = e.instrs[j];
+    r.in_place[j] =
+        in.kind == FusedInstr::Kind::kInput && in_data[in.input].bf16 && !read_by_others[j];
+  }
+  for (size_t k = 0; k < e.outputs.size() && k < out_data.size(); ++k) {
+    const int j = e.outputs[k];
+    if (out_data[k].bf16 && !aliased[k] && r.row_op[j] && e.instrs[j].round_bfloat16 &&
+        r.out16_of[j] < 0)
+      r.out16_of[j] = static_cast<int>(k);
+  }
+  return r;
+}
+
 // Evaluates `e` over a plan of kOps operands (outputs first, then inputs,
 // then unused padding). float32 outputs that share no buffer with an input
 // are written by their instruction directly; the others after the whole
@@ -159,6 +205,8 @@ void run_fused(const FusedExpr& e, const std::array<std::vector<int64_t>, kMaxFu
   for (int k = 0; k < n_out; ++k)
     if (!aliased[k] && !out_data[k].bf16) direct[e.outputs[k]] = k;
   const std::vector<bool> rounded_by_store = rounded_by_its_store(e, out_data);
+  const RowPlan rows = plan_rows(e, in_data, out_data, aliased);
+  std::vector<char> written16(n_out);
   // One block of scratch per instruction (an input uses its block only when
   // it is read with a stride other than 0 or 1).
   thread_local std::vector<float> scratch_buffer;
@@ -168,6 +216,7 @@ void run_fused(const FusedExpr& e, const std::array<std::vector<int64_t>, kMaxFu
   for_each_row(plan, [&](const int64_t* off, int64_t n, const int64_t* s) {
     for (int64_t b0 = 0; b0 < n; b0 += kBlock) {
       const int64_t m = std::min(kBlock, n - b0);
+      std::fill(written16.begin(), written16.end(), 0);
       for (size_t j = 0; j < n_instr; ++j) {
         const FusedInstr& in = e.instrs[j];
         float* const mine = scratch + j * kBlockPitch;
@@ -175,57 +224,77 @@ void run_fused(const FusedExpr& e, const std::array<std::vector<int64_t>, kMaxFu
         if (direct[j] >= 0 && s[direct[j]] == 1)
           own = out_data[direct[j]].f() + off[direct[j]] + b0;
         Value& v = values[j];
-        bool rounded = false;  // the instruction rounded its values itself
-        switch (in.kind) {
-          case FusedInstr::Kind::kInput: {
-            const int k = n_out + in.input;
-            if (expand[k] != 0) {
-              v = load_expanded(in_data[in.input].at(off[k]), expand[k], row_len, b0, m, mine);
-            } else {
-              v = load(in_data[in.input].at(off[k] + b0 * s[k]), s[k], m, mine);
-            }
-            break;
+        if (in.kind == FusedInstr::Kind::kInput) {
+          const int k = n_out + in.input;
+          const Data at = in_data[in.input].at(off[k] + b0 * s[k]);
+          if (expand[k] != 0) {
+            v = load_expanded(in_data[in.input].at(off[k]), expand[k], row_len, b0, m, mine);
+          } else if (rows.in_place[j] && (s[k] == 0 || s[k] == 1)) {
+            v = {nullptr, s[k], at.h()};
+          } else {
+            v = load(at, s[k], m, mine);
           }
-          case FusedInstr::Kind::kUnary: {
-            const Value& x = values[in.a];
-            const bool identity = in.unary == UnaryFn::kIdentity;
-            if (identity && (!in.round_bfloat16 || rounded_by_store[j]) && own == mine) {
-              v = x;  // a float32 cast or identity kept in scratch: the same values
-            } else if (identity && in.round_bfloat16 && x.stride == 1) {
-              round_floats_to_bfloat16(x.p, own, m);  // a cast to bfloat16, in one pass
-              v = {own, 1};
-              rounded = true;
-            } else if (x.stride == 0 && own != mine) {
-              // One value for the block, written across an output row.
-              unary_float(in.unary, x.p, own, 1);
-              std::fill(own + 1, own + m, own[0]);
-              v = {own, 1};
-            } else {
-              unary_float(in.unary, x.p, own, x.stride ? m : 1);
-              v = {own, x.stride};
-            }
-            break;
-          }
-          case FusedInstr::Kind::kBinary: {
-            const Value& x = values[in.a];
-            const Value& y = values[in.b];
-            int64_t stride = (x.stride || y.stride) ? 1 : 0;
-            if (own != mine) stride = 1;  // writing an output row
-            binary_float_row(in.binary, own, x.p, stride ? x.stride : 0, y.p, stride ? y.stride : 0,
-                             stride ? m : 1);
-            v = {own, stride};
-            break;
-          }
+          continue;
         }
-        if (in.round_bfloat16 && !rounded && !rounded_by_store[j] &&
-            in.kind != FusedInstr::Kind::kInput)
+        if (rows.row_op[j]) {
+          // One pass: read, apply, round, and write a bfloat16 output.
+          const int k16 = rows.out16_of[j];
+          uint16_t* o16 = k16 >= 0 && s[k16] == 1 ? out_data[k16].h() + off[k16] + b0 : nullptr;
+          const Value& x = values[in.a];
+          const bool unary = in.kind == FusedInstr::Kind::kUnary;
+          const int64_t stride =
+              (x.stride || (!unary && values[in.b].stride) || own != mine || o16) ? 1 : 0;
+          if (unary && in.unary == UnaryFn::kIdentity && !in.round_bfloat16 && !x.h &&
+              own == mine) {
+            v = x;  // a float32 cast or identity kept in scratch: the same values
+            continue;
+          }
+          if (unary) {
+            row_unary(in.unary, x.operand(), stride ? m : 1, own, in.round_bfloat16, o16);
+          } else {
+            row_binary(in.binary, x.operand(), values[in.b].operand(), stride ? m : 1, own,
+                       in.round_bfloat16, o16);
+          }
+          v = {own, stride};
+          if (o16) written16[k16] = 1;
+          continue;
+        }
+        bool rounded = false;  // the instruction rounded its values itself
+        if (in.kind == FusedInstr::Kind::kUnary) {
+          const Value& x = values[in.a];
+          const bool identity = in.unary == UnaryFn::kIdentity;
+          if (identity && (!in.round_bfloat16 || rounded_by_store[j]) && own == mine) {
+            v = x;  // a float32 cast or identity kept in scratch: the same values
+          } else if (identity && in.round_bfloat16 && x.stride == 1) {
+            round_floats_to_bfloat16(x.p, own, m);  // a cast to bfloat16, in one pass
+            v = {own, 1};
+            rounded = true;
+          } else if (x.stride == 0 && own != mine) {
+            // One value for the block, written across an output row.
+            unary_float(in.unary, x.p, own, 1);
+            std::fill(own + 1, own + m, own[0]);
+            v = {own, 1};
+          } else {
+            unary_float(in.unary, x.p, own, x.stride ? m : 1);
+            v = {own, x.stride};
+          }
+        } else {
+          const Value& x = values[in.a];
+          const Value& y = values[in.b];
+          int64_t stride = (x.stride || y.stride) ? 1 : 0;
+          if (own != mine) stride = 1;  // writing an output row
+          binary_float_row(in.binary, own, x.p, stride ? x.stride : 0, y.p, stride ? y.stride : 0,
+                           stride ? m : 1);
+          v = {own, stride};
+        }
+        if (in.round_bfloat16 && !rounded && !rounded_by_store[j])
           round_floats_to_bfloat16(own, v.stride ? m : 1);
       }
       // Outputs not written directly (sharing a buffer with an input, or
       // strided): stored after every instruction has read the block.
       for (int k = 0; k < n_out; ++k) {
         const int j = e.outputs[k];
-        if (direct[j] == k && s[k] == 1) continue;
+        if ((direct[j] == k && s[k] == 1) || written16[k]) continue;
         store(values[j], m, out_data[k].at(off[k] + b0 * s[k]), s[k]);
       }
     }

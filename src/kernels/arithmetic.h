@@ -1,0 +1,57 @@
+// arithmetic.h — the one definition of each elementwise arithmetic function
+// and of the simplest unary maps. The whole-tensor kernels (elementwise.cc)
+// and the fused kernel's one-pass rows (fused_rows.cc) both apply these, so
+// a fused result has the bits of the ops run one by one.
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+#include <type_traits>
+
+namespace mtf::kernels::arith {
+
+template <typename T>
+struct Add {
+  T operator()(T x, T y) const { return x + y; }
+};
+template <typename T>
+struct Sub {
+  T operator()(T x, T y) const { return x - y; }
+};
+template <typename T>
+struct Mul {
+  T operator()(T x, T y) const { return x * y; }
+};
+template <typename T>
+struct Div {
+  T operator()(T x, T y) const {
+    if constexpr (std::is_integral_v<T>) {
+      if (y == -1) return static_cast<T>(0u - static_cast<uint32_t>(x));  // INT_MIN wraps
+    }
+    return T(x / y);
+  }
+};
+// NaN in either operand gives NaN (NumPy's minimum and maximum).
+template <typename T>
+struct Min {
+  T operator()(T x, T y) const { return y < x || y != y ? y : x; }
+};
+template <typename T>
+struct Max {
+  T operator()(T x, T y) const { return y > x || y != y ? y : x; }
+};
+
+struct Identity {
+  float operator()(float v) const { return v; }
+};
+struct Square {
+  float operator()(float v) const { return v * v; }
+};
+struct Negative {
+  float operator()(float v) const { return -v; }
+};
+struct Abs {
+  float operator()(float v) const { return std::fabs(v); }
+};
+
+}  // namespace mtf::kernels::arith
