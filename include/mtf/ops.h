@@ -173,6 +173,15 @@ Tensor reduce_any(const Tensor& x, const ReduceSpec& spec);
 // scalar across the mesh axes that split them (none when all are
 // replicated). Not differentiable.
 Tensor global_norm(const std::vector<Tensor>& tensors);
+// The sum, over the dimensions of factors[0] that output_shape lacks, of
+// (factors[0] * factors[1] * ...)^2 — one to three factors, the first
+// float32 or bfloat16 and the others float32 with dimensions a subset of the
+// first's (broadcast by name) — in one
+// pass over the first: neither the product nor its square is stored (an
+// optimizer's statistics of a gradient). A float32 tensor of output_shape
+// (a subset of the first factor's dimensions); a split reduced dimension
+// costs one allreduce of it. Not differentiable.
+Tensor reduce_sum_of_squares(const std::vector<Tensor>& factors, const Shape& output_shape);
 // softmax of bfloat16 x: exp(x - max) in bfloat16, its sum in float32, the
 // product rounded to bfloat16 (Mesh TensorFlow's order; what the backward
 // pass keeps is bfloat16). log_softmax and logsumexp of bfloat16 compute in

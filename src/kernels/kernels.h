@@ -96,6 +96,14 @@ void reduce_float_into(ReduceFn fn, const std::vector<int64_t>& sizes, const flo
                        const std::vector<int64_t>& x_strides, float* out,
                        const std::vector<int64_t>& out_strides, bool fixed_order);
 float reduce_identity(ReduceFn fn);
+// out = the sum over the dimensions out lacks of (f0 * f1 * f2)^2, the 1 to 3
+// factors broadcast by name into the first's shape (out's are a subset of
+// it; the first float32 or bfloat16, the others float32), in one pass:
+// neither the product nor its square is stored.
+// fixed_order: each output element adds its terms in row-major order, so a
+// slice of the first factor sums each element as the whole would.
+void sum_of_squares(const std::vector<const HostTensor*>& factors, HostTensor& out,
+                    bool fixed_order = false);
 // "reduce_sum", "reduce_max", "reduce_min".
 const char* reduce_name(ReduceFn fn);
 // acc = fn(acc, x) elementwise; x and acc have one shape.

@@ -12,7 +12,12 @@
 
 namespace mtf {
 namespace {
-Tensor reduce_rms(const Tensor& x) { return sqrt(reduce_mean(square(x))); }
+// The root mean square of the product of `factors` (broadcast into the
+// first's shape), from one pass over the first.
+Tensor rms_of(const std::vector<Tensor>& factors) {
+  const double n = static_cast<double>(factors[0].shape().num_elements());
+  return sqrt(reduce_sum_of_squares(factors, Shape()) * static_cast<float>(1.0 / n));
+}
 
 // How fast the second moments forget (AdafactorOptions::decay_rate): its
 // text read once, then the decay at a step as a graph value.
@@ -74,6 +79,16 @@ struct DecayRate {
     return parse_number(s.substr(head.size(), s.size() - head.size() - 1), out);
   }
 };
+// The tensor whose values a float32 gradient holds: a bfloat16 gradient
+// widened by a cast (the gradient of a float32 master read as bfloat16) is
+// read as the bfloat16 tensor itself — the same values, no float32 copy.
+Tensor widened_from(const Tensor& g) {
+  const Operation& op = g.op();
+  if (op.type() == "cast" && op.inputs().size() == 1 && op.inputs()[0].dtype() == bfloat16)
+    return op.inputs()[0];
+  return g;
+}
+
 }  // namespace
 
 LearningRate AdafactorOptions::effective_learning_rate() const {
@@ -128,38 +143,47 @@ std::vector<Operation*> AdafactorOptimizer::update(const std::vector<Tensor>& gr
     const Tensor var = narrow ? cast(stored, float32) : stored;
     const Tensor g = grads[i].dtype() == float32 ? grads[i] : cast(grads[i], float32);
     const std::string& vname = stored.op().name();
-    const Tensor g2 = square(g) + o_.epsilon1;
     const std::vector<Dimension> fd = factored_dims(var.shape());
-    Tensor x;
+    // The update is g times `factors` (broadcast), clipped and scaled. Its
+    // statistics come from reduce_sum_of_squares, one pass over g (or var)
+    // each: neither g^2 nor the update's square is stored.
+    std::vector<Tensor> factors{widened_from(g)};
     if (!fd.empty()) {
-      // vr keeps the mean over d0 (shape without d0), vc the mean over d1.
+      // Factored second moments: the row and column means of g^2 + eps1.
       const Shape vr_shape = var.shape().minus(Shape({fd[0]}));
       const Shape vc_shape = var.shape().minus(Shape({fd[1]}));
       const Tensor vr = get_variable(mesh, vname + "/adafactor_vr", vr_shape, Initializer::zeros(),
                                      float32, false);
       const Tensor vc = get_variable(mesh, vname + "/adafactor_vc", vc_shape, Initializer::zeros(),
                                      float32, false);
-      const Tensor new_vr = vr * decay + reduce_mean(g2, vr_shape) * mixing;
-      const Tensor new_vc = vc * decay + reduce_mean(g2, vc_shape) * mixing;
+      const Tensor row_mean =
+          reduce_sum_of_squares({factors[0]}, vr_shape) * (1.0f / fd[0].size) + o_.epsilon1;
+      const Tensor col_mean =
+          reduce_sum_of_squares({factors[0]}, vc_shape) * (1.0f / fd[1].size) + o_.epsilon1;
+      const Tensor new_vr = vr * decay + row_mean * mixing;
+      const Tensor new_vc = vc * decay + col_mean * mixing;
       updates.push_back(assign(vr, new_vr));
       updates.push_back(assign(vc, new_vc));
-      const Tensor row_factor = rsqrt(new_vr / reduce_mean(new_vr, fd[1]));
-      const Tensor col_factor = rsqrt(new_vc);
-      x = g * row_factor * col_factor;
+      factors.push_back(rsqrt(new_vr / reduce_mean(new_vr, fd[1])));  // the row factor
+      factors.push_back(rsqrt(new_vc));                               // the column factor
     } else {
       const Tensor v = get_variable(mesh, vname + "/adafactor_v", var.shape(), Initializer::zeros(),
                                     float32, false);
-      const Tensor new_v = v * decay + g2 * mixing;
+      const Tensor new_v = v * decay + (square(g) + o_.epsilon1) * mixing;
       updates.push_back(assign(v, new_v));
-      x = g * rsqrt(new_v);
+      factors.push_back(rsqrt(new_v));
     }
-    if (o_.clipping_threshold > 0) {
-      x = x / maximum(constant(mesh, 1.0f), reduce_rms(x) / o_.clipping_threshold);
-    }
+    // Clipping and the parameter scale divide and multiply the whole
+    // update: one scalar.
     Tensor scale = lr;
     if (o_.multiply_by_parameter_scale && !unscaled.matches(vname)) {
-      scale = maximum(reduce_rms(var), constant(mesh, o_.epsilon2)) * lr;
+      scale = maximum(rms_of({var}), constant(mesh, o_.epsilon2)) * lr;
     }
+    if (o_.clipping_threshold > 0) {
+      scale = scale / maximum(constant(mesh, 1.0f), rms_of(factors) / o_.clipping_threshold);
+    }
+    Tensor x = g;
+    for (size_t f = 1; f < factors.size(); ++f) x = x * factors[f];
     Tensor subtrahend = x * scale;
     if (o_.beta1 > 0) {
       const Tensor m = get_variable(mesh, vname + "/adafactor_m", var.shape(), Initializer::zeros(),
@@ -167,8 +191,11 @@ std::vector<Operation*> AdafactorOptimizer::update(const std::vector<Tensor>& gr
       subtrahend = m * o_.beta1 + subtrahend * (1.0f - o_.beta1);
       updates.push_back(assign(m, subtrahend));
     }
+    // var - subtrahend in the chain that makes the subtrahend, its result
+    // taken over by the variable (assign keeps a fresh buffer): one pass
+    // where assign_sub would read the subtrahend back.
     updates.push_back(narrow ? assign(stored, cast(var - subtrahend, bfloat16))
-                             : assign_sub(stored, subtrahend));
+                             : assign(stored, var - subtrahend));
   }
   return updates;
 }
