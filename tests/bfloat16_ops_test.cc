@@ -143,6 +143,50 @@ TEST(BFloat16Training, MlpTrainsOnOneProcessorAndOnAMesh) {
   }
 }
 
+// bfloat16 layer_norm's gradients (with respect to x, written by hand, and
+// to scale and bias, through its ops) against float32 layer_norm's on the same
+// rounded input and upstream gradient, within bfloat16's rounding.
+TEST(VariableDTypeTest, LayerNormGradientsInBFloat16MatchFloat32) {
+  const Dimension batch{"batch", 6}, model{"model", 16};
+  const Shape shape({batch, model});
+  const HostTensor xv = testing::random_tensor(shape, 7, -2.f, 3.f).as_dtype(bfloat16);
+  const HostTensor dyv = testing::random_tensor(shape, 8, -1.f, 1.f).as_dtype(bfloat16);
+  std::vector<std::vector<float>> got[2];
+  for (int bf16 = 0; bf16 < 2; ++bf16) {
+    Graph g;
+    Mesh mesh(g, "mesh");
+    const DType dt = bf16 ? bfloat16 : float32;
+    Tensor x = placeholder(mesh, shape, dt, "x");
+    Tensor dy = placeholder(mesh, shape, dt, "dy");
+    // A scale and bias away from 1 and 0, so that their gradients' paths count.
+    Tensor y = layers::layer_norm(x * 1.5f + 0.25f, model, "ln");
+    Tensor loss = reduce_sum(cast(y * dy, float32));
+    std::vector<Tensor> wrt{x};
+    for (const Tensor& v : g.trainable_variables()) wrt.push_back(v);
+    ASSERT_EQ(wrt.size(), 3u);
+    Session s(g);
+    for (const Tensor& v : g.trainable_variables()) {
+      HostTensor init(v.shape(), float32);
+      for (int64_t i = 0; i < init.num_elements(); ++i)
+        init.data<float>()[i] = (v.op().name().find("scale") != std::string::npos ? 0.7f : -0.2f) +
+                                0.05f * static_cast<float>(i % 5);
+      s.set_variable_value(v.op().name(), init);
+    }
+    const std::vector<HostTensor> out =
+        s.run(gradients({loss}, wrt), {{x, xv.as_dtype(dt)}, {dy, dyv.as_dtype(dt)}});
+    for (const HostTensor& t : out) got[bf16].push_back(t.as_dtype(float32).to_floats());
+  }
+  const char* names[] = {"x", "scale", "bias"};
+  for (int k = 0; k < 3; ++k) {
+    SCOPED_TRACE(names[k]);
+    float largest = 0;
+    for (float v : got[0][k]) largest = std::max(largest, std::fabs(v));
+    ASSERT_GT(largest, 0.1f);
+    for (size_t i = 0; i < got[0][k].size(); ++i)
+      EXPECT_NEAR(got[1][k][i], got[0][k][i], 0.03f * largest) << i;
+  }
+}
+
 }  // namespace
 }  // namespace mtf
 
