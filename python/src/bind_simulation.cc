@@ -121,6 +121,16 @@ void bind_simulation(py::module_& m) {
           },
           py::arg("dtype"))
       .def_readonly("sources", &Topology::sources)
+      .def(
+          "core_mapping",
+          [](const Topology& t, const std::string& mesh_shape) {
+            return CoreMapping::automatic(MeshShape(mesh_shape), t).physical;
+          },
+          py::arg("mesh_shape"),
+          "The physical core of each logical processor (a list by processor number) when the "
+          "mesh \"rows:8;cols:16\" is laid onto this machine as the simulator lays it: each "
+          "axis's ring through neighbouring chips where it can (Mesh TensorFlow's "
+          "auto_logical_to_physical_tpu).")
       .def_property_readonly("num_cores", &Topology::num_cores)
       .def_property_readonly("num_chips", &Topology::num_chips)
       .def("__repr__", &Topology::to_string);
