@@ -65,7 +65,10 @@ SimOptions sim_options_of(const py::handle& topology, const std::string& machine
   return o;
 }
 
-void bind_simulation(py::module_& m) {
+namespace {
+
+// mtf.Topology: a machine the simulator runs on.
+void bind_topology(py::module_& m) {
   py::class_<Topology>(
       m, "Topology",
       "A machine: chips in a torus, or nodes of devices on a switched network; speeds.")
@@ -134,7 +137,12 @@ void bind_simulation(py::module_& m) {
       .def_property_readonly("num_cores", &Topology::num_cores)
       .def_property_readonly("num_chips", &Topology::num_chips)
       .def("__repr__", &Topology::to_string);
+}
 
+}  // namespace
+
+void bind_simulation(py::module_& m) {
+  bind_topology(m);
   m.def(
       "simulate",
       [](const std::shared_ptr<Graph>& graph, const std::vector<Tensor>& fetches,
