@@ -7,6 +7,7 @@
 #include "core/check.h"
 #include "kernels/fused_rows.h"
 #include "kernels/strided_loop.h"
+#include "kernels/thread_split.h"
 #include "mtf/bfloat16.h"
 
 namespace mtf::kernels {
@@ -184,6 +185,62 @@ RowPlan plan_rows(const FusedExpr& e, const std::vector<Data>& in_data,
   return r;
 }
 
+// A row op (fused_rows.h) over a block of m values into `own` (an output
+// row when to_output), and into o16 (a bfloat16 output row) when given: one
+// pass that reads, applies, rounds and writes.
+Value run_row_op(const FusedInstr& in, const std::vector<Value>& values, float* own, bool to_output,
+                 int64_t m, uint16_t* o16) {
+  const Value& x = values[in.a];
+  const bool unary = in.kind == FusedInstr::Kind::kUnary;
+  if (unary && in.unary == UnaryFn::kIdentity && !in.round_bfloat16 && !x.h && !to_output)
+    return x;  // a float32 cast or identity kept in scratch: the same values
+  const int64_t stride = (x.stride || (!unary && values[in.b].stride) || to_output || o16) ? 1 : 0;
+  if (unary) {
+    row_unary(in.unary, x.operand(), stride ? m : 1, own, in.round_bfloat16, o16);
+  } else {
+    row_binary(in.binary, x.operand(), values[in.b].operand(), stride ? m : 1, own,
+               in.round_bfloat16, o16);
+  }
+  return {own, stride};
+}
+
+// Any other op over a block: the unfused kernels' loops on float32 values,
+// then rounded where the op stores bfloat16 (unless only a bfloat16 store
+// reads the values, which rounds them the same way).
+Value run_block_op(const FusedInstr& in, const std::vector<Value>& values, float* own,
+                   bool to_output, int64_t m, bool rounded_by_store) {
+  Value v;
+  bool rounded = false;  // the instruction rounded its values itself
+  const Value& x = values[in.a];
+  if (in.kind == FusedInstr::Kind::kUnary) {
+    const bool identity = in.unary == UnaryFn::kIdentity;
+    if (identity && (!in.round_bfloat16 || rounded_by_store) && !to_output) {
+      return x;  // a float32 cast or identity kept in scratch: the same values
+    } else if (identity && in.round_bfloat16 && x.stride == 1) {
+      round_floats_to_bfloat16(x.p, own, m);  // a cast to bfloat16, in one pass
+      v = {own, 1};
+      rounded = true;
+    } else if (x.stride == 0 && to_output) {
+      // One value for the block, written across an output row.
+      unary_float(in.unary, x.p, own, 1);
+      std::fill(own + 1, own + m, own[0]);
+      v = {own, 1};
+    } else {
+      unary_float(in.unary, x.p, own, x.stride ? m : 1);
+      v = {own, x.stride};
+    }
+  } else {
+    const Value& y = values[in.b];
+    const int64_t stride = (x.stride || y.stride || to_output) ? 1 : 0;
+    binary_float_row(in.binary, own, x.p, stride ? x.stride : 0, y.p, stride ? y.stride : 0,
+                     stride ? m : 1);
+    v = {own, stride};
+  }
+  if (in.round_bfloat16 && !rounded && !rounded_by_store)
+    round_floats_to_bfloat16(own, v.stride ? m : 1);
+  return v;
+}
+
 // Evaluates `e` over a plan of kOps operands (outputs first, then inputs,
 // then unused padding). float32 outputs that share no buffer with an input
 // are written by their instruction directly; the others after the whole
@@ -237,58 +294,13 @@ void run_fused(const FusedExpr& e, const std::array<std::vector<int64_t>, kMaxFu
           continue;
         }
         if (rows.row_op[j]) {
-          // One pass: read, apply, round, and write a bfloat16 output.
           const int k16 = rows.out16_of[j];
           uint16_t* o16 = k16 >= 0 && s[k16] == 1 ? out_data[k16].h() + off[k16] + b0 : nullptr;
-          const Value& x = values[in.a];
-          const bool unary = in.kind == FusedInstr::Kind::kUnary;
-          const int64_t stride =
-              (x.stride || (!unary && values[in.b].stride) || own != mine || o16) ? 1 : 0;
-          if (unary && in.unary == UnaryFn::kIdentity && !in.round_bfloat16 && !x.h &&
-              own == mine) {
-            v = x;  // a float32 cast or identity kept in scratch: the same values
-            continue;
-          }
-          if (unary) {
-            row_unary(in.unary, x.operand(), stride ? m : 1, own, in.round_bfloat16, o16);
-          } else {
-            row_binary(in.binary, x.operand(), values[in.b].operand(), stride ? m : 1, own,
-                       in.round_bfloat16, o16);
-          }
-          v = {own, stride};
+          v = run_row_op(in, values, own, own != mine, m, o16);
           if (o16) written16[k16] = 1;
-          continue;
-        }
-        bool rounded = false;  // the instruction rounded its values itself
-        if (in.kind == FusedInstr::Kind::kUnary) {
-          const Value& x = values[in.a];
-          const bool identity = in.unary == UnaryFn::kIdentity;
-          if (identity && (!in.round_bfloat16 || rounded_by_store[j]) && own == mine) {
-            v = x;  // a float32 cast or identity kept in scratch: the same values
-          } else if (identity && in.round_bfloat16 && x.stride == 1) {
-            round_floats_to_bfloat16(x.p, own, m);  // a cast to bfloat16, in one pass
-            v = {own, 1};
-            rounded = true;
-          } else if (x.stride == 0 && own != mine) {
-            // One value for the block, written across an output row.
-            unary_float(in.unary, x.p, own, 1);
-            std::fill(own + 1, own + m, own[0]);
-            v = {own, 1};
-          } else {
-            unary_float(in.unary, x.p, own, x.stride ? m : 1);
-            v = {own, x.stride};
-          }
         } else {
-          const Value& x = values[in.a];
-          const Value& y = values[in.b];
-          int64_t stride = (x.stride || y.stride) ? 1 : 0;
-          if (own != mine) stride = 1;  // writing an output row
-          binary_float_row(in.binary, own, x.p, stride ? x.stride : 0, y.p, stride ? y.stride : 0,
-                           stride ? m : 1);
-          v = {own, stride};
+          v = run_block_op(in, values, own, own != mine, m, rounded_by_store[j]);
         }
-        if (in.round_bfloat16 && !rounded && !rounded_by_store[j])
-          round_floats_to_bfloat16(own, v.stride ? m : 1);
       }
       // Outputs not written directly (sharing a buffer with an input, or
       // strided): stored after every instruction has read the block.
@@ -321,30 +333,16 @@ void run_space_on_threads(const FusedExpr& e, const OperandStrides& strides,
                           const std::vector<int64_t>& sizes, const std::vector<Data>& in_data,
                           const std::vector<Data>& out_data, const std::vector<bool>& aliased,
                           int threads) {
-  int axis = -1;
-  for (size_t a = 0; a < sizes.size() && axis < 0 && threads > 1; ++a)
-    if (sizes[a] >= threads) axis = static_cast<int>(a);
+  const int axis = split_axis(sizes, threads);
   if (axis < 0) return run_space(e, strides, sizes, in_data, out_data, aliased);
   const int n_out = static_cast<int>(out_data.size());
-  const int64_t n = sizes[axis];
-#pragma omp parallel for num_threads(threads) schedule(static)
-  for (int t = 0; t < threads; ++t) {
-    const int64_t r0 = n * t / threads, r1 = n * (t + 1) / threads;
-    std::vector<int64_t> part = sizes;
-    part[axis] = r1 - r0;
+  run_on_threads(sizes, axis, threads, [&](const std::vector<int64_t>& part, int64_t r0) {
     std::vector<Data> out_at(out_data.size()), in_at(in_data.size());
     for (int k = 0; k < n_out; ++k) out_at[k] = out_data[k].at(r0 * strides[k][axis]);
     for (size_t i = 0; i < in_data.size(); ++i)
       in_at[i] = in_data[i].at(r0 * strides[n_out + i][axis]);
     run_space(e, strides, part, in_at, out_at, aliased);
-  }
-}
-
-// Threads for a kernel over `elements` values: at most `most`, fewer for
-// spaces too small to repay waking the others.
-int kernel_threads(int64_t elements, int most) {
-  constexpr int64_t kMinPerThread = 32768;
-  return static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(most, elements / kMinPerThread)));
+  });
 }
 
 // Floats of the reduced instruction evaluated per piece of a reduction
@@ -386,7 +384,7 @@ void fused_elementwise(const FusedExpr& e, const std::vector<const HostTensor*>&
   }
   for (int k = n_out + n_in; k < kMaxFusedOperands; ++k) strides[k].assign(names.size(), 0);
   const std::vector<int64_t> sizes = shape.sizes();
-  const int threads = kernel_threads(shape.num_elements(), max_threads);
+  const int threads = threads_for(shape.num_elements(), max_threads);
   if (!reduces) return run_space_on_threads(e, strides, sizes, in_data, out_data, aliased, threads);
 
   // The epilogue: pieces of the space along its first axis, which the

@@ -13,6 +13,7 @@
 #include "kernels/blas_threads.h"
 #include "kernels/kernels.h"
 #include "kernels/strided_loop.h"
+#include "kernels/thread_split.h"
 #include "kernels/vector_lanes.h"
 #include "mtf/bfloat16.h"
 
@@ -193,21 +194,12 @@ void reduce_dispatch(ReduceFn fn, const HostTensor& x, HostTensor& out, bool fix
   const std::vector<int64_t> sizes = x.shape().sizes(), xs = x.shape().strides();
   const std::vector<int64_t> os =
       strides_along(x.shape().names(), out.shape().names(), out.shape().strides());
-  constexpr int64_t kMinPerThread = 32768;
-  const int threads = static_cast<int>(
-      std::max<int64_t>(1, std::min<int64_t>(kernel_threads(), x.num_elements() / kMinPerThread)));
-  int axis = -1;
-  for (size_t a = 0; a < sizes.size() && axis < 0 && threads > 1; ++a)
-    if (os[a] != 0 && sizes[a] >= threads) axis = static_cast<int>(a);
+  const int threads = threads_for(x.num_elements(), kernel_threads());
+  const int axis = split_axis(sizes, threads, &os);
   if (axis < 0) return reduce_into<T, TI>(fn, sizes, px, xs, po, os, fixed_order);
-  const int64_t n = sizes[axis];
-#pragma omp parallel for num_threads(threads) schedule(static)
-  for (int t = 0; t < threads; ++t) {
-    const int64_t r0 = n * t / threads, r1 = n * (t + 1) / threads;
-    std::vector<int64_t> part = sizes;
-    part[axis] = r1 - r0;
+  run_on_threads(sizes, axis, threads, [&](const std::vector<int64_t>& part, int64_t r0) {
     reduce_into<T, TI>(fn, part, px + r0 * xs[axis], xs, po + r0 * os[axis], os, fixed_order);
-  }
+  });
 }
 
 }  // namespace

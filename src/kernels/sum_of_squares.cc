@@ -10,6 +10,7 @@
 #include "kernels/blas_threads.h"
 #include "kernels/kernels.h"
 #include "kernels/strided_loop.h"
+#include "kernels/thread_split.h"
 #include "mtf/bfloat16.h"
 
 namespace mtf::kernels {
@@ -149,24 +150,12 @@ void sum_of_squares(const std::vector<const HostTensor*>& factors, HostTensor& o
                   o, fixed_order);
     }
   };
-  // Threads split an axis the output keeps: each output element is summed
-  // whole by one thread, in the same order, so the bits do not depend on
-  // the threads.
-  constexpr int64_t kMinPerThread = 32768;
-  const int threads = static_cast<int>(std::max<int64_t>(
-      1, std::min<int64_t>(kernel_threads(), space.num_elements() / kMinPerThread)));
-  int axis = -1;
-  for (size_t a = 0; a < sizes.size() && axis < 0 && threads > 1; ++a)
-    if (strides[0][a] != 0 && sizes[a] >= threads) axis = static_cast<int>(a);
+  // Threads split an axis the output keeps (thread_split.h).
+  const int threads = threads_for(space.num_elements(), kernel_threads());
+  const int axis = split_axis(sizes, threads, &strides[0]);
   if (axis < 0) return run(sizes, -1, 0);
-  const int64_t n = sizes[axis];
-#pragma omp parallel for num_threads(threads) schedule(static)
-  for (int t = 0; t < threads; ++t) {
-    const int64_t r0 = n * t / threads, r1 = n * (t + 1) / threads;
-    std::vector<int64_t> part = sizes;
-    part[axis] = r1 - r0;
-    run(part, axis, r0);
-  }
+  run_on_threads(sizes, axis, threads,
+                 [&](const std::vector<int64_t>& part, int64_t r0) { run(part, axis, r0); });
 }
 
 }  // namespace mtf::kernels
