@@ -139,11 +139,10 @@ py::object slicewise_py(const py::object& fn, const std::vector<Tensor>& xs,
 // (output_grads, or **kwargs) rather than (op, *dys).
 bool takes_mesh_tensorflow_arguments(const py::object& grad_fn) {
   try {
-    const py::object params =
-        py::module_::import("inspect").attr("signature")(grad_fn).attr("parameters");
+    const py::module_ inspect = py::module_::import("inspect");
+    const py::object params = inspect.attr("signature")(grad_fn).attr("parameters");
     if (params.contains("output_grads")) return true;
-    const py::object var_keyword =
-        py::module_::import("inspect").attr("Parameter").attr("VAR_KEYWORD");
+    const py::object var_keyword = inspect.attr("Parameter").attr("VAR_KEYWORD");
     for (const py::handle& p : params.attr("values")())
       if (py::object(p.attr("kind")).equal(var_keyword)) return true;
   } catch (py::error_already_set&) {  // a builtin without a signature

@@ -1,5 +1,6 @@
 // arithmetic.h — the one definition of each elementwise arithmetic function
-// and of the simplest unary maps. The whole-tensor kernels (elementwise.cc)
+// and of the simplest unary maps, and of reading a float32 or bfloat16
+// element as float32. The whole-tensor kernels (elementwise.cc)
 // and the fused kernel's one-pass rows (fused_rows.cc) both apply these, so
 // a fused result has the bits of the ops run one by one.
 #pragma once
@@ -7,6 +8,17 @@
 #include <cmath>
 #include <cstdint>
 #include <type_traits>
+
+#include "mtf/bfloat16.h"
+
+namespace mtf::kernels {
+
+// Element i of a float32 or bfloat16 (stored as its bits) array as float32:
+// bfloat16 widens exactly.
+inline float element(const float* p, int64_t i) { return p[i]; }
+inline float element(const uint16_t* p, int64_t i) { return bfloat16_bits_to_float(p[i]); }
+
+}  // namespace mtf::kernels
 
 namespace mtf::kernels::arith {
 

@@ -5,6 +5,7 @@
 #include <type_traits>
 
 #include "core/check.h"
+#include "kernels/arithmetic.h"
 #include "kernels/einsum_shapes.h"
 #include "kernels/kernels.h"
 #include "kernels/vector_lanes.h"
@@ -12,10 +13,6 @@
 
 namespace mtf::kernels {
 namespace {
-
-// An element of a float32 or bfloat16 operand as float32.
-inline float element(const float* p, int64_t i) { return p[i]; }
-inline float element(const uint16_t* p, int64_t i) { return bfloat16_bits_to_float(p[i]); }
 
 // A dot product of k contiguous values of x and y on vector lanes: four
 // 16-lane accumulators over blocks of 64, then one over the rest, added in

@@ -10,9 +10,6 @@
 namespace mtf::kernels {
 namespace {
 
-inline float load(const float* p, int64_t i) { return p[i]; }
-inline float load(const uint16_t* p, int64_t i) { return bfloat16_bits_to_float(p[i]); }
-
 // The bits of float(bfloat16(f)): float_to_bfloat16_bits's rounding written
 // without a branch, so that loops of it vectorize.
 inline uint32_t rounded_bits(float f) {
@@ -43,7 +40,8 @@ inline void put(float r, int64_t i, float* out, uint16_t* out16) {
 // Strides kSa, kSb (0 or 1, not both 0): the loops the compiler vectorizes.
 template <Mode kMode, int kSa, int kSb, typename F, typename TA, typename TB>
 void binary_loop(F f, const TA* a, const TB* b, int64_t n, float* out, uint16_t* out16) {
-  for (int64_t i = 0; i < n; ++i) put<kMode>(f(load(a, kSa * i), load(b, kSb * i)), i, out, out16);
+  for (int64_t i = 0; i < n; ++i)
+    put<kMode>(f(element(a, kSa * i), element(b, kSb * i)), i, out, out16);
 }
 
 template <Mode kMode, typename F, typename TA, typename TB>
@@ -89,10 +87,10 @@ void binary_mode(F f, const RowOperand& a, const RowOperand& b, int64_t n, float
 template <Mode kMode, typename F, typename T>
 void unary_loop(F f, const T* a, int64_t sa, int64_t n, float* out, uint16_t* out16) {
   if (sa == 1) {
-    for (int64_t i = 0; i < n; ++i) put<kMode>(f(load(a, i)), i, out, out16);
+    for (int64_t i = 0; i < n; ++i) put<kMode>(f(element(a, i)), i, out, out16);
     return;
   }
-  put<kMode>(f(load(a, 0)), 0, out, out16);
+  put<kMode>(f(element(a, 0)), 0, out, out16);
   std::fill(out + 1, out + n, out[0]);
   if (out16) std::fill(out16 + 1, out16 + n, out16[0]);
 }

@@ -7,6 +7,7 @@
 #include <array>
 
 #include "core/check.h"
+#include "kernels/arithmetic.h"
 #include "kernels/blas_threads.h"
 #include "kernels/kernels.h"
 #include "kernels/strided_loop.h"
@@ -20,9 +21,6 @@ constexpr int kMaxFactors = 3;
 constexpr int kOperands = kMaxFactors + 1;  // out, then the factors
 constexpr int kLanes = 16;
 
-inline float load(const float* p, int64_t i) { return p[i]; }
-inline float load(const uint16_t* p, int64_t i) { return bfloat16_bits_to_float(p[i]); }
-
 // A row of the sum: terms (f0[i] * f1[i * kS1] * f2[i * kS2])^2 for i < n
 // (f0 contiguous; factors past kFactors unread), added into o[i * kSo].
 // With kSo 0 the row adds into one value: in order (fixed_order), or on
@@ -31,7 +29,7 @@ template <int kFactors, int kS1, int kS2, int kSo, typename T0>
 void row_sum(const T0* f0, const float* f1, const float* f2, int64_t n, float* o,
              bool fixed_order) {
   auto term = [&](int64_t i) {
-    float v = load(f0, i);
+    float v = element(f0, i);
     if constexpr (kFactors > 1) v *= f1[i * kS1];
     if constexpr (kFactors > 2) v *= f2[i * kS2];
     return v * v;
@@ -72,7 +70,7 @@ void row(const T0* f0, const float* f1, const float* f2, int64_t n, float* o, co
                     (kFactors < 3 || s[3] <= 1);
   if (!unit) {
     for (int64_t i = 0; i < n; ++i) {
-      float v = load(f0, i * s[1]);
+      float v = element(f0, i * s[1]);
       if constexpr (kFactors > 1) v *= f1[i * s[2]];
       if constexpr (kFactors > 2) v *= f2[i * s[3]];
       o[i * s[0]] += v * v;
