@@ -136,6 +136,37 @@ TEST(FusedKernelTest, GivesTheBitsOfTheKernelsRunOneByOne) {
   }
 }
 
+// relu(x + bias) * m with the bias over the short inner axis (a
+// convolution's channels) and m one value per row: the kernel merges the
+// rows into long ones, reading the bias as a repeated row and m expanded.
+// The bits of the kernels run one by one, for inner axes that do and do not
+// divide a block, merged rows that cross blocks, a bias that changes along
+// an outer axis, and a bfloat16 bias.
+TEST(FusedKernelTest, ShortRowsWithABiasOverTheInnerAxisKeepTheirBits) {
+  std::mt19937 rng(11);
+  for (int64_t d : {1, 7, 16, 100}) {
+    for (bool bias16 : {false, true}) {
+      SCOPED_TRACE(std::to_string(d) + (bias16 ? " bfloat16 bias" : ""));
+      const Shape full({{"a", 3}, {"r", 150}, {"d", d}});
+      const HostTensor x = random_tensor(full, rng);
+      HostTensor bias = random_tensor(Shape({{"a", 3}, {"d", d}}), rng);
+      if (bias16) bias = bias.as_dtype(bfloat16);
+      const HostTensor m = random_tensor(Shape({{"a", 3}, {"r", 150}}), rng);
+      HostTensor sum(full, float32), r(full, float32), want(full, float32);
+      kernels::binary(BinaryFn::kAdd, x, bias16 ? bias.as_dtype(float32) : bias, sum);
+      kernels::unary(UnaryFn::kRelu, sum, r);
+      kernels::binary(BinaryFn::kMul, r, m, want);
+
+      ExprBuilder eb;
+      const int ir = eb.unary(UnaryFn::kRelu, eb.binary(BinaryFn::kAdd, eb.input(0), eb.input(1)));
+      eb.e.outputs = {eb.binary(BinaryFn::kMul, ir, eb.input(2))};
+      HostTensor got(full, float32);
+      kernels::fused_elementwise(eb.e, {&x, &bias, &m}, {&got});
+      EXPECT_TRUE(same_bits(got, want));
+    }
+  }
+}
+
 TEST(FusedKernelTest, ScalarsOnlyAndAnOutputInItsInputsBuffer) {
   std::mt19937 rng(3);
   const HostTensor p = random_tensor(Shape(std::vector<Dimension>{}), rng);

@@ -87,24 +87,29 @@ Value load_expanded(const Data& p, int64_t row_stride, int64_t row_len, int64_t 
   return {own, 1};
 }
 
-// Rows shorter than a block (softmax's 128 positions of attention memory)
-// cost the kernel's per-row work for little data. When every operand walks
-// the innermost axis contiguously, following on from the previous row, or
-// holds one value per row, the two innermost axes become one row: the
-// one-value operands are then read through load_expanded (their `expand`
-// entry is the stride between their values, 0 for the others). Returns the
+// Rows shorter than a block (softmax's 128 positions of attention memory, a
+// convolution's 16 channels) cost the kernel's per-row work for little
+// data. When every operand walks the innermost axis contiguously, following
+// on from the previous row; or holds one value per row; or holds the same
+// row for every row (a bias over the innermost axis), the two innermost axes
+// become one row: the one-value operands are then read through
+// load_expanded (their `expand` entry is the stride between their values),
+// the repeated rows through a Tiled copy (`tiled` true). Returns the
 // original row length, or 0 when the plan stays as it was.
 template <int kOps>
-int64_t merge_short_rows(StridedPlan<kOps>& p, std::array<int64_t, kOps>& expand) {
+int64_t merge_short_rows(StridedPlan<kOps>& p, std::array<int64_t, kOps>& expand,
+                         std::array<bool, kOps>& tiled) {
   expand.fill(0);
+  tiled.fill(false);
   const size_t nd = p.sizes.size();
   if (p.empty || nd < 2 || p.sizes[nd - 1] >= kBlock) return 0;
   const int64_t n = p.sizes[nd - 1];
   const std::array<int64_t, kOps> inner = p.strides[nd - 1], outer = p.strides[nd - 2];
   for (int k = 0; k < kOps; ++k)
-    if (!(inner[k] == 1 && outer[k] == n) && inner[k] != 0) return 0;
+    if (!(inner[k] == 1 && (outer[k] == n || outer[k] == 0)) && inner[k] != 0) return 0;
   for (int k = 0; k < kOps; ++k) {
     expand[k] = inner[k] == 0 ? outer[k] : 0;
+    tiled[k] = inner[k] == 1 && outer[k] == 0;
     p.strides[nd - 2][k] = inner[k];
   }
   p.sizes[nd - 2] *= n;
@@ -112,6 +117,25 @@ int64_t merge_short_rows(StridedPlan<kOps>& p, std::array<int64_t, kOps>& expand
   p.strides.pop_back();
   return n;
 }
+
+// A row of `row_len` values repeated as float32, long enough that positions
+// [b0, b0 + m) of a merged row read it contiguously from b0 % row_len.
+// Rebuilt when the row it repeats moves (an outer axis of the plan).
+struct Tiled {
+  std::vector<float> values;
+  const void* of = nullptr;
+  Value block(const Data& p, int64_t row_len, int64_t b0) {
+    if (p.p != of) {
+      values.resize(static_cast<size_t>(kBlock + row_len));
+      for (size_t i = 0; i < values.size(); ++i) {
+        const int64_t j = static_cast<int64_t>(i) % row_len;
+        values[i] = p.bf16 ? bfloat16_bits_to_float(p.h()[j]) : p.f()[j];
+      }
+      of = p.p;
+    }
+    return {values.data() + b0 % row_len, 1};
+  }
+};
 
 // Writes a block of values to o[i * stride].
 void store(const Value& v, int64_t m, const Data& o, int64_t stride) {
@@ -254,7 +278,9 @@ void run_fused(const FusedExpr& e, const std::array<std::vector<int64_t>, kMaxFu
   for (int k = 0; k < kOps; ++k) strides[k] = st[k];
   auto plan = make_plan<kOps>(sizes, strides);
   std::array<int64_t, kOps> expand;
-  const int64_t row_len = merge_short_rows<kOps>(plan, expand);
+  std::array<bool, kOps> tiled;
+  const int64_t row_len = merge_short_rows<kOps>(plan, expand, tiled);
+  std::array<Tiled, kOps> tiles;
   const int n_out = static_cast<int>(out_data.size());
   const size_t n_instr = e.instrs.size();
   // Which output (if any) each instruction writes directly.
@@ -286,6 +312,8 @@ void run_fused(const FusedExpr& e, const std::array<std::vector<int64_t>, kMaxFu
           const Data at = in_data[in.input].at(off[k] + b0 * s[k]);
           if (expand[k] != 0) {
             v = load_expanded(in_data[in.input].at(off[k]), expand[k], row_len, b0, m, mine);
+          } else if (tiled[k]) {
+            v = tiles[k].block(in_data[in.input].at(off[k]), row_len, b0);
           } else if (rows.in_place[j] && (s[k] == 0 || s[k] == 1)) {
             v = {nullptr, s[k], at.h()};
           } else {
