@@ -65,12 +65,15 @@ const Native& native_state() {
 
 #ifdef MTF_HAVE_ONEDNN
 
+// A call's shapes and strides, and the threads it runs on: oneDNN divides a
+// matmul's work for the threads in force when the primitive is made, so a
+// primitive made for one count runs as that many on any other.
 using Key = std::tuple<bool, bool, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t,
-                       int64_t, int64_t, int64_t, bool, int64_t, int64_t, int64_t, int64_t>;
+                       int64_t, int64_t, int64_t, bool, int64_t, int64_t, int64_t, int64_t, int>;
 
-Key key_of(const Bfloat16Gemm& g) {
+Key key_of(const Bfloat16Gemm& g, int threads) {
   return Key(g.ta, g.tb, g.m, g.n, g.k, g.lda, g.ldb, g.ldc, g.batch, g.stride_a, g.stride_b,
-             g.stride_c, g.c_bfloat16, g.outer, g.outer_a, g.outer_b, g.outer_c);
+             g.stride_c, g.c_bfloat16, g.outer, g.outer_a, g.outer_b, g.outer_c, threads);
 }
 
 dnnl::engine& engine() {
@@ -96,13 +99,14 @@ struct Prepared {
   dnnl::matmul matmul;
 };
 
-// The matmul for one call's shapes, made once per process and reused by
-// every rank (oneDNN primitives may run from several threads at once); null
-// when oneDNN has none for these strides.
-const Prepared* prepared(const Bfloat16Gemm& g) {
+// The matmul for one call's shapes on `threads` OpenMP threads (in force:
+// set by the caller), made once per process and reused by every rank
+// (oneDNN primitives may run from several threads at once); null when
+// oneDNN has none for these strides.
+const Prepared* prepared(const Bfloat16Gemm& g, int threads) {
   static std::mutex mu;
   static std::map<Key, std::unique_ptr<Prepared>> cache;
-  const Key key = key_of(g);
+  const Key key = key_of(g, threads);
   std::lock_guard<std::mutex> lock(mu);
   auto it = cache.find(key);
   if (it != cache.end()) return it->second.get();
@@ -176,11 +180,13 @@ const char* bfloat16_gemm_description() { return native_state().description.c_st
 void gemm_bfloat16(const Bfloat16Gemm& g, const void* a, const void* b, void* c) {
   if (g.m == 0 || g.n == 0 || g.batch == 0 || g.outer == 0) return;
 #ifdef MTF_HAVE_ONEDNN
-  const Prepared* p = !g.fixed_order && g.k > 0 && bfloat16_gemm_native() ? prepared(g) : nullptr;
+  const bool native = !g.fixed_order && g.k > 0 && bfloat16_gemm_native();
+  // Threads as OpenBLAS would use them: its count is what BlasThreadsShare
+  // divides between ranks computing at once.
+  const int threads = bfloat16_kernel_threads();
+  if (native) omp_set_num_threads(threads);
+  const Prepared* p = native ? prepared(g, threads) : nullptr;
   if (p) {
-    // Threads as OpenBLAS would use them: its count is what BlasThreadsShare
-    // divides between ranks computing at once.
-    omp_set_num_threads(openblas_get_num_threads());
     thread_local dnnl::stream stream(engine());
     dnnl::memory ma(p->a, engine(), const_cast<void*>(a));
     dnnl::memory mb(p->b, engine(), const_cast<void*>(b));
