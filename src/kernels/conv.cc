@@ -13,6 +13,7 @@
 #include "core/check.h"
 #include "kernels/conv_fold.h"
 #include "kernels/conv_grid.h"
+#include "kernels/blas_threads.h"
 #include "kernels/gemm_fixed_order.h"
 #include "kernels/transpose_panel.h"
 #include "mtf/errors.h"
@@ -358,6 +359,15 @@ void gemm(bool fixed_order, bool ta, bool tb, int64_t m, int64_t n, int64_t k, c
               static_cast<int>(lda), b, static_cast<int>(ldb), beta, c, static_cast<int>(ldc));
 }
 
+// The convolutions' products are many small ones (a chunk of rows at a
+// time), which OpenBLAS's threads slow down: on a 2-CPU VM a CNN step's
+// convolutions took 1.6 to 4x as long on two BLAS threads as on one,
+// varying from launch to launch. They run on one (OpenBLAS splits no sum
+// over k, so the bits are those of any thread count).
+struct OneBlasThread {
+  BlasThreadsShare share{openblas_get_num_threads()};
+};
+
 int64_t chunk_rows(int64_t kc, int64_t rows) {
   return std::max<int64_t>(1, std::min(rows, kChunkFloats / std::max<int64_t>(1, kc)));
 }
@@ -366,6 +376,7 @@ int64_t chunk_rows(int64_t kc, int64_t rows) {
 
 void conv_forward(const std::vector<ConvAxis>& axes, const HostTensor& x, const SpatialBegin& x_at,
                   const HostTensor& w, HostTensor& y, const SpatialBegin& y_at, bool fixed_order) {
+  const OneBlasThread one_thread;
   require_float32(x, "conv");
   const Grid g = make_grid(axes, x.shape(), x_at, y.shape(), y_at);
   const Tables tb = tables(g, g.xat, g.xl, true);
@@ -399,6 +410,7 @@ void conv_forward(const std::vector<ConvAxis>& axes, const HostTensor& x, const 
 void conv_input_grad(const std::vector<ConvAxis>& axes, const HostTensor& dy,
                      const SpatialBegin& dy_at, const HostTensor& w, HostTensor& dx,
                      const SpatialBegin& dx_at, bool fixed_order) {
+  const OneBlasThread one_thread;
   require_float32(dy, "conv_input_grad");
   const Grid g = make_grid(axes, dx.shape(), dx_at, dy.shape(), dy_at);
   const Tables tb = tables(g, g.xat, g.xl, false);
@@ -424,6 +436,7 @@ void conv_input_grad(const std::vector<ConvAxis>& axes, const HostTensor& dy,
 void conv_filter_grad(const std::vector<ConvAxis>& axes, const HostTensor& x,
                       const SpatialBegin& x_at, const HostTensor& dy, const SpatialBegin& dy_at,
                       HostTensor& dw, bool fixed_order) {
+  const OneBlasThread one_thread;
   require_float32(x, "conv_filter_grad");
   const Grid g = make_grid(axes, x.shape(), x_at, dy.shape(), dy_at);
   const Tables tb = tables(g, g.xat, g.xl, true);
