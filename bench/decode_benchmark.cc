@@ -11,8 +11,10 @@
 //
 //   decode_benchmark --decode_batch 1 --tokens 128
 //   decode_benchmark --mesh_shape model:2 --layout "heads:model;d_ff:model;vocab:model"
-// Prints the OpenBLAS core and thread count, then "median_ms <x>" (per token)
-// on its last line.
+// Prints the OpenBLAS core and thread count, then "median_ms <x>" (per token);
+// with --predict FILE (a machine from mtf-sim --calibrate), also
+// "predicted_ms <x>": a step of the LM simulated on that machine
+// (bench/sim_validation.py).
 #include <cblas.h>
 
 #include <algorithm>
@@ -27,6 +29,7 @@
 #include "kernels/gemm_bfloat16.h"
 #include "models/encdec_decoder.h"
 #include "models/transformer_decoder.h"
+#include "predict.h"
 
 using namespace mtf;
 
@@ -64,6 +67,22 @@ Decoding make_decoding(const std::string& model, const models::TransformerConfig
   return d;
 }
 
+// One decoding step at position 1 simulated on the machine in
+// `machine_file`: functional (the decoder reads the logits it returns),
+// after an untimed step at 0. Its own model, so the real session's caches
+// are not touched.
+SimReport predicted_step(const std::string& model, const models::TransformerConfig& cfg,
+                         int64_t batch, const MeshConfig& real, const std::string& machine_file) {
+  const Decoding d = make_decoding(model, cfg, batch);
+  if (d.encdec_decoder)
+    throw ValueError("--predict simulates the LM's decoding only (--model transformer)");
+  Session sim(*d.graph, bench::simulated_like(real, machine_file, SimMode::kFunctional));
+  const std::vector<int32_t> ids(batch, 2);
+  d.decoder->step(sim, ids, 0);
+  d.decoder->step(sim, ids, 1);
+  return sim.simulation_report();
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -84,6 +103,8 @@ int main(int argc, char** argv) {
     flags.define("decode_batch", "1", "sequences decoded together");
     flags.define("tokens", "128", "timed steps");
     flags.define("warmup", "8", "untimed steps first");
+    flags.define("predict", "",
+                 "a machine file (mtf-sim --calibrate): also print the LM's step simulated on it");
     cli::define_mesh_flags(flags);
     if (!flags.parse(argc, argv)) return 0;
     const models::TransformerConfig cfg =
@@ -143,6 +164,14 @@ int main(int argc, char** argv) {
     }
     std::sort(ms.begin(), ms.end());
     std::printf("median_ms %.4f\n", ms[ms.size() / 2]);
+    if (!flags.str("predict").empty() &&
+        (!mesh.process_transport || mesh.process_transport->rank() == 0)) {
+      const SimReport sim =
+          predicted_step(flags.str("model"), cfg, batch, mesh, flags.str("predict"));
+      if (mesh.profile)
+        std::printf("%s", bench::measured_against_predicted(session.profile(), sim, 12).c_str());
+      std::printf("predicted_ms %.4f\n", 1e3 * sim.step_time);
+    }
     return 0;
   });
 }

@@ -16,7 +16,6 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
-#include <cstdlib>
 #include <functional>
 #include <memory>
 #include <random>
@@ -31,35 +30,19 @@
 #include "models/mlp.h"
 #include "models/transformer.h"
 #include "models/transformer_encdec.h"
+#include "predict.h"
 #include "rss.h"
 
 using namespace mtf;
 
 namespace {
 
-// The step simulated on the machine in `machine_file`, one device per rank of
-// the mesh, as threads or (under a process transport) as processes.
-double predicted_step_seconds(Graph& graph, const Tensor& loss,
-                              const std::vector<Operation*>& train, const MeshConfig& real,
-                              const std::string& machine_file) {
-  MeshConfig mc;
-  mc.mesh_shape = real.mesh_shape;
-  mc.layout = real.layout;
-  mc.reproducible = real.reproducible;
-  mc.fuse = real.fuse;
-  mc.impl = MeshImpl::kSimulated;
-  mc.sim->mode = SimMode::kCostOnly;
-  mc.sim->topology.load_file(machine_file);
-  mc.sim->topology.devices_per_node =
-      static_cast<int>(std::max<int64_t>(1, real.mesh_shape.size()));
-  // Processes talk through shared memory unless MTF_SHM=0 keeps them on TCP.
-  const char* shm = std::getenv("MTF_SHM");
-  mc.sim->topology.host_ranks = !real.process_transport          ? Topology::HostRanks::kThreads
-                                : shm && std::string(shm) == "0" ? Topology::HostRanks::kTcp
-                                                                 : Topology::HostRanks::kProcesses;
-  Session sim(graph, mc);
+// The step simulated on the machine in `machine_file` (predict.h).
+SimReport predicted_step(Graph& graph, const Tensor& loss, const std::vector<Operation*>& train,
+                         const MeshConfig& real, const std::string& machine_file) {
+  Session sim(graph, bench::simulated_like(real, machine_file, SimMode::kCostOnly));
   sim.run({loss}, {}, train);
-  return sim.simulation_report().step_time;
+  return sim.simulation_report();
 }
 
 // The run's environment, memory and times, one "key values" line each.
@@ -214,8 +197,13 @@ int main(int argc, char** argv) {
     print_results(ms, rss_before, flags.str("fma_peak") == "true");
     if (!flags.str("predict").empty() &&
         (!mc.process_transport || mc.process_transport->rank() == 0)) {
-      std::printf("predicted_ms %.3f\n", 1e3 * predicted_step_seconds(*t.graph, t.loss, *t.train,
-                                                                      mc, flags.str("predict")));
+      const SimReport sim = predicted_step(*t.graph, t.loss, *t.train, mc, flags.str("predict"));
+      if (mc.profile)
+        std::printf("%s",
+                    bench::measured_against_predicted(t.session->profile(), sim,
+                                                      static_cast<size_t>(flags.i64("profile_ops")))
+                        .c_str());
+      std::printf("predicted_ms %.3f\n", 1e3 * sim.step_time);
     }
     return 0;
   });

@@ -133,6 +133,74 @@ TEST(SimHost, ProgramFactorsAndCrowdedLinksApplyWhereTheyBelong) {
   EXPECT_NE(four.to_file().find("host_ranks = tcp"), std::string::npos);
 }
 
+// The terms the validation's rows needed: bfloat16 products at their own
+// rate, matrix-vector products bound by their bytes (cache or memory by
+// their size), fused chains and convolutions with their own factors, and
+// random draws weighted; and their keys in machine files.
+TEST(SimHost, BFloat16MatrixVectorFusedAndConvolutionTerms) {
+  Topology one = host(1), two = host(2);
+  for (Topology* t : {&one, &two}) {
+    t->apply_overrides(
+        "gemm_bfloat16_speedup=2,gemm_bfloat16_speedup_all_cpus=1.5,"
+        "gemm_memory_bandwidth=10e9,gemm_memory_bandwidth_all_cpus=20e9,"
+        "gemm_cache_bandwidth=40e9,gemm_cache_bandwidth_all_cpus=50e9,fused_in_program=3,"
+        "fused_step_overhead=4e-6,conv_in_program=2.5,conv_in_program_all_cpus=0.8,"
+        "random_cost=18,gemm_narrow=0,gemm_narrow_all_cpus=0");
+  }
+  const double big = 1024;
+  const double f32 = two.host_gemm_seconds(big, big, big);
+  EXPECT_NEAR(two.host_gemm_seconds(big, big, big, DType::kBFloat16), f32 / 2, 1e-12);
+  EXPECT_NEAR(one.host_gemm_seconds(big, big, big, DType::kBFloat16),
+              one.host_gemm_seconds(big, big, big) / 1.5, 1e-12);
+  // [1, 2048] x [2048, 2048]: 16 MiB of matrix at memory's rate, on the
+  // threads the rank gets (both for one rank).
+  const double matrix = 4.0 * (2048 + 2048 * 2048 + 2048);
+  EXPECT_NEAR(two.host_gemm_seconds(1, 2048, 2048), matrix / 10e9, 1e-12);
+  EXPECT_NEAR(one.host_gemm_seconds(1, 2048, 2048), matrix / 20e9, 1e-12);
+  // Half the bytes in bfloat16.
+  EXPECT_NEAR(two.host_gemm_seconds(1, 2048, 2048, DType::kBFloat16), matrix / 2 / 10e9, 1e-12);
+  // [1, 256] x [256, 512]: half a MiB, within the cache's rate.
+  EXPECT_NEAR(two.host_gemm_seconds(1, 512, 256), 4.0 * (256 + 256 * 512 + 512) / 40e9, 1e-12);
+  // Products that do enough work per byte keep their flop time.
+  EXPECT_GT(f32, 4.0 * 3 * big * big / 10e9);
+  // Fused chains: their own factor and cost per step; others unchanged.
+  EXPECT_NEAR(two.host_elementwise_seconds(0, 8e5, true), 8e5 / 80e9 * 3 + 4e-6, 1e-15);
+  EXPECT_NEAR(two.host_elementwise_seconds(0, 8e5, false), 8e5 / 80e9, 1e-15);
+  EXPECT_DOUBLE_EQ(two.host_conv_factor(), 2.5);
+  EXPECT_DOUBLE_EQ(one.host_conv_factor(), 0.8);
+  Topology back;
+  back.apply_overrides("name=back");
+  for (const char* key : {"gemm_bfloat16_speedup = 2", "gemm_memory_bandwidth_all_cpus = 2e+10",
+                          "gemm_cache_bandwidth = 4e+10", "fused_in_program = 3",
+                          "conv_in_program_all_cpus = 0.8", "random_cost = 18"})
+    EXPECT_NE(two.to_file().find(key), std::string::npos) << key;
+  EXPECT_THROW(back.set("gemm_bfloat16_speedup", "0"), ValueError);
+  EXPECT_THROW(back.set("random_cost", "-1"), ValueError);
+}
+
+// Random draws cost random_cost flops an element: a graph that draws costs
+// more than one that adds the same elements.
+TEST(SimHost, RandomDrawsCostTheirCalibratedFlops) {
+  auto step_of = [](bool draw) {
+    Graph g;
+    Mesh mesh(g, "m");
+    const Shape shape({Dimension{"x", 1 << 16}});
+    const Tensor v = get_variable(mesh, "v", shape);
+    Operation* write = assign(v, draw ? random_uniform(mesh, shape) : v + v);
+    MeshConfig mc;
+    mc.impl = MeshImpl::kSimulated;
+    mc.sim->mode = SimMode::kCostOnly;
+    mc.sim->topology = host(1);
+    mc.sim->topology.apply_overrides("random_cost=50");
+    Session s(g, mc);
+    s.run(std::vector<Tensor>{}, {}, {write});
+    return s.simulation_report().step_time;
+  };
+  // 64K draws at 50 flops each on a 10 GFLOP/s core: about 0.33 ms.
+  EXPECT_GT(step_of(true), 0.3e-3);
+  EXPECT_LT(step_of(false), 0.1e-3);
+}
+
 TEST(SimHost, FillingTheCpusCostsTheBusyFactor) {
   Topology one = host(1), two = host(2), four = host(4);
   for (Topology* t : {&one, &two, &four}) {

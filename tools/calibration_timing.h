@@ -1,15 +1,26 @@
-// calibration_timing.h — wall-clock medians for mtf-sim --calibrate.
+// calibration_timing.h — wall-clock medians for mtf-sim --calibrate, and
+// the text of its points.
 #pragma once
 
 #include <algorithm>
 #include <chrono>
 #include <functional>
+#include <sstream>
+#include <string>
 #include <utility>
 #include <vector>
 
 namespace mtf::tools {
 
 using Clock = std::chrono::steady_clock;
+
+// The parts streamed into one string ("einsum ", m, "x", k, ...).
+template <typename... Parts>
+std::string cat(const Parts&... parts) {
+  std::ostringstream o;
+  (o << ... << parts);
+  return o.str();
+}
 
 inline double seconds_since(Clock::time_point t0) {
   return std::chrono::duration<double>(Clock::now() - t0).count();

@@ -19,18 +19,12 @@
 #include "calibration_timing.h"
 #include "mtf/in_process_transport.h"
 #include "mtf/mtf.h"
+#include "product_rates.h"
 #include "rank_links.h"
 #include "reference_programs.h"
 
 namespace mtf::tools {
 namespace {
-
-template <typename... Parts>
-std::string cat(const Parts&... parts) {
-  std::ostringstream o;
-  (o << ... << parts);
-  return o.str();
-}
 
 int usable_cpus() {
   cpu_set_t set;
@@ -87,6 +81,17 @@ double chain_seconds(int64_t n, int k, bool fuse, Link link = Link::kRelu) {
   return time_median([&] { s.run(std::vector<Tensor>{}, {}, {write}); });
 }
 
+// A run drawing n uniform floats into a variable: two steps.
+double random_seconds(int64_t n) {
+  Graph g;
+  Mesh mesh(g, "calibration");
+  const Shape shape({Dimension{"x", n}});
+  Tensor v = get_variable(mesh, "v", shape);
+  Operation* write = assign(v, random_uniform(mesh, shape));
+  Session s(g, MeshConfig{});
+  return time_median([&] { s.run(std::vector<Tensor>{}, {}, {write}); });
+}
+
 // A run of one relu on every rank of an in-process mesh of `ranks` ranks
 // (replicated: no messages), as chain_seconds(16, 1, false) on one.
 double mesh_chain_seconds(int ranks) {
@@ -98,19 +103,6 @@ double mesh_chain_seconds(int ranks) {
   c.mesh_shape = MeshShape("all:" + std::to_string(ranks));
   Session s(g, c);
   return time_median([&] { s.run(std::vector<Tensor>{}, {}, {write}); });
-}
-
-// An einsum [m,k] x [k,n] written into a variable: two steps.
-double einsum_seconds(int64_t m, int64_t k, int64_t n) {
-  Graph g;
-  Mesh mesh(g, "calibration");
-  Dimension dm{"m", m}, dk{"k", k}, dn{"n", n};
-  Tensor a = get_variable(mesh, "a", Shape({dm, dk}));
-  Tensor b = get_variable(mesh, "b", Shape({dk, dn}));
-  Tensor c = get_variable(mesh, "c", Shape({dm, dn}));
-  Operation* write = assign(c, einsum({a, b}, Shape({dm, dn})));
-  Session s(g, MeshConfig{});
-  return time_median([&] { s.run(std::vector<Tensor>{}, {}, {write}); }, 5, 0.3);
 }
 
 struct Shape3 {
@@ -259,6 +251,11 @@ void measure_elementwise(Calibration& cal) {
   m.host.transcendental_cost =
       std::max(1.0, (exps_work * m.core_flops - 16.0 * kFloats) / (16.0 * kFloats));
   cal.points.push_back({"16 exp(-x) fused on 256 KiB", exps, 32.0 * kFloats / exps_work, 0});
+  const double draws = random_seconds(kFloats);
+  const double draws_work =
+      std::max(1e-9, draws - m.host.run_overhead - 2 * m.host.step_overhead - in_cache);
+  m.host.random_cost = std::max(1.0, draws_work * m.core_flops / kFloats);
+  cal.points.push_back({"random_uniform of 256 KiB", draws, kFloats / draws_work, 0});
 }
 
 // One curve of matrix products on `threads` BLAS threads: products timed
@@ -287,6 +284,8 @@ void measure_gemm(Calibration& cal, int threads) {
     secs.push_back(std::max(t, 1e-9));
   }
   fit_gemm(used, secs, peak, half, narrow);
+  measure_bfloat16_gemm(cal, threads);
+  measure_product_bandwidth(cal, threads);
   for (size_t i = 0; i < used.size(); ++i) {
     const Shape3& s = used[i];
     const double model =
@@ -309,9 +308,12 @@ void measure_in_program(Calibration& cal, const CalibrationRun& run, int threads
   one_core.devices_per_node = 1;
   one_core.host_cpus = threads;
   one_core.host.one_cpu.gemm_in_program = one_core.host.all_cpus.gemm_in_program = 1;
+  one_core.host.one_cpu.conv_in_program = one_core.host.all_cpus.conv_in_program = 1;
   one_core.host.one_cpu.elementwise_in_program = one_core.host.all_cpus.elementwise_in_program = 1;
   one_core.host.one_cpu.elementwise_step_overhead =
       one_core.host.all_cpus.elementwise_step_overhead = 0;
+  one_core.host.one_cpu.fused_in_program = one_core.host.all_cpus.fused_in_program = 1;
+  one_core.host.one_cpu.fused_step_overhead = one_core.host.all_cpus.fused_step_overhead = 0;
   std::unique_ptr<PinnedTo> pin_one;
   if (threads == 1) pin_one = std::make_unique<PinnedTo>(run.cpu);
   const ProgramTimes t = time_reference_programs(one_core);
@@ -323,15 +325,20 @@ void measure_in_program(Calibration& cal, const CalibrationRun& run, int threads
   (threads == 1 ? m.host.one_cpu.gemm_in_program : m.host.all_cpus.gemm_in_program) = gemm;
   // Elementwise steps: a factor on their roofline time and a fixed cost per
   // step, for each regime.
-  if (threads == 1)
-    fit_line(t.other_steps, &m.host.one_cpu.elementwise_in_program,
-             &m.host.one_cpu.elementwise_step_overhead);
-  else
-    fit_line(t.other_steps, &m.host.all_cpus.elementwise_in_program,
-             &m.host.all_cpus.elementwise_step_overhead);
+  // Fused chains on their own line: they read operands broadcast along
+  // short rows and reduce along them, and ran 2-4x their roofline where
+  // single ops ran near it.
+  HostCompute& c = threads == 1 ? m.host.one_cpu : m.host.all_cpus;
+  fit_line(t.other_steps, &c.elementwise_in_program, &c.elementwise_step_overhead);
+  fit_line(t.fused_steps, &c.fused_in_program, &c.fused_step_overhead);
+  if (t.conv_sim > 0)
+    (threads == 1 ? m.host.one_cpu : m.host.all_cpus).conv_in_program =
+        std::clamp(t.conv_real / t.conv_sim, 0.5, 20.0);
   const char* unit = threads == 1 ? " thread" : " threads";
   cal.points.push_back(
       {cat("reference programs' products, ", threads, unit), t.gemm_real, 0, t.gemm_sim});
+  cal.points.push_back(
+      {cat("reference CNN's convolutions, ", threads, unit), t.conv_real, 0, t.conv_sim});
   cal.points.push_back(
       {cat("reference programs' other steps, ", threads, unit), t.other_real, 0, t.other_sim});
 }

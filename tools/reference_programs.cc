@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "calibration_timing.h"
+#include "models/cnn.h"
 #include "models/mlp.h"
 #include "models/transformer.h"
 #include "mtf/errors.h"
@@ -20,9 +21,10 @@ namespace mtf::tools {
 namespace {
 
 // One program's steps, profiled on one core (real runs) and simulated on
-// `machine`, added into *t by kind: products (einsums) and the rest.
+// `machine`, added into *t by kind: convolutions, products (einsums) and
+// the rest (with `convs_only`, convolutions only).
 void time_program(Graph& graph, const Tensor& loss, const std::vector<Operation*>& train,
-                  const Feeds& feeds, const Topology& machine, ProgramTimes* t) {
+                  const Feeds& feeds, const Topology& machine, bool convs_only, ProgramTimes* t) {
   MeshConfig real;
   real.profile = true;
   Session s(graph, real);
@@ -43,11 +45,18 @@ void time_program(Graph& graph, const Tensor& loss, const std::vector<Operation*
     const std::string name = row.name.substr(0, row.name.find(' '));
     auto it = sim_time.find(name);
     if (it == sim_time.end() || row.type.find("allreduce") != std::string::npos) continue;
+    if (row.type.rfind("conv", 0) == 0) {
+      t->conv_real += row.seconds;
+      t->conv_sim += it->second;
+      continue;
+    }
+    if (convs_only) continue;
     const bool gemm = row.type.rfind("einsum", 0) == 0;
     (gemm ? t->gemm_real : t->other_real) += row.seconds;
     (gemm ? t->gemm_sim : t->other_sim) += it->second;
     if (!gemm && row.calls > 0)
-      t->other_steps.push_back({it->second / row.calls, row.seconds / row.calls});
+      (row.type == "fused" ? t->fused_steps : t->other_steps)
+          .push_back({it->second / row.calls, row.seconds / row.calls});
   }
 }
 
@@ -88,11 +97,33 @@ void for_each_reference_program(const ProgramUse& use) {
   }
 }
 
+namespace {
+
+// The CNN at batch 8, for its convolutions (the only reference program that
+// has them; its other steps, pooling among them, are left out of the
+// elementwise fit, which the MLP and the LM make).
+void for_reference_cnn(const ProgramUse& use) {
+  std::mt19937 rng(7);
+  models::CnnConfig c;
+  c.batch_size = 8;
+  models::Cnn cnn(c);
+  HostTensor x(cnn.images.shape(), float32), y(cnn.labels.shape(), int32);
+  for (int64_t i = 0; i < x.num_elements(); ++i) x.data<float>()[i] = (rng() % 256) / 255.f;
+  for (int64_t i = 0; i < y.num_elements(); ++i)
+    y.data<int32_t>()[i] = static_cast<int32_t>(rng() % 10);
+  use(cnn.graph(), cnn.loss, cnn.train_ops, {{cnn.images, x}, {cnn.labels, y}});
+}
+
+}  // namespace
+
 ProgramTimes time_reference_programs(const Topology& machine) {
   ProgramTimes t;
   for_each_reference_program(
       [&](Graph& graph, const Tensor& loss, const std::vector<Operation*>& train,
-          const Feeds& feeds) { time_program(graph, loss, train, feeds, machine, &t); });
+          const Feeds& feeds) { time_program(graph, loss, train, feeds, machine, false, &t); });
+  for_reference_cnn(
+      [&](Graph& graph, const Tensor& loss, const std::vector<Operation*>& train,
+          const Feeds& feeds) { time_program(graph, loss, train, feeds, machine, true, &t); });
   return t;
 }
 

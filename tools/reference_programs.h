@@ -46,7 +46,9 @@ class PinnedTo {
 // and of everything else.
 struct ProgramTimes {
   double gemm_real = 0, gemm_sim = 0, other_real = 0, other_sim = 0;
+  double conv_real = 0, conv_sim = 0;                  // convolutions and their gradients
   std::vector<std::pair<double, double>> other_steps;  // (simulated, measured) per op
+  std::vector<std::pair<double, double>> fused_steps;  // the same for fused chains
 };
 
 // Each reference program on random data: `use` gets its graph, loss,
@@ -56,7 +58,8 @@ using ProgramUse = std::function<void(Graph&, const Tensor& loss,
 void for_each_reference_program(const ProgramUse& use);
 
 // The reference programs profiled op by op on one core, against their
-// simulation on `machine` (products and everything else, summed).
+// simulation on `machine` (products and everything else, summed), and the
+// reference CNN's convolutions.
 ProgramTimes time_reference_programs(const Topology& machine);
 
 // What filling `cpus` CPUs with ranks costs their steps, against one rank

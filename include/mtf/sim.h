@@ -31,19 +31,41 @@ namespace mtf {
 // for every CPU). For a matrix product, work is the sum over the BLAS calls
 // its kernel makes (batched products count each) of
 //   (2mnk + gemm_half_flops) / gemm_flops * (1 + gemm_narrow / min(m, n, k))
-// times gemm_in_program; any other step takes elementwise_step_overhead plus
+// times gemm_in_program (divided by gemm_bfloat16_speedup for bfloat16
+// operands), or, when longer, its operands' bytes streamed at
+// gemm_memory_bandwidth; any other step takes elementwise_step_overhead plus
 // elementwise_in_program times its roofline time on one thread.
 struct HostCompute {
   double gemm_flops = 0;       // peak on matrix products (0: core_flops; for all CPUs: none)
   double gemm_half_flops = 0;  // flops of a product that reaches half of it
   double gemm_narrow = 0;      // slowdown of products with a narrow side
+  // How much faster a product of bfloat16 operands runs than the same
+  // product in float32 (AVX512-BF16 instructions; about 1 without them).
+  double gemm_bfloat16_speedup = 1;
+  // Bytes/s at which a product that does little work per byte (a
+  // matrix-vector product: decoding one token) streams its operands: 4 MiB
+  // matrices and larger at gemm_memory_bandwidth, 1 MiB and smaller at
+  // gemm_cache_bandwidth (a model's smaller matrices stay in the last-level
+  // cache from one step to the next), linear in bytes between; 0: products
+  // are timed by their flops only.
+  double gemm_memory_bandwidth = 0;
+  double gemm_cache_bandwidth = 0;
   // What a real program's steps take over what the figures give for them
   // (operands come cold from memory, kernels pay set-up): matrix products,
   // and everything else (a factor and seconds more per step). Measured on
   // reference programs; multiply the work.
   double gemm_in_program = 1;
+  // A convolution step over its BLAS calls and its im2col columns' traffic
+  // (measured on the reference CNN: its products are many small ones, which
+  // OpenBLAS's threads slow down rather than speed up).
+  double conv_in_program = 1;
   double elementwise_in_program = 1;
   double elementwise_step_overhead = 0;
+  // The same for fused chains (a softmax's pieces, a bias and its relu),
+  // which read operands broadcast along short rows and reduce along them;
+  // fused_in_program 0: as elementwise_*.
+  double fused_in_program = 0;
+  double fused_step_overhead = 0;
 };
 
 // What `mtf-sim --calibrate` measures of a host, beyond the machine's
@@ -65,6 +87,7 @@ struct HostFigures {
   HostCompute all_cpus;               // host_cpus BLAS threads (gemm_flops 0: not measured)
   double gemm_threads_from = 262144;  // m*n*k above which BLAS shares out a product
   double transcendental_cost = 1;     // flops per element of exp, log, tanh, ...
+  double random_cost = 1;             // flops per element of random_uniform (counter-based draws)
   // With more ranks than CPUs, what taking turns costs beyond the turns
   // (switches, each rank's data pushed out of cache by the others'):
   // multiplies every compute step.
@@ -173,8 +196,12 @@ struct Topology {
   // A host's figures (host_cpus > 0), per device: seconds of one BLAS
   // product [m,k] x [k,n]; of elementwise work (`flops` weighted as above)
   // moving `bytes`; and of a compute step whose work takes `work` seconds.
-  double host_gemm_seconds(double m, double n, double k) const;
-  double host_elementwise_seconds(double flops, double bytes) const;
+  // (`one_thread`: a product its kernel keeps on one BLAS thread.)
+  double host_gemm_seconds(double m, double n, double k, DType dtype = DType::kFloat32,
+                           bool one_thread = false) const;
+  double host_elementwise_seconds(double flops, double bytes, bool fused = false) const;
+  // conv_in_program for the threads a rank gets.
+  double host_conv_factor() const;
   double host_step_seconds(double work) const;
   // Seconds a rank loses before each collective step: oversubscribed_wait
   // (processes_oversubscribed_wait for ranks as processes, when set) on a

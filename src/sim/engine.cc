@@ -253,31 +253,71 @@ bool transcendental(const std::string& type) {
   return kTypes.count(type) > 0;
 }
 
-// A compute step on a host: the BLAS calls of its kernel plan, or the
-// roofline of its elementwise work.
-double host_step_time(const Step& step, double bytes, const Topology& topo) {
+// The BLAS calls of a convolution step (kernels/conv.cc): the filter [taps
+// x Cx, Cy] against rows of im2col columns (one per output position),
+// chunked so that a chunk's columns stay in cache, each chunk one product
+// on one BLAS thread;
+// and the bytes of the columns, written and read back. The filter is
+// input 1 of conv and conv_input_grad and the output of conv_filter_grad.
+struct ConvCalls {
+  kernels::GemmCall gemm;
+  double column_bytes = 0;
+};
+ConvCalls conv_calls(const Operation& op, double flops) {
+  const Shape& filter =
+      op.type() == "conv_filter_grad" ? op.output(0).shape() : op.inputs()[1].shape();
+  const double cy = static_cast<double>(filter.dims().back().size);
+  const double kc = static_cast<double>(filter.num_elements()) / cy;
+  const double rows = std::max(1.0, flops / (2 * kc * cy));
+  constexpr double kChunkFloats = 65536;  // conv.cc's
+  const double chunk = std::max(1.0, std::min(rows, std::floor(kChunkFloats / kc)));
+  ConvCalls c;
+  c.gemm.batch = static_cast<int64_t>(std::ceil(rows / chunk));
+  const auto ch = static_cast<int64_t>(chunk), k = static_cast<int64_t>(kc),
+             y = static_cast<int64_t>(cy);
+  if (op.type() == "conv")
+    c.gemm = {c.gemm.batch, ch, y, k};
+  else if (op.type() == "conv_input_grad")
+    c.gemm = {c.gemm.batch, ch, k, y};
+  else
+    c.gemm = {c.gemm.batch, k, y, ch};
+  c.column_bytes = 2 * rows * kc * 4;
+  return c;
+}
+
+// A compute step on a host: the BLAS calls of its kernel plan (or of a
+// convolution, with its columns' traffic), or the roofline of its
+// elementwise work, in the step's dtype.
+double host_step_time(const Step& step, double bytes, DType dtype, const Topology& topo) {
   const Operation* product = step.update.einsum ? step.update.einsum : step.op;
-  const bool matrix_product =
-      step.kind == Step::Kind::kCompute &&
-      (product->type() == "einsum" || product->type().rfind("conv", 0) == 0);
-  if (matrix_product && step.flops > 0) {
-    if (step.kernel_plan) {
-      const std::vector<kernels::GemmCall> calls = kernels::einsum_gemm_calls(*step.kernel_plan);
-      if (!calls.empty()) {
-        double work = 0;
-        for (const kernels::GemmCall& c : calls)
-          work += static_cast<double>(c.batch) * topo.host_gemm_seconds(static_cast<double>(c.m),
-                                                                        static_cast<double>(c.n),
-                                                                        static_cast<double>(c.k));
-        return topo.host_step_seconds(work);
-      }
-    }
-    if (product->type() != "einsum" || !step.kernel_plan) {
-      const double side = std::cbrt(step.flops / 2);  // no plan: one square product
-      return topo.host_step_seconds(topo.host_gemm_seconds(side, side, side));
+  const bool einsum = step.kind == Step::Kind::kCompute && product->type() == "einsum";
+  const bool conv = step.kind == Step::Kind::kCompute && product->type().rfind("conv", 0) == 0;
+  if (einsum && step.flops > 0 && step.kernel_plan) {
+    const std::vector<kernels::GemmCall> calls = kernels::einsum_gemm_calls(*step.kernel_plan);
+    if (!calls.empty()) {
+      double work = 0;
+      for (const kernels::GemmCall& c : calls)
+        work += static_cast<double>(c.batch) *
+                topo.host_gemm_seconds(static_cast<double>(c.m), static_cast<double>(c.n),
+                                       static_cast<double>(c.k), dtype);
+      return topo.host_step_seconds(work);
     }
   }
-  // Elementwise work, exp and the like weighted by their cost.
+  if (conv && step.flops > 0) {
+    const ConvCalls c = conv_calls(*product, step.flops);
+    const double work =
+        static_cast<double>(c.gemm.batch) *
+            topo.host_gemm_seconds(static_cast<double>(c.gemm.m), static_cast<double>(c.gemm.n),
+                                   static_cast<double>(c.gemm.k), dtype, /*one_thread=*/true) +
+        topo.host_elementwise_seconds(0, c.column_bytes);
+    return topo.host_step_seconds(work * topo.host_conv_factor());
+  }
+  if (einsum && step.flops > 0) {  // no plan: one square product
+    const double side = std::cbrt(step.flops / 2);
+    return topo.host_step_seconds(topo.host_gemm_seconds(side, side, side, dtype));
+  }
+  // Elementwise work, exp and the like, and random draws, weighted by their
+  // cost.
   double flops = step.flops;
   const std::vector<const Operation*> single{step.op};
   const auto& ops = step.fusion.expr ? step.fusion.ops : single;
@@ -285,10 +325,13 @@ double host_step_time(const Step& step, double bytes, const Topology& topo) {
   for (const Operation* op : ops) {
     const double f = op->flops();
     plain += f;
-    weighted += transcendental(op->type()) ? f * topo.host.transcendental_cost : f;
+    weighted += transcendental(op->type())            ? f * topo.host.transcendental_cost
+                : op->type().rfind("random_", 0) == 0 ? f * topo.host.random_cost
+                                                      : f;
   }
   if (plain > 0) flops *= weighted / plain;
-  return topo.host_step_seconds(topo.host_elementwise_seconds(flops, bytes));
+  return topo.host_step_seconds(
+      topo.host_elementwise_seconds(flops, bytes, step.fusion.expr != nullptr));
 }
 
 }  // namespace
@@ -309,7 +352,7 @@ double step_compute_time(const Program& program, const Step& step, const Topolog
   } else if (!step.output_slots.empty()) {
     dtype = program.slot_dtypes[step.output_slots[0]];
   }
-  if (topo.host_cpus > 0) return host_step_time(step, bytes, topo);
+  if (topo.host_cpus > 0) return host_step_time(step, bytes, dtype, topo);
   return std::max(step.flops / topo.flops(dtype), bytes / topo.core_memory_bandwidth());
 }
 

@@ -44,31 +44,61 @@ std::pair<double, double> host_link(const Topology& t) {
 
 }  // namespace
 
-double Topology::host_gemm_seconds(double m, double n, double k) const {
+double Topology::host_gemm_seconds(double m, double n, double k, DType dtype,
+                                   bool one_thread) const {
   double peak = host.one_cpu.gemm_flops > 0 ? host.one_cpu.gemm_flops : core_flops,
          half = host.one_cpu.gemm_half_flops, narrow = host.one_cpu.gemm_narrow,
-         in_program = host.one_cpu.gemm_in_program;
+         in_program = host.one_cpu.gemm_in_program, speedup = host.one_cpu.gemm_bfloat16_speedup,
+         bandwidth = host.one_cpu.gemm_memory_bandwidth, cached = host.one_cpu.gemm_cache_bandwidth;
   // Products too small for OpenBLAS to share out run on one thread anyway.
-  const double x =
-      m * n * k > host.gemm_threads_from && host.all_cpus.gemm_flops > 0 ? thread_share(*this) : 0;
+  const double x = !one_thread && m * n * k > host.gemm_threads_from && host.all_cpus.gemm_flops > 0
+                       ? thread_share(*this)
+                       : 0;
   if (x > 0) {
     peak = between(peak, host.all_cpus.gemm_flops, x);
     half = between(half, host.all_cpus.gemm_half_flops, x);
     narrow = between(narrow, host.all_cpus.gemm_narrow, x);
     in_program = between(in_program, host.all_cpus.gemm_in_program, x);
+    speedup = between(speedup, host.all_cpus.gemm_bfloat16_speedup, x);
+    if (host.all_cpus.gemm_memory_bandwidth > 0)
+      bandwidth = between(bandwidth, host.all_cpus.gemm_memory_bandwidth, x);
+    if (host.all_cpus.gemm_cache_bandwidth > 0)
+      cached = between(cached, host.all_cpus.gemm_cache_bandwidth, x);
   }
   const double side = std::max(1.0, std::min({m, n, k}));
-  return (2 * m * n * k + half) / peak * (1 + narrow / side) * in_program;
+  double seconds = (2 * m * n * k + half) / peak * (1 + narrow / side) * in_program;
+  if (dtype == DType::kBFloat16) seconds /= speedup;
+  if (bandwidth > 0) {
+    const double bytes = (m * k + k * n + m * n) * static_cast<double>(dtype_size(dtype));
+    constexpr double kSmall = 1 << 20, kLarge = 4 << 20;
+    const double w = std::clamp((bytes - kSmall) / (kLarge - kSmall), 0.0, 1.0);
+    const double rate = cached > 0 ? between(cached, bandwidth, w) : bandwidth;
+    seconds = std::max(seconds, bytes / rate);
+  }
+  return seconds;
 }
 
-double Topology::host_elementwise_seconds(double flops, double bytes) const {
+double Topology::host_conv_factor() const {
+  return between(host.one_cpu.conv_in_program,
+                 host.all_cpus.conv_in_program > 0 ? host.all_cpus.conv_in_program
+                                                   : host.one_cpu.conv_in_program,
+                 thread_share(*this));
+}
+
+double Topology::host_elementwise_seconds(double flops, double bytes, bool fused) const {
   const double bw = bytes <= host.cache_bytes && host.cache_bandwidth > 0 ? host.cache_bandwidth
                                                                           : chip_memory_bandwidth;
   const double x = thread_share(*this);
+  const bool own = fused && host.one_cpu.fused_in_program > 0;
+  const HostCompute& one = host.one_cpu;
+  const HostCompute& all = host.all_cpus;
   const double factor =
-      between(host.one_cpu.elementwise_in_program, host.all_cpus.elementwise_in_program, x);
+      own ? between(one.fused_in_program,
+                    all.fused_in_program > 0 ? all.fused_in_program : one.fused_in_program, x)
+          : between(one.elementwise_in_program, all.elementwise_in_program, x);
   const double overhead =
-      between(host.one_cpu.elementwise_step_overhead, host.all_cpus.elementwise_step_overhead, x);
+      own ? between(one.fused_step_overhead, all.fused_step_overhead, x)
+          : between(one.elementwise_step_overhead, all.elementwise_step_overhead, x);
   return std::max(flops / core_flops, bytes / bw) * factor + overhead;
 }
 

@@ -99,6 +99,22 @@ const std::map<std::string, NumberField>& number_settings() {
       {"gemm_half_flops_all_cpus",
        [](Topology& t) -> double& { return t.host.all_cpus.gemm_half_flops; }},
       {"gemm_narrow_all_cpus", [](Topology& t) -> double& { return t.host.all_cpus.gemm_narrow; }},
+      {"gemm_bfloat16_speedup",
+       [](Topology& t) -> double& { return t.host.one_cpu.gemm_bfloat16_speedup; }},
+      {"gemm_bfloat16_speedup_all_cpus",
+       [](Topology& t) -> double& { return t.host.all_cpus.gemm_bfloat16_speedup; }},
+      {"gemm_memory_bandwidth",
+       [](Topology& t) -> double& { return t.host.one_cpu.gemm_memory_bandwidth; }},
+      {"gemm_memory_bandwidth_all_cpus",
+       [](Topology& t) -> double& { return t.host.all_cpus.gemm_memory_bandwidth; }},
+      {"gemm_cache_bandwidth",
+       [](Topology& t) -> double& { return t.host.one_cpu.gemm_cache_bandwidth; }},
+      {"gemm_cache_bandwidth_all_cpus",
+       [](Topology& t) -> double& { return t.host.all_cpus.gemm_cache_bandwidth; }},
+      {"random_cost", [](Topology& t) -> double& { return t.host.random_cost; }},
+      {"conv_in_program", [](Topology& t) -> double& { return t.host.one_cpu.conv_in_program; }},
+      {"conv_in_program_all_cpus",
+       [](Topology& t) -> double& { return t.host.all_cpus.conv_in_program; }},
       {"gemm_threads_from", [](Topology& t) -> double& { return t.host.gemm_threads_from; }},
       {"transcendental_cost", [](Topology& t) -> double& { return t.host.transcendental_cost; }},
       {"gemm_in_program", [](Topology& t) -> double& { return t.host.one_cpu.gemm_in_program; }},
@@ -114,6 +130,13 @@ const std::map<std::string, NumberField>& number_settings() {
       {"oversubscribed_wait", [](Topology& t) -> double& { return t.host.oversubscribed_wait; }},
       {"processes_oversubscribed_wait",
        [](Topology& t) -> double& { return t.host.processes_oversubscribed_wait; }},
+      {"fused_in_program", [](Topology& t) -> double& { return t.host.one_cpu.fused_in_program; }},
+      {"fused_step_overhead",
+       [](Topology& t) -> double& { return t.host.one_cpu.fused_step_overhead; }},
+      {"fused_in_program_all_cpus",
+       [](Topology& t) -> double& { return t.host.all_cpus.fused_in_program; }},
+      {"fused_step_overhead_all_cpus",
+       [](Topology& t) -> double& { return t.host.all_cpus.fused_step_overhead; }},
       {"elementwise_in_program_all_cpus",
        [](Topology& t) -> double& { return t.host.all_cpus.elementwise_in_program; }},
       {"elementwise_step_overhead_all_cpus",
@@ -307,6 +330,8 @@ void Topology::validate() const {
   }
   positive(host.process_link_bandwidth, "process_link_bandwidth");
   positive(host.tcp_link_bandwidth, "tcp_link_bandwidth");
+  positive(host.one_cpu.gemm_bfloat16_speedup, "gemm_bfloat16_speedup");
+  positive(host.all_cpus.gemm_bfloat16_speedup, "gemm_bfloat16_speedup_all_cpus");
   for (double v : {host.one_cpu.gemm_flops,
                    host.one_cpu.gemm_half_flops,
                    host.one_cpu.gemm_narrow,
@@ -315,12 +340,23 @@ void Topology::validate() const {
                    host.all_cpus.gemm_narrow,
                    host.gemm_threads_from,
                    host.transcendental_cost,
+                   host.random_cost,
+                   host.one_cpu.conv_in_program,
+                   host.all_cpus.conv_in_program,
+                   host.one_cpu.gemm_memory_bandwidth,
+                   host.all_cpus.gemm_memory_bandwidth,
+                   host.one_cpu.gemm_cache_bandwidth,
+                   host.all_cpus.gemm_cache_bandwidth,
                    host.one_cpu.gemm_in_program,
                    host.all_cpus.gemm_in_program,
                    host.one_cpu.elementwise_in_program,
                    host.one_cpu.elementwise_step_overhead,
                    host.all_cpus.elementwise_in_program,
                    host.all_cpus.elementwise_step_overhead,
+                   host.one_cpu.fused_in_program,
+                   host.one_cpu.fused_step_overhead,
+                   host.all_cpus.fused_in_program,
+                   host.all_cpus.fused_step_overhead,
                    host.oversubscribed_in_program,
                    host.busy_in_program,
                    host.oversubscribed_wait,
@@ -436,8 +472,17 @@ std::string Topology::to_file() const {
   line("gemm_flops_all_cpus", host.all_cpus.gemm_flops);
   line("gemm_half_flops_all_cpus", host.all_cpus.gemm_half_flops);
   line("gemm_narrow_all_cpus", host.all_cpus.gemm_narrow);
+  line("gemm_bfloat16_speedup", host.one_cpu.gemm_bfloat16_speedup);
+  line("gemm_bfloat16_speedup_all_cpus", host.all_cpus.gemm_bfloat16_speedup);
+  line("gemm_memory_bandwidth", host.one_cpu.gemm_memory_bandwidth);
+  line("gemm_memory_bandwidth_all_cpus", host.all_cpus.gemm_memory_bandwidth);
+  line("gemm_cache_bandwidth", host.one_cpu.gemm_cache_bandwidth);
+  line("gemm_cache_bandwidth_all_cpus", host.all_cpus.gemm_cache_bandwidth);
   line("gemm_threads_from", host.gemm_threads_from);
   line("transcendental_cost", host.transcendental_cost);
+  line("random_cost", host.random_cost);
+  line("conv_in_program", host.one_cpu.conv_in_program);
+  line("conv_in_program_all_cpus", host.all_cpus.conv_in_program);
   line("gemm_in_program", host.one_cpu.gemm_in_program);
   line("gemm_in_program_all_cpus", host.all_cpus.gemm_in_program);
   line("elementwise_in_program", host.one_cpu.elementwise_in_program);
@@ -448,6 +493,10 @@ std::string Topology::to_file() const {
   line("processes_oversubscribed_wait", host.processes_oversubscribed_wait);
   line("elementwise_in_program_all_cpus", host.all_cpus.elementwise_in_program);
   line("elementwise_step_overhead_all_cpus", host.all_cpus.elementwise_step_overhead);
+  line("fused_in_program", host.one_cpu.fused_in_program);
+  line("fused_step_overhead", host.one_cpu.fused_step_overhead);
+  line("fused_in_program_all_cpus", host.all_cpus.fused_in_program);
+  line("fused_step_overhead_all_cpus", host.all_cpus.fused_step_overhead);
   line("cache_bytes", host.cache_bytes);
   line("cache_bandwidth", host.cache_bandwidth);
   line("step_overhead", host.step_overhead);

@@ -1,0 +1,83 @@
+// predict.h — the mesh configuration that simulates a benchmark's real run
+// on a calibrated machine (mtf-sim --calibrate FILE), for step_time's and
+// decode_benchmark's --predict: the same mesh, layout and modes, one
+// device per rank, the ranks as threads or (under a process transport) as
+// processes, over TCP when MTF_SHM=0 keeps them off shared memory.
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "mtf/mtf.h"
+
+namespace mtf::bench {
+
+inline MeshConfig simulated_like(const MeshConfig& real, const std::string& machine_file,
+                                 SimMode mode) {
+  MeshConfig mc;
+  mc.mesh_shape = real.mesh_shape;
+  mc.layout = real.layout;
+  mc.reproducible = real.reproducible;
+  mc.fuse = real.fuse;
+  mc.impl = MeshImpl::kSimulated;
+  mc.sim->mode = mode;
+  mc.sim->topology.load_file(machine_file);
+  mc.sim->topology.devices_per_node =
+      static_cast<int>(std::max<int64_t>(1, real.mesh_shape.size()));
+  const char* shm = std::getenv("MTF_SHM");
+  mc.sim->topology.host_ranks = !real.process_transport          ? Topology::HostRanks::kThreads
+                                : shm && std::string(shm) == "0" ? Topology::HostRanks::kTcp
+                                                                 : Topology::HostRanks::kProcesses;
+  return mc;
+}
+
+// A profiled real run against its simulation, by op type: milliseconds per
+// run measured and predicted, most measured first, then the `top_ops` ops
+// missed by the most time (ops matched by name; collectives are left out,
+// as the simulation times them apart from the ops). For finding which kind
+// of step a prediction misses.
+inline std::string measured_against_predicted(const Profile& real, const SimReport& sim,
+                                              size_t top_ops) {
+  if (real.programs.empty()) return "";
+  std::map<std::string, double> predicted_of_op;
+  for (const SimReport::OpRow& row : sim.ops) predicted_of_op[row.op] += row.time;
+  std::map<std::string, std::pair<double, double>> by_type;  // measured, predicted
+  std::vector<std::pair<std::string, std::pair<double, double>>> ops;
+  for (const ProfileRow& row : real.programs.front().by_op) {
+    auto it = predicted_of_op.find(row.name.substr(0, row.name.find(' ')));
+    if (it == predicted_of_op.end()) continue;
+    by_type[row.type].first += row.seconds;
+    by_type[row.type].second += it->second;
+    ops.push_back({row.name, {row.seconds, it->second}});
+  }
+  std::vector<std::pair<std::string, std::pair<double, double>>> rows(by_type.begin(),
+                                                                      by_type.end());
+  std::sort(rows.begin(), rows.end(),
+            [](const auto& a, const auto& b) { return a.second.first > b.second.first; });
+  std::string out = "measured against predicted, by op type (ms per run):\n";
+  char line[160];
+  for (const auto& [type, t] : rows) {
+    std::snprintf(line, sizeof line, "  %-24s %10.3f %10.3f %+7.1f%%\n", type.c_str(),
+                  1e3 * t.first, 1e3 * t.second,
+                  t.first > 0 ? 100 * (t.second / t.first - 1) : 0.0);
+    out += line;
+  }
+  // The ops the prediction misses by the most time.
+  std::sort(ops.begin(), ops.end(), [](const auto& a, const auto& b) {
+    return std::abs(a.second.first - a.second.second) > std::abs(b.second.first - b.second.second);
+  });
+  out += "ops missed by the most time (ms per run):\n";
+  for (size_t i = 0; i < ops.size() && i < top_ops; ++i) {
+    std::snprintf(line, sizeof line, "  %-60.60s %9.3f %9.3f\n", ops[i].first.c_str(),
+                  1e3 * ops[i].second.first, 1e3 * ops[i].second.second);
+    out += line;
+  }
+  return out;
+}
+
+}  // namespace mtf::bench

@@ -1,0 +1,90 @@
+// Calibration of products beyond the fitted float32 curve; see
+// product_rates.h.
+#include "product_rates.h"
+
+#include <algorithm>
+#include <array>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "calibration_timing.h"
+#include "mtf/mtf.h"
+
+namespace mtf::tools {
+
+double einsum_seconds(int64_t m, int64_t k, int64_t n, DType dtype) {
+  Graph g;
+  Mesh mesh(g, "calibration");
+  Dimension dm{"m", m}, dk{"k", k}, dn{"n", n};
+  const Initializer init = Initializer::glorot_uniform();
+  Tensor a = get_variable(mesh, "a", Shape({dm, dk}), init, dtype);
+  Tensor b = get_variable(mesh, "b", Shape({dk, dn}), init, dtype);
+  Tensor c = get_variable(mesh, "c", Shape({dm, dn}), init, dtype);
+  Operation* write = assign(c, einsum({a, b}, Shape({dm, dn})));
+  Session s(g, MeshConfig{});
+  return time_median([&] { s.run(std::vector<Tensor>{}, {}, {write}); }, 5, 0.3);
+}
+
+// bfloat16 products against the same in float32, on `threads` threads: the
+// median ratio of their times over shapes large enough for either to run
+// near its peak (bfloat16 uses the CPU's AVX512-BF16 instructions where it
+// has them, float32 arithmetic elsewhere).
+void measure_bfloat16_gemm(Calibration& cal, int threads) {
+  static const std::vector<std::array<int64_t, 3>> shapes = {
+      {512, 512, 512}, {768, 768, 768}, {128, 512, 2048}, {1024, 256, 1024}, {2048, 256, 512}};
+  std::vector<double> ratios;
+  for (const auto& [m, k, n] : shapes) {
+    const double f32 = einsum_seconds(m, k, n), b16 = einsum_seconds(m, k, n, bfloat16);
+    ratios.push_back(f32 / b16);
+    cal.points.push_back({cat("einsum ", m, "x", k, "x", n, " in bfloat16, ", threads,
+                              threads == 1 ? " thread" : " threads"),
+                          b16, 2.0 * m * k * n / b16, 0});
+  }
+  std::sort(ratios.begin(), ratios.end());
+  HostCompute& c = threads == 1 ? cal.machine.host.one_cpu : cal.machine.host.all_cpus;
+  c.gemm_bfloat16_speedup = ratios[ratios.size() / 2];
+}
+
+// Matrix-vector products as decoding one token runs them: a vector through
+// 6 matrices in one run, each read once per run: of 4 MiB (24 MiB in all,
+// evicted by the others before the next run) for gemm_memory_bandwidth, of
+// 1 MiB (6 MiB: they stay in the last-level cache) for
+// gemm_cache_bandwidth. The matrices' bytes over the run's time less its
+// overheads.
+namespace {
+
+double matrix_vector_rate(Calibration& cal, int64_t rows, int threads) {
+  constexpr int kMatrices = 6;
+  constexpr int64_t kSide = 1024;
+  Graph g;
+  Mesh mesh(g, "calibration");
+  const Dimension one{"one", 1}, in{"in", rows}, out{"out", kSide};
+  const Tensor x = get_variable(mesh, "x", Shape({one, in}));
+  std::vector<Operation*> writes;
+  for (int i = 0; i < kMatrices; ++i) {
+    const std::string n = std::to_string(i);
+    const Tensor w = get_variable(mesh, "w" + n, Shape({in, out}));
+    const Tensor y = get_variable(mesh, "y" + n, Shape({one, out}));
+    writes.push_back(assign(y, einsum({x, w}, Shape({one, out}))));
+  }
+  Session s(g, MeshConfig{});
+  const double run = time_median([&] { s.run(std::vector<Tensor>{}, {}, writes); }, 7, 0.3);
+  const double t = std::max(
+      1e-9, run - cal.machine.host.run_overhead - 3 * kMatrices * cal.machine.host.step_overhead);
+  const double bytes = 4.0 * kMatrices * (rows * kSide + rows + kSide);
+  cal.points.push_back({cat(kMatrices, " matrix-vector products of ", rows * kSide * 4 >> 20,
+                            " MiB, ", threads, threads == 1 ? " thread" : " threads"),
+                        t, bytes / t, 0});
+  return bytes / t;
+}
+
+}  // namespace
+
+void measure_product_bandwidth(Calibration& cal, int threads) {
+  HostCompute& c = threads == 1 ? cal.machine.host.one_cpu : cal.machine.host.all_cpus;
+  c.gemm_memory_bandwidth = matrix_vector_rate(cal, 1024, threads);
+  c.gemm_cache_bandwidth = matrix_vector_rate(cal, 256, threads);
+}
+
+}  // namespace mtf::tools

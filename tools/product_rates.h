@@ -1,0 +1,25 @@
+// product_rates.h — what mtf-sim --calibrate measures of matrix products
+// beyond the float32 curve it fits: einsums timed through mtf, bfloat16
+// products against float32's, and matrix-vector products bound by their
+// bytes (decoding one token).
+#pragma once
+
+#include <cstdint>
+
+#include "host_calibration.h"
+
+namespace mtf::tools {
+
+// A run of an einsum [m,k] x [k,n] written into a variable (two steps), in
+// `dtype`: the median seconds.
+double einsum_seconds(int64_t m, int64_t k, int64_t n, DType dtype = float32);
+
+// gemm_bfloat16_speedup of cal.machine's figures for `threads` BLAS
+// threads (one_cpu or all_cpus), with its points.
+void measure_bfloat16_gemm(Calibration& cal, int threads);
+
+// gemm_memory_bandwidth and gemm_cache_bandwidth for `threads` threads,
+// with their points. REQUIRES: the executor overheads measured.
+void measure_product_bandwidth(Calibration& cal, int threads);
+
+}  // namespace mtf::tools
