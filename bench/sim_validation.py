@@ -168,6 +168,35 @@ def error_of(t, limit):
     return 100 * (predicted / med - 1), err_lo, err_hi, err_lo > limit or err_hi < -limit
 
 
+def report(args, rows, core, limit):
+    """Prints the table and the summary of `rows`; 1 when --max_error is
+    given and a row misses."""
+    k = interval_rank(args.launches, args.confidence)
+    print(f"\nOpenBLAS core {core}; measured: the median over {args.launches} launches of each "
+          f"launch's median step; interval: launches {k} and {args.launches + 1 - k} of "
+          f"{args.launches} in order ({100 * coverage(args.launches, k):.0f}% for the median)\n")
+    print("| configuration | measured ms | interval | predicted ms | error | error interval |")
+    print("|---|---:|---:|---:|---:|---:|")
+    for name, med, lo, hi, predicted, err, err_lo, err_hi, miss, tries, note in rows:
+        mark = " **miss**" if miss else (" (passed on a retry)" if note else "")
+        again = f" ({tries} tries)" if tries > 1 else ""
+        print(f"| {name} | {med:.2f} | {lo:.2f}-{hi:.2f}{again} | {predicted:.2f} | {err:+.1f}% | "
+              f"{err_lo:+.1f}% to {err_hi:+.1f}%{mark} |")
+    errors = sorted(abs(r[5]) for r in rows)
+    if errors:
+        n = len(errors)
+        median = errors[n // 2] if n % 2 else (errors[n // 2 - 1] + errors[n // 2]) / 2
+        misses = [r[0] for r in rows if r[8]]
+        print(f"\nrows {n}; point error within 10%: {sum(e <= 10 for e in errors)}; misses "
+              f"(whole interval beyond {limit:g}%): {len(misses)}; median absolute error "
+              f"{median:.1f}%; worst {errors[-1]:.1f}%")
+        if args.max_error and misses:
+            print(f"sim_validation: beyond {args.max_error:g}% on the whole interval: "
+                  f"{', '.join(misses)}", file=sys.stderr)
+            return 1
+    return 0
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--build", default="build")
@@ -253,30 +282,7 @@ def main():
               f"{predicted:.3f} ms ({err:+.1f}% [{err_lo:+.1f}, {err_hi:+.1f}])"
               f"{' MISS' if miss else ''}{note}", flush=True)
 
-    k = interval_rank(args.launches, args.confidence)
-    print(f"\nOpenBLAS core {core}; measured: the median over {args.launches} launches of each "
-          f"launch's median step; interval: launches {k} and {args.launches + 1 - k} of "
-          f"{args.launches} in order ({100 * coverage(args.launches, k):.0f}% for the median)\n")
-    print("| configuration | measured ms | interval | predicted ms | error | error interval |")
-    print("|---|---:|---:|---:|---:|---:|")
-    for name, med, lo, hi, predicted, err, err_lo, err_hi, miss, tries, note in rows:
-        mark = " **miss**" if miss else (" (passed on a retry)" if note else "")
-        again = f" ({tries} tries)" if tries > 1 else ""
-        print(f"| {name} | {med:.2f} | {lo:.2f}-{hi:.2f}{again} | {predicted:.2f} | {err:+.1f}% | "
-              f"{err_lo:+.1f}% to {err_hi:+.1f}%{mark} |")
-    errors = sorted(abs(r[5]) for r in rows)
-    if errors:
-        n = len(errors)
-        median = errors[n // 2] if n % 2 else (errors[n // 2 - 1] + errors[n // 2]) / 2
-        misses = [r[0] for r in rows if r[8]]
-        print(f"\nrows {n}; point error within 10%: {sum(e <= 10 for e in errors)}; misses "
-              f"(whole interval beyond {limit:g}%): {len(misses)}; median absolute error "
-              f"{median:.1f}%; worst {errors[-1]:.1f}%")
-        if args.max_error and misses:
-            print(f"sim_validation: beyond {args.max_error:g}% on the whole interval: "
-                  f"{', '.join(misses)}", file=sys.stderr)
-            return 1
-    return 0
+    return report(args, rows, core, limit)
 
 
 if __name__ == "__main__":
