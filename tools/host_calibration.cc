@@ -331,9 +331,7 @@ void measure_in_program(Calibration& cal, const CalibrationRun& run, int threads
   HostCompute& c = threads == 1 ? m.host.one_cpu : m.host.all_cpus;
   fit_line(t.other_steps, &c.elementwise_in_program, &c.elementwise_step_overhead);
   fit_line(t.fused_steps, &c.fused_in_program, &c.fused_step_overhead);
-  if (t.conv_sim > 0)
-    (threads == 1 ? m.host.one_cpu : m.host.all_cpus).conv_in_program =
-        std::clamp(t.conv_real / t.conv_sim, 0.5, 20.0);
+  if (t.conv_sim > 0) c.conv_in_program = std::clamp(t.conv_real / t.conv_sim, 0.5, 20.0);
   const char* unit = threads == 1 ? " thread" : " threads";
   cal.points.push_back(
       {cat("reference programs' products, ", threads, unit), t.gemm_real, 0, t.gemm_sim});

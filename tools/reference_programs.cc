@@ -60,6 +60,15 @@ void time_program(Graph& graph, const Tensor& loss, const std::vector<Operation*
   }
 }
 
+// Feeds of random pixels in [0, 1] for `images` and labels of 10 classes.
+Feeds random_images(const Tensor& images, const Tensor& labels, std::mt19937& rng) {
+  HostTensor x(images.shape(), float32), y(labels.shape(), int32);
+  for (int64_t i = 0; i < x.num_elements(); ++i) x.data<float>()[i] = (rng() % 256) / 255.f;
+  for (int64_t i = 0; i < y.num_elements(); ++i)
+    y.data<int32_t>()[i] = static_cast<int32_t>(rng() % 10);
+  return {{images, x}, {labels, y}};
+}
+
 }  // namespace
 
 // The reference programs: the MLP and a one-layer Transformer LM, smaller
@@ -72,11 +81,7 @@ void for_each_reference_program(const ProgramUse& use) {
     c.batch_size = 64;
     c.hidden = 512;
     models::Mlp mlp(c);
-    HostTensor x(mlp.images.shape(), float32), y(mlp.labels.shape(), int32);
-    for (int64_t i = 0; i < x.num_elements(); ++i) x.data<float>()[i] = (rng() % 256) / 255.f;
-    for (int64_t i = 0; i < y.num_elements(); ++i)
-      y.data<int32_t>()[i] = static_cast<int32_t>(rng() % 10);
-    use(mlp.graph(), mlp.loss, mlp.train_ops, {{mlp.images, x}, {mlp.labels, y}});
+    use(mlp.graph(), mlp.loss, mlp.train_ops, random_images(mlp.images, mlp.labels, rng));
   }
   {
     models::TransformerConfig c;
@@ -107,11 +112,7 @@ void for_reference_cnn(const ProgramUse& use) {
   models::CnnConfig c;
   c.batch_size = 8;
   models::Cnn cnn(c);
-  HostTensor x(cnn.images.shape(), float32), y(cnn.labels.shape(), int32);
-  for (int64_t i = 0; i < x.num_elements(); ++i) x.data<float>()[i] = (rng() % 256) / 255.f;
-  for (int64_t i = 0; i < y.num_elements(); ++i)
-    y.data<int32_t>()[i] = static_cast<int32_t>(rng() % 10);
-  use(cnn.graph(), cnn.loss, cnn.train_ops, {{cnn.images, x}, {cnn.labels, y}});
+  use(cnn.graph(), cnn.loss, cnn.train_ops, random_images(cnn.images, cnn.labels, rng));
 }
 
 }  // namespace

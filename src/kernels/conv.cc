@@ -11,9 +11,9 @@
 #include <utility>
 
 #include "core/check.h"
+#include "kernels/blas_threads.h"
 #include "kernels/conv_fold.h"
 #include "kernels/conv_grid.h"
-#include "kernels/blas_threads.h"
 #include "kernels/gemm_fixed_order.h"
 #include "kernels/transpose_panel.h"
 #include "mtf/errors.h"
@@ -368,11 +368,11 @@ struct OneBlasThread {
   BlasThreadsShare share{openblas_get_num_threads()};
 };
 
-int64_t chunk_rows(int64_t kc, int64_t rows) {
+}  // namespace
+
+int64_t conv_chunk_rows(int64_t kc, int64_t rows) {
   return std::max<int64_t>(1, std::min(rows, kChunkFloats / std::max<int64_t>(1, kc)));
 }
-
-}  // namespace
 
 void conv_forward(const std::vector<ConvAxis>& axes, const HostTensor& x, const SpatialBegin& x_at,
                   const HostTensor& w, HostTensor& y, const SpatialBegin& y_at, bool fixed_order) {
@@ -397,7 +397,7 @@ void conv_forward(const std::vector<ConvAxis>& axes, const HostTensor& x, const 
     MTF_CHECK(false);
   }
   const std::vector<char> run = contiguous_runs(g, tb);
-  const int64_t chunk = chunk_rows(kc, rows);
+  const int64_t chunk = conv_chunk_rows(kc, rows);
   float* cols = scratch(chunk * kc);
   for (int64_t r0 = 0; r0 < rows; r0 += chunk) {
     const int64_t n = std::min(chunk, rows - r0);
@@ -422,7 +422,7 @@ void conv_input_grad(const std::vector<ConvAxis>& axes, const HostTensor& dy,
     conv_input_grad_one_channel(g, tb, w.data<float>(), dy.data<float>(), out);
     return;
   }
-  const int64_t chunk = chunk_rows(kc, rows);
+  const int64_t chunk = conv_chunk_rows(kc, rows);
   float* cols = scratch(chunk * kc);
   const std::vector<char> run = contiguous_runs(g, tb);
   for (int64_t r0 = 0; r0 < rows; r0 += chunk) {
@@ -452,7 +452,7 @@ void conv_filter_grad(const std::vector<ConvAxis>& axes, const HostTensor& x,
     // tap, where its rows would cost one per position and tap row. (In
     // reproducible mode the register tile below is faster than the
     // fixed-order GEMM over these chunks.)
-    const int64_t chunk = chunk_rows(kc, rows);
+    const int64_t chunk = conv_chunk_rows(kc, rows);
     float* cols_t = scratch(chunk * kc);
     PaddedLines padded;
     for (int64_t r0 = 0; r0 < rows; r0 += chunk) {
@@ -469,7 +469,7 @@ void conv_filter_grad(const std::vector<ConvAxis>& axes, const HostTensor& x,
     conv_filter_grad_direct(g, tb, run, tile, x.data<float>(), dy.data<float>(), out);
     return;
   }
-  const int64_t chunk = fixed_order ? kFixedChunkRows : chunk_rows(kc, rows);
+  const int64_t chunk = fixed_order ? kFixedChunkRows : conv_chunk_rows(kc, rows);
   float* cols = scratch(std::min(chunk, rows) * kc);
   std::vector<float> part(fixed_order ? dw.num_elements() : 0);
   for (int64_t r0 = 0; r0 < rows; r0 += chunk) {

@@ -47,6 +47,11 @@ void conv_filter_grad(const std::vector<ConvAxis>& axes, const HostTensor& x,
                       const SpatialBegin& x_at, const HostTensor& dy, const SpatialBegin& dy_at,
                       HostTensor& dw, bool fixed_order);
 
+// Rows of im2col columns (output positions) of kc = taps x channels each
+// that the kernels above pass to one product when they go through columns:
+// a chunk that stays in cache. The simulator times a convolution by it.
+int64_t conv_chunk_rows(int64_t kc, int64_t rows);
+
 enum class PoolFn { kMax, kAvg };
 // y [batch..., Y..., C] = max or mean of x's window per channel (the mean
 // over the window's positions inside x).

@@ -13,6 +13,7 @@
 #include <unordered_map>
 
 #include "core/check.h"
+#include "kernels/conv.h"
 #include "kernels/kernels.h"
 #include "mtf/errors.h"
 #include "sim/scheduler.h"
@@ -269,12 +270,10 @@ ConvCalls conv_calls(const Operation& op, double flops) {
   const double cy = static_cast<double>(filter.dims().back().size);
   const double kc = static_cast<double>(filter.num_elements()) / cy;
   const double rows = std::max(1.0, flops / (2 * kc * cy));
-  constexpr double kChunkFloats = 65536;  // conv.cc's
-  const double chunk = std::max(1.0, std::min(rows, std::floor(kChunkFloats / kc)));
+  const auto k = static_cast<int64_t>(kc), y = static_cast<int64_t>(cy);
+  const int64_t ch = kernels::conv_chunk_rows(k, static_cast<int64_t>(rows));
   ConvCalls c;
-  c.gemm.batch = static_cast<int64_t>(std::ceil(rows / chunk));
-  const auto ch = static_cast<int64_t>(chunk), k = static_cast<int64_t>(kc),
-             y = static_cast<int64_t>(cy);
+  c.gemm.batch = static_cast<int64_t>(std::ceil(rows / static_cast<double>(ch)));
   if (op.type() == "conv")
     c.gemm = {c.gemm.batch, ch, y, k};
   else if (op.type() == "conv_input_grad")
