@@ -113,6 +113,30 @@ void BM_KernelChainBfloat16(benchmark::State& state) {
   }
 }
 
+// exp(x - max) over two inputs, x and max: instructions 2 (the difference)
+// and 3 (its exp); `round`: each op stores bfloat16.
+kernels::FusedExpr exp_of_difference(bool round) {
+  using K = kernels::FusedInstr::Kind;
+  kernels::FusedExpr e;
+  e.num_inputs = 2;
+  e.instrs.push_back({K::kInput, 0});
+  e.instrs.push_back({K::kInput, 1});
+  kernels::FusedInstr sub;
+  sub.kind = K::kBinary;
+  sub.binary = kernels::BinaryFn::kSub;
+  sub.a = 0;
+  sub.b = 1;
+  sub.round_bfloat16 = round;
+  e.instrs.push_back(sub);  // 2
+  kernels::FusedInstr ex;
+  ex.kind = K::kUnary;
+  ex.unary = kernels::UnaryFn::kExp;
+  ex.a = 2;
+  ex.round_bfloat16 = round;
+  e.instrs.push_back(ex);  // 3
+  return e;
+}
+
 // softmax's denominator: sum over m of exp(x - max), x [b, h, l, m] and max
 // [b, h, l]; the chain's kernel writing exp's values and reduce() reading
 // them back, against one fused call with the sum as its epilogue.
@@ -122,22 +146,7 @@ void BM_ExpSum(benchmark::State& state) {
   HostTensor x(full, float32), mx(rows, float32), e(full, float32), sum(rows, float32);
   for (int64_t i = 0; i < x.num_elements(); ++i) x.data<float>()[i] = -0.01f * (i % 97);
   for (int64_t i = 0; i < mx.num_elements(); ++i) mx.data<float>()[i] = 0.5f;
-  using K = kernels::FusedInstr::Kind;
-  kernels::FusedExpr chain;
-  chain.num_inputs = 2;
-  chain.instrs.push_back({K::kInput, 0});
-  chain.instrs.push_back({K::kInput, 1});
-  kernels::FusedInstr sub;
-  sub.kind = K::kBinary;
-  sub.binary = kernels::BinaryFn::kSub;
-  sub.a = 0;
-  sub.b = 1;
-  chain.instrs.push_back(sub);  // 2
-  kernels::FusedInstr ex;
-  ex.kind = K::kUnary;
-  ex.unary = kernels::UnaryFn::kExp;
-  ex.a = 2;
-  chain.instrs.push_back(ex);  // 3
+  kernels::FusedExpr chain = exp_of_difference(false);
   chain.outputs = {3};
   kernels::FusedExpr epilogue = chain;
   epilogue.outputs.clear();
@@ -150,6 +159,41 @@ void BM_ExpSum(benchmark::State& state) {
   auto fused = [&] { kernels::fused_elementwise(epilogue, {&x, &mx}, {&sum}); };
   mtf::bench::run_paired(state, unfused, fused, static_cast<double>(full.num_elements()),
                          "Gelem/s");
+}
+
+// Attention's softmax denominator as the Transformer's bfloat16 step runs
+// it: x [b, l, h, m] bfloat16 less its row maxima [b, l, h], exp stored
+// bfloat16 (rounded) and summed over m in float32 by the epilogue; float32
+// (the reference) against bfloat16, one thread.
+void BM_ExpSumBfloat16(benchmark::State& state) {
+  const Shape full("b:8;l:128;h:8;m:128");
+  const Shape rows("b:8;l:128;h:8");
+  auto expr = [&](bool round) {
+    kernels::FusedExpr e = exp_of_difference(round);
+    kernels::FusedInstr widen;  // 4: the float32 copy the sum reads
+    widen.kind = kernels::FusedInstr::Kind::kUnary;
+    widen.a = 3;
+    e.instrs.push_back(widen);
+    e.outputs = {3};
+    e.reduce_of = 4;
+    e.reduce_space = full;
+    return e;
+  };
+  HostTensor x(full, float32), mx(rows, float32), ex(full, float32), sum(rows, float32);
+  for (int64_t i = 0; i < x.num_elements(); ++i) x.data<float>()[i] = -0.01f * (i % 97);
+  for (int64_t i = 0; i < mx.num_elements(); ++i) mx.data<float>()[i] = 0.5f;
+  HostTensor x16 = x.as_dtype(mtf::bfloat16), mx16 = mx.as_dtype(mtf::bfloat16),
+             ex16(full, mtf::bfloat16);
+  const kernels::FusedExpr e32 = expr(false), e16 = expr(true);
+  mtf::bench::run_paired(
+      state,
+      [&] {
+        kernels::fused_elementwise(e32, {&x, &mx}, {&ex, &sum});
+      },
+      [&] {
+        kernels::fused_elementwise(e16, {&x16, &mx16}, {&ex16, &sum});
+      },
+      static_cast<double>(full.num_elements()), "Gelem/s");
 }
 
 // layer_norm over d_model of [batch 16, length 128, d_model 512], then its
@@ -236,6 +280,9 @@ int main(int argc, char** argv) {
   benchmark::RegisterBenchmark("exp_sum/m", BM_ExpSum)
       ->Arg(128)   // 4 MiB of exp's values
       ->Arg(1024)  // 32 MiB
+      ->Unit(benchmark::kMicrosecond)
+      ->MinTime(1.0);
+  benchmark::RegisterBenchmark("exp_sum_bfloat16", BM_ExpSumBfloat16)
       ->Unit(benchmark::kMicrosecond)
       ->MinTime(1.0);
   benchmark::RegisterBenchmark("layer_norm_fwd_bwd", BM_LayerNorm)

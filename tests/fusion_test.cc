@@ -93,6 +93,38 @@ TEST(FusedKernelTest, BFloat16OperandsGiveTheBitsOfTheKernelsRunOneByOne) {
   }
 }
 
+// The feed-forward block's relu(x), and relu_grad(x) * g as one-pass rows
+// reading bfloat16 in place: the bits of the kernels run one by one, with
+// NaN, signed zeros and negatives among x.
+TEST(FusedKernelTest, ReluAndItsGradientAsRowsKeepTheirBits) {
+  std::mt19937 rng(5);
+  for (int64_t d : {3, 512, 1000}) {
+    SCOPED_TRACE(d);
+    const Shape full({{"r", 4}, {"d", d}});
+    HostTensor xf = random_tensor(full, rng);
+    xf.data<float>()[0] = std::nanf("");
+    xf.data<float>()[1] = -0.0f;
+    xf.data<float>()[2] = 0.0f;
+    const HostTensor x = xf.as_dtype(bfloat16), g = random_tensor(full, rng).as_dtype(bfloat16);
+    HostTensor r(full, float32), dr(full, float32), dx(full, float32);
+    kernels::unary(UnaryFn::kRelu, x.as_dtype(float32), r);
+    kernels::unary(UnaryFn::kReluGrad, x.as_dtype(float32), dr);
+    kernels::binary(BinaryFn::kMul, dr, g.as_dtype(float32), dx);
+
+    ExprBuilder eb;
+    const int ix = eb.input(0), ig = eb.input(1);
+    const int ir = eb.unary(UnaryFn::kRelu, ix);
+    eb.e.instrs[ir].round_bfloat16 = true;
+    const int idx = eb.binary(BinaryFn::kMul, eb.unary(UnaryFn::kReluGrad, ix), ig);
+    eb.e.instrs[idx].round_bfloat16 = true;
+    eb.e.outputs = {ir, idx};
+    HostTensor got_r(full, bfloat16), got_dx(full, bfloat16);
+    kernels::fused_elementwise(eb.e, {&x, &g}, {&got_r, &got_dx});
+    EXPECT_TRUE(same_bits(got_r, r.as_dtype(bfloat16)));
+    EXPECT_TRUE(same_bits(got_dx, dx.as_dtype(bfloat16)));
+  }
+}
+
 // exp((x - m) * s) + gelu(x) / t and its square, with m broadcast over the
 // inner dimension, s over the outer ones, t a scalar and y transposed
 // ([d, r] against the [r, d] output: a strided read).

@@ -65,5 +65,11 @@ struct Negative {
 struct Abs {
   float operator()(float v) const { return std::fabs(v); }
 };
+struct Relu {  // NaN stays NaN, as in NumPy and TensorFlow
+  float operator()(float v) const { return v > 0.f || v != v ? v : 0.f; }
+};
+struct ReluGrad {
+  float operator()(float v) const { return v > 0.f ? 1.f : 0.f; }
+};
 
 }  // namespace mtf::kernels::arith

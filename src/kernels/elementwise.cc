@@ -49,8 +49,8 @@ void unary_float(UnaryFn fn, const float* x, float* y, int64_t n) {
     case UnaryFn::kIdentity:
       std::memcpy(y, x, n * sizeof(float));
       return;
-    case UnaryFn::kRelu:  // NaN stays NaN, as in NumPy and TensorFlow
-      return map(x, y, n, [](float v) { return v > 0.f || v != v ? v : 0.f; });
+    case UnaryFn::kRelu:
+      return map(x, y, n, arith::Relu{});
     case UnaryFn::kGelu:
       return map(x, y, n, [](float v) {
         return 0.5f * v * (1.f + std::tanh(kGeluC * (v + 0.044715f * v * v * v)));
@@ -93,7 +93,7 @@ void unary_float(UnaryFn fn, const float* x, float* y, int64_t n) {
         return v > 0.f ? 1.f : v < 0.f ? -1.f : v == v ? 0.f : v;
       });
     case UnaryFn::kReluGrad:
-      return map(x, y, n, [](float v) { return v > 0.f ? 1.f : 0.f; });
+      return map(x, y, n, arith::ReluGrad{});
     case UnaryFn::kGeluGrad:
       return map(x, y, n, [](float v) {
         float u = kGeluC * (v + 0.044715f * v * v * v);

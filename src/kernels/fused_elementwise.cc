@@ -126,11 +126,17 @@ struct Tiled {
   const void* of = nullptr;
   Value block(const Data& p, int64_t row_len, int64_t b0) {
     if (p.p != of) {
-      values.resize(static_cast<size_t>(kBlock + row_len));
-      for (size_t i = 0; i < values.size(); ++i) {
-        const int64_t j = static_cast<int64_t>(i) % row_len;
-        values[i] = p.bf16 ? bfloat16_bits_to_float(p.h()[j]) : p.f()[j];
+      // Rebuilt once per row of the outer axes (softmax's bias changes with
+      // every query position): the row is read once, then copied.
+      const size_t n = static_cast<size_t>(row_len);
+      values.resize(static_cast<size_t>(kBlock) + n);
+      if (p.bf16) {
+        bfloat16_to_floats(p.h(), values.data(), row_len);
+      } else {
+        std::copy(p.f(), p.f() + row_len, values.data());
       }
+      for (size_t i = n; i < values.size(); i += n)
+        std::copy(values.data(), values.data() + std::min(n, values.size() - i), values.data() + i);
       of = p.p;
     }
     return {values.data() + b0 % row_len, 1};

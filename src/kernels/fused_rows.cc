@@ -129,7 +129,7 @@ bool row_binary_supported(BinaryFn fn) {
 
 bool row_unary_supported(UnaryFn fn) {
   return fn == UnaryFn::kIdentity || fn == UnaryFn::kSquare || fn == UnaryFn::kNegative ||
-         fn == UnaryFn::kAbs;
+         fn == UnaryFn::kAbs || fn == UnaryFn::kReluGrad;
 }
 
 void row_binary(BinaryFn fn, const RowOperand& a, const RowOperand& b, int64_t n, float* out,
@@ -165,6 +165,8 @@ void row_unary(UnaryFn fn, const RowOperand& a, int64_t n, float* out, bool roun
       return unary_mode(arith::Negative{}, a, n, out, round, out16);
     case UnaryFn::kAbs:
       return unary_mode(arith::Abs{}, a, n, out, round, out16);
+    case UnaryFn::kReluGrad:
+      return unary_mode(arith::ReluGrad{}, a, n, out, round, out16);
     default:
       MTF_CHECK(false);
   }

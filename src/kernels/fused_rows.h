@@ -1,6 +1,6 @@
 // fused_rows.h — the fused kernel's one-pass rows: an arithmetic op (add,
 // subtract, multiply, divide, minimum, maximum) or a simple unary map
-// (identity, square, negative, abs) that reads its float32 or bfloat16
+// (identity, square, negative, abs, relu_grad) that reads its float32 or bfloat16
 // operands straight from their arrays, rounds its float32 result to
 // bfloat16 when its op stores bfloat16, and also writes it as bfloat16 bits
 // when it is a bfloat16 output. Where the block kernel made four passes over
