@@ -7,6 +7,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <type_traits>
 
 #include "mtf/bfloat16.h"
@@ -17,6 +18,23 @@ namespace mtf::kernels {
 // bfloat16 widens exactly.
 inline float element(const float* p, int64_t i) { return p[i]; }
 inline float element(const uint16_t* p, int64_t i) { return bfloat16_bits_to_float(p[i]); }
+
+// The bits of float(bfloat16(f)): float_to_bfloat16_bits's rounding written
+// without a branch, so that loops of it vectorize.
+inline uint32_t rounded_bits(float f) {
+  uint32_t u;
+  std::memcpy(&u, &f, sizeof u);
+  const uint32_t quiet_nan = (u | 0x00400000u) & 0xffff0000u;
+  const uint32_t nearest_even = (u + 0x7fffu + ((u >> 16) & 1u)) & 0xffff0000u;
+  return (u & 0x7fffffffu) > 0x7f800000u ? quiet_nan : nearest_even;
+}
+// float(bfloat16(f)).
+inline float rounded_to_bfloat16(float f) {
+  const uint32_t u = rounded_bits(f);
+  float r;
+  std::memcpy(&r, &u, sizeof r);
+  return r;
+}
 
 }  // namespace mtf::kernels
 

@@ -10,16 +10,6 @@
 namespace mtf::kernels {
 namespace {
 
-// The bits of float(bfloat16(f)): float_to_bfloat16_bits's rounding written
-// without a branch, so that loops of it vectorize.
-inline uint32_t rounded_bits(float f) {
-  uint32_t u;
-  std::memcpy(&u, &f, sizeof u);
-  const uint32_t quiet_nan = (u | 0x00400000u) & 0xffff0000u;
-  const uint32_t nearest_even = (u + 0x7fffu + ((u >> 16) & 1u)) & 0xffff0000u;
-  return (u & 0x7fffffffu) > 0x7f800000u ? quiet_nan : nearest_even;
-}
-
 // What a row does with each value: keep it, round it, or round it and also
 // write its bfloat16 bits.
 enum class Mode { kKeep, kRound, kRoundAndStore16 };

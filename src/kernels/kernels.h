@@ -96,6 +96,9 @@ void reduce_float_into(ReduceFn fn, const std::vector<int64_t>& sizes, const flo
                        const std::vector<int64_t>& x_strides, float* out,
                        const std::vector<int64_t>& out_strides, bool fixed_order);
 float reduce_identity(ReduceFn fn);
+// fn over the contiguous row x[0..n), with the bits reduce() gives each row
+// of a tensor whose reduced dimension is its innermost.
+float reduce_row(ReduceFn fn, const float* x, int64_t n, bool fixed_order);
 // out = the sum over the dimensions out lacks of (f0 * f1 * f2)^2, the 1 to 3
 // factors broadcast by name into the first's shape (out's are a subset of
 // it; the first float32 or bfloat16, the others float32), in one pass:
@@ -104,6 +107,13 @@ float reduce_identity(ReduceFn fn);
 // slice of the first factor sums each element as the whole would.
 void sum_of_squares(const std::vector<const HostTensor*>& factors, HostTensor& out,
                     bool fixed_order = false);
+// y = softmax over the innermost dimension of bfloat16 x, in one pass over
+// memory, with the bits of softmax's bfloat16 composition run op by op
+// (ops/reduce_ops.cc): max, x - max, exp (each stored bfloat16), the float32
+// sum in reduce()'s order (fixed_order as reduce() takes it), its
+// reciprocal rounded to bfloat16, the product rounded. Rows are split over
+// kernel_threads() OpenMP threads (the bits do not depend on them).
+void softmax_rows_bfloat16(const HostTensor& x, HostTensor& y, bool fixed_order);
 // "reduce_sum", "reduce_max", "reduce_min".
 const char* reduce_name(ReduceFn fn);
 // acc = fn(acc, x) elementwise; x and acc have one shape.

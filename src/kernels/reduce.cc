@@ -114,6 +114,37 @@ RowLanes<T, TI, Op> row_lanes_for(ReduceFn fn) {
   return nullptr;
 }
 
+// A row of n inputs in[0..n) reduced into *o, which holds the value so far.
+// sequential: one by one in order; otherwise on kRowLanes partial results
+// (row_lanes' vectors where given).
+template <typename T, typename TI, typename Op>
+inline void reduce_row_into(const TI* in, int64_t n, T* o, T init, Op op, bool sequential,
+                            RowLanes<T, TI, Op> row_lanes) {
+  if (sequential) {
+    T acc = *o;
+    for (int64_t i = 0; i < n; ++i) acc = op(acc, element<T>(in, i));
+    *o = acc;
+  } else if (row_lanes) {
+    *o = op(*o, row_lanes(in, n, init, op));
+  } else {
+    // kLanes partial results let the compiler vectorize without
+    // reassociating across them, and are several vectors wide so that their
+    // adds overlap instead of waiting on each other's latency (8 lanes ran
+    // at a third of this speed).
+    constexpr int kLanes = kRowLanes;
+    T acc[kLanes];
+    for (auto& a : acc) a = init;
+    int64_t i = 0;
+    for (; i + kLanes <= n; i += kLanes)
+      for (int k = 0; k < kLanes; ++k) acc[k] = op(acc[k], element<T>(in, i + k));
+    for (int w = kLanes / 2; w >= 1; w /= 2)
+      for (int k = 0; k < w; ++k) acc[k] = op(acc[k], acc[k + w]);
+    T r = acc[0];
+    for (; i < n; ++i) r = op(r, element<T>(in, i));
+    *o = op(*o, r);
+  }
+}
+
 // sequential: every output element accumulates its inputs one by one in
 // row-major order of x's dimensions (no partial results per row). out
 // accumulates into the values it holds. TI: x's element type (T, or
@@ -127,28 +158,8 @@ void reduce_strided(ReduceFn fn, const std::vector<int64_t>& sizes, const TI* px
   for_each_row(plan, [&](const int64_t* off, int64_t n, const int64_t* s) {
     const TI* in = px + off[0];
     T* o = po + off[1];
-    if (s[1] == 0 && sequential) {
-      T acc = *o;
-      for (int64_t i = 0; i < n; ++i) acc = op(acc, element<T>(in, i));
-      *o = acc;
-    } else if (s[1] == 0 && s[0] == 1 && row_lanes) {
-      *o = op(*o, row_lanes(in, n, init, op));
-    } else if (s[1] == 0) {
-      // Reduce a row into one value; kLanes partial results let
-      // the compiler vectorize without reassociating across them, and are
-      // several vectors wide so that their adds overlap instead of waiting
-      // on each other's latency (8 lanes ran at a third of this speed).
-      constexpr int kLanes = kRowLanes;
-      T acc[kLanes];
-      for (auto& a : acc) a = init;
-      int64_t i = 0;
-      for (; i + kLanes <= n; i += kLanes)
-        for (int k = 0; k < kLanes; ++k) acc[k] = op(acc[k], element<T>(in, i + k));
-      for (int w = kLanes / 2; w >= 1; w /= 2)
-        for (int k = 0; k < w; ++k) acc[k] = op(acc[k], acc[k + w]);
-      T r = acc[0];
-      for (; i < n; ++i) r = op(r, element<T>(in, i));
-      *o = op(*o, r);
+    if (s[1] == 0) {
+      reduce_row_into(in, n, o, init, op, sequential, s[0] == 1 ? row_lanes : nullptr);
     } else if (s[1] == 1) {
       for (int64_t i = 0; i < n; ++i) o[i] = op(o[i], element<T>(in, i));
     } else {
@@ -160,6 +171,19 @@ void reduce_strided(ReduceFn fn, const std::vector<int64_t>& sizes, const TI* px
 // out <- fn(out, x) over the strided arrays, with fn's operation picked
 // once; sums go in fixed order when asked (max and min are exact in any, and
 // NaN wins them, as in NumPy).
+template <typename T>
+struct SumOp {
+  T operator()(T a, T b) const { return a + b; }
+};
+template <typename T>
+struct MaxOp {
+  T operator()(T a, T b) const { return b > a || b != b ? b : a; }
+};
+template <typename T>
+struct MinOp {
+  T operator()(T a, T b) const { return b < a || b != b ? b : a; }
+};
+
 template <typename T, typename TI = T>
 void reduce_into(ReduceFn fn, const std::vector<int64_t>& sizes, const TI* x,
                  const std::vector<int64_t>& x_strides, T* out,
@@ -167,18 +191,25 @@ void reduce_into(ReduceFn fn, const std::vector<int64_t>& sizes, const TI* x,
   const T init = identity_of<T>(fn);
   switch (fn) {
     case ReduceFn::kSum:
-      return reduce_strided<T, TI>(
-          fn, sizes, x, x_strides, out, out_strides, init, [](T a, T b) { return a + b; },
-          fixed_order);
+      return reduce_strided<T, TI>(fn, sizes, x, x_strides, out, out_strides, init, SumOp<T>{},
+                                   fixed_order);
     case ReduceFn::kMax:
-      return reduce_strided<T, TI>(
-          fn, sizes, x, x_strides, out, out_strides, init,
-          [](T a, T b) { return b > a || b != b ? b : a; }, false);
+      return reduce_strided<T, TI>(fn, sizes, x, x_strides, out, out_strides, init, MaxOp<T>{},
+                                   false);
     case ReduceFn::kMin:
-      return reduce_strided<T, TI>(
-          fn, sizes, x, x_strides, out, out_strides, init,
-          [](T a, T b) { return b < a || b != b ? b : a; }, false);
+      return reduce_strided<T, TI>(fn, sizes, x, x_strides, out, out_strides, init, MinOp<T>{},
+                                   false);
   }
+}
+
+// One contiguous row as reduce_strided reduces it.
+template <typename Op>
+float reduce_one_row(ReduceFn fn, const float* x, int64_t n, Op op, bool sequential) {
+  const float init = identity_of<float>(fn);
+  float o = init;
+  reduce_row_into<float, float, Op>(x, n, &o, init, op, sequential,
+                                    sequential ? nullptr : row_lanes_for<float, float, Op>(fn));
+  return o;
 }
 
 // Reduces x into out (filled with fn's identity first). With
@@ -205,6 +236,18 @@ void reduce_dispatch(ReduceFn fn, const HostTensor& x, HostTensor& out, bool fix
 }  // namespace
 
 float reduce_identity(ReduceFn fn) { return identity_of<float>(fn); }
+
+float reduce_row(ReduceFn fn, const float* x, int64_t n, bool fixed_order) {
+  switch (fn) {
+    case ReduceFn::kSum:
+      return reduce_one_row(fn, x, n, SumOp<float>{}, fixed_order);
+    case ReduceFn::kMax:
+      return reduce_one_row(fn, x, n, MaxOp<float>{}, false);
+    case ReduceFn::kMin:
+      return reduce_one_row(fn, x, n, MinOp<float>{}, false);
+  }
+  return 0;
+}
 
 const char* reduce_name(ReduceFn fn) {
   switch (fn) {

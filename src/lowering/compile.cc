@@ -4,6 +4,7 @@
 
 #include "lowering/fusion.h"
 #include "lowering/kernel_plans.h"
+#include "lowering/row_kernels.h"
 
 namespace mtf {
 
@@ -12,6 +13,7 @@ Program compile(const Graph& graph, const std::vector<Tensor>& fetches,
                 const LayoutRules& rules, const CompileOptions& options) {
   Program program = lower(graph, fetches, targets, mesh, rules, options.reproducible);
   if (options.executable) {
+    if (options.fuse) fuse_softmax_rows(program);
     if (options.fuse && !options.reproducible) fuse_updates(program);
     if (options.fuse) fuse_elementwise(program);
     assign_kernel_threads(program);

@@ -43,6 +43,15 @@ uint64_t random_seed_of(const Operation& op);
 // identity) or float32 arithmetic binary op, sets instr's kind and function
 // (operands left to the caller: input order is the op's) and returns true.
 bool as_fused_instr(const Operation& op, kernels::FusedInstr* instr);
+// softmax's bfloat16 composition over an innermost dimension, as one op
+// (kernels::softmax_rows_bfloat16): `composition` its ops, `result` the last.
+struct SoftmaxRows {
+  const Operation* result = nullptr;
+  std::vector<const Operation*> composition;
+};
+// For the lowering's rows pass: when `op` is that one op (which reads the
+// composition's input and nothing reads), sets info and returns true.
+bool as_softmax_rows(const Operation& op, SoftmaxRows* info);
 // When `op` is a float32 reduce_sum/max/min, sets fn and returns true.
 bool as_reduction(const Operation& op, kernels::ReduceFn* fn);
 // When `op` is an assignment var <- var + alpha * value (assign_add /

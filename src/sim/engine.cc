@@ -16,6 +16,7 @@
 #include "kernels/conv.h"
 #include "kernels/kernels.h"
 #include "mtf/errors.h"
+#include "ops/op_util.h"
 #include "sim/scheduler.h"
 #include "sim/world.h"
 #include "transport/first_error.h"
@@ -318,8 +319,13 @@ double host_step_time(const Step& step, double bytes, DType dtype, const Topolog
   // Elementwise work, exp and the like, and random draws, weighted by their
   // cost.
   double flops = step.flops;
+  // One kernel over several ops: a fused chain, or a composition's row
+  // kernel (lowering/row_kernels.h), timed as the ops it runs.
+  ops::SoftmaxRows rows;
+  const bool row_kernel =
+      step.kind == Step::Kind::kCompute && ops::as_softmax_rows(*step.op, &rows);
   const std::vector<const Operation*> single{step.op};
-  const auto& ops = step.fusion.expr ? step.fusion.ops : single;
+  const auto& ops = step.fusion.expr ? step.fusion.ops : row_kernel ? rows.composition : single;
   double plain = 0, weighted = 0;
   for (const Operation* op : ops) {
     const double f = op->flops();
@@ -330,7 +336,7 @@ double host_step_time(const Step& step, double bytes, DType dtype, const Topolog
   }
   if (plain > 0) flops *= weighted / plain;
   return topo.host_step_seconds(
-      topo.host_elementwise_seconds(flops, bytes, step.fusion.expr != nullptr));
+      topo.host_elementwise_seconds(flops, bytes, step.fusion.expr != nullptr || row_kernel));
 }
 
 }  // namespace

@@ -1,0 +1,75 @@
+// softmax_rows: bfloat16 softmax over the innermost dimension in one pass
+// over memory. It computes, row by row, exactly the steps of softmax's
+// bfloat16 composition (ops/reduce_ops.cc), each rounded where that step's
+// op stores bfloat16:
+//   m = max(x);  d = bf16(x - m);  e = bf16(exp(d));  s = sum(e) (float32,
+//   reduce()'s order for a row);  r = bf16(1 / s);  y = bf16(e * r)
+// with the functions those ops run (exp_lane, reduce_row, the nearest-even
+// rounding), so the result has the composition's bits, fast or fixed order.
+#include <algorithm>
+#include <vector>
+
+#include "core/bfloat16_convert.h"
+#include "core/check.h"
+#include "kernels/arithmetic.h"
+#include "kernels/blas_threads.h"
+#include "kernels/kernels.h"
+#include "kernels/thread_split.h"
+#include "kernels/vector_math.h"
+#include "mtf/bfloat16.h"
+
+namespace mtf::kernels {
+namespace {
+
+// Rows evaluated together: their float32 values stay in L1.
+constexpr int64_t kBlockFloats = 8192;
+
+// Rows [r0, r1) of n values each, a block of rows at a time: the maxima;
+// x - m rounded; exp (exp_array: exp_lane's bits) rounded; the sums; the
+// scaled values rounded and stored.
+void rows(const uint16_t* x, uint16_t* y, int64_t n, int64_t r0, int64_t r1, bool fixed_order) {
+  const int64_t per_block = std::max<int64_t>(1, kBlockFloats / n);
+  std::vector<float> v(static_cast<size_t>(per_block * n));
+  float* const f = v.data();
+  for (int64_t b0 = r0; b0 < r1; b0 += per_block) {
+    const int64_t k = std::min(per_block, r1 - b0);
+    bfloat16_to_floats(x + b0 * n, f, k * n);
+    for (int64_t r = 0; r < k; ++r) {
+      float* row = f + r * n;
+      // The maximum is a value of the row: exact in bfloat16.
+      const float m = reduce_row(ReduceFn::kMax, row, n, false);
+      for (int64_t i = 0; i < n; ++i) row[i] -= m;
+    }
+    round_floats_to_bfloat16(f, k * n);
+    exp_array(f, f, k * n);
+    round_floats_to_bfloat16(f, k * n);
+    for (int64_t r = 0; r < k; ++r) {
+      float* row = f + r * n;
+      const float s = reduce_row(ReduceFn::kSum, row, n, fixed_order);
+      const float scale = rounded_to_bfloat16(1.f / s);  // unary_float's reciprocal
+      for (int64_t i = 0; i < n; ++i) row[i] *= scale;
+    }
+    floats_to_bfloat16(f, y + b0 * n, k * n);
+  }
+}
+
+}  // namespace
+
+void softmax_rows_bfloat16(const HostTensor& x, HostTensor& y, bool fixed_order) {
+  MTF_CHECK(x.dtype() == bfloat16 && y.dtype() == bfloat16 && x.shape() == y.shape() &&
+            x.shape().ndims() >= 1);
+  const int64_t n = x.shape()[x.shape().ndims() - 1].size;
+  if (n == 0 || x.num_elements() == 0) return;
+  const int64_t count = x.num_elements() / n;
+  const auto* px = static_cast<const uint16_t*>(x.raw_data());
+  auto* py = static_cast<uint16_t*>(y.raw_data());
+  const int threads =
+      static_cast<int>(std::min<int64_t>(count, threads_for(x.num_elements(), kernel_threads())));
+  if (threads <= 1) return rows(px, py, n, 0, count, fixed_order);
+  // Each row whole on one thread: the bits do not depend on the threads.
+  run_on_threads({count}, 0, threads, [&](const std::vector<int64_t>& part, int64_t r0) {
+    rows(px, py, n, r0, r0 + part[0], fixed_order);
+  });
+}
+
+}  // namespace mtf::kernels

@@ -1,0 +1,171 @@
+// bfloat16 softmax as one row kernel: the kernel has the bits of the
+// composition's ops run one by one, and the lowering's rows pass puts it in
+// place of the composition only where the softmax dimension is whole.
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <random>
+
+#include "kernels/kernels.h"
+#include "lowering/program.h"
+#include "lowering/row_kernels.h"
+#include "mtf/gradients.h"
+#include "mtf/session.h"
+#include "test_util.h"
+
+namespace mtf {
+namespace {
+
+using kernels::BinaryFn;
+using kernels::ReduceFn;
+using kernels::UnaryFn;
+
+bool same_bits(const HostTensor& a, const HostTensor& b) {
+  return a.shape() == b.shape() && a.dtype() == b.dtype() &&
+         std::memcmp(a.raw_data(), b.raw_data(), a.num_bytes()) == 0;
+}
+
+// Rows of logits in [-8, 8]; one masked like a causal bias (-1e9 in its
+// second half), one constant, one holding a NaN, and one whose first value
+// dominates the rest by ln(2^24), so that its float32 sum rounds, and
+// differently in fast and fixed order.
+HostTensor logits(const Shape& shape, std::mt19937& rng) {
+  std::uniform_real_distribution<float> u(-8.f, 8.f);
+  HostTensor t(shape, float32);
+  const int64_t n = shape[shape.ndims() - 1].size;
+  float* p = t.data<float>();
+  for (int64_t i = 0; i < t.num_elements(); ++i) p[i] = u(rng);
+  for (int64_t i = n / 2; i < n; ++i) p[n + i] = -1e9f;
+  for (int64_t i = 0; i < n; ++i) p[2 * n + i] = 0.75f;
+  p[3 * n + n / 3] = std::nanf("");
+  for (int64_t i = 0; i < n; ++i) p[4 * n + i] = i == 0 ? 8.f : 8.f - 16.6355f;
+  return t.as_dtype(bfloat16);
+}
+
+// softmax's bfloat16 composition (ops/reduce_ops.cc), op by op.
+HostTensor composition(const HostTensor& x, bool fixed_order) {
+  const Shape rows("r:" + std::to_string(x.shape()[0].size));
+  HostTensor m(rows, bfloat16), d(x.shape(), float32), e(x.shape(), float32), s(rows, float32),
+      inv(rows, float32), y(x.shape(), float32);
+  kernels::reduce(ReduceFn::kMax, x, m);
+  kernels::binary(BinaryFn::kSub, x.as_dtype(float32), m.as_dtype(float32), d);
+  kernels::unary(UnaryFn::kExp, d.as_dtype(bfloat16).as_dtype(float32), e);
+  e = e.as_dtype(bfloat16).as_dtype(float32);
+  kernels::reduce(ReduceFn::kSum, e, s, fixed_order);
+  kernels::unary(UnaryFn::kReciprocal, s, inv);
+  kernels::binary(BinaryFn::kMul, e, inv.as_dtype(bfloat16).as_dtype(float32), y);
+  return y.as_dtype(bfloat16);
+}
+
+// Rows [0, a, b, then 129 values c whose exponentials are too small to
+// change a running sum near 1], over a grid of a and b, as `shape` (its
+// innermost dimension 132): summed in order (fixed) the c terms vanish, on
+// lanes (fast) they add up first and count, and on some rows a bfloat16
+// rounding boundary of 1 / sum lies between the two sums — so the two orders
+// give different results there (rare in bfloat16 otherwise: 1 / sum is
+// rounded to 8 bits).
+HostTensor order_sensitive_rows(const Shape& shape) {
+  const int64_t n = 132, rows = shape.num_elements() / n;
+  HostTensor t(shape, float32);
+  float* p = t.data<float>();
+  for (int64_t r = 0; r < rows; ++r) {
+    float* row = p + r * n;
+    row[0] = 0.f;
+    row[1] = -8.f + 0.03125f * static_cast<float>((r / 64) % 96);
+    row[2] = -14.f + 0.0625f * static_cast<float>(r % 64);
+    std::fill(row + 3, row + n, -17.5f);
+  }
+  return t.as_dtype(bfloat16);
+}
+
+TEST(SoftmaxRowsTest, KernelSumsInTheOrderAsked) {
+  const HostTensor x = order_sensitive_rows(Shape({{"r", 96 * 64}, {"m", 132}}));
+  const HostTensor fast = composition(x, false), fixed = composition(x, true);
+  EXPECT_FALSE(same_bits(fast, fixed));
+  HostTensor got(x.shape(), bfloat16);
+  kernels::softmax_rows_bfloat16(x, got, false);
+  EXPECT_TRUE(same_bits(got, fast));
+  kernels::softmax_rows_bfloat16(x, got, true);
+  EXPECT_TRUE(same_bits(got, fixed));
+}
+
+TEST(SoftmaxRowsTest, KernelHasTheCompositionsBits) {
+  std::mt19937 rng(17);
+  for (int64_t n : {4, 7, 64, 128, 300}) {
+    for (bool fixed_order : {false, true}) {
+      SCOPED_TRACE(std::to_string(n) + (fixed_order ? " fixed order" : ""));
+      const HostTensor x = logits(Shape({{"r", 37}, {"m", n}}), rng);
+      HostTensor got(x.shape(), bfloat16);
+      kernels::softmax_rows_bfloat16(x, got, fixed_order);
+      EXPECT_TRUE(same_bits(got, composition(x, fixed_order)));
+    }
+  }
+}
+
+int count_type(const Program& p, const std::string& type) {
+  int n = 0;
+  for (const Step& s : p.steps) n += step_op_type(s) == type;
+  return n;
+}
+
+TEST(SoftmaxRowsTest, RunsInPlaceOfTheCompositionOnlyWhereTheDimensionIsWhole) {
+  Graph g;
+  Mesh mesh(g, "m");
+  const Tensor x = placeholder(mesh, Shape("b:4;h:3;m:40"), bfloat16, "x");
+  const Tensor y = softmax(x, "m");
+  const Tensor over_h = softmax(x, "h");  // not innermost: stays a composition
+
+  Program whole = lower(g, {y, over_h}, {}, MeshShape("c:2"), LayoutRules("b:c"));
+  EXPECT_EQ(fuse_softmax_rows(whole), 1);
+  EXPECT_EQ(count_type(whole, "softmax"), 1);
+  EXPECT_EQ(count_type(whole, "reduce_max"), 1);  // over_h's
+
+  Program split = lower(g, {y}, {}, MeshShape("c:2"), LayoutRules("m:c"));
+  EXPECT_EQ(fuse_softmax_rows(split), 0);
+  EXPECT_EQ(count_type(split, "softmax"), 0);
+  EXPECT_GE(count_type(split, "allreduce"), 2);  // the row maxima and sums
+}
+
+// The same bits fused or not, on one core and with the softmax dimension
+// split (reproducible mode), through the gradient too; on rows where fast
+// and fixed order differ, so that the op must pass the run's mode on.
+TEST(SoftmaxRowsTest, SessionsGiveTheSameBitsWithTheKernelOrWithout) {
+  Graph g;
+  Mesh mesh(g, "m");
+  const Tensor x = placeholder(mesh, Shape("b:96;h:64;m:132"), bfloat16, "x");
+  const Tensor y = softmax(x, "m");
+  const Tensor w = import_host(mesh, testing::random_tensor(x.shape(), 5, 0.5f, 1.5f));
+  const Tensor loss = reduce_sum(cast(y, float32) * w, Shape(std::vector<Dimension>{}));
+  const Tensor dx = gradients({loss}, {x})[0];
+  const HostTensor in = order_sensitive_rows(x.shape());
+  const struct {
+    const char* mesh;
+    const char* layout;
+  } cases[] = {{"", ""}, {"c:2", "m:c"}, {"c:2", "b:c"}};
+  std::vector<HostTensor> fast, fixed;
+  for (bool reproducible : {false, true}) {
+    std::vector<HostTensor> one;  // the first run's
+    for (const auto& c : cases) {
+      if (!reproducible && *c.mesh) continue;  // fast mode: layouts agree to rounding only
+      for (bool fuse : {true, false}) {
+        SCOPED_TRACE(std::string(c.layout) + (fuse ? " fused" : "") +
+                     (reproducible ? " reproducible" : ""));
+        MeshConfig mc;
+        mc.mesh_shape = MeshShape(c.mesh);
+        mc.layout = LayoutRules(c.layout);
+        mc.reproducible = reproducible;
+        mc.fuse = fuse;
+        Session s(g, mc);
+        const std::vector<HostTensor> got = s.run({y, dx}, {{x, in}});
+        if (one.empty()) one = got;
+        EXPECT_TRUE(same_bits(got[0], one[0]));
+        EXPECT_TRUE(same_bits(got[1], one[1]));
+      }
+    }
+    (reproducible ? fixed : fast) = one;
+  }
+  EXPECT_FALSE(same_bits(fast[0], fixed[0]));
+}
+
+}  // namespace
+}  // namespace mtf
