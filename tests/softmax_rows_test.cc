@@ -89,6 +89,59 @@ TEST(SoftmaxRowsTest, KernelSumsInTheOrderAsked) {
   EXPECT_TRUE(same_bits(got, fixed));
 }
 
+// softmax's gradient composition (ops/reduce_ops.cc), op by op.
+HostTensor gradient_composition(const HostTensor& dy, const HostTensor& y, bool fixed_order) {
+  const Shape rows("r:" + std::to_string(y.shape()[0].size));
+  HostTensor t(y.shape(), float32), s(rows, float32), u(y.shape(), float32), dx(y.shape(), float32);
+  kernels::binary(BinaryFn::kMul, dy.as_dtype(float32), y.as_dtype(float32), t);
+  t = t.as_dtype(bfloat16).as_dtype(float32);
+  kernels::reduce(ReduceFn::kSum, t, s, fixed_order);
+  kernels::binary(BinaryFn::kSub, dy.as_dtype(float32), s.as_dtype(bfloat16).as_dtype(float32), u);
+  kernels::binary(BinaryFn::kMul, y.as_dtype(float32), u.as_dtype(bfloat16).as_dtype(float32), dx);
+  return dx.as_dtype(bfloat16);
+}
+
+// The gradient's kernel: random rows (NaN, masked and constant ones among
+// them), and rows whose sum of dy * y is [1, a, b, then 509 terms too small
+// to change a running sum near 1] over a grid of a and b, on some of which
+// fast and fixed order give different results.
+TEST(SoftmaxRowsTest, GradientKernelHasTheCompositionsBits) {
+  std::mt19937 rng(23);
+  for (int64_t n : {4, 7, 128, 300}) {
+    const Shape shape({{"r", 37}, {"m", n}});
+    HostTensor y(shape, bfloat16);
+    kernels::softmax_rows_bfloat16(logits(shape, rng), y, false);
+    const HostTensor dy = testing::random_tensor(shape, 7, -1.f, 1.f).as_dtype(bfloat16);
+    for (bool fixed_order : {false, true}) {
+      SCOPED_TRACE(std::to_string(n) + (fixed_order ? " fixed order" : ""));
+      HostTensor got(shape, bfloat16);
+      kernels::softmax_gradient_rows_bfloat16(dy, y, got, fixed_order);
+      EXPECT_TRUE(same_bits(got, gradient_composition(dy, y, fixed_order)));
+    }
+  }
+  const int64_t n = 512, rows = 64 * 64;
+  const Shape shape({{"r", rows}, {"m", n}});
+  HostTensor dyf(shape, float32), yf(shape, float32);
+  for (int64_t r = 0; r < rows; ++r) {
+    float* d = dyf.data<float>() + r * n;
+    float* w = yf.data<float>() + r * n;
+    d[0] = w[0] = w[1] = w[2] = 1.f;
+    d[1] = 0.00390625f * (0.5f + static_cast<float>(r / 64) / 64.f);     // a
+    d[2] = 0.000244140625f * (1.f + static_cast<float>(r % 64) / 64.f);  // b
+    std::fill(d + 3, d + n, 1.f);
+    std::fill(w + 3, w + n, 3e-8f);
+  }
+  const HostTensor dy = dyf.as_dtype(bfloat16), y = yf.as_dtype(bfloat16);
+  const HostTensor fast = gradient_composition(dy, y, false),
+                   fixed = gradient_composition(dy, y, true);
+  EXPECT_FALSE(same_bits(fast, fixed));
+  HostTensor got(shape, bfloat16);
+  kernels::softmax_gradient_rows_bfloat16(dy, y, got, false);
+  EXPECT_TRUE(same_bits(got, fast));
+  kernels::softmax_gradient_rows_bfloat16(dy, y, got, true);
+  EXPECT_TRUE(same_bits(got, fixed));
+}
+
 TEST(SoftmaxRowsTest, KernelHasTheCompositionsBits) {
   std::mt19937 rng(17);
   for (int64_t n : {4, 7, 64, 128, 300}) {
@@ -115,15 +168,22 @@ TEST(SoftmaxRowsTest, RunsInPlaceOfTheCompositionOnlyWhereTheDimensionIsWhole) {
   const Tensor y = softmax(x, "m");
   const Tensor over_h = softmax(x, "h");  // not innermost: stays a composition
 
-  Program whole = lower(g, {y, over_h}, {}, MeshShape("c:2"), LayoutRules("b:c"));
-  EXPECT_EQ(fuse_softmax_rows(whole), 1);
-  EXPECT_EQ(count_type(whole, "softmax"), 1);
-  EXPECT_EQ(count_type(whole, "reduce_max"), 1);  // over_h's
+  const Tensor w = placeholder(mesh, x.shape(), bfloat16, "w");
+  const Tensor dx =
+      gradients({reduce_sum(cast(y * w, float32), Shape(std::vector<Dimension>{}))}, {x})[0];
 
-  Program split = lower(g, {y}, {}, MeshShape("c:2"), LayoutRules("m:c"));
+  Program whole = lower(g, {y, over_h, dx}, {}, MeshShape("c:2"), LayoutRules("b:c"));
+  EXPECT_EQ(fuse_softmax_rows(whole), 2);
+  EXPECT_EQ(count_type(whole, "softmax"), 1);
+  EXPECT_EQ(count_type(whole, "softmax_grad"), 1);
+  EXPECT_EQ(count_type(whole, "reduce_max"), 1);  // over_h's
+  EXPECT_EQ(count_type(whole, "reduce_sum"), 1);  // over_h's
+
+  Program split = lower(g, {y, dx}, {}, MeshShape("c:2"), LayoutRules("m:c"));
   EXPECT_EQ(fuse_softmax_rows(split), 0);
   EXPECT_EQ(count_type(split, "softmax"), 0);
-  EXPECT_GE(count_type(split, "allreduce"), 2);  // the row maxima and sums
+  EXPECT_EQ(count_type(split, "softmax_grad"), 0);
+  EXPECT_GE(count_type(split, "allreduce"), 3);  // the row maxima and the two sums
 }
 
 // The same bits fused or not, on one core and with the softmax dimension

@@ -114,6 +114,11 @@ void sum_of_squares(const std::vector<const HostTensor*>& factors, HostTensor& o
 // reciprocal rounded to bfloat16, the product rounded. Rows are split over
 // kernel_threads() OpenMP threads (the bits do not depend on them).
 void softmax_rows_bfloat16(const HostTensor& x, HostTensor& y, bool fixed_order);
+// dx = softmax's gradient for dy, given its result y (the bfloat16
+// composition y * (dy - sum(dy * y)), the sum in float32), in one pass with
+// that composition's bits; dy, y and dx of one shape.
+void softmax_gradient_rows_bfloat16(const HostTensor& dy, const HostTensor& y, HostTensor& dx,
+                                    bool fixed_order);
 // "reduce_sum", "reduce_max", "reduce_min".
 const char* reduce_name(ReduceFn fn);
 // acc = fn(acc, x) elementwise; x and acc have one shape.

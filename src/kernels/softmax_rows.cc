@@ -1,11 +1,14 @@
-// softmax_rows: bfloat16 softmax over the innermost dimension in one pass
-// over memory. It computes, row by row, exactly the steps of softmax's
-// bfloat16 composition (ops/reduce_ops.cc), each rounded where that step's
-// op stores bfloat16:
-//   m = max(x);  d = bf16(x - m);  e = bf16(exp(d));  s = sum(e) (float32,
-//   reduce()'s order for a row);  r = bf16(1 / s);  y = bf16(e * r)
+// softmax_rows: bfloat16 softmax and its gradient over the innermost
+// dimension, each in one pass over memory. They compute, row by row, exactly
+// the steps of the bfloat16 compositions (ops/reduce_ops.cc), each rounded
+// where that step's op stores bfloat16:
+//   softmax:  m = max(x);  d = bf16(x - m);  e = bf16(exp(d));  s = sum(e)
+//             (float32, reduce()'s order for a row);  r = bf16(1 / s);
+//             y = bf16(e * r)
+//   gradient: t = bf16(dy * y);  s = sum(t) (float32, as above);
+//             u = bf16(dy - bf16(s));  dx = bf16(y * u)
 // with the functions those ops run (exp_lane, reduce_row, the nearest-even
-// rounding), so the result has the composition's bits, fast or fixed order.
+// rounding), so the results have the compositions' bits, fast or fixed order.
 #include <algorithm>
 #include <vector>
 
@@ -22,7 +25,7 @@ namespace mtf::kernels {
 namespace {
 
 // Rows evaluated together: their float32 values stay in L1.
-constexpr int64_t kBlockFloats = 8192;
+constexpr int64_t kBlockFloats = 2048;
 
 // Rows [r0, r1) of n values each, a block of rows at a time: the maxima;
 // x - m rounded; exp (exp_array: exp_lane's bits) rounded; the sums; the
@@ -53,6 +56,42 @@ void rows(const uint16_t* x, uint16_t* y, int64_t n, int64_t r0, int64_t r1, boo
   }
 }
 
+// The gradient's rows [r0, r1), a block of rows at a time.
+void gradient_rows(const uint16_t* dy, const uint16_t* y, uint16_t* dx, int64_t n, int64_t r0,
+                   int64_t r1, bool fixed_order) {
+  const int64_t per_block = std::max<int64_t>(1, kBlockFloats / n);
+  std::vector<float> buffers(static_cast<size_t>(3 * per_block * n));
+  float* const a = buffers.data();     // dy
+  float* const b = a + per_block * n;  // y
+  float* const t = b + per_block * n;  // dy * y, then y * u
+  for (int64_t b0 = r0; b0 < r1; b0 += per_block) {
+    const int64_t k = std::min(per_block, r1 - b0), m = k * n;
+    bfloat16_to_floats(dy + b0 * n, a, m);
+    bfloat16_to_floats(y + b0 * n, b, m);
+    for (int64_t i = 0; i < m; ++i) t[i] = a[i] * b[i];
+    round_floats_to_bfloat16(t, m);
+    for (int64_t r = 0; r < k; ++r) {
+      const float s = rounded_to_bfloat16(reduce_row(ReduceFn::kSum, t + r * n, n, fixed_order));
+      float* row = a + r * n;
+      for (int64_t i = 0; i < n; ++i) row[i] -= s;
+    }
+    round_floats_to_bfloat16(a, m);
+    for (int64_t i = 0; i < m; ++i) t[i] = b[i] * a[i];
+    floats_to_bfloat16(t, dx + b0 * n, m);
+  }
+}
+
+// run(r0, r1) over the `count` rows of `x`, split over the kernel's threads
+// (each row whole on one thread: the bits do not depend on the threads).
+template <typename Run>
+void over_rows(const HostTensor& x, int64_t count, Run run) {
+  const int threads =
+      static_cast<int>(std::min<int64_t>(count, threads_for(x.num_elements(), kernel_threads())));
+  if (threads <= 1) return run(0, count);
+  run_on_threads({count}, 0, threads,
+                 [&](const std::vector<int64_t>& part, int64_t r0) { run(r0, r0 + part[0]); });
+}
+
 }  // namespace
 
 void softmax_rows_bfloat16(const HostTensor& x, HostTensor& y, bool fixed_order) {
@@ -63,13 +102,20 @@ void softmax_rows_bfloat16(const HostTensor& x, HostTensor& y, bool fixed_order)
   const int64_t count = x.num_elements() / n;
   const auto* px = static_cast<const uint16_t*>(x.raw_data());
   auto* py = static_cast<uint16_t*>(y.raw_data());
-  const int threads =
-      static_cast<int>(std::min<int64_t>(count, threads_for(x.num_elements(), kernel_threads())));
-  if (threads <= 1) return rows(px, py, n, 0, count, fixed_order);
-  // Each row whole on one thread: the bits do not depend on the threads.
-  run_on_threads({count}, 0, threads, [&](const std::vector<int64_t>& part, int64_t r0) {
-    rows(px, py, n, r0, r0 + part[0], fixed_order);
-  });
+  over_rows(x, count, [&](int64_t r0, int64_t r1) { rows(px, py, n, r0, r1, fixed_order); });
+}
+
+void softmax_gradient_rows_bfloat16(const HostTensor& dy, const HostTensor& y, HostTensor& dx,
+                                    bool fixed_order) {
+  MTF_CHECK(dy.dtype() == bfloat16 && y.dtype() == bfloat16 && dx.dtype() == bfloat16 &&
+            dy.shape() == y.shape() && dx.shape() == y.shape() && y.shape().ndims() >= 1);
+  const int64_t n = y.shape()[y.shape().ndims() - 1].size;
+  if (n == 0 || y.num_elements() == 0) return;
+  const auto* pdy = static_cast<const uint16_t*>(dy.raw_data());
+  const auto* py = static_cast<const uint16_t*>(y.raw_data());
+  auto* pdx = static_cast<uint16_t*>(dx.raw_data());
+  over_rows(y, y.num_elements() / n,
+            [&](int64_t r0, int64_t r1) { gradient_rows(pdy, py, pdx, n, r0, r1, fixed_order); });
 }
 
 }  // namespace mtf::kernels

@@ -9,10 +9,11 @@
 namespace mtf {
 namespace {
 
-// Where one composition's steps are, and the slot they read from outside.
+// Where one composition's steps are, and the slots of its inputs (the row
+// op's inputs, in order).
 struct Match {
   std::vector<int> members;  // its steps, in program order (the result's last)
-  int input_slot = -1;
+  std::vector<int> input_slots;
 };
 
 class RowsMatcher {
@@ -26,8 +27,8 @@ class RowsMatcher {
     fetched_.insert(p.fetch_slots.begin(), p.fetch_slots.end());
   }
 
-  // The steps of `c` when they can run as one row kernel (row_kernels.h).
-  bool match(const ops::SoftmaxRows& c, Match* m) const {
+  // The steps of `c` when they can run as `row_op`'s kernel (row_kernels.h).
+  bool match(const Operation& row_op, const ops::SoftmaxRows& c, Match* m) const {
     for (const Operation* op : c.composition) {
       auto it = steps_of_.find(op);
       if (it == steps_of_.end() || it->second.size() != 1) return false;
@@ -44,10 +45,23 @@ class RowsMatcher {
     for (int i : m->members)
       for (int slot : p_.steps[i].input_slots)
         if (!produced.count(slot)) external.insert(slot);
-    if (external.size() != 1) return false;
-    m->input_slot = *external.begin();
-    if (writers_[m->input_slot].size() != 1 || writers_[m->input_slot][0] > m->members.front())
-      return false;
+    // Each input of the row op: the slot the members read it from.
+    for (const Tensor& in : row_op.inputs()) {
+      int slot = -1;
+      for (int i : m->members) {
+        const Step& s = p_.steps[i];
+        for (size_t k = 0; k < s.input_slots.size(); ++k) {
+          if (s.op->inputs()[k].id() != in.id()) continue;
+          if (slot >= 0 && slot != s.input_slots[k]) return false;
+          slot = s.input_slots[k];
+        }
+      }
+      if (slot < 0) return false;
+      for (int w : writers_[slot])
+        if (w > m->members.front()) return false;  // written while the composition runs
+      m->input_slots.push_back(slot);
+    }
+    if (std::set<int>(m->input_slots.begin(), m->input_slots.end()) != external) return false;
     for (int i : m->members) {
       if (i == result) continue;
       for (int slot : p_.steps[i].output_slots) {
@@ -56,10 +70,13 @@ class RowsMatcher {
           if (!std::binary_search(m->members.begin(), m->members.end(), r)) return false;
       }
     }
-    // The kernel's rows: the input's slice is the result's, bfloat16 both.
+    // The kernel's rows: every input's slice is the result's, all bfloat16.
     const int out = p_.steps[result].output_slots[0];
-    return p_.slot_layouts[m->input_slot].slice_shape() == p_.slot_layouts[out].slice_shape() &&
-           p_.slot_dtypes[m->input_slot] == bfloat16 && p_.slot_dtypes[out] == bfloat16;
+    for (int slot : m->input_slots)
+      if (!(p_.slot_layouts[slot].slice_shape() == p_.slot_layouts[out].slice_shape()) ||
+          p_.slot_dtypes[slot] != bfloat16)
+        return false;
+    return p_.slot_dtypes[out] == bfloat16;
   }
 
  private:
@@ -87,7 +104,7 @@ int fuse_softmax_rows(Program& p) {
   for (const Operation* op : row_ops) {
     ops::as_softmax_rows(*op, &info);
     Match m;
-    if (!matcher.match(info, &m)) continue;
+    if (!matcher.match(*op, info, &m)) continue;
     double flops = 0;
     for (int i : m.members) {
       flops += p.steps[i].flops;
@@ -95,8 +112,9 @@ int fuse_softmax_rows(Program& p) {
     }
     Step& s = p.steps[m.members.back()];
     s.op = op;
-    s.input_slots = {m.input_slot};
-    s.input_layouts = {p.slot_layouts[m.input_slot]};
+    s.input_slots = m.input_slots;
+    s.input_layouts.clear();
+    for (int slot : m.input_slots) s.input_layouts.push_back(p.slot_layouts[slot]);
     s.kernel_plan = nullptr;
     s.collective = StepCollective{};
     s.flops = flops;

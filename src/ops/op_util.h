@@ -43,15 +43,23 @@ uint64_t random_seed_of(const Operation& op);
 // identity) or float32 arithmetic binary op, sets instr's kind and function
 // (operands left to the caller: input order is the op's) and returns true.
 bool as_fused_instr(const Operation& op, kernels::FusedInstr* instr);
-// softmax's bfloat16 composition over an innermost dimension, as one op
-// (kernels::softmax_rows_bfloat16): `composition` its ops, `result` the last.
+// softmax's bfloat16 composition, or its gradient's, over an innermost
+// dimension as one op (kernels::softmax_rows_bfloat16 and
+// softmax_gradient_rows_bfloat16): `composition` its ops, `result` the last.
 struct SoftmaxRows {
   const Operation* result = nullptr;
   std::vector<const Operation*> composition;
 };
-// For the lowering's rows pass: when `op` is that one op (which reads the
-// composition's input and nothing reads), sets info and returns true.
+// For the lowering's rows pass: when `op` is such an op (it reads the
+// composition's inputs and nothing reads it), sets info and returns true.
 bool as_softmax_rows(const Operation& op, SoftmaxRows* info);
+// Record y = softmax(xs) over `dim` (the bfloat16 composition, ending in y's
+// op), and dx = its gradient for dy with out = softmax's result, as such ops,
+// when dim is the innermost dimension of every tensor involved (and they are
+// bfloat16); otherwise nothing.
+void record_softmax_rows(const Tensor& xs, const Tensor& y, const Dimension& dim);
+void record_softmax_gradient_rows(const Tensor& dy, const Tensor& out, const Tensor& dx,
+                                  const Dimension& dim);
 // When `op` is a float32 reduce_sum/max/min, sets fn and returns true.
 bool as_reduction(const Operation& op, kernels::ReduceFn* fn);
 // When `op` is an assignment var <- var + alpha * value (assign_add /

@@ -5,7 +5,6 @@
 #include <cmath>
 #include <limits>
 #include <memory>
-#include <set>
 
 #include "kernels/kernel_context.h"
 #include "kernels/kernels.h"
@@ -63,63 +62,9 @@ class ReductionOp : public Operation {
   ReduceFn fn_;
 };
 
-// softmax's bfloat16 composition as one kernel (kernels::softmax_rows_bfloat16,
-// the same bits), over the innermost dimension. No op reads it, so it is never
-// lowered for itself: the lowering's rows pass (lowering/row_kernels.h) runs
-// it in place of the composition's steps (`composition`, ending in `result`)
-// when nothing splits the dimension.
-class SoftmaxRowsOp : public Operation {
- public:
-  SoftmaxRowsOp(const Tensor& xs, const Tensor& result, std::vector<const Operation*> composition)
-      : Operation(xs.mesh(), "softmax", {xs}, ""),
-        result_(&result.op()),
-        composition_(std::move(composition)) {
-    add_output(xs.shape(), bfloat16);
-  }
-  void compute(KernelContext& ctx) const override {
-    kernels::softmax_rows_bfloat16(ctx.input(0), ctx.allocate_output(0), ctx.state().reproducible);
-  }
-  bool computes_bfloat16() const override { return true; }
-  bool differentiable() const override { return false; }
-  double flops() const override {
-    double f = 0;
-    for (const Operation* op : composition_) f += op->flops();
-    return f;
-  }
-  const Operation* result() const { return result_; }
-  const std::vector<const Operation*>& composition() const { return composition_; }
-
- private:
-  const Operation* result_;
-  std::vector<const Operation*> composition_;
-};
-
-// The ops on the paths from `to` back to `from` (which is not included).
-std::vector<const Operation*> ops_between(const Tensor& from, const Tensor& to) {
-  std::vector<const Operation*> out, stack{&to.op()};
-  std::set<const Operation*> seen;
-  while (!stack.empty()) {
-    const Operation* op = stack.back();
-    stack.pop_back();
-    if (!seen.insert(op).second) continue;
-    out.push_back(op);
-    for (const Tensor& in : op->inputs())
-      if (in.id() != from.id()) stack.push_back(&in.op());
-  }
-  return out;
-}
-
 }  // namespace
 
 namespace ops {
-
-bool as_softmax_rows(const Operation& op, SoftmaxRows* info) {
-  const auto* r = dynamic_cast<const SoftmaxRowsOp*>(&op);
-  if (!r) return false;
-  info->result = r->result();
-  info->composition = r->composition();
-  return true;
-}
 
 bool as_reduction(const Operation& op, kernels::ReduceFn* fn) {
   const auto* r = dynamic_cast<const ReductionOp*>(&op);
@@ -243,15 +188,16 @@ Tensor softmax(const Tensor& x, const DimRef& d) {
     const Tensor xs = stop_gradient(x);
     const Tensor e = exp(xs - reduce_max(xs, dim));
     const Tensor y = e * cast(reciprocal(reduce_sum(cast(e, float32), dim)), bfloat16);
-    // Over the innermost dimension, the same steps as one kernel where the
-    // lowering finds the dimension whole (its rows pass).
-    if (x.shape()[x.shape().ndims() - 1].name == dim.name)
-      x.graph().add<SoftmaxRowsOp>(xs, y, ops_between(xs, y));
+    // The same steps as one kernel where the lowering finds the dimension
+    // whole (its rows pass).
+    ops::record_softmax_rows(xs, y, dim);
     // The gradient reads the result itself (the tensor later ops keep too).
     auto result = std::make_shared<Tensor>();
     *result = ops::with_gradient(x, y, [result, dim](const Tensor& dy) {
       const Tensor& out = *result;
-      return out * (dy - cast(reduce_sum(cast(dy * out, float32), dim), bfloat16));
+      const Tensor dx = out * (dy - cast(reduce_sum(cast(dy * out, float32), dim), bfloat16));
+      ops::record_softmax_gradient_rows(dy, out, dx, dim);
+      return dx;
     });
     return *result;
   }
