@@ -21,6 +21,7 @@
 #include "core/bfloat16_convert.h"
 #include "core/check.h"
 #include "kernels/blas_core.h"
+#include "kernels/blas_threads.h"
 #include "kernels/dot_products.h"
 #include "kernels/einsum_shapes.h"
 #include "kernels/fused_elementwise.h"
@@ -476,7 +477,7 @@ void einsum(const KernelPlan& plan, const std::vector<const HostTensor*>& inputs
       // a block at a time and rounds once, the bits of the copies' product.
       for (size_t i = 0; i < inputs.size(); ++i) MTF_CHECK(inputs[i]->shape() == p.inputs[i]);
       return fused_elementwise(product_expr(out.dtype() == bfloat16), {inputs[0], inputs[1]},
-                               {&out});
+                               {&out}, false, kernel_threads());
     }
     // On float32 copies (products of bfloat16 values are exact in float32),
     // the result rounded once: the bits of the float32 kernels.
