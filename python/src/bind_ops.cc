@@ -231,6 +231,12 @@ void bind_reductions(py::module_& m) {
       "of that value counted in the sum.");
   m.def("global_norm", &global_norm, py::arg("tensors"),
         "sqrt of the sum of squares of every element of every tensor (one allreduce).");
+  m.def("reduce_sum_of_squares", &reduce_sum_of_squares, py::arg("factors"),
+        py::arg("output_shape"),
+        "The sum, over the dimensions output_shape lacks, of the square of the product of "
+        "1 to 3 factors broadcast into the first's shape (the first float32 or bfloat16, the "
+        "others float32), in one pass: neither the product nor its square is stored (float32 "
+        "result).");
 }
 
 void bind_softmax_and_selections(py::module_& m) {

@@ -98,6 +98,16 @@ def test_einsum_and_reductions(mesh, xv):
     np.testing.assert_array_equal(i, np.argsort(-xv, 1, kind="stable")[:, :2])
     with pytest.raises(mtf.ValueError, match="not both"):
         mtf.reduce_sum(x, output_shape=[A], reduced_dim=B)
+    # An optimizer's statistics: the sum of squares of x * r * c, in one pass.
+    r = mtf.import_fully_replicated(mesh, np.array([1.0, 2.0, 0.5, 3.0], np.float32), [A], "r")
+    c = mtf.import_fully_replicated(mesh, np.linspace(0.5, 1.5, 6).astype(np.float32), [B], "c")
+    scaled = xv * np.array([1.0, 2.0, 0.5, 3.0], np.float32)[:, None] * np.linspace(0.5, 1.5, 6)
+    got = evaluate([mtf.reduce_sum_of_squares([x], [A]), mtf.reduce_sum_of_squares([x, r, c], [])],
+                   {x: xv})
+    np.testing.assert_allclose(got[0], (xv ** 2).sum(1), rtol=1e-5)
+    np.testing.assert_allclose(got[1], (scaled ** 2).sum(), rtol=1e-5)
+    with pytest.raises(mtf.ShapeError):
+        mtf.reduce_sum_of_squares([x], [C])
 
 
 def test_layout_ops(mesh, xv):
