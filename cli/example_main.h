@@ -10,13 +10,10 @@
 #include <exception>
 #include <functional>
 
+#include "cli/exit_status.h"
 #include "mtf/errors.h"
 
 namespace mtf::cli {
-
-// The exit status of a rank that failed because another rank did (must
-// match tools/mtf_launch.cc).
-constexpr int kExitPeerFailed = 3;
 
 inline int run_example(const char* name, const std::function<int()>& body) {
   try {

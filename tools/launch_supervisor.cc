@@ -11,14 +11,14 @@
 #include <cstdio>
 #include <cstring>
 
+#include "cli/exit_status.h"
+
 namespace {
 
 using Clock = std::chrono::steady_clock;
 
 constexpr size_t kTailLines = 40;
-// A rank's exit status when it failed because another rank did
-// (cli/example_main.h's kExitPeerFailed).
-constexpr int kExitPeerFailed = 3;
+using mtf::cli::kExitPeerFailed;
 
 // Prints (or, when `shown` is false, keeps the tail of) the complete lines
 // of `buf`; at end of stream also the unterminated rest.
