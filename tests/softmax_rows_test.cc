@@ -173,14 +173,14 @@ TEST(SoftmaxRowsTest, RunsInPlaceOfTheCompositionOnlyWhereTheDimensionIsWhole) {
       gradients({reduce_sum(cast(y * w, float32), Shape(std::vector<Dimension>{}))}, {x})[0];
 
   Program whole = lower(g, {y, over_h, dx}, {}, MeshShape("c:2"), LayoutRules("b:c"));
-  EXPECT_EQ(fuse_softmax_rows(whole), 2);
+  EXPECT_EQ(fuse_row_kernels(whole), 2);
   EXPECT_EQ(count_type(whole, "softmax"), 1);
   EXPECT_EQ(count_type(whole, "softmax_grad"), 1);
   EXPECT_EQ(count_type(whole, "reduce_max"), 1);  // over_h's
   EXPECT_EQ(count_type(whole, "reduce_sum"), 1);  // over_h's
 
   Program split = lower(g, {y, dx}, {}, MeshShape("c:2"), LayoutRules("m:c"));
-  EXPECT_EQ(fuse_softmax_rows(split), 0);
+  EXPECT_EQ(fuse_row_kernels(split), 0);
   EXPECT_EQ(count_type(split, "softmax"), 0);
   EXPECT_EQ(count_type(split, "softmax_grad"), 0);
   EXPECT_GE(count_type(split, "allreduce"), 3);  // the row maxima and the two sums

@@ -119,6 +119,17 @@ void softmax_rows_bfloat16(const HostTensor& x, HostTensor& y, bool fixed_order)
 // that composition's bits; dy, y and dx of one shape.
 void softmax_gradient_rows_bfloat16(const HostTensor& dy, const HostTensor& y, HostTensor& dx,
                                     bool fixed_order);
+// Rows over the innermost dimension of bfloat16 x normalized: z = (x -
+// mean) * r, r = rsqrt(variance + epsilon) per row (r has x's shape less
+// that dimension), in one pass with the bits of the composition in
+// ops/normalize_rows.cc (moments in float32 in reduce()'s order, fixed_order
+// as reduce() takes it; each elementwise step rounded to bfloat16).
+void layer_norm_rows_bfloat16(const HostTensor& x, HostTensor& z, HostTensor& r, float epsilon,
+                              bool fixed_order);
+// dx = the gradient of that normalization for dz, given z and r: r * (dz -
+// mean(dz) - z * mean(dz * z)), with the bits of its composition.
+void layer_norm_gradient_rows_bfloat16(const HostTensor& dz, const HostTensor& z,
+                                       const HostTensor& r, HostTensor& dx, bool fixed_order);
 // "reduce_sum", "reduce_max", "reduce_min".
 const char* reduce_name(ReduceFn fn);
 // acc = fn(acc, x) elementwise; x and acc have one shape.

@@ -81,17 +81,6 @@ void gradient_rows(const uint16_t* dy, const uint16_t* y, uint16_t* dx, int64_t 
   }
 }
 
-// run(r0, r1) over the `count` rows of `x`, split over the kernel's threads
-// (each row whole on one thread: the bits do not depend on the threads).
-template <typename Run>
-void over_rows(const HostTensor& x, int64_t count, Run run) {
-  const int threads =
-      static_cast<int>(std::min<int64_t>(count, threads_for(x.num_elements(), kernel_threads())));
-  if (threads <= 1) return run(0, count);
-  run_on_threads({count}, 0, threads,
-                 [&](const std::vector<int64_t>& part, int64_t r0) { run(r0, r0 + part[0]); });
-}
-
 }  // namespace
 
 void softmax_rows_bfloat16(const HostTensor& x, HostTensor& y, bool fixed_order) {
@@ -102,7 +91,8 @@ void softmax_rows_bfloat16(const HostTensor& x, HostTensor& y, bool fixed_order)
   const int64_t count = x.num_elements() / n;
   const auto* px = static_cast<const uint16_t*>(x.raw_data());
   auto* py = static_cast<uint16_t*>(y.raw_data());
-  over_rows(x, count, [&](int64_t r0, int64_t r1) { rows(px, py, n, r0, r1, fixed_order); });
+  run_rows_on_threads(x.num_elements(), count, kernel_threads(),
+                      [&](int64_t r0, int64_t r1) { rows(px, py, n, r0, r1, fixed_order); });
 }
 
 void softmax_gradient_rows_bfloat16(const HostTensor& dy, const HostTensor& y, HostTensor& dx,
@@ -114,8 +104,9 @@ void softmax_gradient_rows_bfloat16(const HostTensor& dy, const HostTensor& y, H
   const auto* pdy = static_cast<const uint16_t*>(dy.raw_data());
   const auto* py = static_cast<const uint16_t*>(y.raw_data());
   auto* pdx = static_cast<uint16_t*>(dx.raw_data());
-  over_rows(y, y.num_elements() / n,
-            [&](int64_t r0, int64_t r1) { gradient_rows(pdy, py, pdx, n, r0, r1, fixed_order); });
+  run_rows_on_threads(
+      y.num_elements(), y.num_elements() / n, kernel_threads(),
+      [&](int64_t r0, int64_t r1) { gradient_rows(pdy, py, pdx, n, r0, r1, fixed_order); });
 }
 
 }  // namespace mtf::kernels

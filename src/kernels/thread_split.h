@@ -46,4 +46,15 @@ void run_on_threads(const std::vector<int64_t>& sizes, int axis, int threads, Ru
   }
 }
 
+// run(r0, r1) over `count` rows of a tensor of `elements` values, split over
+// up to `most` threads (each row whole on one thread: row kernels' bits do
+// not depend on the threads).
+template <typename Run>
+void run_rows_on_threads(int64_t elements, int64_t count, int most, Run&& run) {
+  const int threads = static_cast<int>(std::min<int64_t>(count, threads_for(elements, most)));
+  if (threads <= 1) return run(0, count);
+  run_on_threads({count}, 0, threads,
+                 [&](const std::vector<int64_t>& part, int64_t r0) { run(r0, r0 + part[0]); });
+}
+
 }  // namespace mtf::kernels

@@ -14,15 +14,11 @@ Tensor layer_norm(const Tensor& x, const DimRef& ref, const std::string& name, f
   const Tensor bias =
       get_or_create_variable(x.mesh(), name + "/bias", Shape({dim}), Initializer::zeros(), vd);
   if (x.dtype() == bfloat16) {
-    // The moments in float32, the elementwise steps in bfloat16 (each
-    // computed in float32 and rounded): what the backward pass keeps is
-    // bfloat16, as in Mesh TensorFlow.
-    const Tensor mean = reduce_mean(cast(x, float32), dim);
-    const Tensor centered = x - cast(mean, bfloat16);
-    // square in bfloat16, so that its gradient reads `centered`, not a
-    // float32 copy of it.
-    const Tensor variance = reduce_mean(cast(square(centered), float32), dim);
-    return centered * cast(rsqrt(variance + epsilon), bfloat16) * scale + bias;
+    // The moments in float32, the elementwise steps in bfloat16, as in Mesh
+    // TensorFlow; the normalization's gradient written by hand, so the
+    // backward pass keeps only its bfloat16 result and per-row factor (and
+    // one kernel runs each where the layout leaves `dim` whole).
+    return ops::normalize_rows(x, dim, epsilon) * scale + bias;
   }
   const Tensor centered = x - reduce_mean(x, dim);
   const Tensor variance = reduce_mean(square(centered), dim);

@@ -13,7 +13,7 @@ Program compile(const Graph& graph, const std::vector<Tensor>& fetches,
                 const LayoutRules& rules, const CompileOptions& options) {
   Program program = lower(graph, fetches, targets, mesh, rules, options.reproducible);
   if (options.executable) {
-    if (options.fuse) fuse_softmax_rows(program);
+    if (options.fuse) fuse_row_kernels(program);
     if (options.fuse && !options.reproducible) fuse_updates(program);
     if (options.fuse) fuse_elementwise(program);
     assign_kernel_threads(program);

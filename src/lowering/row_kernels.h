@@ -1,17 +1,19 @@
-// row_kernels.h — a composition computed along one dimension, run as one
-// kernel where the layout leaves that dimension whole.
+// row_kernels.h — compositions computed along one dimension, run as one
+// kernel each where the layout leaves that dimension whole.
 //
-// softmax over bfloat16 is a composition of ops (max, subtract, exp, sum,
-// reciprocal, multiply), so that any layout lowers it — a split softmax
-// dimension costs an allreduce of the row statistics. Where nothing splits
-// the dimension, its steps are local and run one after another over the same
-// rows; fuse_softmax_rows() then puts one step in their place that runs
-// ops::SoftmaxRows's kernel (the composition's bits in one pass over memory),
-// reading the composition's input and writing its result's slot. It applies
-// when every op of the composition is exactly one compute step (no
-// collective, gather or split serves any of them), none of their
-// intermediate values is read elsewhere or fetched, and the input is written
-// once, before them.
+// bfloat16 softmax and layer norm's normalization, and their gradients, are
+// compositions of ops (max or mean, subtract, exp or square, sum,
+// reciprocal or rsqrt, multiply), so that any layout lowers them — a split
+// dimension costs an allreduce of the row statistics. Each is also recorded
+// as one op nothing reads (ops::RowKernel). Where nothing splits the
+// dimension, a composition's steps are local and run one after another over
+// the same rows; fuse_row_kernels() then puts one step in their place that
+// runs the recorded op's kernel (the composition's bits in one pass over
+// memory), reading the composition's inputs and writing its results' slots.
+// It applies when every op of the composition is exactly one compute step
+// (no collective, gather or split serves any of them), the intermediate
+// values are read by the composition only (the results also after it, never
+// fetched otherwise), and the inputs are written before it.
 #pragma once
 
 #include "lowering/program.h"
@@ -20,6 +22,6 @@ namespace mtf {
 
 // Rewrites `program` in place (and its lifetimes); returns the compositions
 // replaced.
-int fuse_softmax_rows(Program& program);
+int fuse_row_kernels(Program& program);
 
 }  // namespace mtf

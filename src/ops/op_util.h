@@ -43,23 +43,34 @@ uint64_t random_seed_of(const Operation& op);
 // identity) or float32 arithmetic binary op, sets instr's kind and function
 // (operands left to the caller: input order is the op's) and returns true.
 bool as_fused_instr(const Operation& op, kernels::FusedInstr* instr);
-// softmax's bfloat16 composition, or its gradient's, over an innermost
-// dimension as one op (kernels::softmax_rows_bfloat16 and
-// softmax_gradient_rows_bfloat16): `composition` its ops, `result` the last.
-struct SoftmaxRows {
-  const Operation* result = nullptr;
+// A composition along an innermost dimension recorded as one op
+// (ops/row_kernel_ops.cc) for the lowering's rows pass: `composition` its
+// ops, `results` those whose values are read after it (the op's outputs, in
+// order).
+struct RowKernel {
+  std::vector<const Operation*> results;
   std::vector<const Operation*> composition;
 };
-// For the lowering's rows pass: when `op` is such an op (it reads the
-// composition's inputs and nothing reads it), sets info and returns true.
-bool as_softmax_rows(const Operation& op, SoftmaxRows* info);
-// Record y = softmax(xs) over `dim` (the bfloat16 composition, ending in y's
-// op), and dx = its gradient for dy with out = softmax's result, as such ops,
-// when dim is the innermost dimension of every tensor involved (and they are
-// bfloat16); otherwise nothing.
+// When `op` is such an op (it reads the composition's inputs and nothing
+// reads it), sets info and returns true.
+bool as_row_kernel(const Operation& op, RowKernel* info);
+// Record these bfloat16 compositions over `dim` as such ops, when dim is the
+// innermost dimension of every tensor involved that has it (the others hold
+// a value per row) and all are bfloat16; otherwise nothing:
+// y = softmax(xs); dx = its gradient for dy, with out = softmax's result;
+// z, r = the normalization of xs (normalize_rows); dx = its gradient for dz.
 void record_softmax_rows(const Tensor& xs, const Tensor& y, const Dimension& dim);
 void record_softmax_gradient_rows(const Tensor& dy, const Tensor& out, const Tensor& dx,
                                   const Dimension& dim);
+void record_normalize_rows(const Tensor& xs, const Tensor& z, const Tensor& r, const Dimension& dim,
+                           float epsilon);
+void record_normalize_gradient_rows(const Tensor& dz, const Tensor& z, const Tensor& r,
+                                    const Tensor& dx, const Dimension& dim);
+// bfloat16 x's rows over `dim` normalized, layer norm's core: (x - mean) *
+// rsqrt(variance + epsilon), the moments in float32, the result bfloat16;
+// its gradient written by hand (it reads the result and the per-row factor
+// only), and both recorded for the rows pass.
+Tensor normalize_rows(const Tensor& x, const Dimension& dim, float epsilon);
 // When `op` is a float32 reduce_sum/max/min, sets fn and returns true.
 bool as_reduction(const Operation& op, kernels::ReduceFn* fn);
 // When `op` is an assignment var <- var + alpha * value (assign_add /

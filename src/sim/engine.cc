@@ -321,9 +321,8 @@ double host_step_time(const Step& step, double bytes, DType dtype, const Topolog
   double flops = step.flops;
   // One kernel over several ops: a fused chain, or a composition's row
   // kernel (lowering/row_kernels.h), timed as the ops it runs.
-  ops::SoftmaxRows rows;
-  const bool row_kernel =
-      step.kind == Step::Kind::kCompute && ops::as_softmax_rows(*step.op, &rows);
+  ops::RowKernel rows;
+  const bool row_kernel = step.kind == Step::Kind::kCompute && ops::as_row_kernel(*step.op, &rows);
   const std::vector<const Operation*> single{step.op};
   const auto& ops = step.fusion.expr ? step.fusion.ops : row_kernel ? rows.composition : single;
   double plain = 0, weighted = 0;
