@@ -27,9 +27,7 @@ HostTensor random_tensor(const Shape& shape, std::mt19937& rng) {
   return t;
 }
 
-bool same_bits(const HostTensor& a, const HostTensor& b) {
-  return a.shape() == b.shape() && std::memcmp(a.raw_data(), b.raw_data(), a.num_bytes()) == 0;
-}
+using testing::same_bits;
 
 struct ExprBuilder {
   FusedExpr e;

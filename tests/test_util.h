@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <cmath>
+#include <cstring>
 #include <functional>
 #include <map>
 #include <random>
@@ -53,6 +54,12 @@ inline MeshConfig mesh_config(const char* mesh_shape, const char* layout,
 }
 
 using Index = std::map<std::string, int64_t>;
+
+// True when a and b have one shape and dtype and the same bytes.
+inline bool same_bits(const HostTensor& a, const HostTensor& b) {
+  return a.shape() == b.shape() && a.dtype() == b.dtype() &&
+         std::memcmp(a.raw_data(), b.raw_data(), a.num_bytes()) == 0;
+}
 
 inline HostTensor random_tensor(const Shape& shape, uint64_t seed, float lo = -1.f,
                                 float hi = 1.f) {
