@@ -32,6 +32,35 @@ int count_type(const Program& p, const std::string& type) {
   return n;
 }
 
+// Runs `fetches` on one core in fast mode, then in reproducible mode on one
+// core and on two with `dim` split and with "b" split, each fused (the row
+// kernels) and not: within each mode every run has the first's bits.
+// Returns the fast and the reproducible results.
+std::pair<std::vector<HostTensor>, std::vector<HostTensor>> same_bits_with_kernels_or_without(
+    Graph& g, const std::vector<Tensor>& fetches, const Feeds& feeds, const std::string& dim) {
+  const std::string cases[][2] = {{"", ""}, {"c:2", dim + ":c"}, {"c:2", "b:c"}};
+  std::vector<HostTensor> fast, fixed;
+  for (bool reproducible : {false, true}) {
+    std::vector<HostTensor>& one = reproducible ? fixed : fast;  // the first run's
+    for (const auto& c : cases) {
+      if (!reproducible && !c[0].empty()) continue;  // fast mode: layouts agree to rounding only
+      for (bool fuse : {true, false}) {
+        SCOPED_TRACE(c[1] + (fuse ? " fused" : "") + (reproducible ? " reproducible" : ""));
+        MeshConfig mc;
+        mc.mesh_shape = MeshShape(c[0]);
+        mc.layout = LayoutRules(c[1]);
+        mc.reproducible = reproducible;
+        mc.fuse = fuse;
+        Session s(g, mc);
+        const std::vector<HostTensor> got = s.run(fetches, feeds);
+        if (one.empty()) one = got;
+        for (size_t i = 0; i < got.size(); ++i) EXPECT_TRUE(same_bits(got[i], one[i])) << i;
+      }
+    }
+  }
+  return {fast, fixed};
+}
+
 // Rows of logits in [-8, 8]; one masked like a causal bias (-1e9 in its
 // second half), one constant, one holding a NaN, and one whose first value
 // dominates the rest by ln(2^24), so that its float32 sum rounds, and
@@ -199,32 +228,7 @@ TEST(SoftmaxRowsTest, SessionsGiveTheSameBitsWithTheKernelOrWithout) {
   const Tensor loss = reduce_sum(cast(y, float32) * w, Shape(std::vector<Dimension>{}));
   const Tensor dx = gradients({loss}, {x})[0];
   const HostTensor in = order_sensitive_rows(x.shape());
-  const struct {
-    const char* mesh;
-    const char* layout;
-  } cases[] = {{"", ""}, {"c:2", "m:c"}, {"c:2", "b:c"}};
-  std::vector<HostTensor> fast, fixed;
-  for (bool reproducible : {false, true}) {
-    std::vector<HostTensor> one;  // the first run's
-    for (const auto& c : cases) {
-      if (!reproducible && *c.mesh) continue;  // fast mode: layouts agree to rounding only
-      for (bool fuse : {true, false}) {
-        SCOPED_TRACE(std::string(c.layout) + (fuse ? " fused" : "") +
-                     (reproducible ? " reproducible" : ""));
-        MeshConfig mc;
-        mc.mesh_shape = MeshShape(c.mesh);
-        mc.layout = LayoutRules(c.layout);
-        mc.reproducible = reproducible;
-        mc.fuse = fuse;
-        Session s(g, mc);
-        const std::vector<HostTensor> got = s.run({y, dx}, {{x, in}});
-        if (one.empty()) one = got;
-        EXPECT_TRUE(same_bits(got[0], one[0]));
-        EXPECT_TRUE(same_bits(got[1], one[1]));
-      }
-    }
-    (reproducible ? fixed : fast) = one;
-  }
+  const auto [fast, fixed] = same_bits_with_kernels_or_without(g, {y, dx}, {{x, in}}, "m");
   EXPECT_FALSE(same_bits(fast[0], fixed[0]));
 }
 
@@ -287,32 +291,8 @@ TEST(LayerNormRowsTest, SessionsGiveTheSameBitsWithTheKernelsOrWithout) {
   const HostTensor weights = wide_rows(shape, 43).as_dtype(float32);
   LayerNormGraph lg(shape, &weights);
   const HostTensor in = wide_rows(shape, 41);
-  const struct {
-    const char* mesh;
-    const char* layout;
-  } cases[] = {{"", ""}, {"c:2", "d:c"}, {"c:2", "b:c"}};
-  std::vector<HostTensor> fast, fixed;
-  for (bool reproducible : {false, true}) {
-    std::vector<HostTensor> one;  // the first run's
-    for (const auto& c : cases) {
-      if (!reproducible && *c.mesh) continue;  // fast mode: layouts agree to rounding only
-      for (bool fuse : {true, false}) {
-        SCOPED_TRACE(std::string(c.layout) + (fuse ? " fused" : "") +
-                     (reproducible ? " reproducible" : ""));
-        MeshConfig mc;
-        mc.mesh_shape = MeshShape(c.mesh);
-        mc.layout = LayoutRules(c.layout);
-        mc.reproducible = reproducible;
-        mc.fuse = fuse;
-        Session s(lg.g, mc);
-        const std::vector<HostTensor> got = s.run({lg.y, lg.dx}, {{lg.x, in}});
-        if (one.empty()) one = got;
-        EXPECT_TRUE(same_bits(got[0], one[0]));
-        EXPECT_TRUE(same_bits(got[1], one[1]));
-      }
-    }
-    (reproducible ? fixed : fast) = one;
-  }
+  const auto [fast, fixed] =
+      same_bits_with_kernels_or_without(lg.g, {lg.y, lg.dx}, {{lg.x, in}}, "d");
   EXPECT_FALSE(same_bits(fast[0], fixed[0]));
   EXPECT_FALSE(same_bits(fast[1], fixed[1]));
 }

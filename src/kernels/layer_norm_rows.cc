@@ -19,14 +19,12 @@
 #include "kernels/arithmetic.h"
 #include "kernels/blas_threads.h"
 #include "kernels/kernels.h"
+#include "kernels/row_blocks.h"
 #include "kernels/thread_split.h"
 #include "mtf/bfloat16.h"
 
 namespace mtf::kernels {
 namespace {
-
-// Rows evaluated together: their float32 values stay in L1.
-constexpr int64_t kBlockFloats = 2048;
 
 // The mean of a row of float32 values as reduce_mean computes it.
 inline float row_mean(const float* row, int64_t n, float inv_n, bool fixed_order) {
@@ -36,7 +34,7 @@ inline float row_mean(const float* row, int64_t n, float inv_n, bool fixed_order
 void forward_rows(const uint16_t* x, uint16_t* z, uint16_t* r, int64_t n, float eps, int64_t r0,
                   int64_t r1, bool fixed_order) {
   const float inv_n = static_cast<float>(1.0 / static_cast<double>(n));
-  const int64_t per_block = std::max<int64_t>(1, kBlockFloats / n);
+  const int64_t per_block = rows_per_block(n);
   std::vector<float> buffers(static_cast<size_t>(2 * per_block * n));
   float* const c = buffers.data();      // x, then x - mean
   float* const sq = c + per_block * n;  // (x - mean)^2, then z
@@ -66,17 +64,14 @@ void forward_rows(const uint16_t* x, uint16_t* z, uint16_t* r, int64_t n, float 
 void gradient_rows(const uint16_t* dz, const uint16_t* z, const uint16_t* r, uint16_t* dx,
                    int64_t n, int64_t r0, int64_t r1, bool fixed_order) {
   const float inv_n = static_cast<float>(1.0 / static_cast<double>(n));
-  const int64_t per_block = std::max<int64_t>(1, kBlockFloats / n);
+  const int64_t per_block = rows_per_block(n);
   std::vector<float> buffers(static_cast<size_t>(3 * per_block * n));
   float* const a = buffers.data();     // dz
   float* const b = a + per_block * n;  // z
   float* const t = b + per_block * n;  // dz * z, then z * m2
   for (int64_t b0 = r0; b0 < r1; b0 += per_block) {
     const int64_t k = std::min(per_block, r1 - b0), m = k * n;
-    bfloat16_to_floats(dz + b0 * n, a, m);
-    bfloat16_to_floats(z + b0 * n, b, m);
-    for (int64_t i = 0; i < m; ++i) t[i] = a[i] * b[i];
-    round_floats_to_bfloat16(t, m);
+    widen_pair_and_product(dz + b0 * n, z + b0 * n, a, b, t, m);
     for (int64_t row = 0; row < k; ++row) {
       float* ar = a + row * n;
       float* tr = t + row * n;

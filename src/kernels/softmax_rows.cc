@@ -17,6 +17,7 @@
 #include "kernels/arithmetic.h"
 #include "kernels/blas_threads.h"
 #include "kernels/kernels.h"
+#include "kernels/row_blocks.h"
 #include "kernels/thread_split.h"
 #include "kernels/vector_math.h"
 #include "mtf/bfloat16.h"
@@ -24,14 +25,11 @@
 namespace mtf::kernels {
 namespace {
 
-// Rows evaluated together: their float32 values stay in L1.
-constexpr int64_t kBlockFloats = 2048;
-
 // Rows [r0, r1) of n values each, a block of rows at a time: the maxima;
 // x - m rounded; exp (exp_array: exp_lane's bits) rounded; the sums; the
 // scaled values rounded and stored.
 void rows(const uint16_t* x, uint16_t* y, int64_t n, int64_t r0, int64_t r1, bool fixed_order) {
-  const int64_t per_block = std::max<int64_t>(1, kBlockFloats / n);
+  const int64_t per_block = rows_per_block(n);
   std::vector<float> v(static_cast<size_t>(per_block * n));
   float* const f = v.data();
   for (int64_t b0 = r0; b0 < r1; b0 += per_block) {
@@ -59,17 +57,14 @@ void rows(const uint16_t* x, uint16_t* y, int64_t n, int64_t r0, int64_t r1, boo
 // The gradient's rows [r0, r1), a block of rows at a time.
 void gradient_rows(const uint16_t* dy, const uint16_t* y, uint16_t* dx, int64_t n, int64_t r0,
                    int64_t r1, bool fixed_order) {
-  const int64_t per_block = std::max<int64_t>(1, kBlockFloats / n);
+  const int64_t per_block = rows_per_block(n);
   std::vector<float> buffers(static_cast<size_t>(3 * per_block * n));
   float* const a = buffers.data();     // dy
   float* const b = a + per_block * n;  // y
   float* const t = b + per_block * n;  // dy * y, then y * u
   for (int64_t b0 = r0; b0 < r1; b0 += per_block) {
     const int64_t k = std::min(per_block, r1 - b0), m = k * n;
-    bfloat16_to_floats(dy + b0 * n, a, m);
-    bfloat16_to_floats(y + b0 * n, b, m);
-    for (int64_t i = 0; i < m; ++i) t[i] = a[i] * b[i];
-    round_floats_to_bfloat16(t, m);
+    widen_pair_and_product(dy + b0 * n, y + b0 * n, a, b, t, m);
     for (int64_t r = 0; r < k; ++r) {
       const float s = rounded_to_bfloat16(reduce_row(ReduceFn::kSum, t + r * n, n, fixed_order));
       float* row = a + r * n;
