@@ -5,11 +5,13 @@
 // bfloat16 rounded once (to nearest even) from that sum. Two engines:
 // - fast mode on a CPU with AVX512-BF16 (VDPBF16PS): oneDNN's matmul, whose
 //   summation order depends on the shapes and threads;
-// - reproducible mode (fixed_order), CPUs without the instructions and builds
-//   without oneDNN: the fixed-order float32 kernel (gemm_fixed_order.h),
-//   reading bfloat16 as it packs. Products of two bfloat16 values are exact
-//   in float32, so its bits are those of the float32 kernel on widened
-//   copies, on every machine, at any thread count.
+// - fast mode on CPUs without the instructions, builds without oneDNN and
+//   strides oneDNN does not take: OpenBLAS's sgemm (float32 mode's kernel)
+//   on operands widened to float32 (exact);
+// - reproducible mode (fixed_order): the fixed-order float32 kernel
+//   (gemm_fixed_order.h), reading bfloat16 as it packs. Products of two
+//   bfloat16 values are exact in float32, so its bits are those of the
+//   float32 kernel on widened copies, on every machine, at any thread count.
 //
 // Threads: as many as OpenBLAS would use for a GEMM now
 // (openblas_get_num_threads, which BlasThreadsShare divides between ranks
@@ -55,9 +57,9 @@ int bfloat16_kernel_threads();
 // The one-line reason bfloat16_gemm_native() gave (for benchmark headers).
 const char* bfloat16_gemm_description();
 
-// Runs `g` on bfloat16 A and B into C, on oneDNN where
-// bfloat16_gemm_native() and not g.fixed_order (and oneDNN takes the
-// strides), else on the fixed-order kernel.
+// Runs `g` on bfloat16 A and B into C: on the fixed-order kernel when
+// g.fixed_order, else on oneDNN where bfloat16_gemm_native() (and oneDNN
+// takes the strides), else on sgemm over widened copies.
 void gemm_bfloat16(const Bfloat16Gemm& g, const void* a, const void* b, void* c);
 
 }  // namespace mtf::kernels
