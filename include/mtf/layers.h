@@ -179,12 +179,18 @@ Tensor embedding(const Tensor& ids, const Dimension& vocab_dim, const Dimension&
                  const VariableDType& dtype = VariableDType(),
                  const std::optional<Dimension>& ensemble_dim = std::nullopt);
 // The table embedding() reads, "<name>/weights" [vocab_dim, output_dim]
-// (with ensemble_dim first when given: one table per ensemble member, ids
-// then carry that dimension too); initializer default normal(0, 1), as Mesh
-// TensorFlow's embedding_weights.
+// (with ensemble_dims first when given: one table per ensemble member, ids
+// then carry that dimension too; Mesh TensorFlow also passes several, e.g.
+// one table per mixture component); initializer default normal(0, 1), as
+// Mesh TensorFlow's embedding_weights.
 Tensor embedding_weights(const Mesh& mesh, const Dimension& vocab_dim, const Dimension& output_dim,
                          const VariableDType& dtype, const std::string& name = "embedding",
-                         const std::optional<Dimension>& ensemble_dim = std::nullopt,
+                         const std::vector<Dimension>& ensemble_dims = {},
+                         const std::optional<Initializer>& initializer = std::nullopt);
+// The same with one ensemble dimension.
+Tensor embedding_weights(const Mesh& mesh, const Dimension& vocab_dim, const Dimension& output_dim,
+                         const VariableDType& dtype, const std::string& name,
+                         const Dimension& ensemble_dim,
                          const std::optional<Initializer>& initializer = std::nullopt);
 
 // Dropout that is the identity when keep_prob is 1.

@@ -268,6 +268,35 @@ struct CoreMapping {
                                     std::vector<int> physical);
 };
 
+// Mesh TensorFlow's HierarchicalTiling: a logical mesh given as tiles of a
+// physical mesh shape (say [8, 8, 2]: 8x8 chips, 2 cores each). The spec
+// lists the logical axes outermost first, each with its tile shape (one
+// entry per physical axis), or with no tile — at most one axis — for what
+// the others leave. The axes' tiles nest: the last axis's processors fill a
+// block of its tile's shape, the axis before arranges such blocks in its own
+// tile's shape, and so on; the tiles' elementwise product must be the
+// physical shape. Within a tile, processors follow a snake (boustrophedon)
+// path, so that consecutive coordinates of an axis are physical neighbours.
+// logical_to_physical[pnum] is the row-major index in physical_shape of
+// logical processor pnum (the simulator's physical_order when physical_shape
+// is its chips' grid then cores per chip). Errors name the axis and shapes.
+struct HierarchicalTiling {
+  struct Axis {
+    std::string name;
+    std::vector<int> tile;  // empty: the rest of the physical shape
+  };
+  HierarchicalTiling(std::vector<Axis> spec, std::vector<int> physical_shape);
+  // The logical mesh of a spec on `num_processors`, as Mesh TensorFlow's
+  // spec_to_mesh_shape: a tile's axis has the tile's product, the one
+  // without a tile what the others leave.
+  static MeshShape spec_to_mesh_shape(const std::vector<Axis>& spec, int64_t num_processors);
+
+  std::vector<Axis> spec;  // every tile filled in
+  std::vector<int> physical_shape;
+  MeshShape mesh_shape;
+  std::vector<int> logical_to_physical;
+};
+
 enum class SimMode { kFunctional, kCostOnly };
 
 struct SimOptions {

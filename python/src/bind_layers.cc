@@ -246,14 +246,16 @@ void bind_embedding_and_dropout(py::module_& l) {
       "embedding_weights",
       [](const Mesh& mesh, const Dimension& vocab_dim, const Dimension& output_dim,
          std::optional<VariableDType> dtype, const std::string& name,
-         const std::optional<Dimension>& ensemble_dim, const std::optional<Initializer>& init) {
+         const py::object& ensemble_dim, const std::optional<Initializer>& init) {
         return layers::embedding_weights(mesh, vocab_dim, output_dim,
-                                         dtype.value_or(VariableDType()), name, ensemble_dim, init);
+                                         dtype.value_or(VariableDType()), name,
+                                         dims_of(ensemble_dim), init);
       },
       py::arg("mesh"), py::arg("vocab_dim"), py::arg("output_dim"),
       py::arg("variable_dtype") = py::none(), py::arg("name") = "embedding",
       py::arg("ensemble_dim") = py::none(), py::arg("initializer") = py::none(),
-      "The table embedding() reads: [ensemble_dim,] vocab_dim, output_dim.");
+      "The table embedding() reads: [ensemble_dim(s),] vocab_dim, output_dim (ensemble_dim: "
+      "None, a Dimension or a list of them, as in Mesh TensorFlow).");
   l.def(
       "dropout",
       [](const Tensor& x, const py::object& is_training_or_keep_prob,

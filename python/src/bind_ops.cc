@@ -169,8 +169,18 @@ void bind_binary_and_einsum(py::module_& m) {
         "True where both are true (bool; a number is true where nonzero).");
   m.def("logical_or", &logical_or, py::arg("x1"), py::arg("x2"),
         "True where either is true (bool; a number is true where nonzero).");
-  m.def("where", &where, py::arg("condition"), py::arg("x"), py::arg("y"),
-        "condition ? x : y, broadcast by name; condition is bool (or a number: nonzero).");
+  m.def(
+      "where",
+      [](const Tensor& condition, const py::object& x, const py::object& y) {
+        if (!py::isinstance<PyTensor>(x) && !py::isinstance<PyTensor>(y))
+          throw ValueError("where: at least one of x and y must be an mtf.Tensor");
+        const Tensor& t =
+            py::isinstance<PyTensor>(x) ? x.cast<PyTensor>().tensor : y.cast<PyTensor>().tensor;
+        return where(condition, scalar_or_tensor(t, x), scalar_or_tensor(t, y));
+      },
+      py::arg("condition"), py::arg("x"), py::arg("y"),
+      "condition ? x : y, broadcast by name; condition is bool (or a number: nonzero); x or y "
+      "may be a Python number (a scalar of the other's dtype).");
   m.def("add_n", &add_n, py::arg("xs"));
   m.def("broadcast", static_cast<Tensor (*)(const Tensor&, const Shape&)>(&broadcast), py::arg("x"),
         py::arg("new_shape"));

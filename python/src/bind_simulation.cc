@@ -139,10 +139,51 @@ void bind_topology(py::module_& m) {
       .def("__repr__", &Topology::to_string);
 }
 
+// Mesh TensorFlow's spec: [(name, tile shape or None), ...].
+std::vector<HierarchicalTiling::Axis> tiling_spec(const py::object& spec) {
+  std::vector<HierarchicalTiling::Axis> axes;
+  for (py::handle item : spec) {
+    const auto pair = item.cast<py::tuple>();
+    if (pair.size() != 2) {
+      throw ValueError("HierarchicalTiling: each spec entry is (name, tile shape or None), not " +
+                       py::repr(item).cast<std::string>());
+    }
+    HierarchicalTiling::Axis a{pair[0].cast<std::string>(), {}};
+    if (!pair[1].is_none()) a.tile = pair[1].cast<std::vector<int>>();
+    axes.push_back(std::move(a));
+  }
+  return axes;
+}
+
+void bind_hierarchical_tiling(py::module_& m) {
+  py::class_<HierarchicalTiling>(
+      m, "HierarchicalTiling",
+      "Mesh TensorFlow's HierarchicalTiling: a logical mesh given as nested tiles of a physical "
+      "shape. spec lists (axis name, tile shape) outermost first; one axis may have None (what "
+      "the others leave). logical_to_physical[pnum] is the row-major index in physical_shape "
+      "of logical processor pnum (a simulate() physical_order when physical_shape is the "
+      "chips' grid then the cores per chip).")
+      .def(py::init([](const py::object& spec, const std::vector<int>& physical_shape) {
+             return HierarchicalTiling(tiling_spec(spec), physical_shape);
+           }),
+           py::arg("spec"), py::arg("physical_shape"))
+      .def_property_readonly("mesh_shape",
+                             [](const HierarchicalTiling& t) { return t.mesh_shape.dims(); })
+      .def_readonly("logical_to_physical", &HierarchicalTiling::logical_to_physical)
+      .def_readonly("physical_shape", &HierarchicalTiling::physical_shape)
+      .def_static(
+          "spec_to_mesh_shape",
+          [](const py::object& spec, int64_t num_processors) {
+            return HierarchicalTiling::spec_to_mesh_shape(tiling_spec(spec), num_processors).dims();
+          },
+          py::arg("spec"), py::arg("num_processors"));
+}
+
 }  // namespace
 
 void bind_simulation(py::module_& m) {
   bind_topology(m);
+  bind_hierarchical_tiling(m);
   m.def(
       "simulate",
       [](const std::shared_ptr<Graph>& graph, const std::vector<Tensor>& fetches,

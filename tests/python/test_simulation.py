@@ -154,3 +154,40 @@ def test_a_step_of_microbatches_is_simulated_and_searched_as_its_runs():
     assert searched["ranked"][0]["step_time"] > 4 * one["ranked"][0]["step_time"]
     with pytest.raises(mtf.ValueError, match="microbatches"):
         mtf.simulate(g, [loss], acc.accumulate_ops, microbatches=0, **kw)
+
+
+def test_hierarchical_tiling_nests_its_tiles_and_feeds_the_simulator():
+    T = mtf.simd_mesh_impl.HierarchicalTiling
+    t = T([("dp", None), ("mp", [1, 1, 2])], [4, 4, 2])
+    assert t.mesh_shape == mtf.Shape([mtf.Dimension("dp", 16), mtf.Dimension("mp", 2)])
+
+    def coords(index, shape=(4, 4, 2)):
+        return np.unravel_index(index, shape)
+
+    # mp's two processors are one chip's two cores.
+    for dp in range(16):
+        a, b = (coords(t.logical_to_physical[dp * 2 + k]) for k in (0, 1))
+        assert a[:2] == b[:2] and {a[2], b[2]} == {0, 1}
+    # Along a tiled axis, consecutive coordinates are physical neighbours (a snake).
+    t = T([("rest", None), ("ring", [2, 4, 1])], [4, 4, 2])
+    for outer in range(4):
+        path = [np.array(coords(t.logical_to_physical[outer * 8 + k])) for k in range(8)]
+        assert all(np.abs(p - q).sum() == 1 for p, q in zip(path, path[1:]))
+    # Its order is a simulate() physical_order: chips 4x4, 2 cores each.
+    g, x, loss, ops = model(batch=32, d_model=64, d_ff=128)
+    t = T([("b", None), ("m", [1, 1, 2])], [4, 4, 2])
+    r = mtf.simulate(g, [loss], ops, mesh_shape="b:16;m:2", layout="batch:b;d_ff:m",
+                     topology="tpu-v2-32", physical_order=t.logical_to_physical)
+    assert r["cores"] == 32 and r["step_time"] > 0
+
+
+@pytest.mark.parametrize("spec,shape,message", [
+    ([("a", None), ("b", None)], [4, 2], "both have no tile"),
+    ([("a", [2, 2]), ("b", [1, 2])], [4, 2], "cover"),
+    ([("a", [3, 1])], [4, 2], "hold 3 processors"),
+    ([("a", [2, 2, 1])], [4, 2], "one positive size per physical axis"),
+    ([("a", None), ("a", [1, 2])], [4, 2], "named twice"),
+])
+def test_hierarchical_tiling_errors_name_what_to_fix(spec, shape, message):
+    with pytest.raises(ValueError, match=message):
+        mtf.simd_mesh_impl.HierarchicalTiling(spec, shape)

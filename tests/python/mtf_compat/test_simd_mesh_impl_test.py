@@ -1,11 +1,9 @@
-"""Mesh TensorFlow's simd_mesh_impl_test.py (tensorflow/mesh), the cases of
-its testLogicalToPhysical ported: a logical mesh laid onto a TPU's physical
-cores is a permutation of them. Mesh TensorFlow's
+"""Mesh TensorFlow's simd_mesh_impl_test.py (tensorflow/mesh), ported:
+testHierarchicalTiling on mtf.simd_mesh_impl.HierarchicalTiling, and the
+cases of testLogicalToPhysical, where Mesh TensorFlow's
 auto_logical_to_physical_tpu(logical_shape, physical_shape) becomes the
 simulator's Topology.core_mapping on a torus of that physical shape (the
-last physical dimension, 2 in [8, 8, 2], is the cores of a chip). Its
-testHierarchicalTiling is not ported: mtf has no HierarchicalTiling spec
-(a user gives an explicit order, simulate(..., physical_order=...))."""
+last physical dimension, 2 in [8, 8, 2], is the cores of a chip)."""
 import math
 
 import pytest
@@ -38,3 +36,23 @@ def test_logical_to_physical(physical_shape, logical_shape):
     # (logical, physical): the first is the logical mesh.
     logical_to_physical = auto_logical_to_physical_tpu(physical_shape, logical_shape)
     assert sorted(logical_to_physical) == list(range(math.prod(physical_shape)))
+
+
+@pytest.mark.parametrize("physical_shape,spec", [
+    ([8, 8, 2], [("dp", None)]),
+    ([8, 8, 2], [("dp", None), ("mp", [1, 1, 2])]),
+    ([8, 8, 2], [("dp", [8, 8, 1]), ("mp", [1, 1, 2])]),
+    ([8, 8, 2], [("dp", None), ("mp", [2, 8, 1])]),
+    ([8, 8, 2], [("dp", None), ("mp1", [1, 8, 1]), ("mp2", [8, 1, 2])]),
+    ([8, 8, 2], [("dp", None), ("mp1", [2, 2, 1]), ("mp2", [2, 2, 1])]),
+    ([9, 15, 7], [("d1", [3, 5, 1]), ("d2", [3, 3, 7])]),
+])
+def test_hierarchical_tiling(physical_shape, spec):
+    hierarchical_tiling = mtf.simd_mesh_impl.HierarchicalTiling(spec, physical_shape)
+    mesh_shape = hierarchical_tiling.mesh_shape
+    logical_to_physical = hierarchical_tiling.logical_to_physical
+    num_cores = physical_shape[0] * physical_shape[1] * physical_shape[2]
+    expected_mesh_shape = mtf.simd_mesh_impl.HierarchicalTiling.spec_to_mesh_shape(
+        spec, num_cores)
+    assert mesh_shape == expected_mesh_shape
+    assert sorted(logical_to_physical) == list(range(num_cores))
