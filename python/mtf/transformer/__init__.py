@@ -1,18 +1,22 @@
 """mtf.transformer: the pieces of Mesh TensorFlow's transformer package that
-model code builds on: the vocabulary embedding interface (VocabEmbedding
-and the variants in mtf.transformer.vocab_embeddings and
-mtf.transformer.adaptive_softmax).
+model code builds on, with its names and arguments:
 
-A vocabulary embedding turns int32 token ids into model states
-(ids_to_embedding) and final states into logits over the vocabulary
-(hidden_to_logits). Every variant here is built from mtf's own ops, so it
-lowers on every layout, differentiates and runs in bfloat16 like any graph.
+- VocabEmbedding, and the variants in vocab_embeddings (factorized,
+  adaptive, mixture of softmaxes, Mixtape) and adaptive_softmax (with its
+  loss function): int32 ids to model states (ids_to_embedding) and final
+  states to logits (hidden_to_logits);
+- memory_layers.ProductKeyValueMemory and transformer_layers.Conv1DLayer,
+  layers called as layer.call(context, x).
+
+Each is built from mtf's own ops, so it lowers on every layout,
+differentiates and runs in bfloat16 like any graph.
 """
 
 from .. import _mtf as _ops
 from .._mtf import layers as _layers
 
-__all__ = ["VocabEmbedding", "vocab_embeddings", "adaptive_softmax"]
+__all__ = ["VocabEmbedding", "vocab_embeddings", "adaptive_softmax", "memory_layers",
+           "transformer_layers"]
 
 
 class VocabEmbedding(object):
@@ -42,4 +46,5 @@ class VocabEmbedding(object):
         return _ops.einsum([hidden, self._weights], reduced_dims=[self._output_dim])
 
 
-from . import vocab_embeddings, adaptive_softmax  # noqa: E402  (they build on VocabEmbedding)
+from . import vocab_embeddings  # noqa: E402  (it builds on VocabEmbedding)
+from . import adaptive_softmax, memory_layers, transformer_layers  # noqa: E402,F401

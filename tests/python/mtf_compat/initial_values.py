@@ -20,7 +20,7 @@ def run(fetch, feeds, initial_values):
     keyed by shape, as the original's initialize_by_shape, or a function of
     the shape. A variable whose shape the dict lacks must be one the
     original zero-initializes."""
-    graph = next(iter(feeds)).graph
+    graph = (fetch[0] if isinstance(fetch, (list, tuple)) else fetch).graph
     session = mtf.Session(graph, mesh_impl="placement")
     for name in session.variable_names:
         shape = tuple(session.variable_value(name).shape)

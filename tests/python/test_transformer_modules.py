@@ -1,11 +1,12 @@
-"""mtf.transformer.vocab_embeddings beyond the ported cases: every variant
-gives the one-processor values on layouts that split the vocabulary or the
-model dimension, in training (gradients reach every variable) as well."""
+"""mtf.transformer's modules beyond the ported cases: every vocabulary
+embedding, the adaptive softmax and the product-key memory give the
+one-processor values on layouts that split the vocabulary, the model
+dimension or the batch, in training (gradients reach every variable) too."""
 import numpy as np
 import pytest
 
 import mtf
-from mtf.transformer import VocabEmbedding, adaptive_softmax, vocab_embeddings
+from mtf.transformer import VocabEmbedding, adaptive_softmax, memory_layers, vocab_embeddings
 
 VOCAB, MODEL, LENGTH, BATCH = 12, 8, 6, 4
 
@@ -114,3 +115,29 @@ def test_adaptive_softmax_layouts_give_the_one_processor_values(layout):
     for w, g in zip(want, got):
         np.testing.assert_allclose(g, w, rtol=2e-5, atol=2e-6)
     assert all(np.abs(g).sum() > 0 for g in want[2:])
+
+
+class _MemoryContext(object):
+    def __init__(self, mesh):
+        self.mesh, self.variable_dtype = mesh, mtf.VariableDType()
+
+
+@pytest.mark.parametrize("layout", ["batch:p", "model:p", "n_heads:p", "n_values:p"])
+def test_product_key_memory_layouts_give_the_one_processor_values(layout):
+    graph = mtf.Graph()
+    mesh = mtf.Mesh(graph, "mesh")
+    batch, length = mtf.Dimension("batch", BATCH), mtf.Dimension("length", LENGTH)
+    model = mtf.Dimension("model", MODEL)
+    x = mtf.placeholder(mesh, mtf.Shape([batch, length, model]))
+    memory = memory_layers.ProductKeyValueMemory(key_size=4, n_keys=4, n_heads=2, knn=3)
+    y = memory.call(_MemoryContext(mesh), x)
+    loss = mtf.reduce_mean(mtf.square(y))
+    grads = mtf.gradients([loss], list(graph.trainable_variables))
+    feeds = {x: np.random.default_rng(5).standard_normal((BATCH, LENGTH, MODEL))
+             .astype(np.float32)}
+    want = mtf.Session(graph).run([y] + grads, feeds)
+    got = mtf.Session(graph, mesh_shape="p:2", layout=layout).run([y] + grads, feeds)
+    assert want[0].shape == (BATCH, LENGTH, MODEL)
+    for w, g in zip(want, got):
+        np.testing.assert_allclose(g, w, rtol=2e-5, atol=2e-6)
+    assert all(np.abs(g).sum() > 0 for g in want[1:])
