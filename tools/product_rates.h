@@ -13,8 +13,7 @@ namespace mtf::tools {
 // A run of an einsum [m,k] x [k,n] written into a variable (two steps), in
 // `dtype`: the median seconds; with assigned false, the product is fetched
 // instead (one step and a copy of the result).
-double einsum_seconds(int64_t m, int64_t k, int64_t n, DType dtype = float32,
-                      bool assigned = true);
+double einsum_seconds(int64_t m, int64_t k, int64_t n, DType dtype = float32, bool assigned = true);
 
 // gemm_bfloat16_speedup of cal.machine's figures for `threads` BLAS
 // threads (one_cpu or all_cpus), with its points.
