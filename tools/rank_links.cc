@@ -69,22 +69,39 @@ LinkTimes time_link(Transport& t) {
 
 namespace {
 
-int free_loopback_port() {
-  const int fd = socket(AF_INET, SOCK_STREAM, 0);
-  if (fd < 0) throw IoError("calibration: cannot open a socket to find a free port");
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof(a);
-  if (bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) != 0 ||
-      getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) != 0) {
-    close(fd);
-    throw IoError("calibration: cannot bind a loopback socket to find a free port");
+// A loopback port for rank 0 to listen on, reserved while the ranks run:
+// the socket stays bound (not listening, SO_REUSEADDR, closed on exec), so
+// no ephemeral port of another connection can take it before rank 0 binds
+// it with SO_REUSEADDR too (Linux lets the two share it), as mtf-launch
+// reserves its own. Closing a probe socket at once left that window open:
+// calibration failed with "Address already in use".
+class ReservedPort {
+ public:
+  ReservedPort() {
+    fd_ = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd_ < 0) throw IoError("calibration: cannot open a socket to find a free port");
+    const int one = 1;
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof(a);
+    if (setsockopt(fd_, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) != 0 ||
+        bind(fd_, reinterpret_cast<sockaddr*>(&a), sizeof(a)) != 0 ||
+        getsockname(fd_, reinterpret_cast<sockaddr*>(&a), &len) != 0) {
+      close(fd_);
+      throw IoError("calibration: cannot bind a loopback socket to find a free port");
+    }
+    port_ = ntohs(a.sin_port);
   }
-  const int port = ntohs(a.sin_port);
-  close(fd);
-  return port;
-}
+  ~ReservedPort() { close(fd_); }
+  ReservedPort(const ReservedPort&) = delete;
+  ReservedPort& operator=(const ReservedPort&) = delete;
+  int port() const { return port_; }
+
+ private:
+  int fd_ = -1;
+  int port_ = 0;
+};
 
 }  // namespace
 
@@ -129,7 +146,8 @@ TcpOptions rank_options(int rank, int world, int port, const std::string& token,
 }  // namespace
 
 std::string run_ranks_as_processes(const std::string& job, int ranks, bool shared_memory) {
-  const std::string port = std::to_string(free_loopback_port());
+  const ReservedPort reserved;
+  const std::string port = std::to_string(reserved.port());
   const std::string token = "calibration-" + std::to_string(getpid());
   const std::string world = std::to_string(ranks), shm = shared_memory ? "1" : "0";
   int out[2];
