@@ -22,8 +22,7 @@ import math
 
 from .. import _mtf as _ops
 from .._mtf import layers as _layers
-from . import VocabEmbedding
-from .vocab_embeddings import FactorizedVocabEmbedding
+from .vocab_embeddings import check_cluster_counts, cluster_embedding
 
 __all__ = ["AdaptiveSoftmaxVocabEmbedding", "adaptive_softmax_loss_fn"]
 
@@ -102,11 +101,7 @@ class AdaptiveSoftmaxVocabEmbedding(object):
 
     def __init__(self, mesh, vocab_dim, output_dim, variable_dtype, name, ensemble_dim,
                  clusters):
-        counts = [c["token_count"] for c in clusters]
-        if sum(counts) != vocab_dim.size:
-            raise ValueError("AdaptiveSoftmaxVocabEmbedding %r: the clusters' token counts %s "
-                             "sum to %d, not to the vocabulary's size %d" %
-                             (name, counts, sum(counts), vocab_dim.size))
+        check_cluster_counts("AdaptiveSoftmaxVocabEmbedding", name, clusters, vocab_dim)
         self._vocab_dim = vocab_dim
         clusters_made = []
         start = 0
@@ -121,14 +116,8 @@ class AdaptiveSoftmaxVocabEmbedding(object):
             # The head's softmax also has an entry per tail cluster.
             cluster_vocab = _ops.Dimension(vocab_dim.name,
                                            count + (len(clusters) - 1 if i == 0 else 0))
-            cluster_name = "%s_%d" % (name, i)
-            if size == output_dim.size:
-                embedding = VocabEmbedding(mesh, cluster_vocab, output_dim, variable_dtype,
-                                           cluster_name, ensemble_dim)
-            else:
-                embedding = FactorizedVocabEmbedding(mesh, cluster_vocab, output_dim,
-                                                     variable_dtype, cluster_name, ensemble_dim,
-                                                     inner_dimension_size=size)
+            embedding = cluster_embedding(mesh, cluster_vocab, output_dim, variable_dtype,
+                                          "%s_%d" % (name, i), ensemble_dim, size)
             clusters_made.append(_Cluster(embedding, start, start + count, factor, cluster_vocab))
             start += count
         self._head, self._tails = clusters_made[0], clusters_made[1:]

@@ -66,6 +66,23 @@ class FactorizedVocabEmbedding(object):
         return _ops.einsum([inner, self._factor1], reduced_dims=[self._inner_dim])
 
 
+def check_cluster_counts(kind, name, clusters, vocab_dim):
+    """ValueError unless the clusters' token counts sum to the vocabulary."""
+    counts = [c["token_count"] for c in clusters]
+    if sum(counts) != vocab_dim.size:
+        raise ValueError("%s %r: the clusters' token counts %s sum to %d, not to the "
+                         "vocabulary's size %d" % (kind, name, counts, sum(counts), vocab_dim.size))
+
+
+def cluster_embedding(mesh, cluster_vocab, output_dim, variable_dtype, name, ensemble_dim, size):
+    """A cluster's table: plain when its embedding size is output_dim's,
+    else factorized through an inner dimension of that size."""
+    if size == output_dim.size:
+        return VocabEmbedding(mesh, cluster_vocab, output_dim, variable_dtype, name, ensemble_dim)
+    return FactorizedVocabEmbedding(mesh, cluster_vocab, output_dim, variable_dtype, name,
+                                    ensemble_dim, inner_dimension_size=size)
+
+
 class _Cluster(object):
     """One cluster's embedding over ids [start, end): ids outside it embed to
     zeros (gather gives zeros for ids out of its table's range)."""
@@ -91,25 +108,15 @@ class AdaptiveVocabEmbedding(object):
 
     def __init__(self, mesh, vocab_dim, output_dim, variable_dtype, name, ensemble_dim,
                  clusters):
-        counts = [c["token_count"] for c in clusters]
-        if sum(counts) != vocab_dim.size:
-            raise ValueError("AdaptiveVocabEmbedding %r: the clusters' token counts %s sum to "
-                             "%d, not to the vocabulary's size %d" %
-                             (name, counts, sum(counts), vocab_dim.size))
+        check_cluster_counts("AdaptiveVocabEmbedding", name, clusters, vocab_dim)
         self._vocab_dim = vocab_dim
         self._clusters = []
         start = 0
         for i, c in enumerate(clusters):
             count, size = c["token_count"], c["embedding_size"]
             cluster_vocab = _ops.Dimension(vocab_dim.name, count)
-            cluster_name = "%s_%d" % (name, i)
-            if size == output_dim.size:
-                embedding = VocabEmbedding(mesh, cluster_vocab, output_dim, variable_dtype,
-                                           cluster_name, ensemble_dim)
-            else:
-                embedding = FactorizedVocabEmbedding(mesh, cluster_vocab, output_dim,
-                                                     variable_dtype, cluster_name, ensemble_dim,
-                                                     inner_dimension_size=size)
+            embedding = cluster_embedding(mesh, cluster_vocab, output_dim, variable_dtype,
+                                          "%s_%d" % (name, i), ensemble_dim, size)
             self._clusters.append(_Cluster(embedding, start, start + count))
             start += count
 
