@@ -12,6 +12,7 @@
 #include <string>
 #include <thread>
 
+#include "kernels/kernels.h"
 #include "mtf/checkpoint.h"
 #include "tcp_world.h"
 #include "test_util.h"
@@ -48,6 +49,36 @@ TEST(BoolDType, HostTensorConversions) {
   EXPECT_THROW(b.data<int32_t>(), DTypeError);
   EXPECT_THROW(f.data<uint8_t>(), DTypeError);
   EXPECT_THROW(HostTensor::from_bools(Shape({{"n", 2}}), {true}), ValueError);
+}
+
+// The cast kernel to and from bool in one pass (NaN true, either zero
+// false; bool to 0 or 1 in each dtype), and comparisons of float32 and
+// int32 slices writing bool bytes themselves (an int32 output when the op
+// runs widened, as for bfloat16 operands).
+TEST(BoolDType, CastAndComparisonKernelsWriteBoolsThemselves) {
+  const Shape n5({{"n", 5}});
+  const HostTensor f = HostTensor::from_floats(n5, {0.f, -0.f, 2.5f, NAN, -1.f});
+  for (DType from : {float32, bfloat16}) {
+    HostTensor b(n5, bool_);
+    kernels::cast(f.as_dtype(from), b);
+    EXPECT_EQ(bytes_of(b), (std::vector<int>{0, 0, 1, 1, 1})) << dtype_name(from);
+  }
+  HostTensor from_ints(n5, bool_);
+  kernels::cast(HostTensor::from_ints(n5, {0, 7, 0, -3, 1}), from_ints);
+  EXPECT_EQ(bytes_of(from_ints), (std::vector<int>{0, 1, 0, 1, 1}));
+  const HostTensor b = HostTensor::from_bools(Shape({{"n", 3}}), {true, false, true});
+  for (DType to : {float32, bfloat16, int32}) {
+    HostTensor y(b.shape(), to);
+    kernels::cast(b, y);
+    EXPECT_EQ(y.to_floats(), (std::vector<float>{1, 0, 1})) << dtype_name(to);
+  }
+  const HostTensor a = HostTensor::from_floats(n5, {1, 2, 3, NAN, -1});
+  const HostTensor two = HostTensor::from_floats(Shape({}), {2});
+  HostTensor less(n5, bool_), wide(n5, int32);
+  kernels::binary(kernels::BinaryFn::kLess, a, two, less);
+  EXPECT_EQ(bytes_of(less), (std::vector<int>{1, 0, 0, 0, 1}));
+  kernels::binary(kernels::BinaryFn::kGreaterEqual, a, two, wide);
+  EXPECT_EQ(wide.to_ints(), (std::vector<int32_t>{0, 1, 1, 0, 0}));
 }
 
 // Comparisons, logical ops, where, casts and bools moved by transposes,

@@ -139,16 +139,51 @@ void unary(UnaryFn fn, const HostTensor& x, HostTensor& y) {
   }
 }
 
+namespace {
+
+// From bool: 0 or 1 in y's dtype, one pass.
+void cast_from_bool(const uint8_t* p, HostTensor& y, int64_t n) {
+  if (y.dtype() == float32) {
+    float* q = y.data<float>();
+    for (int64_t i = 0; i < n; ++i) q[i] = p[i] ? 1.0f : 0.0f;
+  } else if (y.dtype() == int32) {
+    int32_t* q = y.data<int32_t>();
+    for (int64_t i = 0; i < n; ++i) q[i] = p[i] ? 1 : 0;
+  } else {
+    MTF_CHECK(y.dtype() == bfloat16);
+    uint16_t* q = reinterpret_cast<uint16_t*>(y.data<BFloat16>());
+    constexpr uint16_t kOne = 0x3f80;  // 1.0 in bfloat16
+    for (int64_t i = 0; i < n; ++i) q[i] = p[i] ? kOne : 0;
+  }
+}
+
+// To bool: nonzero (NaN included; either zero's sign is false), one pass.
+void cast_to_bool(const HostTensor& x, uint8_t* q, int64_t n) {
+  if (x.dtype() == float32) {
+    const float* p = x.data<float>();
+    for (int64_t i = 0; i < n; ++i) q[i] = p[i] != 0.0f;
+  } else if (x.dtype() == int32) {
+    const int32_t* p = x.data<int32_t>();
+    for (int64_t i = 0; i < n; ++i) q[i] = p[i] != 0;
+  } else {
+    MTF_CHECK(x.dtype() == bfloat16);
+    const uint16_t* p = reinterpret_cast<const uint16_t*>(x.data<BFloat16>());
+    for (int64_t i = 0; i < n; ++i) q[i] = (p[i] & 0x7fff) != 0;
+  }
+}
+
+}  // namespace
+
 void cast(const HostTensor& x, HostTensor& y) {
   // bfloat16 is the one kernel's dtype here so far: cast into and out of it.
   MTF_CHECK(x.num_elements() == y.num_elements());
   const int64_t n = x.num_elements();
   if (x.dtype() == y.dtype()) {
     if (n) std::memcpy(y.raw_data(), x.raw_data(), x.num_bytes());
-  } else if (x.dtype() == bool_ || y.dtype() == bool_) {
-    // To bool: nonzero (NaN included); from bool: 0 or 1.
-    HostTensor via = x.as_dtype(y.dtype());
-    if (n) std::memcpy(y.raw_data(), via.raw_data(), y.num_bytes());
+  } else if (x.dtype() == bool_) {
+    cast_from_bool(x.data<uint8_t>(), y, n);
+  } else if (y.dtype() == bool_) {
+    cast_to_bool(x, y.data<uint8_t>(), n);
   } else if (y.dtype() == bfloat16 && x.dtype() == float32) {
     floats_to_bfloat16(x.data<float>(), reinterpret_cast<uint16_t*>(y.data<BFloat16>()), n);
   } else if (x.dtype() == bfloat16 && y.dtype() == float32) {
@@ -274,9 +309,10 @@ void visit_arithmetic(BinaryFn fn, Visit&& visit) {
   }
 }
 
-template <typename T>
-void binary_typed(BinaryFn fn, const HostTensor& a, const HostTensor& b, HostTensor& out) {
-  using I = int32_t;
+// A comparison's 0 / 1 result as I: uint8_t into a bool output, int32_t
+// into a widened one (Operation::computes_bfloat16).
+template <typename T, typename I>
+void compare_typed(BinaryFn fn, const HostTensor& a, const HostTensor& b, HostTensor& out) {
   switch (fn) {
     case BinaryFn::kLess:
       return broadcast_apply<T, I>(a, b, out, [](T x, T y) { return I(x < y); });
@@ -291,7 +327,16 @@ void binary_typed(BinaryFn fn, const HostTensor& a, const HostTensor& b, HostTen
     case BinaryFn::kNotEqual:
       return broadcast_apply<T, I>(a, b, out, [](T x, T y) { return I(x != y); });
     default:
-      break;
+      MTF_CHECK(false);
+  }
+}
+
+template <typename T>
+void binary_typed(BinaryFn fn, const HostTensor& a, const HostTensor& b, HostTensor& out) {
+  if (is_comparison(fn)) {
+    if (out.dtype() == bool_) return compare_typed<T, uint8_t>(fn, a, b, out);
+    MTF_CHECK(out.dtype() == int32);
+    return compare_typed<T, int32_t>(fn, a, b, out);
   }
   if constexpr (std::is_integral_v<T>) {
     if (fn == BinaryFn::kDiv || fn == BinaryFn::kFloorDiv || fn == BinaryFn::kMod) {

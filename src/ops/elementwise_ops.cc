@@ -126,6 +126,12 @@ class BinaryOp : public Operation {
     kernels::binary(fn_, ctx.input(0), ctx.input(1), ctx.allocate_output(0));
   }
   BinaryFn fn() const { return fn_; }
+  // A comparison of float32 or int32 slices writes its bool result itself;
+  // of bfloat16 or bool ones it runs widened.
+  bool computes_bfloat16() const override {
+    const DType in = inputs()[0].dtype();
+    return kernels::is_comparison(fn_) && (in == float32 || in == int32);
+  }
   // floordiv is piecewise constant: no gradient flows through it.
   bool differentiable() const override {
     return !kernels::is_comparison(fn_) && fn_ != BinaryFn::kFloorDiv &&
