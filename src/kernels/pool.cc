@@ -75,10 +75,10 @@ void pool_grad(PoolFn fn, const std::vector<ConvAxis>& axes, const HostTensor* x
   const int64_t c = g.xc, k0 = g.ax[0].kernel, k1 = g.ax[1].kernel, k2 = g.ax[2].kernel;
   const Tables to_dx = tables(g, g.xat, g.xl, false);
   float* out = dx.data<float>();
-  std::fill(out, out + dx.num_elements(), 0.f);
   const float* d = dy.data<float>();
   const int64_t* t2 = to_dx.t[2].data();
   if (fn == PoolFn::kAvg) {
+    std::fill(out, out + dx.num_elements(), 0.f);
     // Each dx element gets its terms in row order: within a line one (j0,
     // j1) reaches it, and positions go in order.
     for_each_line(g, 0, g.y_rows(), [&](int64_t r, const Row& line, int64_t first, int64_t last) {
@@ -113,46 +113,75 @@ void pool_grad(PoolFn fn, const std::vector<ConvAxis>& axes, const HostTensor* x
   const Tables in_x = tables(gx, gx.xat, gx.xl, true);
   const float* xv = x->data<float>();
   const int64_t* tx2 = in_x.t[2].data();
-  const int64_t len = g.yl[2];
-  // Per position and channel: the largest x so far and where its gradient
-  // goes: an index into dx, kOutside when that position is not in dx's
-  // slice, kNone before any tap.
-  constexpr int64_t kNone = -2, kOutside = -1;
+  const int64_t len = g.yl[2], taps = k0 * k1 * k2;
+  // Per position and channel: the largest x so far and its tap (j0, j1,
+  // j2 in row-major order; kNone before any). Per position and tap: where
+  // that tap's gradient goes, an offset into dx (plus the channel), or
+  // kOutside when the position is not in dx's slice. Taps as small
+  // integers keep the search over channels in vector registers.
+  constexpr int32_t kNone = -1;
+  constexpr int64_t kOutside = -1;
   std::vector<float> best(len * c);
-  std::vector<int64_t> target(len * c);
+  std::vector<int32_t> tap(len * c);
+  std::vector<int64_t> target(len * taps);
+  // dx is zeroed just ahead of the lines that add to it, while it is in
+  // cache: the dx rows a line reaches never end before the previous line's
+  // do (lines and rows both go in row-major order).
+  int64_t zeroed = 0;
+  auto zero_up_to = [&](int64_t end) {
+    if (end <= zeroed) return;
+    std::fill(out + zeroed, out + end, 0.f);
+    zeroed = end;
+  };
   for_each_line(g, 0, g.y_rows(), [&](int64_t r, const Row& line, int64_t first, int64_t last) {
     const std::pair<int64_t, int64_t> part = inside_part(g, line, first, last);
     const int64_t lo = part.first, hi = part.second;
     if (lo >= hi) return;
     std::fill(best.begin() + lo * c, best.begin() + hi * c,
               -std::numeric_limits<float>::infinity());
-    std::fill(target.begin() + lo * c, target.begin() + hi * c, kNone);
+    std::fill(tap.begin() + lo * c, tap.begin() + hi * c, kNone);
+    std::fill(target.begin() + lo * taps, target.begin() + hi * taps, kOutside);
+    int64_t last_row = -1;
     for_each_tap_row(gx, in_x, line, gx.xl, [&](int64_t j0, int64_t j1, int64_t x_row) {
       if (x_row < 0) return;
       const float* src = xv + x_row * c;
       const int64_t dx_row = tap_row(g, to_dx, line, g.xl, j0, j1);
+      last_row = std::max(last_row, dx_row);
+      const int64_t row_tap = (j0 * k1 + j1) * k2;
       for (int64_t o2 = lo; o2 < hi; ++o2) {
-        float* bv = best.data() + o2 * c;
-        int64_t* bt = target.data() + o2 * c;
+        float* __restrict bv = best.data() + o2 * c;
+        int32_t* __restrict bt = tap.data() + o2 * c;
         for (int64_t j2 = 0; j2 < k2; ++j2) {
           const int64_t at = tx2[o2 * k2 + j2];
           if (at < 0) continue;
-          const float* v = src + at * c;
+          const float* __restrict v = src + at * c;
           const int64_t to = t2[o2 * k2 + j2];
-          const int64_t base = dx_row >= 0 && to >= 0 ? (dx_row + to) * c : kOutside;
+          const int32_t t = static_cast<int32_t>(row_tap + j2);
+          target[o2 * taps + t] = dx_row >= 0 && to >= 0 ? (dx_row + to) * c : kOutside;
           for (int64_t k = 0; k < c; ++k) {
             const bool take = bt[k] == kNone || v[k] > bv[k];
             bv[k] = take ? v[k] : bv[k];
-            bt[k] = take ? (base == kOutside ? kOutside : base + k) : bt[k];
+            bt[k] = take ? t : bt[k];
           }
         }
       }
     });
+    // Tap by tap, so that each pass adds a whole row of channels (the
+    // other taps' channels add zero).
+    if (last_row >= 0) zero_up_to((last_row + g.xl[2]) * c);
     const float* d_line = d + (r - first) * c;
-    for (int64_t i = lo * c; i < hi * c; ++i) {
-      if (target[i] >= 0) out[target[i]] += d_line[i];
+    for (int64_t o2 = lo; o2 < hi; ++o2) {
+      const int32_t* __restrict bt = tap.data() + o2 * c;
+      const float* __restrict dv = d_line + o2 * c;
+      for (int32_t t = 0; t < taps; ++t) {
+        const int64_t to = target[o2 * taps + t];
+        if (to == kOutside) continue;
+        float* __restrict dst = out + to;
+        for (int64_t k = 0; k < c; ++k) dst[k] += bt[k] == t ? dv[k] : 0.f;
+      }
     }
   });
+  zero_up_to(dx.num_elements());
 }
 
 }  // namespace mtf::kernels
