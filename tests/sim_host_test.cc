@@ -161,6 +161,11 @@ TEST(SimHost, BFloat16MatrixVectorFusedAndConvolutionTerms) {
   EXPECT_NEAR(two.host_gemm_seconds(1, 2048, 2048, DType::kBFloat16), matrix / 2 / 10e9, 1e-12);
   // [1, 256] x [256, 512]: half a MiB, within the cache's rate.
   EXPECT_NEAR(two.host_gemm_seconds(1, 512, 256), 4.0 * (256 + 256 * 512 + 512) / 40e9, 1e-12);
+  // A narrow-side slowdown is not extrapolated below the narrowest side the
+  // calibration fits (10): a matrix-vector product stays bound by its bytes.
+  Topology narrow = two;
+  narrow.apply_overrides("gemm_narrow=30");
+  EXPECT_NEAR(narrow.host_gemm_seconds(1, 2048, 2048), matrix / 10e9, 1e-12);
   // Products that do enough work per byte keep their flop time.
   EXPECT_GT(f32, 4.0 * 3 * big * big / 10e9);
   // Fused chains: their own factor and cost per step; others unchanged.
@@ -179,9 +184,10 @@ TEST(SimHost, BFloat16MatrixVectorFusedAndConvolutionTerms) {
 }
 
 // Random draws cost random_cost flops an element: a graph that draws costs
-// more than one that adds the same elements.
+// more than one that adds the same elements, and the in-program factor of
+// bandwidth-bound steps does not scale them.
 TEST(SimHost, RandomDrawsCostTheirCalibratedFlops) {
-  auto step_of = [](bool draw) {
+  auto step_of = [](bool draw, const char* factor = "elementwise_in_program=1") {
     Graph g;
     Mesh mesh(g, "m");
     const Shape shape({Dimension{"x", 1 << 16}});
@@ -191,7 +197,7 @@ TEST(SimHost, RandomDrawsCostTheirCalibratedFlops) {
     mc.impl = MeshImpl::kSimulated;
     mc.sim->mode = SimMode::kCostOnly;
     mc.sim->topology = host(1);
-    mc.sim->topology.apply_overrides("random_cost=50");
+    mc.sim->topology.apply_overrides(std::string("random_cost=50,") + factor);
     Session s(g, mc);
     s.run(std::vector<Tensor>{}, {}, {write});
     return s.simulation_report().step_time;
@@ -199,6 +205,9 @@ TEST(SimHost, RandomDrawsCostTheirCalibratedFlops) {
   // 64K draws at 50 flops each on a 10 GFLOP/s core: about 0.33 ms.
   EXPECT_GT(step_of(true), 0.3e-3);
   EXPECT_LT(step_of(false), 0.1e-3);
+  const char* half = "elementwise_in_program=0.5,elementwise_in_program_all_cpus=0.5";
+  EXPECT_GT(step_of(true, half), 0.3e-3);
+  EXPECT_LT(step_of(false, half), step_of(false));
 }
 
 TEST(SimHost, FillingTheCpusCostsTheBusyFactor) {

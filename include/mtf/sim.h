@@ -30,7 +30,7 @@ namespace mtf {
 // `mtf-sim --calibrate` fits it (HostFigures holds it for one thread and
 // for every CPU). For a matrix product, work is the sum over the BLAS calls
 // its kernel makes (batched products count each) of
-//   (2mnk + gemm_half_flops) / gemm_flops * (1 + gemm_narrow / min(m, n, k))
+//   (2mnk + gemm_half_flops) / gemm_flops * (1 + gemm_narrow / max(10, min(m, n, k)))
 // times gemm_in_program (divided by gemm_bfloat16_speedup for bfloat16
 // operands), or, when longer, its operands' bytes streamed at
 // gemm_memory_bandwidth; any other step takes elementwise_step_overhead plus

@@ -65,7 +65,13 @@ double Topology::host_gemm_seconds(double m, double n, double k, DType dtype,
     if (host.all_cpus.gemm_cache_bandwidth > 0)
       cached = between(cached, host.all_cpus.gemm_cache_bandwidth, x);
   }
-  const double side = std::max(1.0, std::min({m, n, k}));
+  // The narrow term is fitted on products whose narrowest side is 10 or
+  // more (mtf-sim --calibrate's shapes); extrapolated to a side of 1 it
+  // made a matrix-vector product 12-29x its square rate, twice the bytes'
+  // time decoding measured. Narrower products take the side-10 curve, and
+  // the bytes below bound them: the matrix-vector rates are measured.
+  constexpr double kNarrowestFitted = 10;
+  const double side = std::max(kNarrowestFitted, std::min({m, n, k}));
   double seconds = (2 * m * n * k + half) / peak * (1 + narrow / side) * in_program;
   if (dtype == DType::kBFloat16) seconds /= speedup;
   if (bandwidth > 0) {
