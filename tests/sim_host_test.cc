@@ -210,6 +210,25 @@ TEST(SimHost, RandomDrawsCostTheirCalibratedFlops) {
   EXPECT_LT(step_of(false, half), step_of(false));
 }
 
+// An einsum that contracts nothing (a gradient's dy * mask) runs without
+// BLAS: it costs its bytes at memory's rate, not a square product's flops.
+TEST(SimHost, BroadcastProductsCostTheirBytes) {
+  Graph g;
+  Mesh mesh(g, "m");
+  const Shape shape({Dimension{"a", 1024}, Dimension{"b", 1024}});
+  const Tensor x = get_variable(mesh, "x", shape), y = get_variable(mesh, "y", shape);
+  Operation* write = assign(x, einsum({x, y}, shape));
+  MeshConfig mc;
+  mc.impl = MeshImpl::kSimulated;
+  mc.sim->mode = SimMode::kCostOnly;
+  mc.sim->topology = host(1);
+  Session s(g, mc);
+  s.run(std::vector<Tensor>{}, {}, {write});
+  // 12 MiB (two operands and the product) at 20 GB/s: 0.63 ms; a square
+  // product of its 2M flops would take 0.02 ms.
+  EXPECT_GT(s.simulation_report().step_time, 0.6e-3);
+}
+
 TEST(SimHost, FillingTheCpusCostsTheBusyFactor) {
   Topology one = host(1), two = host(2), four = host(4);
   for (Topology* t : {&one, &two, &four}) {

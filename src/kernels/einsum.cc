@@ -365,6 +365,11 @@ std::vector<GemmCall> einsum_gemm_calls(const KernelPlan& plan) {
   return calls;
 }
 
+bool einsum_without_gemm(const KernelPlan& plan) {
+  const auto* p = dynamic_cast<const EinsumPlan*>(&plan);
+  return p && !p->fixed_order && einsum_gemm_calls(plan).empty();
+}
+
 std::shared_ptr<const KernelPlan> plan_einsum(const std::vector<Shape>& inputs, const Shape& out,
                                               DType dtype, bool fixed_order) {
   MTF_CHECK(!inputs.empty());

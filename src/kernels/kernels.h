@@ -157,6 +157,9 @@ struct GemmCall {
   int64_t batch = 1, m = 0, n = 0, k = 0;
 };
 std::vector<GemmCall> einsum_gemm_calls(const KernelPlan& plan);
+// True for an einsum plan (not fixed-order) none of whose steps calls BLAS:
+// a product broadcast elementwise, bound by its bytes. For cost models.
+bool einsum_without_gemm(const KernelPlan& plan);
 // acc += alpha * einsum(inputs), for a float32 plan made without fixed order
 // and out = acc's shape: a product sgemm reads and writes in place runs as one
 // sgemm with beta = 1 (no separate result), anything else through a scratch
