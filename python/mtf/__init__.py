@@ -25,6 +25,7 @@ from ._mtf import (  # noqa: F401  (names `import *` leaves out)
     PeerLostError, OutOfMemoryError, InternalError, float32, int32, bfloat16,
     range, slice, pow, abs,
 )
+from .sequence_pooling import pool_tensor_1d, stride_tensor_1d  # noqa: F401
 from . import data, layers, models, optimize, simd_mesh_impl, transformer  # noqa: F401
 
 __all__ = [name for name in dir() if not name.startswith("_")]

@@ -141,3 +141,77 @@ def test_product_key_memory_layouts_give_the_one_processor_values(layout):
     for w, g in zip(want, got):
         np.testing.assert_allclose(g, w, rtol=2e-5, atol=2e-6)
     assert all(np.abs(g).sum() > 0 for g in want[1:])
+
+
+def build_unitransformer(funnel=False, autoregressive=True):
+    """A 2-layer Unitransformer (SelfAttention + DenseReluDense per layer) or
+    a 2-block funnel encoder, its loss and its gradients."""
+    from mtf.transformer import funnel_transformer, transformer, transformer_layers
+    graph = mtf.Graph()
+    mesh = mtf.Mesh(graph, "mesh")
+    batch, length = mtf.Dimension("batch", BATCH), mtf.Dimension("length", LENGTH - 2)
+    layers = [transformer_layers.SelfAttention(num_heads=2, key_value_size=4),
+              transformer_layers.DenseReluDense(hidden_size=16)] * 2
+    stack = (funnel_transformer.FunnelTransformerLayerStack(layers, 2, [1, 1], [1, 2])
+             if funnel else transformer.LayerStack(layers))
+    model = transformer.Unitransformer(stack, d_model=MODEL, input_vocab_size=VOCAB,
+                                       autoregressive=autoregressive, max_length=LENGTH)
+    ids = mtf.placeholder(mesh, mtf.Shape([batch, length]), dtype=mtf.int32)
+    targets = mtf.placeholder(mesh, mtf.Shape([batch, length]), dtype=mtf.int32)
+    if funnel:  # shorter outputs than targets: a loss of the logits themselves
+        logits, _ = model.call_simple(ids, mode="eval")
+        loss = mtf.reduce_mean(mtf.square(logits))
+    else:
+        logits, loss = model.call_simple(ids, targets, compute_loss=True, mode="eval")
+    variables = graph.trainable_variables
+    grads = mtf.gradients([loss], list(variables))
+    rng = np.random.default_rng(5)
+    feeds = {ids: rng.integers(1, VOCAB, (BATCH, LENGTH - 2)).astype(np.int32),
+             targets: rng.integers(1, VOCAB, (BATCH, LENGTH - 2)).astype(np.int32)}
+    return graph, ids, [logits, loss] + grads, feeds
+
+
+@pytest.mark.parametrize("funnel", [False, True])
+@pytest.mark.parametrize("layout", ["batch:p", "heads:p;d_ff:p", "d_model:p"])
+def test_unitransformer_layouts_give_the_one_processor_values(funnel, layout):
+    graph, _, fetches, feeds = build_unitransformer(funnel=funnel, autoregressive=not funnel)
+    want = mtf.Session(graph).run(fetches, feeds)
+    got = mtf.Session(graph, mesh_shape="p:2", layout=layout).run(fetches, feeds)
+    assert len(want) > 10 and all(np.abs(g).max() > 0 for g in want[2:])
+    for w, g in zip(want, got):
+        np.testing.assert_allclose(g, w, rtol=1e-4, atol=1e-5)
+
+
+def test_unitransformer_is_causal_and_a_funnel_shortens_the_sequence():
+    graph, ids, fetches, feeds = build_unitransformer()
+    session = mtf.Session(graph)
+    logits = session.run(fetches[0], feeds)
+    changed = dict(feeds)
+    changed[ids] = feeds[ids].copy()
+    changed[ids][:, -1] = (feeds[ids][:, -1] % (VOCAB - 1)) + 1
+    assert not np.array_equal(changed[ids], feeds[ids])
+    other = session.run(fetches[0], changed)
+    np.testing.assert_array_equal(other[:, :-1], logits[:, :-1])  # earlier positions unchanged
+    assert np.abs(other[:, -1] - logits[:, -1]).max() > 0
+    funnel_graph, _, funnel_fetches, funnel_feeds = build_unitransformer(funnel=True,
+                                                                         autoregressive=False)
+    assert mtf.Session(funnel_graph).run(funnel_fetches[0], funnel_feeds).shape == (
+        BATCH, (LENGTH - 2) // 2, VOCAB)
+    # The second block's two repeats share their variables: one attention's four.
+    names = [v.name for v in funnel_graph.all_variables if "SelfAttention" in v.name]
+    assert len(names) == 8, names
+
+
+def test_layer_stacks_say_what_to_fix():
+    from mtf.transformer import funnel_transformer, transformer_layers
+    layers = [transformer_layers.SelfAttention(), transformer_layers.DenseReluDense()]
+    with pytest.raises(ValueError, match="sum\\(block_param_size\\) \\* n_submodules = 4"):
+        funnel_transformer.FunnelTransformerLayerStack(layers, 2, [1, 1], [1, 1])
+    with pytest.raises(ValueError, match="pooling_type 'median'"):
+        funnel_transformer.FunnelTransformerLayerStack(layers, 1, [1], [1],
+                                                       pooling_type="median")
+    graph = mtf.Graph()
+    mesh = mtf.Mesh(graph, "mesh")
+    x = mtf.ones(mesh, mtf.Shape([mtf.Dimension("length", 5), mtf.Dimension("d", 2)]))
+    with pytest.raises(ValueError, match="does not divide into pools of 2"):
+        mtf.pool_tensor_1d(x, "length")

@@ -5,8 +5,12 @@ model code builds on, with its names and arguments:
   adaptive, mixture of softmaxes, Mixtape) and adaptive_softmax (with its
   loss function): int32 ids to model states (ids_to_embedding) and final
   states to logits (hidden_to_logits);
-- memory_layers.ProductKeyValueMemory and transformer_layers.Conv1DLayer,
-  layers called as layer.call(context, x).
+- transformer: the layer-class framework (Context, TransformerLayer,
+  LayerStack and its sublayer functions, Unitransformer);
+- transformer_layers (SelfAttention, DenseReluDense, Conv1DLayer),
+  memory_layers.ProductKeyValueMemory and
+  funnel_transformer.FunnelTransformerLayerStack, called as
+  layer.call(context, x).
 
 Each is built from mtf's own ops, so it lowers on every layout,
 differentiates and runs in bfloat16 like any graph.
@@ -16,7 +20,7 @@ from .. import _mtf as _ops
 from .._mtf import layers as _layers
 
 __all__ = ["VocabEmbedding", "vocab_embeddings", "adaptive_softmax", "memory_layers",
-           "transformer_layers"]
+           "transformer", "transformer_layers", "funnel_transformer"]
 
 
 class VocabEmbedding(object):
@@ -47,4 +51,5 @@ class VocabEmbedding(object):
 
 
 from . import vocab_embeddings  # noqa: E402  (it builds on VocabEmbedding)
-from . import adaptive_softmax, memory_layers, transformer_layers  # noqa: E402,F401
+from . import adaptive_softmax, memory_layers, transformer  # noqa: E402,F401
+from . import transformer_layers, funnel_transformer  # noqa: E402,F401
