@@ -66,52 +66,53 @@ void pool_forward(PoolFn fn, const std::vector<ConvAxis>& axes, const HostTensor
   });
 }
 
-void pool_grad(PoolFn fn, const std::vector<ConvAxis>& axes, const HostTensor* x,
-               const SpatialBegin& x_at, const HostTensor& dy, const SpatialBegin& dy_at,
-               HostTensor& dx, const SpatialBegin& dx_at) {
-  require_float32(dy, "pool_grad");
-  const Grid g = make_grid(axes, dx.shape(), dx_at, dy.shape(), dy_at);
-  MTF_CHECK(g.xc == g.yc);
+namespace {
+
+// dx of average pooling: dy spread evenly over each window's positions.
+void avg_pool_grad(const Grid& g, const Tables& to_dx, const HostTensor& dy, HostTensor& dx) {
   const int64_t c = g.xc, k0 = g.ax[0].kernel, k1 = g.ax[1].kernel, k2 = g.ax[2].kernel;
-  const Tables to_dx = tables(g, g.xat, g.xl, false);
   float* out = dx.data<float>();
   const float* d = dy.data<float>();
   const int64_t* t2 = to_dx.t[2].data();
-  if (fn == PoolFn::kAvg) {
-    std::fill(out, out + dx.num_elements(), 0.f);
-    // Each dx element gets its terms in row order: within a line one (j0,
-    // j1) reaches it, and positions go in order.
-    for_each_line(g, 0, g.y_rows(), [&](int64_t r, const Row& line, int64_t first, int64_t last) {
-      const std::pair<int64_t, int64_t> part = inside_part(g, line, first, last);
-      const int64_t lo = part.first, hi = part.second;
-      const int64_t n01 =
-          real_taps(to_dx.t[0], line.o[0], k0) * real_taps(to_dx.t[1], line.o[1], k1);
-      const float* d_line = d + (r - first) * c;
-      for_each_tap_row(g, to_dx, line, g.xl, [&](int64_t, int64_t, int64_t row) {
-        if (row < 0) return;
-        float* dst = out + row * c;
-        for (int64_t o2 = lo; o2 < hi; ++o2) {
-          const int64_t count = n01 * real_taps(to_dx.t[2], o2, k2);
-          if (count == 0) continue;
-          const float inv = static_cast<float>(count);
-          const float* dv = d_line + o2 * c;
-          for (int64_t j2 = 0; j2 < k2; ++j2) {
-            const int64_t at = t2[o2 * k2 + j2];
-            if (at < 0) continue;
-            for (int64_t k = 0; k < c; ++k) dst[at * c + k] += dv[k] / inv;
-          }
+  std::fill(out, out + dx.num_elements(), 0.f);
+  // Each dx element gets its terms in row order: within a line one (j0,
+  // j1) reaches it, and positions go in order.
+  for_each_line(g, 0, g.y_rows(), [&](int64_t r, const Row& line, int64_t first, int64_t last) {
+    const std::pair<int64_t, int64_t> part = inside_part(g, line, first, last);
+    const int64_t lo = part.first, hi = part.second;
+    const int64_t n01 = real_taps(to_dx.t[0], line.o[0], k0) * real_taps(to_dx.t[1], line.o[1], k1);
+    const float* d_line = d + (r - first) * c;
+    for_each_tap_row(g, to_dx, line, g.xl, [&](int64_t, int64_t, int64_t row) {
+      if (row < 0) return;
+      float* dst = out + row * c;
+      for (int64_t o2 = lo; o2 < hi; ++o2) {
+        const int64_t count = n01 * real_taps(to_dx.t[2], o2, k2);
+        if (count == 0) continue;
+        const float inv = static_cast<float>(count);
+        const float* dv = d_line + o2 * c;
+        for (int64_t j2 = 0; j2 < k2; ++j2) {
+          const int64_t at = t2[o2 * k2 + j2];
+          if (at < 0) continue;
+          for (int64_t k = 0; k < c; ++k) dst[at * c + k] += dv[k] / inv;
         }
-      });
+      }
     });
-    return;
-  }
-  // Max: the window of x (its own begin and lengths) finds each argmax, the
-  // first largest in tap order; dy then goes to that tap's dx element.
-  MTF_CHECK(x != nullptr);
-  require_float32(*x, "pool_grad");
-  const Grid gx = make_grid(axes, x->shape(), x_at, dy.shape(), dy_at);
+  });
+}
+
+// dx of max pooling: the window of x (its own begin and lengths) finds each
+// argmax, the first largest in tap order; dy then goes to that tap's dx
+// element.
+void max_pool_grad(const std::vector<ConvAxis>& axes, const Grid& g, const Tables& to_dx,
+                   const HostTensor& x, const SpatialBegin& x_at, const HostTensor& dy,
+                   const SpatialBegin& dy_at, HostTensor& dx) {
+  const int64_t c = g.xc, k0 = g.ax[0].kernel, k1 = g.ax[1].kernel, k2 = g.ax[2].kernel;
+  float* out = dx.data<float>();
+  const float* d = dy.data<float>();
+  const int64_t* t2 = to_dx.t[2].data();
+  const Grid gx = make_grid(axes, x.shape(), x_at, dy.shape(), dy_at);
   const Tables in_x = tables(gx, gx.xat, gx.xl, true);
-  const float* xv = x->data<float>();
+  const float* xv = x.data<float>();
   const int64_t* tx2 = in_x.t[2].data();
   const int64_t len = g.yl[2], taps = k0 * k1 * k2;
   // Per position and channel: the largest x so far and its tap (j0, j1,
@@ -182,6 +183,21 @@ void pool_grad(PoolFn fn, const std::vector<ConvAxis>& axes, const HostTensor* x
     }
   });
   zero_up_to(dx.num_elements());
+}
+
+}  // namespace
+
+void pool_grad(PoolFn fn, const std::vector<ConvAxis>& axes, const HostTensor* x,
+               const SpatialBegin& x_at, const HostTensor& dy, const SpatialBegin& dy_at,
+               HostTensor& dx, const SpatialBegin& dx_at) {
+  require_float32(dy, "pool_grad");
+  const Grid g = make_grid(axes, dx.shape(), dx_at, dy.shape(), dy_at);
+  MTF_CHECK(g.xc == g.yc);
+  const Tables to_dx = tables(g, g.xat, g.xl, false);
+  if (fn == PoolFn::kAvg) return avg_pool_grad(g, to_dx, dy, dx);
+  MTF_CHECK(x != nullptr);
+  require_float32(*x, "pool_grad");
+  max_pool_grad(axes, g, to_dx, *x, x_at, dy, dy_at, dx);
 }
 
 }  // namespace mtf::kernels
