@@ -51,11 +51,10 @@ void ring_doorbell(int fd) {
 
 }  // namespace
 
-ShmLink::ShmLink(ShmRing* in, ShmRing* out, ShmSegmentHeader* mine, ShmSegmentHeader* theirs,
-                 void* their_map, size_t their_map_bytes, int their_doorbell)
+ShmLink::ShmLink(ShmRing* in, ShmRing* out, ShmSegmentHeader* theirs, void* their_map,
+                 size_t their_map_bytes, int their_doorbell)
     : in_(in),
       out_(out),
-      mine_(mine),
       theirs_(theirs),
       their_map_(their_map),
       their_map_bytes_(their_map_bytes),
@@ -371,8 +370,8 @@ std::unique_ptr<ShmLink> map_peer(const Offer& o, void* my_map, size_t my_ring_o
   } else {
     auto* in = reinterpret_cast<ShmRing*>(static_cast<char*>(my_map) + my_ring_offset);
     auto* remote = reinterpret_cast<ShmRing*>(static_cast<char*>(m) + o.ring_offset);
-    link = std::make_unique<ShmLink>(in, remote, static_cast<ShmSegmentHeader*>(my_map),
-                                     static_cast<ShmSegmentHeader*>(m), m, o.segment_bytes, bell);
+    link = std::make_unique<ShmLink>(in, remote, static_cast<ShmSegmentHeader*>(m), m,
+                                     o.segment_bytes, bell);
   }
   if (fd >= 0) ::close(fd);
   return link;

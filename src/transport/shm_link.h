@@ -45,8 +45,8 @@ struct ShmSegmentHeader;
 
 class ShmLink {
  public:
-  ShmLink(ShmRing* in, ShmRing* out, ShmSegmentHeader* mine, ShmSegmentHeader* theirs,
-          void* their_map, size_t their_map_bytes, int their_doorbell);
+  ShmLink(ShmRing* in, ShmRing* out, ShmSegmentHeader* theirs, void* their_map,
+          size_t their_map_bytes, int their_doorbell);
   ~ShmLink();
   ShmLink(const ShmLink&) = delete;
   ShmLink& operator=(const ShmLink&) = delete;
@@ -71,7 +71,6 @@ class ShmLink {
   void publish(uint64_t read_pos);
   ShmRing* in_;
   ShmRing* out_;
-  ShmSegmentHeader* mine_;
   ShmSegmentHeader* theirs_;
   void* their_map_;
   size_t their_map_bytes_;
