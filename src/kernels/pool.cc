@@ -167,9 +167,9 @@ void max_pool_grad(const std::vector<ConvAxis>& axes, const Grid& g, const Table
         }
       }
     });
+    if (last_row >= 0) zero_up_to((last_row + g.xl[2]) * c);
     // Tap by tap, so that each pass adds a whole row of channels (the
     // other taps' channels add zero).
-    if (last_row >= 0) zero_up_to((last_row + g.xl[2]) * c);
     const float* d_line = d + (r - first) * c;
     for (int64_t o2 = lo; o2 < hi; ++o2) {
       const int32_t* __restrict bt = tap.data() + o2 * c;

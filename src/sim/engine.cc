@@ -303,11 +303,6 @@ double host_step_time(const Step& step, double bytes, DType dtype, const Topolog
       return topo.host_step_seconds(work);
     }
   }
-  // A product broadcast elementwise (a gradient's dy * mask): its bytes, as
-  // any elementwise step (timed as one square product it read 0.03 ms where
-  // the encoder-decoder's took 0.72).
-  const bool elementwise_product =
-      einsum && step.kernel_plan && kernels::einsum_without_gemm(*step.kernel_plan);
   if (conv && step.flops > 0) {
     const ConvCalls c = conv_calls(*product, step.flops);
     const double work =
@@ -317,7 +312,13 @@ double host_step_time(const Step& step, double bytes, DType dtype, const Topolog
         topo.host_elementwise_seconds(0, c.column_bytes);
     return topo.host_step_seconds(work * topo.host_conv_factor());
   }
-  if (einsum && step.flops > 0 && !elementwise_product) {  // no plan: one square product
+  // No plan: one square product. A plan without BLAS calls (a product
+  // broadcast elementwise: a gradient's dy * mask) falls through to the
+  // elementwise time of its bytes (as one square product it read 0.03 ms
+  // where the encoder-decoder's took 0.72).
+  const bool elementwise_product =
+      einsum && step.kernel_plan && kernels::einsum_without_gemm(*step.kernel_plan);
+  if (einsum && step.flops > 0 && !elementwise_product) {
     const double side = std::cbrt(step.flops / 2);
     return topo.host_step_seconds(topo.host_gemm_seconds(side, side, side, dtype));
   }

@@ -133,20 +133,14 @@ def sublayer_mask_padding(x, layer_stack, context):
 
 
 def sublayer_rms_norm(x, layer_stack, context, epsilon=1e-6, name="rms_norm"):
-    """x / rms(x over the model dimension) * a learned scale per channel;
-    the scale belongs to the current layer (the stack's own before and
-    after its layers)."""
-    model_dim = x.shape.dims[-1]
+    """mtf.layers.rms_norm over the model dimension; its scale belongs to the
+    current layer (the stack's own before and after its layers)."""
     owner = context.current_layer
     if owner is None:  # before the first layer or after the last
         full = _stack_name(layer_stack, ("final_" if context.layer_index else "") + name)
     else:
         full = "/".join(p for p in (owner.name, name) if p)
-    scale = _layers.get_or_create_variable(
-        context.mesh, full + "/scale", _ops.Shape([model_dim]), _ops.Initializer.ones(),
-        dtype=context.variable_dtype)
-    variance = _ops.reduce_mean(_ops.square(x), reduced_dim=model_dim)
-    return x * _ops.rsqrt(variance + epsilon) * scale
+    return _layers.rms_norm(x, x.shape.dims[-1], epsilon=epsilon, name=full)
 
 
 class LayerStack(TransformerLayer):

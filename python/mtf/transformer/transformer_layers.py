@@ -70,18 +70,16 @@ class SelfAttention(TransformerLayer):
         k = _ops.einsum([memory_x, wk], reduced_dims=[model_dim])
         v = _ops.einsum([memory_x, wv], reduced_dims=[model_dim])
         logits = _ops.einsum([q, k], reduced_dims=[kv])
-        masked = None
         if isinstance(context.sequence_id, _ops.Tensor):
-            keep = [b.name for b in x.shape.dims[:-1]]
-            segment = _segments(context.sequence_id, keep)
-            masked = _ops.not_equal(segment, _ops.rename_dimension(segment, length.name,
-                                                                   memory.name))
+            segment = _segments(context.sequence_id, [b.name for b in x.shape.dims[:-1]])
+            if segment.dtype != _ops.int32:
+                segment = _ops.cast(segment, _ops.int32)
+            bias = _layers.attention_mask_same_segment(
+                segment, _ops.rename_dimension(segment, length.name, memory.name))
+            logits = logits + _ops.cast(bias, logits.dtype)
         if getattr(context.model, "autoregressive", False):
-            future = _ops.greater(_ops.range(context.mesh, memory),
-                                  _ops.range(context.mesh, length))
-            masked = future if masked is None else _ops.logical_or(masked, future)
-        if masked is not None:
-            logits = logits + _ops.cast(masked, logits.dtype) * -1e9
+            bias = _layers.attention_mask_autoregressive(context.mesh, length, memory)
+            logits = logits + _ops.cast(bias, logits.dtype)
         weights = _dropout(_ops.softmax(logits, memory), context, self.dropout_rate)
         out = _ops.einsum([weights, v], reduced_dims=[memory])
         return _ops.einsum([out, wo], output_shape=x.shape)
