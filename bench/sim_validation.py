@@ -1,27 +1,32 @@
 #!/usr/bin/env python3
 """The simulator's predictions against real runs on this machine.
 
-Measures this machine (mtf-sim --calibrate) unless given --machine, then for
-each configuration below runs real steps and, in the same program, simulates
-the same step on the calibrated machine (--predict): training steps with
-bench/step_time, decoding steps with bench/decode_benchmark; ranks as threads
-of one process, or as processes under mtf-launch.
+For each configuration below, runs real steps and simulates the same step on
+this machine as calibrated (--predict, in the same program): training steps
+with bench/step_time, decoding steps with bench/decode_benchmark; ranks as
+threads of one process, or as processes under mtf-launch.
 
-Noise is handled by the method. Each launch times enough steps to last about
---launch_seconds (its median step); a row's measured time is the median of
---launches launches, with a distribution-free confidence interval for that
-median from the launches' order statistics (at least --confidence). A row
-whose interval is wider than --max_spread (relative to its median) is
-measured again, up to --reruns times, keeping the narrowest. The error's
-interval is the prediction against the measured interval; a row is a miss
-only when its whole error interval lies more than --max_error percent away.
-Prints a markdown table and a summary (rows whose point error is within 10%,
-misses by the interval rule, the median absolute error); with --max_error E
-given, exits 1 when a row misses.
+Noise is handled by the method. A VM's speed moves by 10-30% from one minute
+(or second) to the next, so calibration and measurement sample the same
+period: the rows are measured in passes, one launch of each row per pass,
+and the calibration's rounds (--calibrations, one `mtf-sim --calibrate
+--calibration_rounds 1` each) sit before the first pass, between passes and
+after the last; the machine the predictions use is their figure-by-figure
+median (`mtf-sim --from_calibrations`). Each launch times enough steps to
+last about --launch_seconds (its median step); a row's measured time is the
+median of its --launches launches, with a distribution-free confidence
+interval for that median from the launches' order statistics (at least
+--confidence). A row whose interval is wider than --max_spread (relative to
+its median) gets more passes, up to --reruns times --launches more launches,
+all of them kept. The error's interval is the prediction against the
+measured interval; a row is a miss only when its whole error interval lies
+more than --max_error percent away. Prints a markdown table and a summary
+(rows whose point error is within 10%, misses by the interval rule, the
+median absolute error); with --max_error E given, exits 1 when a row misses.
 
 With --quick, only the rows the test suite checks; with --retries N, a row
-that misses (with --max_error) is calibrated and measured again up to N
-times (this VM's speed moves by 10-30% within minutes).
+that misses (with --max_error) is calibrated and measured again, on its own,
+up to N times.
 
   bench/sim_validation.py [--build build] [--machine FILE] [--max_error 10]
 """
@@ -136,27 +141,71 @@ def median_interval(xs, confidence):
     return xs[k - 1], med, xs[n - k]
 
 
-def measure_row(args, base, env, steps_flag, machine):
-    """One try at a row: a first launch predicts the step (on `machine`) and
-    sizes the others' step count; then --launches launches, again up to
-    --reruns times while their interval is wider than --max_spread (the
-    narrowest kept). Returns ((predicted, lo, median, hi, tries, steps),
-    the first launch's output)."""
-    probe = base + [steps_flag, "5", "--predict", machine]
-    out = run(probe, env)
-    predicted = figure("predicted_ms", out, probe)
-    steps = max(5, min(200, round(1e3 * args.launch_seconds / figure("median_ms", out, probe))))
-    best, tries = None, 0
-    while tries <= args.reruns:
-        tries += 1
-        cmd = base + [steps_flag, str(steps)]
-        times = [figure("median_ms", run(cmd, env), cmd) for _ in range(args.launches)]
-        lo, med, hi = median_interval(times, args.confidence)
-        if best is None or (hi - lo) / med < (best[2] - best[0]) / best[1]:
-            best = (lo, med, hi)
-        if 100 * (hi - lo) / med <= args.max_spread:
+class Row:
+    """One configuration: its command, and the launches measured so far."""
+
+    def __init__(self, name, base, env, steps_flag):
+        self.name, self.base, self.env, self.steps_flag = name, base, env, steps_flag
+        self.steps, self.times, self.predicted, self.out = 5, [], 0.0, ""
+
+    def size(self, args):
+        """A first launch sizes the others' step count (and tells the BLAS core)."""
+        cmd = self.base + [self.steps_flag, "5"]
+        self.out = run(cmd, self.env)
+        per_step = figure("median_ms", self.out, cmd)
+        self.steps = max(5, min(200, round(1e3 * args.launch_seconds / per_step)))
+
+    def launch(self):
+        cmd = self.base + [self.steps_flag, str(self.steps)]
+        self.times.append(figure("median_ms", run(cmd, self.env), cmd))
+
+    def predict(self, machine):
+        cmd = self.base + [self.steps_flag, "2", "--predict", machine]
+        self.predicted = figure("predicted_ms", run(cmd, self.env), cmd)
+        return self.predicted
+
+    def measured(self, confidence):
+        """(predicted, lo, median, hi) of the launches so far."""
+        lo, med, hi = median_interval(self.times, confidence)
+        return self.predicted, lo, med, hi
+
+    def spread(self, confidence):
+        _, lo, med, hi = self.measured(confidence)
+        return 100 * (hi - lo) / med
+
+
+def spread_over(n, k):
+    """k points in 0..n, as evenly spaced as they go (both ends first)."""
+    if k <= 1:
+        return [0]
+    return sorted({round(i * n / (k - 1)) for i in range(k)})
+
+
+def measure_interleaved(args, rows, calibrate):
+    """Every row's launches in passes, with calibration rounds spread among
+    them (`calibrate(i)` writes round i and returns its file; None: the
+    given machine), rows too wide measured in more passes; returns the
+    rounds' files."""
+    for row in rows:
+        row.size(args)
+    rounds = []
+    at = spread_over(args.launches, args.calibrations) if calibrate else []
+    for p in range(args.launches + 1):
+        if p in at:
+            rounds.append(calibrate(len(rounds)))
+        if p == args.launches:
             break
-    return (predicted,) + best + (tries, steps), out
+        for row in rows:
+            row.launch()
+        print(f"pass {p + 1} of {args.launches} done", file=sys.stderr, flush=True)
+    for _ in range(args.reruns):
+        wide = [r for r in rows if r.spread(args.confidence) > args.max_spread]
+        if not wide:
+            break
+        for _ in range(args.launches):
+            for row in wide:
+                row.launch()
+    return rounds
 
 
 def error_of(t, limit):
@@ -174,12 +223,15 @@ def report(args, rows, core, limit):
     k = interval_rank(args.launches, args.confidence)
     print(f"\nOpenBLAS core {core}; measured: the median over {args.launches} launches of each "
           f"launch's median step; interval: launches {k} and {args.launches + 1 - k} of "
-          f"{args.launches} in order ({100 * coverage(args.launches, k):.0f}% for the median)\n")
+          f"{args.launches} in order ({100 * coverage(args.launches, k):.0f}% for the median; "
+          f"rows with more launches: the same coverage or more); the rows' launches "
+          f"interleaved in passes, the calibration the median of "
+          f"{'the given machine' if args.machine else f'{args.calibrations} rounds among them'}\n")
     print("| configuration | measured ms | interval | predicted ms | error | error interval |")
     print("|---|---:|---:|---:|---:|---:|")
-    for name, med, lo, hi, predicted, err, err_lo, err_hi, miss, tries, note in rows:
+    for name, med, lo, hi, predicted, err, err_lo, err_hi, miss, n, note in rows:
         mark = " **miss**" if miss else (" (passed on a retry)" if note else "")
-        again = f" ({tries} tries)" if tries > 1 else ""
+        again = f" ({n} launches)" if n > args.launches else ""
         print(f"| {name} | {med:.2f} | {lo:.2f}-{hi:.2f}{again} | {predicted:.2f} | {err:+.1f}% | "
               f"{err_lo:+.1f}% to {err_hi:+.1f}%{mark} |")
     errors = sorted(abs(r[5]) for r in rows)
@@ -202,46 +254,49 @@ def main():
     ap.add_argument("--build", default="build")
     ap.add_argument("--machine", default="", help="a machine file (default: calibrate now)")
     ap.add_argument("--launches", type=int, default=8, help="launches per row")
+    ap.add_argument("--calibrations", type=int, default=5,
+                    help="calibration rounds, spread from before the first pass to after the "
+                         "last")
     ap.add_argument("--launch_seconds", type=float, default=0.3,
                     help="timed steps per launch: enough to last this long (5 to 200)")
     ap.add_argument("--warmup", type=int, default=3)
     ap.add_argument("--confidence", type=float, default=0.9,
                     help="coverage of each row's interval for its median")
     ap.add_argument("--max_spread", type=float, default=15,
-                    help="percent: a row whose interval is wider is measured again")
-    ap.add_argument("--reruns", type=int, default=2, help="at most this many times")
+                    help="percent: a row whose interval is wider gets more launches")
+    ap.add_argument("--reruns", type=int, default=1,
+                    help="at most this many times --launches more launches per wide row")
     ap.add_argument("--max_error", type=float, default=0,
                     help="exit 1 when a row's whole error interval is further away (percent; "
                          "0: report only); the table marks misses at 10%% without it")
     ap.add_argument("--only", default="", help="run the rows whose name has this")
     ap.add_argument("--quick", action="store_true",
                     help="only the rows the test suite checks (one of each kind)")
+    ap.add_argument("--keep_machines", default="",
+                    help="write the calibration rounds' machine files and their median here")
     ap.add_argument("--retries", type=int, default=0,
-                    help="with --max_error: a row that misses is calibrated (without --machine) "
-                         "and measured again up to this many times; the table keeps the first "
-                         "try and says which passed on a retry")
-    ap.add_argument("--calibrate_each", action="store_true",
-                    help="without --machine: calibrate again before each row")
+                    help="with --max_error: a row that misses is calibrated again (without "
+                         "--machine) and measured again on its own, up to this many times; "
+                         "the table keeps the first try and says which passed on a retry")
     args = ap.parse_args()
     if args.launches < 3:
         sys.exit("sim_validation: --launches must be at least 3 (an interval needs them)")
+    if args.calibrations < 1:
+        sys.exit("sim_validation: --calibrations must be at least 1")
     limit = args.max_error or 10
 
     launch = os.path.join(args.build, "tools", "mtf-launch")
-    machine = args.machine
+    sim = os.path.join(args.build, "tools", "mtf-sim")
     tmp = tempfile.TemporaryDirectory()
-    given = bool(machine)
-    if not given:
-        machine = os.path.join(tmp.name, "host.machine")
+    where = args.keep_machines or tmp.name
+    os.makedirs(where, exist_ok=True)
 
-    def calibrate():
-        out = run([os.path.join(args.build, "tools", "mtf-sim"), "--calibrate", machine])
-        return out.rstrip().splitlines()[-2]
+    def calibrate(i, rounds=1):
+        path = os.path.join(where, f"round{i}.machine")
+        out = run([sim, "--calibrate", path, "--calibration_rounds", str(rounds)])
+        print(f"calibration {i + 1}: " + out.rstrip().splitlines()[-2], flush=True)
+        return path
 
-    if not given:
-        print("calibration: " + calibrate(), flush=True)
-
-    core = ""
     rows = []
     for name, program, model, ranks, how, mesh, layout in CONFIGS:
         if (args.only and args.only not in name) or (args.quick and name not in QUICK):
@@ -256,33 +311,47 @@ def main():
             base = [launch, "-n", str(ranks), "--"] + base
         if how == "tcp":
             env = dict(os.environ, MTF_SHM="0")
+        rows.append(Row(name, base, env, steps_flag))
+    if not rows:
+        sys.exit(f"sim_validation: no configuration matches --only {args.only!r}")
 
-        def measure(fresh):
-            if fresh and not given:
-                calibrate()
-            return measure_row(args, base, env, steps_flag, machine)
+    rounds = measure_interleaved(args, rows, None if args.machine else calibrate)
+    machine = args.machine
+    if rounds:
+        machine = os.path.join(where, "host.machine")
+        out = run([sim, "--calibrate", machine, "--from_calibrations", ",".join(rounds)])
+        print("calibration (median of the rounds): " + out.rstrip().splitlines()[-2], flush=True)
+    c = re.search(r"^openblas_core (\S+)", rows[0].out, re.M)
+    core = c.group(1) if c else ""
 
-        first, out = measure(args.calibrate_each)
-        c = re.search(r"^openblas_core (\S+)", out, re.M)
-        core = c.group(1) if c else core
-        predicted, lo, med, hi, tries, steps = first
+    table = []
+    for i, row in enumerate(rows):
+        row.predict(machine)
+        first = row.measured(args.confidence)
         err, err_lo, err_hi, miss = error_of(first, limit)
         note, last_miss = "", miss
         for retry in range(1, args.retries + 1):
             if not (args.max_error and last_miss):
                 break
-            again, _ = measure(True)
-            e2, _, _, last_miss = error_of(again, limit)
-            note += (f"; retry {retry}: {again[2]:.2f} [{again[1]:.2f}, {again[3]:.2f}] vs "
-                     f"{again[0]:.2f} ms ({e2:+.1f}%{' miss' if last_miss else ''})")
+            again = Row(row.name, row.base, row.env, row.steps_flag)
+            again.steps = row.steps
+            fresh = machine if args.machine else calibrate(len(rounds) + i, rounds=3)
+            for _ in range(args.launches):
+                again.launch()
+            again.predict(fresh)
+            t = again.measured(args.confidence)
+            e2, _, _, last_miss = error_of(t, limit)
+            note += (f"; retry {retry}: {t[2]:.2f} [{t[1]:.2f}, {t[3]:.2f}] vs "
+                     f"{t[0]:.2f} ms ({e2:+.1f}%{' miss' if last_miss else ''})")
         miss = last_miss if args.max_error else miss
-        rows.append((name, med, lo, hi, predicted, err, err_lo, err_hi, miss, tries, note))
-        print(f"{name}: measured {med:.3f} ms [{lo:.3f}, {hi:.3f}] ({steps} steps x "
-              f"{args.launches} launches, {tries} tr{'y' if tries == 1 else 'ies'}), predicted "
-              f"{predicted:.3f} ms ({err:+.1f}% [{err_lo:+.1f}, {err_hi:+.1f}])"
-              f"{' MISS' if miss else ''}{note}", flush=True)
+        predicted, lo, med, hi = first
+        n = len(row.times)
+        table.append((row.name, med, lo, hi, predicted, err, err_lo, err_hi, miss, n, note))
+        print(f"{row.name}: measured {med:.3f} ms [{lo:.3f}, {hi:.3f}] ({row.steps} steps x "
+              f"{n} launches), predicted {predicted:.3f} ms ({err:+.1f}% [{err_lo:+.1f}, "
+              f"{err_hi:+.1f}]){' MISS' if miss else ''}{note}", flush=True)
 
-    return report(args, rows, core, limit)
+    return report(args, table, core, limit)
 
 
 if __name__ == "__main__":

@@ -16,6 +16,7 @@
 #include <sstream>
 #include <thread>
 
+#include "calibration_median.h"
 #include "calibration_timing.h"
 #include "mtf/in_process_transport.h"
 #include "mtf/mtf.h"
@@ -511,18 +512,6 @@ Calibration calibrate_once(bool progress) {
   return cal;
 }
 
-// A machine file's `key = value` lines.
-std::map<std::string, std::string> file_values(const Topology& t) {
-  std::map<std::string, std::string> values;
-  std::istringstream in(t.to_file());
-  std::string line;
-  while (std::getline(in, line)) {
-    const size_t eq = line.find(" = ");
-    if (eq != std::string::npos) values[line.substr(0, eq)] = line.substr(eq + 3);
-  }
-  return values;
-}
-
 // What a rank started by run_ranks_as_processes does, by job name.
 std::string calibration_job(const std::string& job, Transport& t) {
   if (job == "link") return link_answer(t);
@@ -538,52 +527,18 @@ int calibration_rank(int argc, char** argv) {
 }
 
 Calibration calibrate_host(bool progress, int rounds) {
+  if (rounds < 1)
+    throw ValueError("calibration rounds must be at least 1, not " + std::to_string(rounds));
   std::vector<Calibration> all;
-  for (int r = 0; r < std::max(1, rounds); ++r) {
+  std::vector<Topology> machines;
+  for (int r = 0; r < rounds; ++r) {
     if (progress && rounds > 1)
       std::fprintf(stderr, "calibrating: round %d of %d\n", r + 1, rounds);
     all.push_back(calibrate_once(progress));
+    machines.push_back(all.back().machine);
   }
   Calibration cal = all.front();
-  if (all.size() == 1) return cal;
-  // Every figure the median of the rounds; a fitted curve's three figures
-  // together, from the round with the median peak.
-  std::vector<std::map<std::string, std::string>> values;
-  for (const Calibration& c : all) values.push_back(file_values(c.machine));
-  const std::vector<std::vector<std::string>> curves = {
-      {"gemm_flops", "gemm_half_flops", "gemm_narrow"},
-      {"gemm_flops_all_cpus", "gemm_half_flops_all_cpus", "gemm_narrow_all_cpus"}};
-  std::map<std::string, bool> in_curve;
-  for (const auto& curve : curves)
-    for (const std::string& key : curve) in_curve[key] = true;
-  Topology& m = cal.machine;
-  for (const auto& [key, first] : values.front()) {
-    if (in_curve.count(key)) continue;
-    std::vector<double> v;
-    for (const auto& round : values) {
-      char* end = nullptr;
-      const std::string& text = round.at(key);
-      const double x = std::strtod(text.c_str(), &end);
-      if (end == text.c_str() || *end != '\0') break;  // not a number: the first round's
-      v.push_back(x);
-    }
-    if (v.size() != values.size()) continue;
-    std::ostringstream o;
-    o.precision(17);
-    o << median(v);
-    m.set(key, o.str());
-  }
-  for (const auto& curve : curves) {
-    std::vector<std::pair<double, size_t>> peaks;
-    for (size_t r = 0; r < values.size(); ++r)
-      peaks.push_back({std::strtod(values[r].at(curve[0]).c_str(), nullptr), r});
-    std::sort(peaks.begin(), peaks.end());
-    const size_t r = peaks[peaks.size() / 2].second;
-    for (const std::string& key : curve) m.set(key, values[r].at(key));
-  }
-  m.sources = all.front().machine.sources + " (each figure the median of " +
-              std::to_string(all.size()) + " rounds)";
-  m.validate();
+  cal.machine = median_of_calibrations(machines);
   return cal;
 }
 

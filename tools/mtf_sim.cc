@@ -12,6 +12,7 @@
 #include <random>
 #include <sstream>
 
+#include "calibration_median.h"
 #include "cli/flags.h"
 #include "cli/mesh_flags.h"
 #include "host_calibration.h"
@@ -276,6 +277,34 @@ void write_machine_file(const std::string& path, const Topology& machine) {
     throw IoError("cannot rename \"" + tmp + "\" to \"" + path + "\"");
 }
 
+// --from_calibrations: the machine files it lists (each must exist and
+// describe a calibrated host), combined.
+Topology combined_calibrations(const std::string& list) {
+  std::vector<Topology> machines;
+  std::stringstream in(list);
+  std::string path;
+  while (std::getline(in, path, ',')) {
+    if (path.empty()) continue;
+    Topology t;
+    t.load_file(path);
+    if (t.host_cpus < 1)
+      throw ValueError("--from_calibrations: \"" + path +
+                       "\" is not a calibrated host (no host_cpus); list files written by "
+                       "mtf-sim --calibrate");
+    machines.push_back(t);
+  }
+  if (machines.empty())
+    throw ValueError("--from_calibrations: no machine files in \"" + list + "\"");
+  return tools::median_of_calibrations(machines);
+}
+
+int calibration_rounds(const cli::Flags& flags) {
+  const int64_t rounds = flags.i64("calibration_rounds");
+  if (rounds < 1 || rounds > 100)
+    throw ValueError("--calibration_rounds must be 1 to 100, not " + std::to_string(rounds));
+  return static_cast<int>(rounds);
+}
+
 void progress(int64_t done, int64_t total, double seconds) {
   if (!isatty(STDERR_FILENO) || total < 2) return;
   const int width = 30;
@@ -385,6 +414,13 @@ void define_flags(cli::Flags& flags) {
                "elementwise bandwidth, latency and bandwidth between ranks as threads and as "
                "processes), write it as a machine file to this path and exit; --topology host "
                "reads it from $MTF_HOST_MACHINE or ~/.cache/mtf/host.machine");
+  flags.define("calibration_rounds", "3",
+               "with --calibrate: measure this many times and keep each figure's median "
+               "(1 round takes about 20 s)");
+  flags.define("from_calibrations", "",
+               "with --calibrate: measure nothing; write the median of these machine files "
+               "(comma-separated; calibrations taken at different times, e.g. spread through "
+               "a validation run) as each round's figures are combined");
   flags.define("topology_file", "",
                "file of `key = value` overrides, applied before --topology_set");
   flags.define("mapping", "",
@@ -498,7 +534,14 @@ int main(int argc, char** argv) {
 
     if (!flags.str("calibrate").empty()) {
       const std::string path = flags.str("calibrate");
-      const tools::Calibration cal = tools::calibrate_host(isatty(STDERR_FILENO));
+      if (!flags.str("from_calibrations").empty()) {
+        const Topology machine = combined_calibrations(flags.str("from_calibrations"));
+        write_machine_file(path, machine);
+        std::printf("%s\nwrote %s\n", machine.to_string().c_str(), path.c_str());
+        return 0;
+      }
+      const tools::Calibration cal =
+          tools::calibrate_host(isatty(STDERR_FILENO), calibration_rounds(flags));
       write_machine_file(path, cal.machine);
       std::printf("%swrote %s\n", cal.report().c_str(), path.c_str());
       return 0;

@@ -1,0 +1,70 @@
+// Combining calibrations of one host (tools/calibration_median.h): each
+// figure the median of the calibrations', a product curve's figures kept
+// together, and a clear error for nothing to combine.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "calibration_median.h"
+#include "expect_error.h"
+#include "mtf/mtf.h"
+
+namespace mtf {
+namespace {
+
+// A 2-CPU host whose rates are `speed` times round figures, and whose
+// one-thread product curve is (peak, half, narrow).
+Topology calibration(double speed, double peak, double half, double narrow) {
+  Topology t;
+  t.apply_overrides(
+      "name=host,network=switched,nodes=1,devices_per_node=2,host_cpus=2,"
+      "gemm_flops_all_cpus=180e9,gemm_half_flops_all_cpus=2e6,gemm_narrow_all_cpus=40,"
+      "transcendental_cost=20,cache_bytes=1e6,step_overhead=1e-6,run_overhead=2e-6,"
+      "threads_run_overhead=100e-6,node_link_bandwidth=5e9,node_link_latency=3e-6");
+  t.set("gemm_flops", std::to_string(peak));
+  t.set("gemm_half_flops", std::to_string(half));
+  t.set("gemm_narrow", std::to_string(narrow));
+  t.set("core_flops", std::to_string(10e9 * speed));
+  t.set("chip_memory_bandwidth", std::to_string(20e9 * speed));
+  t.set("cache_bandwidth", std::to_string(80e9 * speed));
+  t.sources = "calibration at speed " + std::to_string(speed);
+  return t;
+}
+
+TEST(CalibrationMedian, EachFigureIsTheMedianOfTheCalibrations) {
+  // A slow phase, a fast one and one between: every rate from the middle
+  // one, whichever order they came in.
+  const std::vector<Topology> rounds = {calibration(0.6, 100e9, 1e5, 10),
+                                        calibration(1.3, 140e9, 3e5, 20),
+                                        calibration(1.0, 120e9, 2e5, 30)};
+  const Topology m = tools::median_of_calibrations(rounds);
+  EXPECT_DOUBLE_EQ(m.core_flops, 10e9);
+  EXPECT_DOUBLE_EQ(m.chip_memory_bandwidth, 20e9);
+  EXPECT_DOUBLE_EQ(m.host.cache_bandwidth, 80e9);
+  EXPECT_EQ(m.host_cpus, 2);
+  EXPECT_EQ(m.sources, rounds.front().sources + " (each figure the median of 3 rounds)");
+}
+
+TEST(CalibrationMedian, AProductCurveComesWholeFromTheMedianPeak) {
+  // Medians taken figure by figure would give (120e9, 2e5, 20), a curve no
+  // calibration measured; the curve of the median peak keeps its own half
+  // and narrow figures.
+  const Topology m =
+      tools::median_of_calibrations({calibration(1, 100e9, 1e5, 10), calibration(1, 140e9, 3e5, 20),
+                                     calibration(1, 120e9, 2e5, 30)});
+  EXPECT_DOUBLE_EQ(m.host.one_cpu.gemm_flops, 120e9);
+  EXPECT_DOUBLE_EQ(m.host.one_cpu.gemm_half_flops, 2e5);
+  EXPECT_DOUBLE_EQ(m.host.one_cpu.gemm_narrow, 30);
+}
+
+TEST(CalibrationMedian, OneCalibrationIsItselfAndNoneIsAnError) {
+  const Topology one = calibration(0.7, 90e9, 1e5, 10);
+  const Topology m = tools::median_of_calibrations({one});
+  EXPECT_EQ(m.to_file(), one.to_file());
+  testing::expect_error<ValueError>([] { tools::median_of_calibrations({}); },
+                                    "no calibrations to combine");
+}
+
+}  // namespace
+}  // namespace mtf

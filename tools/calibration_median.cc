@@ -1,0 +1,76 @@
+// Combining calibrations of one host; see calibration_median.h.
+#include "calibration_median.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <map>
+#include <sstream>
+#include <string>
+#include <utility>
+
+#include "calibration_timing.h"
+#include "mtf/mtf.h"
+
+namespace mtf::tools {
+namespace {
+
+// A machine file's `key = value` lines.
+std::map<std::string, std::string> file_values(const Topology& t) {
+  std::map<std::string, std::string> values;
+  std::istringstream in(t.to_file());
+  std::string line;
+  while (std::getline(in, line)) {
+    const size_t eq = line.find(" = ");
+    if (eq != std::string::npos) values[line.substr(0, eq)] = line.substr(eq + 3);
+  }
+  return values;
+}
+
+}  // namespace
+
+Topology median_of_calibrations(const std::vector<Topology>& rounds) {
+  if (rounds.empty()) throw ValueError("median_of_calibrations: no calibrations to combine");
+  Topology m = rounds.front();
+  if (rounds.size() == 1) return m;
+  // Every figure the median of the rounds; a fitted curve's three figures
+  // together, from the round with the median peak.
+  std::vector<std::map<std::string, std::string>> values;
+  for (const Topology& t : rounds) values.push_back(file_values(t));
+  const std::vector<std::vector<std::string>> curves = {
+      {"gemm_flops", "gemm_half_flops", "gemm_narrow"},
+      {"gemm_flops_all_cpus", "gemm_half_flops_all_cpus", "gemm_narrow_all_cpus"}};
+  std::map<std::string, bool> in_curve;
+  for (const auto& curve : curves)
+    for (const std::string& key : curve) in_curve[key] = true;
+  for (const auto& [key, first] : values.front()) {
+    if (in_curve.count(key)) continue;
+    std::vector<double> v;
+    for (const auto& round : values) {
+      const auto it = round.find(key);
+      if (it == round.end()) break;
+      char* end = nullptr;
+      const double x = std::strtod(it->second.c_str(), &end);
+      if (end == it->second.c_str() || *end != '\0') break;  // not a number: the first round's
+      v.push_back(x);
+    }
+    if (v.size() != values.size()) continue;
+    std::ostringstream o;
+    o.precision(17);
+    o << median(v);
+    m.set(key, o.str());
+  }
+  for (const auto& curve : curves) {
+    std::vector<std::pair<double, size_t>> peaks;
+    for (size_t r = 0; r < values.size(); ++r)
+      peaks.push_back({std::strtod(values[r].at(curve[0]).c_str(), nullptr), r});
+    std::sort(peaks.begin(), peaks.end());
+    const size_t r = peaks[peaks.size() / 2].second;
+    for (const std::string& key : curve) m.set(key, values[r].at(key));
+  }
+  m.sources = rounds.front().sources + " (each figure the median of " +
+              std::to_string(rounds.size()) + " rounds)";
+  m.validate();
+  return m;
+}
+
+}  // namespace mtf::tools
