@@ -145,6 +145,8 @@ TEST(SimHost, BFloat16MatrixVectorFusedAndConvolutionTerms) {
         "gemm_memory_bandwidth=10e9,gemm_memory_bandwidth_all_cpus=20e9,"
         "gemm_cache_bandwidth=40e9,gemm_cache_bandwidth_all_cpus=50e9,fused_in_program=3,"
         "fused_step_overhead=4e-6,conv_in_program=2.5,conv_in_program_all_cpus=0.8,"
+        "pool_in_program=3.5,pool_in_program_all_cpus=2.5,pool_grad_in_program=5,"
+        "pool_grad_in_program_all_cpus=4,"
         "random_cost=18,gemm_narrow=0,gemm_narrow_all_cpus=0");
   }
   const double big = 1024;
@@ -173,14 +175,20 @@ TEST(SimHost, BFloat16MatrixVectorFusedAndConvolutionTerms) {
   EXPECT_NEAR(two.host_elementwise_seconds(0, 8e5, false), 8e5 / 80e9, 1e-15);
   EXPECT_DOUBLE_EQ(two.host_conv_factor(), 2.5);
   EXPECT_DOUBLE_EQ(one.host_conv_factor(), 0.8);
+  EXPECT_DOUBLE_EQ(two.host_pool_factor(false), 3.5);
+  EXPECT_DOUBLE_EQ(one.host_pool_factor(false), 2.5);
+  EXPECT_DOUBLE_EQ(two.host_pool_factor(true), 5);
+  EXPECT_DOUBLE_EQ(one.host_pool_factor(true), 4);
   Topology back;
   back.apply_overrides("name=back");
-  for (const char* key : {"gemm_bfloat16_speedup = 2", "gemm_memory_bandwidth_all_cpus = 2e+10",
-                          "gemm_cache_bandwidth = 4e+10", "fused_in_program = 3",
-                          "conv_in_program_all_cpus = 0.8", "random_cost = 18"})
+  for (const char* key :
+       {"gemm_bfloat16_speedup = 2", "gemm_memory_bandwidth_all_cpus = 2e+10",
+        "gemm_cache_bandwidth = 4e+10", "fused_in_program = 3", "conv_in_program_all_cpus = 0.8",
+        "pool_in_program = 3.5", "random_cost = 18"})
     EXPECT_NE(two.to_file().find(key), std::string::npos) << key;
   EXPECT_THROW(back.set("gemm_bfloat16_speedup", "0"), ValueError);
   EXPECT_THROW(back.set("random_cost", "-1"), ValueError);
+  EXPECT_THROW(back.set("pool_in_program", "0"), ValueError);
 }
 
 // Random draws cost random_cost flops an element: a graph that draws costs
@@ -227,6 +235,43 @@ TEST(SimHost, BroadcastProductsCostTheirBytes) {
   // 12 MiB (two operands and the product) at 20 GB/s: 0.63 ms; a square
   // product of its 2M flops would take 0.02 ms.
   EXPECT_GT(s.simulation_report().step_time, 0.6e-3);
+}
+
+// Pooling steps take their roofline times pool_in_program, whatever the
+// elementwise factor (the reference CNN measures them apart).
+TEST(SimHost, PoolingCostsItsOwnFactor) {
+  auto step_of = [](const char* factors) {
+    Graph g;
+    Mesh mesh(g, "m");
+    // [8, 64, 64, 32] floats: 4 MiB in, 1 MiB out.
+    const Tensor x = get_variable(
+        mesh, "x",
+        Shape({Dimension{"b", 8}, Dimension{"h", 64}, Dimension{"w", 64}, Dimension{"c", 32}}));
+    const Tensor y = get_variable(
+        mesh, "y",
+        Shape({Dimension{"b", 8}, Dimension{"h", 32}, Dimension{"w", 32}, Dimension{"c", 32}}));
+    Operation* write = assign(y, max_pool(x, {2, 2}));
+    MeshConfig mc;
+    mc.impl = MeshImpl::kSimulated;
+    mc.sim->mode = SimMode::kCostOnly;
+    mc.sim->topology = host(1);
+    mc.sim->topology.apply_overrides(factors);
+    Session s(g, mc);
+    s.run(std::vector<Tensor>{}, {}, {write});
+    return s.simulation_report().step_time;
+  };
+  const double base = step_of("pool_in_program=1,elementwise_in_program=1");
+  const double slow_pool = step_of(
+      "pool_in_program=4,pool_in_program_all_cpus=4,"
+      "elementwise_in_program=1");
+  // 5 MiB at 20 GB/s: 0.26 ms of pooling, three more times that with 4.
+  EXPECT_GT(slow_pool - base, 3 * 0.25e-3);
+  EXPECT_LT(slow_pool - base, 3 * 0.27e-3);
+  // The elementwise factor leaves the pooling step alone (the assign's
+  // copy of 1 MiB is all it scales: 0.05 ms a unit).
+  const double slow_elementwise =
+      step_of("pool_in_program=1,elementwise_in_program=2,elementwise_in_program_all_cpus=2");
+  EXPECT_LT(slow_elementwise - base, 0.15e-3);
 }
 
 TEST(SimHost, FillingTheCpusCostsTheBusyFactor) {

@@ -322,6 +322,8 @@ void measure_in_program(Calibration& cal, const CalibrationRun& run, int threads
   one_core.host_cpus = threads;
   one_core.host.one_cpu.gemm_in_program = one_core.host.all_cpus.gemm_in_program = 1;
   one_core.host.one_cpu.conv_in_program = one_core.host.all_cpus.conv_in_program = 1;
+  one_core.host.one_cpu.pool_in_program = one_core.host.all_cpus.pool_in_program = 1;
+  one_core.host.one_cpu.pool_grad_in_program = one_core.host.all_cpus.pool_grad_in_program = 1;
   one_core.host.one_cpu.elementwise_in_program = one_core.host.all_cpus.elementwise_in_program = 1;
   one_core.host.one_cpu.elementwise_step_overhead =
       one_core.host.all_cpus.elementwise_step_overhead = 0;
@@ -345,11 +347,18 @@ void measure_in_program(Calibration& cal, const CalibrationRun& run, int threads
   fit_line(t.other_steps, &c.elementwise_in_program, &c.elementwise_step_overhead);
   fit_line(t.fused_steps, &c.fused_in_program, &c.fused_step_overhead);
   if (t.conv_sim > 0) c.conv_in_program = std::clamp(t.conv_real / t.conv_sim, 0.5, 20.0);
+  if (t.pool_sim > 0) c.pool_in_program = std::clamp(t.pool_real / t.pool_sim, 0.5, 20.0);
+  if (t.pool_grad_sim > 0)
+    c.pool_grad_in_program = std::clamp(t.pool_grad_real / t.pool_grad_sim, 0.5, 20.0);
   const char* unit = threads == 1 ? " thread" : " threads";
   cal.points.push_back(
       {cat("reference programs' products, ", threads, unit), t.gemm_real, 0, t.gemm_sim});
   cal.points.push_back(
       {cat("reference CNN's convolutions, ", threads, unit), t.conv_real, 0, t.conv_sim});
+  cal.points.push_back(
+      {cat("reference CNN's pooling, ", threads, unit), t.pool_real, 0, t.pool_sim});
+  cal.points.push_back({cat("reference CNN's pooling gradients, ", threads, unit), t.pool_grad_real,
+                        0, t.pool_grad_sim});
   cal.points.push_back(
       {cat("reference programs' other steps, ", threads, unit), t.other_real, 0, t.other_sim});
 }

@@ -42,11 +42,13 @@ class PinnedTo {
 };
 
 // A reference program's compute steps on one core, measured (profiled
-// runs) and simulated on `machine`: seconds per run of its matrix products
-// and of everything else.
+// runs) and simulated on `machine`: seconds per run of its matrix products,
+// convolutions, pooling and everything else.
 struct ProgramTimes {
   double gemm_real = 0, gemm_sim = 0, other_real = 0, other_sim = 0;
   double conv_real = 0, conv_sim = 0;                  // convolutions and their gradients
+  double pool_real = 0, pool_sim = 0;                  // pooling
+  double pool_grad_real = 0, pool_grad_sim = 0;        // pooling's gradients
   std::vector<std::pair<double, double>> other_steps;  // (simulated, measured) per op
   std::vector<std::pair<double, double>> fused_steps;  // the same for fused chains
 };

@@ -59,6 +59,13 @@ struct HostCompute {
   // (measured on the reference CNN: its products are many small ones, which
   // OpenBLAS's threads slow down rather than speed up).
   double conv_in_program = 1;
+  // A pooling step (max_pool, avg_pool) and a pooling gradient over the
+  // roofline of their bytes, in place of elementwise_in_program (measured
+  // on the reference CNN: the gradient's window search and adds to
+  // scattered taps ran at a third of a stream's rate, the forward window
+  // search near it).
+  double pool_in_program = 1;
+  double pool_grad_in_program = 1;
   double elementwise_in_program = 1;
   double elementwise_step_overhead = 0;
   // The same for fused chains (a softmax's pieces, a bias and its relu),
@@ -196,12 +203,20 @@ struct Topology {
   // A host's figures (host_cpus > 0), per device: seconds of one BLAS
   // product [m,k] x [k,n]; of elementwise work (`flops` weighted as above)
   // moving `bytes`; and of a compute step whose work takes `work` seconds.
-  // (`one_thread`: a product its kernel keeps on one BLAS thread.)
+  // (`one_thread`: a product its kernel keeps on one BLAS thread;
+  // `in_program` false: without gemm_in_program, for a step whose own
+  // factor was measured against the bare curve, a convolution's.)
   double host_gemm_seconds(double m, double n, double k, DType dtype = DType::kFloat32,
-                           bool one_thread = false) const;
+                           bool one_thread = false, bool in_program = true) const;
   double host_elementwise_seconds(double flops, double bytes, bool fused = false) const;
   // conv_in_program for the threads a rank gets.
   double host_conv_factor() const;
+  // pool_in_program (pool_grad_in_program for a gradient) for the threads
+  // a rank gets.
+  double host_pool_factor(bool gradient) const;
+  // max(flops / core_flops, bytes / the bandwidth of their size): an
+  // elementwise step's roofline, before any factor.
+  double host_roofline_seconds(double flops, double bytes) const;
   double host_step_seconds(double work) const;
   // Seconds a rank loses before each collective step: oversubscribed_wait
   // (processes_oversubscribed_wait for ranks as processes, when set) on a

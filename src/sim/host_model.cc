@@ -44,8 +44,8 @@ std::pair<double, double> host_link(const Topology& t) {
 
 }  // namespace
 
-double Topology::host_gemm_seconds(double m, double n, double k, DType dtype,
-                                   bool one_thread) const {
+double Topology::host_gemm_seconds(double m, double n, double k, DType dtype, bool one_thread,
+                                   bool in_program_factor) const {
   double peak = host.one_cpu.gemm_flops > 0 ? host.one_cpu.gemm_flops : core_flops,
          half = host.one_cpu.gemm_half_flops, narrow = host.one_cpu.gemm_narrow,
          in_program = host.one_cpu.gemm_in_program, speedup = host.one_cpu.gemm_bfloat16_speedup,
@@ -72,7 +72,8 @@ double Topology::host_gemm_seconds(double m, double n, double k, DType dtype,
   // the bytes below bound them: the matrix-vector rates are measured.
   constexpr double kNarrowestFitted = 10;
   const double side = std::max(kNarrowestFitted, std::min({m, n, k}));
-  double seconds = (2 * m * n * k + half) / peak * (1 + narrow / side) * in_program;
+  double seconds =
+      (2 * m * n * k + half) / peak * (1 + narrow / side) * (in_program_factor ? in_program : 1);
   if (dtype == DType::kBFloat16) seconds /= speedup;
   if (bandwidth > 0) {
     const double bytes = (m * k + k * n + m * n) * static_cast<double>(dtype_size(dtype));
@@ -84,16 +85,33 @@ double Topology::host_gemm_seconds(double m, double n, double k, DType dtype,
   return seconds;
 }
 
+namespace {
+
+// A factor of a host's HostCompute for the threads a rank gets (all_cpus'
+// when measured, else one_cpu's).
+double thread_factor(const Topology& t, double HostCompute::*factor) {
+  const double one = t.host.one_cpu.*factor, all = t.host.all_cpus.*factor;
+  return between(one, all > 0 ? all : one, thread_share(t));
+}
+
+}  // namespace
+
 double Topology::host_conv_factor() const {
-  return between(host.one_cpu.conv_in_program,
-                 host.all_cpus.conv_in_program > 0 ? host.all_cpus.conv_in_program
-                                                   : host.one_cpu.conv_in_program,
-                 thread_share(*this));
+  return thread_factor(*this, &HostCompute::conv_in_program);
+}
+
+double Topology::host_pool_factor(bool gradient) const {
+  return thread_factor(
+      *this, gradient ? &HostCompute::pool_grad_in_program : &HostCompute::pool_in_program);
+}
+
+double Topology::host_roofline_seconds(double flops, double bytes) const {
+  const double bw = bytes <= host.cache_bytes && host.cache_bandwidth > 0 ? host.cache_bandwidth
+                                                                          : chip_memory_bandwidth;
+  return std::max(flops / core_flops, bytes / bw);
 }
 
 double Topology::host_elementwise_seconds(double flops, double bytes, bool fused) const {
-  const double bw = bytes <= host.cache_bytes && host.cache_bandwidth > 0 ? host.cache_bandwidth
-                                                                          : chip_memory_bandwidth;
   const double x = thread_share(*this);
   const bool own = fused && host.one_cpu.fused_in_program > 0;
   const HostCompute& one = host.one_cpu;
@@ -105,7 +123,7 @@ double Topology::host_elementwise_seconds(double flops, double bytes, bool fused
   const double overhead =
       own ? between(one.fused_step_overhead, all.fused_step_overhead, x)
           : between(one.elementwise_step_overhead, all.elementwise_step_overhead, x);
-  return std::max(flops / core_flops, bytes / bw) * factor + overhead;
+  return host_roofline_seconds(flops, bytes) * factor + overhead;
 }
 
 double Topology::host_step_seconds(double work) const {

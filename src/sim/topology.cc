@@ -115,6 +115,13 @@ const std::map<std::string, NumberField>& number_settings() {
       {"conv_in_program", [](Topology& t) -> double& { return t.host.one_cpu.conv_in_program; }},
       {"conv_in_program_all_cpus",
        [](Topology& t) -> double& { return t.host.all_cpus.conv_in_program; }},
+      {"pool_in_program", [](Topology& t) -> double& { return t.host.one_cpu.pool_in_program; }},
+      {"pool_in_program_all_cpus",
+       [](Topology& t) -> double& { return t.host.all_cpus.pool_in_program; }},
+      {"pool_grad_in_program",
+       [](Topology& t) -> double& { return t.host.one_cpu.pool_grad_in_program; }},
+      {"pool_grad_in_program_all_cpus",
+       [](Topology& t) -> double& { return t.host.all_cpus.pool_grad_in_program; }},
       {"gemm_threads_from", [](Topology& t) -> double& { return t.host.gemm_threads_from; }},
       {"transcendental_cost", [](Topology& t) -> double& { return t.host.transcendental_cost; }},
       {"gemm_in_program", [](Topology& t) -> double& { return t.host.one_cpu.gemm_in_program; }},
@@ -343,6 +350,10 @@ void Topology::validate() const {
                    host.random_cost,
                    host.one_cpu.conv_in_program,
                    host.all_cpus.conv_in_program,
+                   host.one_cpu.pool_in_program,
+                   host.all_cpus.pool_in_program,
+                   host.one_cpu.pool_grad_in_program,
+                   host.all_cpus.pool_grad_in_program,
                    host.one_cpu.gemm_memory_bandwidth,
                    host.all_cpus.gemm_memory_bandwidth,
                    host.one_cpu.gemm_cache_bandwidth,
@@ -483,6 +494,10 @@ std::string Topology::to_file() const {
   line("random_cost", host.random_cost);
   line("conv_in_program", host.one_cpu.conv_in_program);
   line("conv_in_program_all_cpus", host.all_cpus.conv_in_program);
+  line("pool_in_program", host.one_cpu.pool_in_program);
+  line("pool_in_program_all_cpus", host.all_cpus.pool_in_program);
+  line("pool_grad_in_program", host.one_cpu.pool_grad_in_program);
+  line("pool_grad_in_program_all_cpus", host.all_cpus.pool_grad_in_program);
   line("gemm_in_program", host.one_cpu.gemm_in_program);
   line("gemm_in_program_all_cpus", host.all_cpus.gemm_in_program);
   line("elementwise_in_program", host.one_cpu.elementwise_in_program);
