@@ -162,7 +162,6 @@ class Row:
     def predict(self, machine):
         cmd = self.base + [self.steps_flag, "2", "--predict", machine]
         self.predicted = figure("predicted_ms", run(cmd, self.env), cmd)
-        return self.predicted
 
     def measured(self, confidence):
         """(predicted, lo, median, hi) of the launches so far."""
@@ -172,6 +171,48 @@ class Row:
     def spread(self, confidence):
         _, lo, med, hi = self.measured(confidence)
         return 100 * (hi - lo) / med
+
+
+def selected_rows(args):
+    """The configurations --only and --quick select, as Rows."""
+    launch = os.path.join(args.build, "tools", "mtf-launch")
+    rows = []
+    for name, program, model, ranks, how, mesh, layout in CONFIGS:
+        if (args.only and args.only not in name) or (args.quick and name not in QUICK):
+            continue
+        steps_flag, warmup_flag = STEP_FLAGS[program]
+        base = [os.path.join(args.build, "bench", program)] + model + [warmup_flag,
+                                                                       str(args.warmup)]
+        if mesh:
+            base += ["--mesh_shape", mesh, "--layout", layout]
+        env = None
+        if how in ("processes", "tcp"):
+            base = [launch, "-n", str(ranks), "--"] + base
+        if how == "tcp":
+            env = dict(os.environ, MTF_SHM="0")
+        rows.append(Row(name, base, env, steps_flag))
+    return rows
+
+
+def retry(args, row, machine, limit):
+    """A missed row measured again on its own, up to --retries times, each
+    on `machine()` (a fresh calibration unless --machine): (whether the last
+    try missed, the tries' text)."""
+    note, missed = "", True
+    for attempt in range(1, args.retries + 1):
+        again = Row(row.name, row.base, row.env, row.steps_flag)
+        again.steps = row.steps
+        fresh = machine()
+        for _ in range(args.launches):
+            again.launch()
+        again.predict(fresh)
+        t = again.measured(args.confidence)
+        e2, _, _, missed = error_of(t, limit)
+        note += (f"; retry {attempt}: {t[2]:.2f} [{t[1]:.2f}, {t[3]:.2f}] vs "
+                 f"{t[0]:.2f} ms ({e2:+.1f}%{' miss' if missed else ''})")
+        if not missed:
+            break
+    return missed, note
 
 
 def spread_over(n, k):
@@ -285,42 +326,31 @@ def main():
         sys.exit("sim_validation: --calibrations must be at least 1")
     limit = args.max_error or 10
 
-    launch = os.path.join(args.build, "tools", "mtf-launch")
     sim = os.path.join(args.build, "tools", "mtf-sim")
     tmp = tempfile.TemporaryDirectory()
     where = args.keep_machines or tmp.name
     os.makedirs(where, exist_ok=True)
 
-    def calibrate(i, rounds=1):
-        path = os.path.join(where, f"round{i}.machine")
-        out = run([sim, "--calibrate", path, "--calibration_rounds", str(rounds)])
-        print(f"calibration {i + 1}: " + out.rstrip().splitlines()[-2], flush=True)
+    def write_machine(path, label, *flags):
+        """mtf-sim --calibrate PATH FLAGS; prints its summary line."""
+        out = run([sim, "--calibrate", path] + list(flags))
+        print(f"{label}: " + out.rstrip().splitlines()[-2], flush=True)
         return path
 
-    rows = []
-    for name, program, model, ranks, how, mesh, layout in CONFIGS:
-        if (args.only and args.only not in name) or (args.quick and name not in QUICK):
-            continue
-        steps_flag, warmup_flag = STEP_FLAGS[program]
-        base = [os.path.join(args.build, "bench", program)] + model + [warmup_flag,
-                                                                       str(args.warmup)]
-        if mesh:
-            base += ["--mesh_shape", mesh, "--layout", layout]
-        env = None
-        if how in ("processes", "tcp"):
-            base = [launch, "-n", str(ranks), "--"] + base
-        if how == "tcp":
-            env = dict(os.environ, MTF_SHM="0")
-        rows.append(Row(name, base, env, steps_flag))
+    def calibrate(i, rounds=1):
+        return write_machine(os.path.join(where, f"round{i}.machine"), f"calibration {i + 1}",
+                             "--calibration_rounds", str(rounds))
+
+    rows = selected_rows(args)
     if not rows:
         sys.exit(f"sim_validation: no configuration matches --only {args.only!r}")
 
     rounds = measure_interleaved(args, rows, None if args.machine else calibrate)
     machine = args.machine
     if rounds:
-        machine = os.path.join(where, "host.machine")
-        out = run([sim, "--calibrate", machine, "--from_calibrations", ",".join(rounds)])
-        print("calibration (median of the rounds): " + out.rstrip().splitlines()[-2], flush=True)
+        machine = write_machine(os.path.join(where, "host.machine"),
+                                "calibration (median of the rounds)", "--from_calibrations",
+                                ",".join(rounds))
     c = re.search(r"^openblas_core (\S+)", rows[0].out, re.M)
     core = c.group(1) if c else ""
 
@@ -329,21 +359,10 @@ def main():
         row.predict(machine)
         first = row.measured(args.confidence)
         err, err_lo, err_hi, miss = error_of(first, limit)
-        note, last_miss = "", miss
-        for retry in range(1, args.retries + 1):
-            if not (args.max_error and last_miss):
-                break
-            again = Row(row.name, row.base, row.env, row.steps_flag)
-            again.steps = row.steps
-            fresh = machine if args.machine else calibrate(len(rounds) + i, rounds=3)
-            for _ in range(args.launches):
-                again.launch()
-            again.predict(fresh)
-            t = again.measured(args.confidence)
-            e2, _, _, last_miss = error_of(t, limit)
-            note += (f"; retry {retry}: {t[2]:.2f} [{t[1]:.2f}, {t[3]:.2f}] vs "
-                     f"{t[0]:.2f} ms ({e2:+.1f}%{' miss' if last_miss else ''})")
-        miss = last_miss if args.max_error else miss
+        note = ""
+        if args.max_error and miss and args.retries:
+            miss, note = retry(args, row, lambda: machine if args.machine else
+                               calibrate(len(rounds) + i, rounds=3), limit)
         predicted, lo, med, hi = first
         n = len(row.times)
         table.append((row.name, med, lo, hi, predicted, err, err_lo, err_hi, miss, n, note))

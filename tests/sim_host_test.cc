@@ -274,6 +274,15 @@ TEST(SimHost, PoolingCostsItsOwnFactor) {
   EXPECT_LT(slow_elementwise - base, 0.15e-3);
 }
 
+TEST(SimHost, PoolingStepsAreClassifiedByOpType) {
+  EXPECT_EQ(pooling_step("max_pool"), PoolingStep::kPool);
+  EXPECT_EQ(pooling_step("avg_pool"), PoolingStep::kPool);
+  EXPECT_EQ(pooling_step("max_pool_grad"), PoolingStep::kGradient);
+  EXPECT_EQ(pooling_step("avg_pool_grad"), PoolingStep::kGradient);
+  EXPECT_EQ(pooling_step("conv"), PoolingStep::kNone);
+  EXPECT_EQ(pooling_step("relu_grad"), PoolingStep::kNone);
+}
+
 TEST(SimHost, FillingTheCpusCostsTheBusyFactor) {
   Topology one = host(1), two = host(2), four = host(4);
   for (Topology* t : {&one, &two, &four}) {

@@ -54,8 +54,8 @@ void time_program(Graph& graph, const Tensor& loss, const std::vector<Operation*
       t->conv_sim += it->second;
       continue;
     }
-    if (row.type.rfind("max_pool", 0) == 0 || row.type.rfind("avg_pool", 0) == 0) {
-      const bool gradient = row.type.find("_grad") != std::string::npos;
+    if (const PoolingStep pool = pooling_step(row.type); pool != PoolingStep::kNone) {
+      const bool gradient = pool == PoolingStep::kGradient;
       (gradient ? t->pool_grad_real : t->pool_real) += row.seconds;
       (gradient ? t->pool_grad_sim : t->pool_sim) += it->second;
       continue;

@@ -75,6 +75,12 @@ struct HostCompute {
   double fused_step_overhead = 0;
 };
 
+// Which pooling factor a host times an op type with: max_pool and avg_pool
+// pool_in_program, their gradients pool_grad_in_program, others none (the
+// simulator's engine and calibration's reference CNN classify alike).
+enum class PoolingStep { kNone, kPool, kGradient };
+PoolingStep pooling_step(const std::string& op_type);
+
 // What `mtf-sim --calibrate` measures of a host, beyond the machine's
 // description (Topology). A compute step takes
 //   (step_overhead + work) * max(1, ranks / host_cpus)
@@ -204,10 +210,10 @@ struct Topology {
   // product [m,k] x [k,n]; of elementwise work (`flops` weighted as above)
   // moving `bytes`; and of a compute step whose work takes `work` seconds.
   // (`one_thread`: a product its kernel keeps on one BLAS thread;
-  // `in_program` false: without gemm_in_program, for a step whose own
+  // `in_program_factor` false: without gemm_in_program, for a step whose own
   // factor was measured against the bare curve, a convolution's.)
   double host_gemm_seconds(double m, double n, double k, DType dtype = DType::kFloat32,
-                           bool one_thread = false, bool in_program = true) const;
+                           bool one_thread = false, bool in_program_factor = true) const;
   double host_elementwise_seconds(double flops, double bytes, bool fused = false) const;
   // conv_in_program for the threads a rank gets.
   double host_conv_factor() const;

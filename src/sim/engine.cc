@@ -313,20 +313,18 @@ double host_step_time(const Step& step, double bytes, DType dtype, const Topolog
         static_cast<double>(c.gemm.batch) *
             topo.host_gemm_seconds(static_cast<double>(c.gemm.m), static_cast<double>(c.gemm.n),
                                    static_cast<double>(c.gemm.k), dtype, /*one_thread=*/true,
-                                   /*in_program=*/false) +
+                                   /*in_program_factor=*/false) +
         topo.host_roofline_seconds(0, c.column_bytes);
     return topo.host_step_seconds(work * topo.host_conv_factor());
   }
   // Pooling and its gradients: their roofline times their own factors (the
   // gradient's window search and adds to scattered taps ran at a third of a
   // stream's rate).
-  const std::string& type = product->type();
-  const bool pool = step.kind == Step::Kind::kCompute &&
-                    (type.rfind("max_pool", 0) == 0 || type.rfind("avg_pool", 0) == 0);
-  if (pool) {
-    const bool gradient = type.size() > 5 && type.compare(type.size() - 5, 5, "_grad") == 0;
+  const PoolingStep pool =
+      step.kind == Step::Kind::kCompute ? pooling_step(product->type()) : PoolingStep::kNone;
+  if (pool != PoolingStep::kNone) {
     return topo.host_step_seconds(topo.host_roofline_seconds(step.flops, bytes) *
-                                  topo.host_pool_factor(gradient));
+                                  topo.host_pool_factor(pool == PoolingStep::kGradient));
   }
   // No plan: one square product. A plan without BLAS calls (a product
   // broadcast elementwise: a gradient's dy * mask) falls through to the

@@ -100,6 +100,13 @@ double Topology::host_conv_factor() const {
   return thread_factor(*this, &HostCompute::conv_in_program);
 }
 
+PoolingStep pooling_step(const std::string& op_type) {
+  if (op_type.rfind("max_pool", 0) != 0 && op_type.rfind("avg_pool", 0) != 0)
+    return PoolingStep::kNone;
+  const bool gradient = op_type.size() > 5 && op_type.compare(op_type.size() - 5, 5, "_grad") == 0;
+  return gradient ? PoolingStep::kGradient : PoolingStep::kPool;
+}
+
 double Topology::host_pool_factor(bool gradient) const {
   return thread_factor(
       *this, gradient ? &HostCompute::pool_grad_in_program : &HostCompute::pool_in_program);
