@@ -1,9 +1,10 @@
 // What elementwise fusion (MeshConfig::fuse) buys: the same graph run by two
 // Sessions in one process, one kernel per op (the reference) against fused
 // chains (the candidate), paired step by step. "ratio" > 1 means fusion is
-// faster. Cases: a layer norm forward and backward alone (elementwise and
-// reductions only), the Transformer LM's training step at two sizes and the
-// README MLP's step.
+// faster. Cases: kernels alone (layer norm's tail, softmax's exp-sum,
+// attention's masked row maxima), a layer norm forward and backward alone
+// (elementwise and reductions only), the Transformer LM's training step at
+// two sizes and the README MLP's step.
 #include <cstdio>
 #include <random>
 
@@ -161,6 +162,42 @@ void BM_ExpSum(benchmark::State& state) {
                          "Gelem/s");
 }
 
+// Attention's masked row maxima: max over m of x + mask, x [b, l, h, m] and
+// the causal mask [l, m] broadcast over b and h; the add's kernel writing
+// the sums and reduce() reading them back, against one fused call with the
+// maximum as its epilogue.
+void BM_MaskedMax(benchmark::State& state) {
+  const Shape full("b:16;l:128;h:8;m:128"), mask_shape("l:128;m:128"), rows("b:16;l:128;h:8");
+  HostTensor x(full, float32), mask(mask_shape, float32), sum(full, float32), mx(rows, float32);
+  for (int64_t i = 0; i < x.num_elements(); ++i) x.data<float>()[i] = -0.01f * (i % 97);
+  for (int64_t i = 0; i < mask.num_elements(); ++i)
+    mask.data<float>()[i] = (i % 128) > (i / 128) ? -1e9f : 0.f;
+  using K = kernels::FusedInstr::Kind;
+  kernels::FusedExpr chain;
+  chain.num_inputs = 2;
+  chain.instrs.push_back({K::kInput, 0});
+  chain.instrs.push_back({K::kInput, 1});
+  kernels::FusedInstr add;
+  add.kind = K::kBinary;
+  add.binary = kernels::BinaryFn::kAdd;
+  add.a = 0;
+  add.b = 1;
+  chain.instrs.push_back(add);  // 2
+  chain.outputs = {2};
+  kernels::FusedExpr epilogue = chain;
+  epilogue.outputs.clear();
+  epilogue.reduce_of = 2;
+  epilogue.reduce_fn = kernels::ReduceFn::kMax;
+  epilogue.reduce_space = full;
+  auto unfused = [&] {
+    kernels::fused_elementwise(chain, {&x, &mask}, {&sum});
+    kernels::reduce(kernels::ReduceFn::kMax, sum, mx);
+  };
+  auto fused = [&] { kernels::fused_elementwise(epilogue, {&x, &mask}, {&mx}); };
+  mtf::bench::run_paired(state, unfused, fused, static_cast<double>(full.num_elements()),
+                         "Gelem/s");
+}
+
 // Attention's softmax denominator as the Transformer's bfloat16 step runs
 // it: x [b, l, h, m] bfloat16 less its row maxima [b, l, h], exp stored
 // bfloat16 (rounded) and summed over m in float32 by the epilogue; float32
@@ -280,6 +317,9 @@ int main(int argc, char** argv) {
   benchmark::RegisterBenchmark("exp_sum/m", BM_ExpSum)
       ->Arg(128)   // 4 MiB of exp's values
       ->Arg(1024)  // 32 MiB
+      ->Unit(benchmark::kMicrosecond)
+      ->MinTime(1.0);
+  benchmark::RegisterBenchmark("masked_max", BM_MaskedMax)
       ->Unit(benchmark::kMicrosecond)
       ->MinTime(1.0);
   benchmark::RegisterBenchmark("exp_sum_bfloat16", BM_ExpSumBfloat16)
