@@ -114,21 +114,28 @@ void BM_KernelChainBfloat16(benchmark::State& state) {
   }
 }
 
-// exp(x - max) over two inputs, x and max: instructions 2 (the difference)
-// and 3 (its exp); `round`: each op stores bfloat16.
-kernels::FusedExpr exp_of_difference(bool round) {
+// fn(x, y) over two inputs: instruction 2; `round`: it stores bfloat16.
+kernels::FusedExpr binary_of_inputs(kernels::BinaryFn fn, bool round) {
   using K = kernels::FusedInstr::Kind;
   kernels::FusedExpr e;
   e.num_inputs = 2;
   e.instrs.push_back({K::kInput, 0});
   e.instrs.push_back({K::kInput, 1});
-  kernels::FusedInstr sub;
-  sub.kind = K::kBinary;
-  sub.binary = kernels::BinaryFn::kSub;
-  sub.a = 0;
-  sub.b = 1;
-  sub.round_bfloat16 = round;
-  e.instrs.push_back(sub);  // 2
+  kernels::FusedInstr op;
+  op.kind = K::kBinary;
+  op.binary = fn;
+  op.a = 0;
+  op.b = 1;
+  op.round_bfloat16 = round;
+  e.instrs.push_back(op);  // 2
+  return e;
+}
+
+// exp(x - max) over two inputs, x and max: instructions 2 (the difference)
+// and 3 (its exp); `round`: each op stores bfloat16.
+kernels::FusedExpr exp_of_difference(bool round) {
+  using K = kernels::FusedInstr::Kind;
+  kernels::FusedExpr e = binary_of_inputs(kernels::BinaryFn::kSub, round);
   kernels::FusedInstr ex;
   ex.kind = K::kUnary;
   ex.unary = kernels::UnaryFn::kExp;
@@ -172,17 +179,7 @@ void BM_MaskedMax(benchmark::State& state) {
   for (int64_t i = 0; i < x.num_elements(); ++i) x.data<float>()[i] = -0.01f * (i % 97);
   for (int64_t i = 0; i < mask.num_elements(); ++i)
     mask.data<float>()[i] = (i % 128) > (i / 128) ? -1e9f : 0.f;
-  using K = kernels::FusedInstr::Kind;
-  kernels::FusedExpr chain;
-  chain.num_inputs = 2;
-  chain.instrs.push_back({K::kInput, 0});
-  chain.instrs.push_back({K::kInput, 1});
-  kernels::FusedInstr add;
-  add.kind = K::kBinary;
-  add.binary = kernels::BinaryFn::kAdd;
-  add.a = 0;
-  add.b = 1;
-  chain.instrs.push_back(add);  // 2
+  kernels::FusedExpr chain = binary_of_inputs(kernels::BinaryFn::kAdd, false);
   chain.outputs = {2};
   kernels::FusedExpr epilogue = chain;
   epilogue.outputs.clear();
