@@ -24,18 +24,6 @@ more than --max_error percent away. Prints a markdown table and a summary
 (rows whose point error is within 10%, misses by the interval rule, the
 median absolute error); with --max_error E given, exits 1 when a row misses.
 
-The fast end: where the VM's speed jumps between levels (other tenants'
-load; the one-thread product rate read 75 to 139 GFLOP/s across the five
-rounds of one run), a median of five rounds lands on whichever level three
-of them saw, and a row's median of 8-16 launches on the level most of its
-launches saw: the two can disagree by a third with neither wrong. So each
-row is also predicted on every round's own machine, and the
---fast_quantile (0.25) of those predictions is set against the same
-quantile of the row's launches, with a distribution-free interval for it
-from the launches' order statistics: both ends then sample the faster
-level whenever a quarter of their samples saw it. The table prints both
-comparisons; --judge says which one --max_error goes by.
-
 With --quick, only the rows the test suite checks; with --retries N, a row
 that misses (with --max_error) is calibrated and measured again, on its own,
 up to N times.
@@ -144,24 +132,6 @@ def interval_rank(n, confidence):
     return k
 
 
-def quantile_interval(xs, q, confidence):
-    """The q-quantile of xs (its ceil(q n)-th lowest) and a distribution-free
-    interval for it: order statistics j < k widened one step at a time, on
-    the side the binomial leaves more mass, until P(X(j) <= x_q <= X(k)) =
-    P(j <= Binomial(n, q) < k) reaches `confidence` (or the whole sample)."""
-    xs = sorted(xs)
-    n = len(xs)
-    at = max(1, math.ceil(q * n))
-    pmf = [math.comb(n, i) * q ** i * (1 - q) ** (n - i) for i in range(n + 1)]
-    j, k = at, min(n, at + 1)
-    while sum(pmf[j:k]) < confidence and (j > 1 or k < n):
-        if k < n and (j == 1 or pmf[k] >= pmf[j - 1]):
-            k += 1
-        else:
-            j -= 1
-    return xs[j - 1], xs[at - 1], xs[k - 1]
-
-
 def median_interval(xs, confidence):
     """The median of xs and its distribution-free interval."""
     xs = sorted(xs)
@@ -177,7 +147,6 @@ class Row:
     def __init__(self, name, base, env, steps_flag):
         self.name, self.base, self.env, self.steps_flag = name, base, env, steps_flag
         self.steps, self.times, self.predicted, self.out = 5, [], 0.0, ""
-        self.round_predicted = []
 
     def size(self, args):
         """A first launch sizes the others' step count (and tells the BLAS core)."""
@@ -194,25 +163,10 @@ class Row:
         cmd = self.base + [self.steps_flag, "2", "--predict", machine]
         self.predicted = figure("predicted_ms", run(cmd, self.env), cmd)
 
-    def predict_rounds(self, machines):
-        """The step predicted on each calibration round's own machine."""
-        self.round_predicted = []
-        for machine in machines:
-            cmd = self.base + [self.steps_flag, "2", "--predict", machine]
-            self.round_predicted.append(figure("predicted_ms", run(cmd, self.env), cmd))
-
     def measured(self, confidence):
         """(predicted, lo, median, hi) of the launches so far."""
         lo, med, hi = median_interval(self.times, confidence)
         return self.predicted, lo, med, hi
-
-    def fast_end(self, q, confidence):
-        """(predicted, lo, measured, hi) at the fast end: the q-quantile of
-        the rounds' predictions against the q-quantile of the launches, with
-        the launches' interval for it."""
-        lo, at, hi = quantile_interval(self.times, q, confidence)
-        _, predicted, _ = quantile_interval(self.round_predicted, q, confidence)
-        return predicted, lo, at, hi
 
     def spread(self, confidence):
         _, lo, med, hi = self.measured(confidence)
@@ -304,70 +258,35 @@ def error_of(t, limit):
     return 100 * (predicted / med - 1), err_lo, err_hi, err_lo > limit or err_hi < -limit
 
 
-class Comparison:
-    """A prediction against a measured interval: (predicted, lo, measured,
-    hi), its error in percent, the error's interval, and whether the whole
-    interval lies beyond the limit."""
-
-    def __init__(self, t, limit):
-        self.predicted, self.lo, self.at, self.hi = t[:4]
-        self.err, self.err_lo, self.err_hi, self.miss = error_of(t, limit)
-
-    def cells(self):
-        return (f"{self.at:.2f} | {self.lo:.2f}-{self.hi:.2f} | {self.predicted:.2f} | "
-                f"{self.err:+.1f}% | {self.err_lo:+.1f}% to {self.err_hi:+.1f}%")
-
-
-def summary(label, comparisons, limit):
-    """One line: rows within 10%, misses, the median and worst |error|."""
-    errors = sorted(abs(c.err) for c in comparisons)
-    n = len(errors)
-    median = errors[n // 2] if n % 2 else (errors[n // 2 - 1] + errors[n // 2]) / 2
-    misses = sum(c.miss for c in comparisons)
-    return (f"{label}: rows {n}; point error within 10%: {sum(e <= 10 for e in errors)}; misses "
-            f"(whole interval beyond {limit:g}%): {misses}; median absolute error {median:.1f}%; "
-            f"worst {errors[-1]:.1f}%")
-
-
 def report(args, rows, core, limit):
-    """Prints the table and the summary of `rows` (dicts of a name, the
-    median's Comparison, the fast end's or None, launches and a retry
-    note); 1 when --max_error is given and a row misses by --judge."""
+    """Prints the table and the summary of `rows`; 1 when --max_error is
+    given and a row misses."""
     k = interval_rank(args.launches, args.confidence)
-    fast = all(r["fast"] for r in rows)
     print(f"\nOpenBLAS core {core}; measured: the median over {args.launches} launches of each "
           f"launch's median step; interval: launches {k} and {args.launches + 1 - k} of "
           f"{args.launches} in order ({100 * coverage(args.launches, k):.0f}% for the median; "
           f"rows with more launches: the same coverage or more); the rows' launches "
           f"interleaved in passes, the calibration the median of "
-          f"{'the given machine' if args.machine else f'{args.calibrations} rounds among them'}"
-          + (f"; fast end: the {args.fast_quantile:g}-quantile of the launches (interval at "
-             f"{100 * args.confidence:.0f}% or the whole sample) against the same quantile of "
-             f"the rounds' own predictions" if fast else "") + "\n")
-    head = "| configuration | measured ms | interval | predicted ms | error | error interval |"
-    if fast:
-        head += " fast end ms | interval | predicted ms | error | error interval |"
-    print(head)
-    print("|---" + "|---:" * (head.count("|") - 2) + "|")
-    for r in rows:
-        judged = r["fast"] if args.judge == "fast" else r["median"]
-        mark = " **miss**" if judged.miss else (" (passed on a retry)" if r["note"] else "")
-        again = f" ({r['launches']} launches)" if r["launches"] > args.launches else ""
-        line = f"| {r['name']}{again}{mark} | {r['median'].cells()} |"
-        if fast:
-            line += f" {r['fast'].cells()} |"
-        print(line)
-    print()
-    print(summary("median", [r["median"] for r in rows], limit))
-    if fast:
-        print(summary(f"fast end ({args.fast_quantile:g}-quantile)", [r["fast"] for r in rows],
-                      limit))
-    misses = [r["name"] for r in rows
-              if (r["fast"] if args.judge == "fast" else r["median"]).miss]
-    if args.max_error and misses:
-        print(f"sim_validation: beyond {args.max_error:g}% on the whole interval ({args.judge}): "
-              f"{', '.join(misses)}", file=sys.stderr)
-        return 1
+          f"{'the given machine' if args.machine else f'{args.calibrations} rounds among them'}\n")
+    print("| configuration | measured ms | interval | predicted ms | error | error interval |")
+    print("|---|---:|---:|---:|---:|---:|")
+    for name, med, lo, hi, predicted, err, err_lo, err_hi, miss, n, note in rows:
+        mark = " **miss**" if miss else (" (passed on a retry)" if note else "")
+        again = f" ({n} launches)" if n > args.launches else ""
+        print(f"| {name} | {med:.2f} | {lo:.2f}-{hi:.2f}{again} | {predicted:.2f} | {err:+.1f}% | "
+              f"{err_lo:+.1f}% to {err_hi:+.1f}%{mark} |")
+    errors = sorted(abs(r[5]) for r in rows)
+    if errors:
+        n = len(errors)
+        median = errors[n // 2] if n % 2 else (errors[n // 2 - 1] + errors[n // 2]) / 2
+        misses = [r[0] for r in rows if r[8]]
+        print(f"\nrows {n}; point error within 10%: {sum(e <= 10 for e in errors)}; misses "
+              f"(whole interval beyond {limit:g}%): {len(misses)}; median absolute error "
+              f"{median:.1f}%; worst {errors[-1]:.1f}%")
+        if args.max_error and misses:
+            print(f"sim_validation: beyond {args.max_error:g}% on the whole interval: "
+                  f"{', '.join(misses)}", file=sys.stderr)
+            return 1
     return 0
 
 
@@ -400,23 +319,11 @@ def main():
                     help="with --max_error: a row that misses is calibrated again (without "
                          "--machine) and measured again on its own, up to this many times; "
                          "the table keeps the first try and says which passed on a retry")
-    ap.add_argument("--fast_quantile", type=float, default=0.25,
-                    help="the fast end's quantile, of the launches and of the rounds' own "
-                         "predictions")
-    ap.add_argument("--judge", choices=("median", "fast"), default="median",
-                    help="which comparison --max_error and the misses go by: the median of "
-                         "the launches against the median machine's prediction, or the fast "
-                         "end")
     args = ap.parse_args()
     if args.launches < 3:
         sys.exit("sim_validation: --launches must be at least 3 (an interval needs them)")
     if args.calibrations < 1:
         sys.exit("sim_validation: --calibrations must be at least 1")
-    if args.judge == "fast" and (args.machine or args.calibrations < 2 or args.retries):
-        sys.exit("sim_validation: --judge fast needs calibration rounds to take a quantile of "
-                 "(no --machine, --calibrations 2 or more) and no --retries")
-    if not 0 < args.fast_quantile < 1:
-        sys.exit("sim_validation: --fast_quantile must lie between 0 and 1")
     limit = args.max_error or 10
 
     sim = os.path.join(args.build, "tools", "mtf-sim")
@@ -450,23 +357,18 @@ def main():
     table = []
     for i, row in enumerate(rows):
         row.predict(machine)
-        if len(rounds) > 1:
-            row.predict_rounds(rounds)
-        first = Comparison(row.measured(args.confidence), limit)
-        fast = (Comparison(row.fast_end(args.fast_quantile, args.confidence), limit)
-                if row.round_predicted else None)
+        first = row.measured(args.confidence)
+        err, err_lo, err_hi, miss = error_of(first, limit)
         note = ""
-        if args.max_error and first.miss and args.retries:
-            first.miss, note = retry(args, row, lambda: machine if args.machine else
-                                     calibrate(len(rounds) + i, rounds=3), limit)
-        table.append({"name": row.name, "median": first, "fast": fast,
-                      "launches": len(row.times), "note": note})
-        c = first
-        print(f"{row.name}: measured {c.at:.3f} ms [{c.lo:.3f}, {c.hi:.3f}] ({row.steps} steps "
-              f"x {len(row.times)} launches), predicted {c.predicted:.3f} ms ({c.err:+.1f}% "
-              f"[{c.err_lo:+.1f}, {c.err_hi:+.1f}]){' MISS' if c.miss else ''}{note}"
-              + (f"; fast end {fast.at:.3f} ms against {fast.predicted:.3f} ({fast.err:+.1f}%)"
-                 if fast else ""), flush=True)
+        if args.max_error and miss and args.retries:
+            miss, note = retry(args, row, lambda: machine if args.machine else
+                               calibrate(len(rounds) + i, rounds=3), limit)
+        predicted, lo, med, hi = first
+        n = len(row.times)
+        table.append((row.name, med, lo, hi, predicted, err, err_lo, err_hi, miss, n, note))
+        print(f"{row.name}: measured {med:.3f} ms [{lo:.3f}, {hi:.3f}] ({row.steps} steps x "
+              f"{n} launches), predicted {predicted:.3f} ms ({err:+.1f}% [{err_lo:+.1f}, "
+              f"{err_hi:+.1f}]){' MISS' if miss else ''}{note}", flush=True)
 
     return report(args, table, core, limit)
 
