@@ -1,0 +1,41 @@
+"""The order statistics bench/sim_validation.py judges its rows by: a row's
+interval must hold its median as often as it says, and a miss must need the
+whole error interval beyond the limit."""
+import importlib.util
+import os
+import random
+
+_PATH = os.path.join(os.path.dirname(__file__), "..", "..", "bench", "sim_validation.py")
+_spec = importlib.util.spec_from_file_location("sim_validation", _PATH)
+sv = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(sv)
+
+
+def test_interval_rank_keeps_the_coverage_it_claims():
+    for n in (5, 8, 16, 24):
+        k = sv.interval_rank(n, 0.9)
+        assert sv.coverage(n, k) >= 0.9 or k == 1
+        assert 2 * (k + 1) > n or sv.coverage(n, k + 1) < 0.9  # the widest rank that holds
+
+
+def test_median_interval_covers_as_often_as_it_says():
+    rng = random.Random(7)
+    for n in (8, 16):
+        claimed = sv.coverage(n, sv.interval_rank(n, 0.9))
+        trials, covered = 4000, 0
+        for _ in range(trials):
+            lo, med, hi = sv.median_interval([rng.expovariate(1.0) for _ in range(n)], 0.9)
+            assert lo <= med <= hi
+            covered += lo <= 0.6931471805599453 <= hi  # the median of Exp(1): ln 2
+        assert covered / trials >= claimed - 0.02
+
+
+def test_a_miss_needs_the_whole_interval_beyond_the_limit():
+    # (predicted, lo, measured, hi): errors against the median, the top and the bottom.
+    err, err_lo, err_hi, miss = sv.error_of((110.0, 95.0, 100.0, 105.0), 10)
+    assert round(err, 6) == 10.0 and not miss  # against the top, 110/105: +4.8%
+    err, err_lo, err_hi, miss = sv.error_of((125.0, 98.0, 100.0, 110.0), 10)
+    assert miss and abs(err_lo - 100 * (125 / 110 - 1)) < 1e-9
+    err, err_lo, err_hi, miss = sv.error_of((80.0, 95.0, 100.0, 120.0), 10)
+    assert miss and abs(err_hi - 100 * (80 / 95 - 1)) < 1e-9
+    assert not sv.error_of((91.0, 90.0, 100.0, 120.0), 10)[3]
