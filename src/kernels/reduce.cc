@@ -80,11 +80,17 @@ MTF_LANES_TARGET float reduce_row_lanes(const TI* in, int64_t n, float init, Op 
     a3 = lanes_op<kFn>(a3, lanes(in + i + 48));
   }
   a0 = lanes_op<kFn>(lanes_op<kFn>(a0, a2), lanes_op<kFn>(a1, a3));  // widths 32 and 16
-  alignas(64) float acc[16];
-  _mm512_store_ps(acc, a0);
-  for (int w = 8; w >= 1; w /= 2)
-    for (int k = 0; k < w; ++k) acc[k] = op(acc[k], acc[k + w]);
-  float r = acc[0];
+  // Widths 8, 4, 2 and 1: lane k with lane k + w, by moving the upper
+  // lanes down in registers; a scalar tree through memory made each row of
+  // 128 (softmax's, attention's) pay a store and 15 dependent loads and
+  // ops. The zero-masked forms with every lane kept: the plain ones start
+  // from an undefined vector GCC 12 warns about.
+  constexpr __mmask16 kAll = 0xFFFF;
+  a0 = lanes_op<kFn>(a0, _mm512_maskz_shuffle_f32x4(kAll, a0, a0, _MM_SHUFFLE(3, 2, 3, 2)));
+  a0 = lanes_op<kFn>(a0, _mm512_maskz_shuffle_f32x4(kAll, a0, a0, _MM_SHUFFLE(1, 1, 1, 1)));
+  a0 = lanes_op<kFn>(a0, _mm512_maskz_permute_ps(kAll, a0, _MM_SHUFFLE(3, 2, 3, 2)));
+  a0 = lanes_op<kFn>(a0, _mm512_maskz_permute_ps(kAll, a0, _MM_SHUFFLE(1, 1, 1, 1)));
+  float r = _mm512_cvtss_f32(a0);
   for (; i < n; ++i) r = op(r, element<float>(in, i));
   return r;
 }
