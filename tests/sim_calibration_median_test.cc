@@ -46,6 +46,15 @@ TEST(CalibrationMedian, EachFigureIsTheMedianOfTheCalibrations) {
   EXPECT_EQ(m.sources, rounds.front().sources + " (each figure the median of 3 rounds)");
 }
 
+TEST(CalibrationMedian, AMedianOfMediansSaysSoOnce) {
+  const Topology inner = tools::median_of_calibrations(
+      {calibration(1, 100e9, 1e5, 10), calibration(1, 140e9, 3e5, 20)});
+  const Topology outer =
+      tools::median_of_calibrations({inner, calibration(1, 120e9, 2e5, 30), inner});
+  EXPECT_EQ(outer.sources, "calibration at speed 1.000000 (each figure the median of 3 "
+                           "calibrations, some of them medians of rounds themselves)");
+}
+
 TEST(CalibrationMedian, AProductCurveComesWholeFromTheMedianPeak) {
   // Medians taken figure by figure would give (120e9, 2e5, 20), a curve no
   // calibration measured; the curve of the median peak keeps its own half

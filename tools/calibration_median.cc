@@ -67,8 +67,14 @@ Topology median_of_calibrations(const std::vector<Topology>& rounds) {
     const size_t r = peaks[peaks.size() / 2].second;
     for (const std::string& key : curve) m.set(key, values[r].at(key));
   }
-  m.sources = rounds.front().sources + " (each figure the median of " +
-              std::to_string(rounds.size()) + " rounds)";
+  // Medians of medians (mtf-sim --from_calibrations of files that were
+  // themselves several rounds) say so once, not once per level.
+  const std::string mark = " (each figure the median of ";
+  bool nested = false;
+  for (const Topology& t : rounds) nested = nested || t.sources.find(mark) != std::string::npos;
+  const std::string& first = rounds.front().sources;
+  m.sources = first.substr(0, first.find(mark)) + mark + std::to_string(rounds.size()) +
+              (nested ? " calibrations, some of them medians of rounds themselves)" : " rounds)");
   m.validate();
   return m;
 }
