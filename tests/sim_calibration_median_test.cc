@@ -51,8 +51,9 @@ TEST(CalibrationMedian, AMedianOfMediansSaysSoOnce) {
       {calibration(1, 100e9, 1e5, 10), calibration(1, 140e9, 3e5, 20)});
   const Topology outer =
       tools::median_of_calibrations({inner, calibration(1, 120e9, 2e5, 30), inner});
-  EXPECT_EQ(outer.sources, "calibration at speed 1.000000 (each figure the median of 3 "
-                           "calibrations, some of them medians of rounds themselves)");
+  EXPECT_EQ(outer.sources,
+            "calibration at speed 1.000000 (each figure the median of 3 "
+            "calibrations, some of them medians of rounds themselves)");
 }
 
 TEST(CalibrationMedian, AProductCurveComesWholeFromTheMedianPeak) {
