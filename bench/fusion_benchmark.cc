@@ -145,54 +145,49 @@ kernels::FusedExpr exp_of_difference(bool round) {
   return e;
 }
 
+// `chain`'s kernel writing its value `at` into `values` and reduce() reading
+// them back into `reduced`, against one fused call with the reduction (fn
+// over `values`' shape) as its epilogue; paired, per element of `values`.
+void run_against_epilogue(benchmark::State& state, kernels::FusedExpr chain, int at,
+                          kernels::ReduceFn fn, const std::vector<const HostTensor*>& inputs,
+                          HostTensor& values, HostTensor& reduced) {
+  chain.outputs = {at};
+  kernels::FusedExpr epilogue = chain;
+  epilogue.outputs.clear();
+  epilogue.reduce_of = at;
+  epilogue.reduce_fn = fn;
+  epilogue.reduce_space = values.shape();
+  auto unfused = [&] {
+    kernels::fused_elementwise(chain, inputs, {&values});
+    kernels::reduce(fn, values, reduced);
+  };
+  auto fused = [&] { kernels::fused_elementwise(epilogue, inputs, {&reduced}); };
+  mtf::bench::run_paired(state, unfused, fused, static_cast<double>(values.num_elements()),
+                         "Gelem/s");
+}
+
 // softmax's denominator: sum over m of exp(x - max), x [b, h, l, m] and max
-// [b, h, l]; the chain's kernel writing exp's values and reduce() reading
-// them back, against one fused call with the sum as its epilogue.
+// [b, h, l].
 void BM_ExpSum(benchmark::State& state) {
   const Shape full("b:8;h:8;l:128;m:" + std::to_string(state.range(0)));
   const Shape rows("b:8;h:8;l:128");
   HostTensor x(full, float32), mx(rows, float32), e(full, float32), sum(rows, float32);
   for (int64_t i = 0; i < x.num_elements(); ++i) x.data<float>()[i] = -0.01f * (i % 97);
   for (int64_t i = 0; i < mx.num_elements(); ++i) mx.data<float>()[i] = 0.5f;
-  kernels::FusedExpr chain = exp_of_difference(false);
-  chain.outputs = {3};
-  kernels::FusedExpr epilogue = chain;
-  epilogue.outputs.clear();
-  epilogue.reduce_of = 3;
-  epilogue.reduce_space = full;
-  auto unfused = [&] {
-    kernels::fused_elementwise(chain, {&x, &mx}, {&e});
-    kernels::reduce(kernels::ReduceFn::kSum, e, sum);
-  };
-  auto fused = [&] { kernels::fused_elementwise(epilogue, {&x, &mx}, {&sum}); };
-  mtf::bench::run_paired(state, unfused, fused, static_cast<double>(full.num_elements()),
-                         "Gelem/s");
+  run_against_epilogue(state, exp_of_difference(false), 3, kernels::ReduceFn::kSum, {&x, &mx}, e,
+                       sum);
 }
 
 // Attention's masked row maxima: max over m of x + mask, x [b, l, h, m] and
-// the causal mask [l, m] broadcast over b and h; the add's kernel writing
-// the sums and reduce() reading them back, against one fused call with the
-// maximum as its epilogue.
+// the causal mask [l, m] broadcast over b and h.
 void BM_MaskedMax(benchmark::State& state) {
   const Shape full("b:16;l:128;h:8;m:128"), mask_shape("l:128;m:128"), rows("b:16;l:128;h:8");
   HostTensor x(full, float32), mask(mask_shape, float32), sum(full, float32), mx(rows, float32);
   for (int64_t i = 0; i < x.num_elements(); ++i) x.data<float>()[i] = -0.01f * (i % 97);
   for (int64_t i = 0; i < mask.num_elements(); ++i)
     mask.data<float>()[i] = (i % 128) > (i / 128) ? -1e9f : 0.f;
-  kernels::FusedExpr chain = binary_of_inputs(kernels::BinaryFn::kAdd, false);
-  chain.outputs = {2};
-  kernels::FusedExpr epilogue = chain;
-  epilogue.outputs.clear();
-  epilogue.reduce_of = 2;
-  epilogue.reduce_fn = kernels::ReduceFn::kMax;
-  epilogue.reduce_space = full;
-  auto unfused = [&] {
-    kernels::fused_elementwise(chain, {&x, &mask}, {&sum});
-    kernels::reduce(kernels::ReduceFn::kMax, sum, mx);
-  };
-  auto fused = [&] { kernels::fused_elementwise(epilogue, {&x, &mask}, {&mx}); };
-  mtf::bench::run_paired(state, unfused, fused, static_cast<double>(full.num_elements()),
-                         "Gelem/s");
+  run_against_epilogue(state, binary_of_inputs(kernels::BinaryFn::kAdd, false), 2,
+                       kernels::ReduceFn::kMax, {&x, &mask}, sum, mx);
 }
 
 // Attention's softmax denominator as the Transformer's bfloat16 step runs
