@@ -23,6 +23,11 @@ measured interval; a row is a miss only when its whole error interval lies
 more than --max_error percent away. Prints a markdown table and a summary
 (rows whose point error is within 10%, misses by the interval rule, the
 median absolute error); with --max_error E given, exits 1 when a row misses.
+After the summary, the range over the calibration rounds of the figures a
+steady machine measures alike every time (products on one thread and on
+every CPU, bfloat16 products, what ranks filling the CPUs cost), and a
+warning when one moved by more than the limit: the machine then moves by
+more than the rows are held to, and a row can miss by that alone.
 
 With --quick, only the rows the test suite checks; with --retries N, a row
 that misses (with --max_error) is calibrated and measured again, on its own,
@@ -249,6 +254,51 @@ def measure_interleaved(args, rows, calibrate):
     return rounds
 
 
+# What the calibration rounds say of the machine's steadiness: figures that
+# a steady machine measures alike in every round (name, how to read it from
+# a round's machine file, unit).
+STEADINESS = [
+    ("matrix products on one thread", lambda f: f["gemm_flops"] / 1e9, "GFLOP/s"),
+    ("on every CPU", lambda f: f["gemm_flops_all_cpus"] / 1e9, "GFLOP/s"),
+    ("bfloat16 products on one thread",
+     lambda f: f["gemm_flops"] * f["gemm_bfloat16_speedup"] / 1e9, "GFLOP/s"),
+    ("ranks filling the CPUs (busy_in_program)", lambda f: f["busy_in_program"], ""),
+]
+
+
+def machine_figures(path):
+    """A machine file's `key = value` figures that are numbers."""
+    figures = {}
+    with open(path) as f:
+        for line in f:
+            key, eq, value = line.partition("=")
+            if eq and not line.lstrip().startswith("#"):
+                try:
+                    figures[key.strip()] = float(value)
+                except ValueError:
+                    pass
+    return figures
+
+
+def steadiness(rounds, limit):
+    """The range of each STEADINESS figure over the calibration rounds'
+    machine files, as one line of text, and whether any moved by more than
+    `limit` percent (max over min): rows can then miss by the machine's
+    movement alone, whatever the model."""
+    parts, moved = [], False
+    figures = [machine_figures(r) for r in rounds]
+    for name, read, unit in STEADINESS:
+        try:
+            values = [read(f) for f in figures]
+        except KeyError:
+            continue
+        lo, hi = min(values), max(values)
+        spread = 100 * (hi / lo - 1) if lo > 0 else 0
+        moved = moved or spread > limit
+        parts.append(f"{name} {lo:.3g} to {hi:.3g}{' ' + unit if unit else ''} ({spread:.0f}%)")
+    return "; ".join(parts), moved
+
+
 def error_of(t, limit):
     """A try's error in percent, its interval (the prediction against the
     top and the bottom of the measured interval) and whether the whole
@@ -258,9 +308,9 @@ def error_of(t, limit):
     return 100 * (predicted / med - 1), err_lo, err_hi, err_lo > limit or err_hi < -limit
 
 
-def report(args, rows, core, limit):
-    """Prints the table and the summary of `rows`; 1 when --max_error is
-    given and a row misses."""
+def report(args, rows, core, limit, rounds):
+    """Prints the table and the summary of `rows`, and the calibration
+    rounds' steadiness; 1 when --max_error is given and a row misses."""
     k = interval_rank(args.launches, args.confidence)
     print(f"\nOpenBLAS core {core}; measured: the median over {args.launches} launches of each "
           f"launch's median step; interval: launches {k} and {args.launches + 1 - k} of "
@@ -283,6 +333,13 @@ def report(args, rows, core, limit):
         print(f"\nrows {n}; point error within 10%: {sum(e <= 10 for e in errors)}; misses "
               f"(whole interval beyond {limit:g}%): {len(misses)}; median absolute error "
               f"{median:.1f}%; worst {errors[-1]:.1f}%")
+        if len(rounds) > 1:
+            text, moved = steadiness(rounds, limit)
+            print(f"\nthe machine across the {len(rounds)} calibration rounds: {text}")
+            if moved:
+                print(f"a figure moved by more than {limit:g}% between rounds: this machine's "
+                      f"speed moves by more than the rows are held to, so a row can miss by "
+                      f"that alone; hold the model to {limit:g}% on a steadier machine")
         if args.max_error and misses:
             print(f"sim_validation: beyond {args.max_error:g}% on the whole interval: "
                   f"{', '.join(misses)}", file=sys.stderr)
@@ -370,7 +427,7 @@ def main():
               f"{n} launches), predicted {predicted:.3f} ms ({err:+.1f}% [{err_lo:+.1f}, "
               f"{err_hi:+.1f}]){' MISS' if miss else ''}{note}", flush=True)
 
-    return report(args, table, core, limit)
+    return report(args, table, core, limit, rounds)
 
 
 if __name__ == "__main__":
