@@ -14,7 +14,7 @@
 // Prints the OpenBLAS core and thread count, then "median_ms <x>" (per token);
 // with --predict FILE (a machine from mtf-sim --calibrate), also
 // "predicted_ms <x>": a step of the LM simulated on that machine
-// (bench/sim_validation.py).
+// (bench/sim_validation.py); with FILE,FILE,..., one figure per machine.
 #include <cblas.h>
 
 #include <algorithm>
@@ -104,7 +104,8 @@ int main(int argc, char** argv) {
     flags.define("tokens", "128", "timed steps");
     flags.define("warmup", "8", "untimed steps first");
     flags.define("predict", "",
-                 "a machine file (mtf-sim --calibrate): also print the LM's step simulated on it");
+                 "a machine file (mtf-sim --calibrate): also print the LM's step simulated on "
+                 "it; several, separated by commas: one figure each");
     cli::define_mesh_flags(flags);
     if (!flags.parse(argc, argv)) return 0;
     const models::TransformerConfig cfg =
@@ -112,6 +113,9 @@ int main(int argc, char** argv) {
     const int64_t batch = flags.i64("decode_batch");
     const int64_t tokens = flags.i64("tokens");
     if (batch < 1 || tokens < 1) throw ValueError("--decode_batch and --tokens must be >= 1");
+    const std::vector<std::string> machines = flags.str("predict").empty()
+                                                  ? std::vector<std::string>{}
+                                                  : bench::machine_files(flags.str("predict"));
     std::string transport;
     const MeshConfig mesh = cli::mesh_config_from_flags(flags, &transport);
     const Decoding d = make_decoding(flags.str("model"), cfg, batch);
@@ -164,13 +168,15 @@ int main(int argc, char** argv) {
     }
     std::sort(ms.begin(), ms.end());
     std::printf("median_ms %.4f\n", ms[ms.size() / 2]);
-    if (!flags.str("predict").empty() &&
-        (!mesh.process_transport || mesh.process_transport->rank() == 0)) {
-      const SimReport sim =
-          predicted_step(flags.str("model"), cfg, batch, mesh, flags.str("predict"));
-      if (mesh.profile)
-        std::printf("%s", bench::measured_against_predicted(session.profile(), sim, 12).c_str());
-      std::printf("predicted_ms %.4f\n", 1e3 * sim.step_time);
+    if (!machines.empty() && (!mesh.process_transport || mesh.process_transport->rank() == 0)) {
+      std::vector<double> predicted;
+      for (const std::string& file : machines) {
+        const SimReport sim = predicted_step(flags.str("model"), cfg, batch, mesh, file);
+        if (mesh.profile && predicted.empty())
+          std::printf("%s", bench::measured_against_predicted(session.profile(), sim, 12).c_str());
+        predicted.push_back(sim.step_time);
+      }
+      bench::print_predicted(predicted, 4);
     }
     return 0;
   });

@@ -36,6 +36,34 @@ inline MeshConfig simulated_like(const MeshConfig& real, const std::string& mach
   return mc;
 }
 
+// --predict's machine files: one, or several separated by commas, each
+// simulated in turn (a validation predicts a step on every calibration
+// round's machine from one run). Each is read once here, so that a bad one
+// is an error before any step runs: ValueError for an empty entry, and
+// load_file's errors for a file that cannot be read.
+inline std::vector<std::string> machine_files(const std::string& flag) {
+  std::vector<std::string> files;
+  size_t from = 0;
+  while (true) {
+    const size_t comma = flag.find(',', from);
+    files.push_back(flag.substr(from, comma == std::string::npos ? comma : comma - from));
+    if (files.back().empty())
+      throw ValueError("--predict \"" + flag +
+                       "\": an empty machine file name; give machine files separated by commas");
+    Topology().load_file(files.back());
+    if (comma == std::string::npos) return files;
+    from = comma + 1;
+  }
+}
+
+// "predicted_ms t1 t2 ...": the step simulated on each machine file, in
+// --predict's order, in milliseconds.
+inline void print_predicted(const std::vector<double>& seconds, int decimals) {
+  std::printf("predicted_ms");
+  for (double s : seconds) std::printf(" %.*f", decimals, 1e3 * s);
+  std::printf("\n");
+}
+
 // A profiled real run against its simulation, by op type: milliseconds per
 // run measured and predicted, most measured first, then the `top_ops` ops
 // missed by the most time (ops matched by name; collectives are left out,

@@ -10,7 +10,9 @@
 //   step_time --model mlp --batch 100 --reproducible true
 //   step_time --model cnn --batch 100
 // Prints "median_ms <x>" (and the per-step times) on its last lines; with
-// --fma_peak true, also this core's measured FMA peak (fma_peak.h).
+// --fma_peak true, also this core's measured FMA peak (fma_peak.h); with
+// --predict FILE[,FILE...], "predicted_ms <x> ...", the step simulated on
+// each machine file.
 #include <cblas.h>
 
 #include <algorithm>
@@ -169,7 +171,8 @@ int main(int argc, char** argv) {
     cli::define_mesh_flags(flags);
     flags.define("predict", "",
                  "also simulate the step on this machine file (mtf-sim --calibrate's, its devices "
-                 "the mesh's ranks) and print predicted_ms; under mtf-launch, rank 0 only");
+                 "the mesh's ranks) and print predicted_ms; several, separated by commas: one "
+                 "figure each (--profile compares with the first); under mtf-launch, rank 0 only");
     flags.define("profile_ops", "15", "ops listed by the profile");
     flags.define("print_program", "false", "print the lowered training step first");
     flags.define("fma_peak", "false",
@@ -177,6 +180,10 @@ int main(int argc, char** argv) {
     if (!flags.parse(argc, argv)) return 0;
     std::string transport_name;
     const MeshConfig mc = cli::mesh_config_from_flags(flags, &transport_name);
+    // Checked before any step runs.
+    const std::vector<std::string> machines = flags.str("predict").empty()
+                                                  ? std::vector<std::string>{}
+                                                  : bench::machine_files(flags.str("predict"));
     Timed t = timed_model(flags, defaults, mc);
     if (flags.str("print_program") == "true")
       std::printf("%s", t.session->program_text({t.loss}, *t.train).c_str());
@@ -195,15 +202,18 @@ int main(int argc, char** argv) {
       std::printf(
           "%s", t.session->profile().to_string(static_cast<int>(flags.i64("profile_ops"))).c_str());
     print_results(ms, rss_before, flags.str("fma_peak") == "true");
-    if (!flags.str("predict").empty() &&
-        (!mc.process_transport || mc.process_transport->rank() == 0)) {
-      const SimReport sim = predicted_step(*t.graph, t.loss, *t.train, mc, flags.str("predict"));
-      if (mc.profile)
-        std::printf("%s",
-                    bench::measured_against_predicted(t.session->profile(), sim,
+    if (!machines.empty() && (!mc.process_transport || mc.process_transport->rank() == 0)) {
+      std::vector<double> predicted;
+      for (const std::string& file : machines) {
+        const SimReport sim = predicted_step(*t.graph, t.loss, *t.train, mc, file);
+        if (mc.profile && predicted.empty())
+          std::printf(
+              "%s", bench::measured_against_predicted(t.session->profile(), sim,
                                                       static_cast<size_t>(flags.i64("profile_ops")))
                         .c_str());
-      std::printf("predicted_ms %.3f\n", 1e3 * sim.step_time);
+        predicted.push_back(sim.step_time);
+      }
+      bench::print_predicted(predicted, 3);
     }
     return 0;
   });
