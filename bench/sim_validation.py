@@ -23,11 +23,14 @@ measured interval; a row is a miss only when its whole error interval lies
 more than --max_error percent away. Prints a markdown table and a summary
 (rows whose point error is within 10%, misses by the interval rule, the
 median absolute error); with --max_error E given, exits 1 when a row misses.
-After the summary, the range over the calibration rounds of the figures a
-steady machine measures alike every time (products on one thread and on
-every CPU, bfloat16 products, what ranks filling the CPUs cost), and a
-warning when one moved by more than the limit: the machine then moves by
-more than the rows are held to, and a row can miss by that alone.
+The table also gives each row's step as each round's machine alone
+predicts it (one run predicts on all of them): how far the machine's
+movement between rounds moves the prediction. After the summary, what
+mtf-sim says of the rounds it combined: the range of the figures a steady
+machine measures alike every time (products on one thread and on every CPU,
+bfloat16 products, what ranks filling the CPUs cost), and a warning when
+one moved by more than 10%: the machine then moves by more than the rows
+are held to, and a row can miss by that alone.
 
 With --quick, only the rows the test suite checks; with --retries N, a row
 that misses (with --max_error) is calibrated and measured again, on its own,
@@ -115,11 +118,16 @@ def run(cmd, env=None):
     return r.stdout
 
 
-def figure(name, text, cmd):
-    m = re.search(rf"^{name} ([0-9.]+)", text, re.M)
+def figures(name, text, cmd):
+    """The numbers on the output's line that starts with `name`."""
+    m = re.search(rf"^{name}((?: [0-9.]+)+)$", text, re.M)
     if not m:
         sys.exit(f"sim_validation: no {name} in the output of {' '.join(cmd)}:\n{text}")
-    return float(m.group(1))
+    return [float(x) for x in m.group(1).split()]
+
+
+def figure(name, text, cmd):
+    return figures(name, text, cmd)[0]
 
 
 def coverage(n, k):
@@ -152,6 +160,7 @@ class Row:
     def __init__(self, name, base, env, steps_flag):
         self.name, self.base, self.env, self.steps_flag = name, base, env, steps_flag
         self.steps, self.times, self.predicted, self.out = 5, [], 0.0, ""
+        self.on_rounds = []  # the step predicted on each calibration round's machine
 
     def size(self, args):
         """A first launch sizes the others' step count (and tells the BLAS core)."""
@@ -164,9 +173,12 @@ class Row:
         cmd = self.base + [self.steps_flag, str(self.steps)]
         self.times.append(figure("median_ms", run(cmd, self.env), cmd))
 
-    def predict(self, machine):
-        cmd = self.base + [self.steps_flag, "2", "--predict", machine]
-        self.predicted = figure("predicted_ms", run(cmd, self.env), cmd)
+    def predict(self, machine, rounds=()):
+        """The step predicted on `machine`, and on each of `rounds` (machine
+        files) in the same run."""
+        cmd = self.base + [self.steps_flag, "2", "--predict", ",".join([machine, *rounds])]
+        predicted = figures("predicted_ms", run(cmd, self.env), cmd)
+        self.predicted, self.on_rounds = predicted[0], predicted[1:]
 
     def measured(self, confidence):
         """(predicted, lo, median, hi) of the launches so far."""
@@ -254,51 +266,6 @@ def measure_interleaved(args, rows, calibrate):
     return rounds
 
 
-# What the calibration rounds say of the machine's steadiness: figures that
-# a steady machine measures alike in every round (name, how to read it from
-# a round's machine file, unit).
-STEADINESS = [
-    ("matrix products on one thread", lambda f: f["gemm_flops"] / 1e9, "GFLOP/s"),
-    ("on every CPU", lambda f: f["gemm_flops_all_cpus"] / 1e9, "GFLOP/s"),
-    ("bfloat16 products on one thread",
-     lambda f: f["gemm_flops"] * f["gemm_bfloat16_speedup"] / 1e9, "GFLOP/s"),
-    ("ranks filling the CPUs (busy_in_program)", lambda f: f["busy_in_program"], ""),
-]
-
-
-def machine_figures(path):
-    """A machine file's `key = value` figures that are numbers."""
-    figures = {}
-    with open(path) as f:
-        for line in f:
-            key, eq, value = line.partition("=")
-            if eq and not line.lstrip().startswith("#"):
-                try:
-                    figures[key.strip()] = float(value)
-                except ValueError:
-                    pass
-    return figures
-
-
-def steadiness(rounds, limit):
-    """The range of each STEADINESS figure over the calibration rounds'
-    machine files, as one line of text, and whether any moved by more than
-    `limit` percent (max over min): rows can then miss by the machine's
-    movement alone, whatever the model."""
-    parts, moved = [], False
-    figures = [machine_figures(r) for r in rounds]
-    for name, read, unit in STEADINESS:
-        try:
-            values = [read(f) for f in figures]
-        except KeyError:
-            continue
-        lo, hi = min(values), max(values)
-        spread = 100 * (hi / lo - 1) if lo > 0 else 0
-        moved = moved or spread > limit
-        parts.append(f"{name} {lo:.3g} to {hi:.3g}{' ' + unit if unit else ''} ({spread:.0f}%)")
-    return "; ".join(parts), moved
-
-
 def error_of(t, limit):
     """A try's error in percent, its interval (the prediction against the
     top and the bottom of the measured interval) and whether the whole
@@ -308,9 +275,10 @@ def error_of(t, limit):
     return 100 * (predicted / med - 1), err_lo, err_hi, err_lo > limit or err_hi < -limit
 
 
-def report(args, rows, core, limit, rounds):
-    """Prints the table and the summary of `rows`, and the calibration
-    rounds' steadiness; 1 when --max_error is given and a row misses."""
+def report(args, rows, core, limit, steadiness):
+    """Prints the table and the summary of `rows`, then `steadiness` (mtf-sim's
+    lines on how far the calibration rounds disagree); 1 when --max_error is
+    given and a row misses."""
     k = interval_rank(args.launches, args.confidence)
     print(f"\nOpenBLAS core {core}; measured: the median over {args.launches} launches of each "
           f"launch's median step; interval: launches {k} and {args.launches + 1 - k} of "
@@ -318,13 +286,18 @@ def report(args, rows, core, limit, rounds):
           f"rows with more launches: the same coverage or more); the rows' launches "
           f"interleaved in passes, the calibration the median of "
           f"{'the given machine' if args.machine else f'{args.calibrations} rounds among them'}\n")
-    print("| configuration | measured ms | interval | predicted ms | error | error interval |")
-    print("|---|---:|---:|---:|---:|---:|")
-    for name, med, lo, hi, predicted, err, err_lo, err_hi, miss, n, note in rows:
+    # With rounds, also what each round's machine alone predicts: how far
+    # the machine's movement between rounds moves the prediction.
+    on_rounds = any(r[11] for r in rows)
+    print("| configuration | measured ms | interval | predicted ms | error | error interval |" +
+          (" predicted on each round |" if on_rounds else ""))
+    print("|---|---:|---:|---:|---:|---:|" + ("---:|" if on_rounds else ""))
+    for name, med, lo, hi, predicted, err, err_lo, err_hi, miss, n, note, each in rows:
         mark = " **miss**" if miss else (" (passed on a retry)" if note else "")
         again = f" ({n} launches)" if n > args.launches else ""
         print(f"| {name} | {med:.2f} | {lo:.2f}-{hi:.2f}{again} | {predicted:.2f} | {err:+.1f}% | "
-              f"{err_lo:+.1f}% to {err_hi:+.1f}%{mark} |")
+              f"{err_lo:+.1f}% to {err_hi:+.1f}%{mark} |" +
+              (f" {each[0]:.2f}-{each[1]:.2f} |" if each else " |" if on_rounds else ""))
     errors = sorted(abs(r[5]) for r in rows)
     if errors:
         n = len(errors)
@@ -333,13 +306,8 @@ def report(args, rows, core, limit, rounds):
         print(f"\nrows {n}; point error within 10%: {sum(e <= 10 for e in errors)}; misses "
               f"(whole interval beyond {limit:g}%): {len(misses)}; median absolute error "
               f"{median:.1f}%; worst {errors[-1]:.1f}%")
-        if len(rounds) > 1:
-            text, moved = steadiness(rounds, limit)
-            print(f"\nthe machine across the {len(rounds)} calibration rounds: {text}")
-            if moved:
-                print(f"a figure moved by more than {limit:g}% between rounds: this machine's "
-                      f"speed moves by more than the rows are held to, so a row can miss by "
-                      f"that alone; hold the model to {limit:g}% on a steadier machine")
+        if steadiness:
+            print("\n" + "\n".join(steadiness))
         if args.max_error and misses:
             print(f"sim_validation: beyond {args.max_error:g}% on the whole interval: "
                   f"{', '.join(misses)}", file=sys.stderr)
@@ -389,31 +357,33 @@ def main():
     os.makedirs(where, exist_ok=True)
 
     def write_machine(path, label, *flags):
-        """mtf-sim --calibrate PATH FLAGS; prints its summary line."""
+        """mtf-sim --calibrate PATH FLAGS; prints its summary line. Returns the
+        path and mtf-sim's lines on how far the rounds it combined disagree."""
         out = run([sim, "--calibrate", path] + list(flags))
         print(f"{label}: " + out.rstrip().splitlines()[-2], flush=True)
-        return path
+        return path, [line for line in out.splitlines()
+                      if line.startswith(("across the ", "this machine's speed moved"))]
 
     def calibrate(i, rounds=1):
         return write_machine(os.path.join(where, f"round{i}.machine"), f"calibration {i + 1}",
-                             "--calibration_rounds", str(rounds))
+                             "--calibration_rounds", str(rounds))[0]
 
     rows = selected_rows(args)
     if not rows:
         sys.exit(f"sim_validation: no configuration matches --only {args.only!r}")
 
     rounds = measure_interleaved(args, rows, None if args.machine else calibrate)
-    machine = args.machine
+    machine, steadiness = args.machine, []
     if rounds:
-        machine = write_machine(os.path.join(where, "host.machine"),
-                                "calibration (median of the rounds)", "--from_calibrations",
-                                ",".join(rounds))
+        machine, steadiness = write_machine(os.path.join(where, "host.machine"),
+                                            "calibration (median of the rounds)",
+                                            "--from_calibrations", ",".join(rounds))
     c = re.search(r"^openblas_core (\S+)", rows[0].out, re.M)
     core = c.group(1) if c else ""
 
     table = []
     for i, row in enumerate(rows):
-        row.predict(machine)
+        row.predict(machine, rounds)
         first = row.measured(args.confidence)
         err, err_lo, err_hi, miss = error_of(first, limit)
         note = ""
@@ -422,12 +392,14 @@ def main():
                                calibrate(len(rounds) + i, rounds=3), limit)
         predicted, lo, med, hi = first
         n = len(row.times)
-        table.append((row.name, med, lo, hi, predicted, err, err_lo, err_hi, miss, n, note))
+        each = (min(row.on_rounds), max(row.on_rounds)) if row.on_rounds else None
+        table.append((row.name, med, lo, hi, predicted, err, err_lo, err_hi, miss, n, note, each))
         print(f"{row.name}: measured {med:.3f} ms [{lo:.3f}, {hi:.3f}] ({row.steps} steps x "
               f"{n} launches), predicted {predicted:.3f} ms ({err:+.1f}% [{err_lo:+.1f}, "
-              f"{err_hi:+.1f}]){' MISS' if miss else ''}{note}", flush=True)
+              f"{err_hi:+.1f}]){' MISS' if miss else ''}{note}"
+              f"{f'; on each round {each[0]:.3f} to {each[1]:.3f} ms' if each else ''}", flush=True)
 
-    return report(args, table, core, limit, rounds)
+    return report(args, table, core, limit, steadiness)
 
 
 if __name__ == "__main__":

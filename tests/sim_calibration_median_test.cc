@@ -1,6 +1,7 @@
 // Combining calibrations of one host (tools/calibration_median.h): each
 // figure the median of the calibrations', a product curve's figures kept
-// together, and a clear error for nothing to combine.
+// together, and a clear error for nothing to combine; and how far the
+// calibrations disagree (steadiness).
 #include <gtest/gtest.h>
 
 #include <string>
@@ -74,6 +75,47 @@ TEST(CalibrationMedian, OneCalibrationIsItselfAndNoneIsAnError) {
   EXPECT_EQ(m.to_file(), one.to_file());
   testing::expect_error<ValueError>([] { tools::median_of_calibrations({}); },
                                     "no calibrations to combine");
+}
+
+// `calibration` with the figures steadiness reads: products on every CPU,
+// bfloat16's speed-up and busy_in_program.
+Topology with_figures(double peak, double bfloat16, double busy) {
+  Topology t = calibration(1, peak, 1e5, 10);
+  t.set("gemm_bfloat16_speedup", std::to_string(bfloat16));
+  t.set("busy_in_program", std::to_string(busy));
+  return t;
+}
+
+TEST(CalibrationSteadiness, GivesEachFiguresRangeAndTheWidestSpread) {
+  const tools::Steadiness s = tools::steadiness_of_calibrations(
+      {with_figures(100e9, 4, 1.1), with_figures(143e9, 6, 1.0), with_figures(120e9, 5, 1.05)});
+  EXPECT_EQ(s.text,
+            "matrix products on one thread 100 to 143 GFLOP/s (43%); on every CPU 180 to 180 "
+            "GFLOP/s (0%); bfloat16 products on one thread 400 to 858 GFLOP/s (114%); ranks "
+            "filling the CPUs (busy_in_program) 1 to 1.1 (10%)");
+  EXPECT_NEAR(s.widest, 100 * (143e9 * 6 / 400e9 - 1), 1e-9);
+}
+
+TEST(CalibrationSteadiness, AFigureOneCalibrationLacksIsLeftOut) {
+  // A host without measured products on every CPU (gemm_flops_all_cpus 0).
+  Topology a = with_figures(100e9, 4, 1), b = with_figures(105e9, 4, 1);
+  b.set("gemm_flops_all_cpus", "0");
+  const tools::Steadiness s = tools::steadiness_of_calibrations({a, b});
+  EXPECT_EQ(s.text.find("every CPU"), std::string::npos);
+  EXPECT_NEAR(s.widest, 5, 1e-9);
+}
+
+TEST(CalibrationSteadiness, TheReportWarnsOnlyBeyondTheLimit) {
+  const std::string steady =
+      tools::steadiness_report({with_figures(100e9, 4, 1), with_figures(105e9, 4, 1)});
+  EXPECT_EQ(steady.rfind("across the 2 calibrations: matrix products on one thread 100 to 105", 0),
+            0u);
+  EXPECT_EQ(steady.find("moved by up to"), std::string::npos);
+  const std::string moving =
+      tools::steadiness_report({with_figures(100e9, 4, 1), with_figures(130e9, 4, 1)});
+  EXPECT_NE(moving.find("this machine's speed moved by up to 30% between calibrations"),
+            std::string::npos);
+  EXPECT_EQ(tools::steadiness_report({with_figures(100e9, 4, 1)}), "");
 }
 
 }  // namespace

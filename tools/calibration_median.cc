@@ -2,6 +2,7 @@
 #include "calibration_median.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 #include <map>
 #include <sstream>
@@ -77,6 +78,61 @@ Topology median_of_calibrations(const std::vector<Topology>& rounds) {
               (nested ? " calibrations, some of them medians of rounds themselves)" : " rounds)");
   m.validate();
   return m;
+}
+
+Steadiness steadiness_of_calibrations(const std::vector<Topology>& rounds) {
+  struct Figure {
+    const char* name;
+    double (*read)(const Topology&);
+    double scale;
+    const char* unit;
+  };
+  static const Figure kFigures[] = {
+      {"matrix products on one thread", [](const Topology& t) { return t.host.one_cpu.gemm_flops; },
+       1e-9, " GFLOP/s"},
+      {"on every CPU", [](const Topology& t) { return t.host.all_cpus.gemm_flops; }, 1e-9,
+       " GFLOP/s"},
+      {"bfloat16 products on one thread",
+       [](const Topology& t) {
+         return t.host.one_cpu.gemm_flops * t.host.one_cpu.gemm_bfloat16_speedup;
+       },
+       1e-9, " GFLOP/s"},
+      {"ranks filling the CPUs (busy_in_program)",
+       [](const Topology& t) { return t.host.busy_in_program; }, 1, ""},
+  };
+  Steadiness s;
+  for (const Figure& f : kFigures) {
+    double lo = 0, hi = 0;
+    bool measured = !rounds.empty();
+    for (const Topology& t : rounds) {
+      const double x = f.read(t);
+      measured = measured && x > 0;
+      lo = lo > 0 ? std::min(lo, x) : x;
+      hi = std::max(hi, x);
+    }
+    if (!measured) continue;
+    const double spread = 100 * (hi / lo - 1);
+    s.widest = std::max(s.widest, spread);
+    char line[200];
+    std::snprintf(line, sizeof line, "%s%s %.3g to %.3g%s (%.0f%%)", s.text.empty() ? "" : "; ",
+                  f.name, lo * f.scale, hi * f.scale, f.unit, spread);
+    s.text += line;
+  }
+  return s;
+}
+
+std::string steadiness_report(const std::vector<Topology>& rounds, double limit_percent) {
+  if (rounds.size() < 2) return "";
+  const Steadiness s = steadiness_of_calibrations(rounds);
+  if (s.text.empty()) return "";
+  std::ostringstream o;
+  o << "across the " << rounds.size() << " calibrations: " << s.text << "\n";
+  if (s.widest > limit_percent)
+    o << "this machine's speed moved by up to " << static_cast<int>(s.widest + 0.5)
+      << "% between calibrations: a step measured at one moment can be that far from a "
+         "prediction on the combined machine, whatever the model (a steadier machine holds "
+         "predictions closer)\n";
+  return o.str();
 }
 
 }  // namespace mtf::tools

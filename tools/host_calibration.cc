@@ -201,7 +201,7 @@ std::string Calibration::report() const {
     }
     o << "\n";
   }
-  o << machine.to_string() << "\n";
+  o << steadiness << machine.to_string() << "\n";
   return o.str();
 }
 
@@ -548,6 +548,7 @@ Calibration calibrate_host(bool progress, int rounds) {
   }
   Calibration cal = all.front();
   cal.machine = median_of_calibrations(machines);
+  cal.steadiness = steadiness_report(machines);
   return cal;
 }
 

@@ -32,7 +32,8 @@ struct CalibrationPoint {
 struct Calibration {
   Topology machine;
   std::vector<CalibrationPoint> points;
-  std::string report() const;  // one line per point, then the machine
+  std::string steadiness;      // steadiness_report of the rounds (empty for one)
+  std::string report() const;  // one line per point, the steadiness, then the machine
 };
 
 // Measures `rounds` times and keeps each figure's median (this VM's speed

@@ -278,8 +278,9 @@ void write_machine_file(const std::string& path, const Topology& machine) {
 }
 
 // --from_calibrations: the machine files it lists (each must exist and
-// describe a calibrated host), combined.
-Topology combined_calibrations(const std::string& list) {
+// describe a calibrated host), combined; *steadiness gets their
+// steadiness_report.
+Topology combined_calibrations(const std::string& list, std::string* steadiness) {
   std::vector<Topology> machines;
   std::stringstream in(list);
   std::string path;
@@ -295,6 +296,7 @@ Topology combined_calibrations(const std::string& list) {
   }
   if (machines.empty())
     throw ValueError("--from_calibrations: no machine files in \"" + list + "\"");
+  *steadiness = tools::steadiness_report(machines);
   return tools::median_of_calibrations(machines);
 }
 
@@ -535,9 +537,11 @@ int main(int argc, char** argv) {
     if (!flags.str("calibrate").empty()) {
       const std::string path = flags.str("calibrate");
       if (!flags.str("from_calibrations").empty()) {
-        const Topology machine = combined_calibrations(flags.str("from_calibrations"));
+        std::string steadiness;
+        const Topology machine = combined_calibrations(flags.str("from_calibrations"), &steadiness);
         write_machine_file(path, machine);
-        std::printf("%s\nwrote %s\n", machine.to_string().c_str(), path.c_str());
+        std::printf("%s%s\nwrote %s\n", steadiness.c_str(), machine.to_string().c_str(),
+                    path.c_str());
         return 0;
       }
       const tools::Calibration cal =

@@ -40,34 +40,3 @@ def test_a_miss_needs_the_whole_interval_beyond_the_limit():
     assert miss and abs(err_hi - 100 * (80 / 95 - 1)) < 1e-9
     assert not sv.error_of((91.0, 90.0, 100.0, 120.0), 10)[3]
 
-
-def _machine(tmp_path, name, **figures):
-    path = tmp_path / name
-    path.write_text("# host: written by mtf-sim --calibrate\nname = host\n" +
-                    "".join(f"{k} = {v}\n" for k, v in figures.items()))
-    return str(path)
-
-
-def test_steadiness_gives_each_figures_range_over_the_rounds(tmp_path):
-    steady = dict(gemm_flops=1.0e11, gemm_flops_all_cpus=2.0e11, gemm_bfloat16_speedup=4,
-                  busy_in_program=1.1)
-    rounds = [_machine(tmp_path, "a", **steady),
-              _machine(tmp_path, "b", **dict(steady, gemm_flops=1.05e11))]
-    text, moved = sv.steadiness(rounds, 10)
-    assert not moved
-    assert "matrix products on one thread 100 to 105 GFLOP/s (5%)" in text
-    assert "bfloat16 products on one thread 400 to 420 GFLOP/s (5%)" in text
-    assert "(busy_in_program) 1.1 to 1.1 (0%)" in text
-
-
-def test_steadiness_says_when_a_figure_moved_beyond_the_limit(tmp_path):
-    base = dict(gemm_flops=1.0e11, gemm_flops_all_cpus=2.0e11, gemm_bfloat16_speedup=4,
-                busy_in_program=1.0)
-    rounds = [_machine(tmp_path, "a", **base),
-              _machine(tmp_path, "b", **dict(base, busy_in_program=1.4))]
-    text, moved = sv.steadiness(rounds, 10)
-    assert moved and "1 to 1.4 (40%)" in text
-    # A figure a round lacks (an older machine file) is left out, not an error.
-    older = [_machine(tmp_path, "c", gemm_flops=1e11), _machine(tmp_path, "d", gemm_flops=1e11)]
-    text, moved = sv.steadiness(older, 10)
-    assert text == "matrix products on one thread 100 to 100 GFLOP/s (0%)" and not moved
