@@ -40,3 +40,10 @@ def test_a_miss_needs_the_whole_interval_beyond_the_limit():
     assert miss and abs(err_hi - 100 * (80 / 95 - 1)) < 1e-9
     assert not sv.error_of((91.0, 90.0, 100.0, 120.0), 10)[3]
 
+
+def test_figures_reads_every_number_of_its_line():
+    # step_time --predict A,B,C prints one predicted step per machine file.
+    out = "median_ms 3.000\npredicted_ms 4.500 5.250 6.000\n"
+    assert sv.figures("predicted_ms", out, []) == [4.5, 5.25, 6.0]
+    assert sv.figure("predicted_ms", out, []) == 4.5
+    assert sv.figure("median_ms", out, []) == 3.0
