@@ -67,16 +67,15 @@ Decoding make_decoding(const std::string& model, const models::TransformerConfig
   return d;
 }
 
-// One decoding step at position 1 simulated on the machine in
-// `machine_file`: functional (the decoder reads the logits it returns),
-// after an untimed step at 0. Its own model, so the real session's caches
-// are not touched.
+// One decoding step at position 1 simulated on `machine`: functional (the decoder reads the logits
+// it returns), after an untimed step at 0. Its own model, so the real session's caches are not
+// touched.
 SimReport predicted_step(const std::string& model, const models::TransformerConfig& cfg,
-                         int64_t batch, const MeshConfig& real, const std::string& machine_file) {
+                         int64_t batch, const MeshConfig& real, const Topology& machine) {
   const Decoding d = make_decoding(model, cfg, batch);
   if (d.encdec_decoder)
     throw ValueError("--predict simulates the LM's decoding only (--model transformer)");
-  Session sim(*d.graph, bench::simulated_like(real, machine_file, SimMode::kFunctional));
+  Session sim(*d.graph, bench::simulated_like(real, machine, SimMode::kFunctional));
   const std::vector<int32_t> ids(batch, 2);
   d.decoder->step(sim, ids, 0);
   d.decoder->step(sim, ids, 1);
@@ -113,9 +112,7 @@ int main(int argc, char** argv) {
     const int64_t batch = flags.i64("decode_batch");
     const int64_t tokens = flags.i64("tokens");
     if (batch < 1 || tokens < 1) throw ValueError("--decode_batch and --tokens must be >= 1");
-    const std::vector<std::string> machines = flags.str("predict").empty()
-                                                  ? std::vector<std::string>{}
-                                                  : bench::machine_files(flags.str("predict"));
+    const std::vector<Topology> machines = bench::machines_to_predict(flags.str("predict"));
     std::string transport;
     const MeshConfig mesh = cli::mesh_config_from_flags(flags, &transport);
     const Decoding d = make_decoding(flags.str("model"), cfg, batch);
@@ -169,14 +166,13 @@ int main(int argc, char** argv) {
     std::sort(ms.begin(), ms.end());
     std::printf("median_ms %.4f\n", ms[ms.size() / 2]);
     if (!machines.empty() && (!mesh.process_transport || mesh.process_transport->rank() == 0)) {
-      std::vector<double> predicted;
-      for (const std::string& file : machines) {
-        const SimReport sim = predicted_step(flags.str("model"), cfg, batch, mesh, file);
-        if (mesh.profile && predicted.empty())
-          std::printf("%s", bench::measured_against_predicted(session.profile(), sim, 12).c_str());
-        predicted.push_back(sim.step_time);
-      }
-      bench::print_predicted(predicted, 4);
+      const Profile profile = session.profile();
+      bench::print_predictions(
+          machines,
+          [&](const Topology& m) {
+            return predicted_step(flags.str("model"), cfg, batch, mesh, m);
+          },
+          mesh.profile ? &profile : nullptr, 12, 4);
     }
     return 0;
   });

@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -17,8 +18,7 @@
 
 namespace mtf::bench {
 
-inline MeshConfig simulated_like(const MeshConfig& real, const std::string& machine_file,
-                                 SimMode mode) {
+inline MeshConfig simulated_like(const MeshConfig& real, const Topology& machine, SimMode mode) {
   MeshConfig mc;
   mc.mesh_shape = real.mesh_shape;
   mc.layout = real.layout;
@@ -26,7 +26,7 @@ inline MeshConfig simulated_like(const MeshConfig& real, const std::string& mach
   mc.fuse = real.fuse;
   mc.impl = MeshImpl::kSimulated;
   mc.sim->mode = mode;
-  mc.sim->topology.load_file(machine_file);
+  mc.sim->topology = machine;
   mc.sim->topology.devices_per_node =
       static_cast<int>(std::max<int64_t>(1, real.mesh_shape.size()));
   const char* shm = std::getenv("MTF_SHM");
@@ -36,32 +36,25 @@ inline MeshConfig simulated_like(const MeshConfig& real, const std::string& mach
   return mc;
 }
 
-// --predict's machine files: one, or several separated by commas, each
-// simulated in turn (a validation predicts a step on every calibration
-// round's machine from one run). Each is read once here, so that a bad one
-// is an error before any step runs: ValueError for an empty entry, and
-// load_file's errors for a file that cannot be read.
-inline std::vector<std::string> machine_files(const std::string& flag) {
-  std::vector<std::string> files;
+// --predict's machines: one machine file, or several separated by commas,
+// each read once, here, so that a bad one is an error before any step
+// runs: ValueError for an empty name, load_file's errors for a file that
+// cannot be read. (A validation predicts a step on every calibration
+// round's machine from one run.)
+inline std::vector<Topology> machines_to_predict(const std::string& flag) {
+  std::vector<Topology> machines;
+  if (flag.empty()) return machines;
   size_t from = 0;
   while (true) {
     const size_t comma = flag.find(',', from);
-    files.push_back(flag.substr(from, comma == std::string::npos ? comma : comma - from));
-    if (files.back().empty())
+    const std::string file = flag.substr(from, comma == std::string::npos ? comma : comma - from);
+    if (file.empty())
       throw ValueError("--predict \"" + flag +
                        "\": an empty machine file name; give machine files separated by commas");
-    Topology().load_file(files.back());
-    if (comma == std::string::npos) return files;
+    machines.emplace_back().load_file(file);
+    if (comma == std::string::npos) return machines;
     from = comma + 1;
   }
-}
-
-// "predicted_ms t1 t2 ...": the step simulated on each machine file, in
-// --predict's order, in milliseconds.
-inline void print_predicted(const std::vector<double>& seconds, int decimals) {
-  std::printf("predicted_ms");
-  for (double s : seconds) std::printf(" %.*f", decimals, 1e3 * s);
-  std::printf("\n");
 }
 
 // A profiled real run against its simulation, by op type: milliseconds per
@@ -106,6 +99,25 @@ inline std::string measured_against_predicted(const Profile& real, const SimRepo
     out += line;
   }
   return out;
+}
+
+// "predicted_ms t1 t2 ...": the step `simulate` gives on each machine, in
+// --predict's order, in milliseconds with `decimals` decimals; with
+// `profile` (a profiled real run), first the run against its simulation on
+// the first machine (measured_against_predicted).
+inline void print_predictions(const std::vector<Topology>& machines,
+                              const std::function<SimReport(const Topology&)>& simulate,
+                              const Profile* profile, size_t top_ops, int decimals) {
+  std::string line = "predicted_ms";
+  for (size_t i = 0; i < machines.size(); ++i) {
+    const SimReport sim = simulate(machines[i]);
+    if (profile && i == 0)
+      std::printf("%s", measured_against_predicted(*profile, sim, top_ops).c_str());
+    char figure[32];
+    std::snprintf(figure, sizeof figure, " %.*f", decimals, 1e3 * sim.step_time);
+    line += figure;
+  }
+  std::printf("%s\n", line.c_str());
 }
 
 }  // namespace mtf::bench

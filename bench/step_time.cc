@@ -41,8 +41,8 @@ namespace {
 
 // The step simulated on the machine in `machine_file` (predict.h).
 SimReport predicted_step(Graph& graph, const Tensor& loss, const std::vector<Operation*>& train,
-                         const MeshConfig& real, const std::string& machine_file) {
-  Session sim(graph, bench::simulated_like(real, machine_file, SimMode::kCostOnly));
+                         const MeshConfig& real, const Topology& machine) {
+  Session sim(graph, bench::simulated_like(real, machine, SimMode::kCostOnly));
   sim.run({loss}, {}, train);
   return sim.simulation_report();
 }
@@ -181,9 +181,7 @@ int main(int argc, char** argv) {
     std::string transport_name;
     const MeshConfig mc = cli::mesh_config_from_flags(flags, &transport_name);
     // Checked before any step runs.
-    const std::vector<std::string> machines = flags.str("predict").empty()
-                                                  ? std::vector<std::string>{}
-                                                  : bench::machine_files(flags.str("predict"));
+    const std::vector<Topology> machines = bench::machines_to_predict(flags.str("predict"));
     Timed t = timed_model(flags, defaults, mc);
     if (flags.str("print_program") == "true")
       std::printf("%s", t.session->program_text({t.loss}, *t.train).c_str());
@@ -203,17 +201,11 @@ int main(int argc, char** argv) {
           "%s", t.session->profile().to_string(static_cast<int>(flags.i64("profile_ops"))).c_str());
     print_results(ms, rss_before, flags.str("fma_peak") == "true");
     if (!machines.empty() && (!mc.process_transport || mc.process_transport->rank() == 0)) {
-      std::vector<double> predicted;
-      for (const std::string& file : machines) {
-        const SimReport sim = predicted_step(*t.graph, t.loss, *t.train, mc, file);
-        if (mc.profile && predicted.empty())
-          std::printf(
-              "%s", bench::measured_against_predicted(t.session->profile(), sim,
-                                                      static_cast<size_t>(flags.i64("profile_ops")))
-                        .c_str());
-        predicted.push_back(sim.step_time);
-      }
-      bench::print_predicted(predicted, 3);
+      const Profile profile = t.session->profile();
+      bench::print_predictions(
+          machines,
+          [&](const Topology& m) { return predicted_step(*t.graph, t.loss, *t.train, mc, m); },
+          mc.profile ? &profile : nullptr, static_cast<size_t>(flags.i64("profile_ops")), 3);
     }
     return 0;
   });

@@ -1,6 +1,6 @@
-// The machine files of step_time's and decode_benchmark's --predict
-// (bench/predict.h): one or several, each read before any step runs, and a
-// clear error for an empty name or a file that cannot be read.
+// The machines of step_time's and decode_benchmark's --predict
+// (bench/predict.h): none, one or several files, each read before any step
+// runs, and a clear error for an empty name or a file that cannot be read.
 #include <gtest/gtest.h>
 
 #include <cstdio>
@@ -25,24 +25,30 @@ std::string machine_file(const std::string& name, double gemm_flops) {
   return path;
 }
 
-TEST(PredictFiles, OneOrSeveralInTheirOrder) {
+TEST(PredictFiles, NoneOneOrSeveralInTheirOrder) {
   const std::string a = machine_file("predict_a.machine", 1e11),
                     b = machine_file("predict_b.machine", 2e11);
-  EXPECT_EQ(bench::machine_files(a), std::vector<std::string>{a});
-  EXPECT_EQ(bench::machine_files(b + "," + a), (std::vector<std::string>{b, a}));
+  EXPECT_TRUE(bench::machines_to_predict("").empty());
+  const std::vector<Topology> one = bench::machines_to_predict(a);
+  ASSERT_EQ(one.size(), 1u);
+  EXPECT_DOUBLE_EQ(one[0].host.one_cpu.gemm_flops, 1e11);
+  const std::vector<Topology> two = bench::machines_to_predict(b + "," + a);
+  ASSERT_EQ(two.size(), 2u);
+  EXPECT_DOUBLE_EQ(two[0].host.one_cpu.gemm_flops, 2e11);
+  EXPECT_DOUBLE_EQ(two[1].host.one_cpu.gemm_flops, 1e11);
   std::remove(a.c_str());
   std::remove(b.c_str());
 }
 
 TEST(PredictFiles, AnEmptyNameOrAnUnreadableFileIsAClearError) {
   const std::string a = machine_file("predict_c.machine", 1e11);
-  testing::expect_error<ValueError>([&] { bench::machine_files(a + ",," + a); },
+  testing::expect_error<ValueError>([&] { bench::machines_to_predict(a + ",," + a); },
                                     "an empty machine file name",
                                     "give machine files separated by commas");
-  testing::expect_error<ValueError>([&] { bench::machine_files(a + ","); },
+  testing::expect_error<ValueError>([&] { bench::machines_to_predict(a + ","); },
                                     "an empty machine file name");
   testing::expect_error<IoError>(
-      [&] { bench::machine_files(a + "," + ::testing::TempDir() + "no_such.machine"); },
+      [&] { bench::machines_to_predict(a + "," + ::testing::TempDir() + "no_such.machine"); },
       "no_such.machine", "cannot be opened");
   std::remove(a.c_str());
 }

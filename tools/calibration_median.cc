@@ -102,16 +102,11 @@ Steadiness steadiness_of_calibrations(const std::vector<Topology>& rounds) {
   };
   Steadiness s;
   for (const Figure& f : kFigures) {
-    double lo = 0, hi = 0;
-    bool measured = !rounds.empty();
-    for (const Topology& t : rounds) {
-      const double x = f.read(t);
-      measured = measured && x > 0;
-      lo = lo > 0 ? std::min(lo, x) : x;
-      hi = std::max(hi, x);
-    }
-    if (!measured) continue;
-    const double spread = 100 * (hi / lo - 1);
+    std::vector<double> values;
+    for (const Topology& t : rounds) values.push_back(f.read(t));
+    const auto [lo_at, hi_at] = std::minmax_element(values.begin(), values.end());
+    if (values.empty() || *lo_at <= 0) continue;  // a calibration did not measure it
+    const double lo = *lo_at, hi = *hi_at, spread = 100 * (hi / lo - 1);
     s.widest = std::max(s.widest, spread);
     char line[200];
     std::snprintf(line, sizeof line, "%s%s %.3g to %.3g%s (%.0f%%)", s.text.empty() ? "" : "; ",
