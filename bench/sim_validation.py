@@ -30,13 +30,20 @@ mtf-sim says of the rounds it combined: the range of the figures a steady
 machine measures alike every time (products on one thread and on every CPU,
 bfloat16 products, what ranks filling the CPUs cost), and a warning when
 one moved by more than 10%: the machine then moves by more than the rows
-are held to, and a row can miss by that alone.
+are held to, and a row can miss by that alone. With --watch S (default
+20), the script also watches the machine's speed for S seconds before the
+first pass and after the last (`mtf-sim --watch_speeds`: products on every
+CPU at once, 4 times a second; per CPU a fast and a slow level, the share of
+the time at the fast one, how long a level held, how often every CPU was fast
+at once) and prints what it saw after the summary: a machine whose CPUs
+switch between two speeds every second or so cannot be checked to 10%
+whatever the model.
 
 With --quick, only the rows the test suite checks; with --retries N, a row
 that misses (with --max_error) is calibrated and measured again, on its own,
 up to N times.
 
-  bench/sim_validation.py [--build build] [--machine FILE] [--max_error 10]
+  bench/sim_validation.py [--build build] [--machine FILE] [--max_error 10] [--watch 20]
 """
 import argparse
 import math
@@ -277,8 +284,8 @@ def error_of(t, limit):
 
 def report(args, rows, core, limit, steadiness):
     """Prints the table and the summary of `rows`, then `steadiness` (mtf-sim's
-    lines on how far the calibration rounds disagree); 1 when --max_error is
-    given and a row misses."""
+    lines on how far the calibration rounds disagree, and on the machine's
+    speed as watched); 1 when --max_error is given and a row misses."""
     k = interval_rank(args.launches, args.confidence)
     print(f"\nOpenBLAS core {core}; measured: the median over {args.launches} launches of each "
           f"launch's median step; interval: launches {k} and {args.launches + 1 - k} of "
@@ -340,6 +347,9 @@ def main():
                     help="only the rows the test suite checks (one of each kind)")
     ap.add_argument("--keep_machines", default="",
                     help="write the calibration rounds' machine files and their median here")
+    ap.add_argument("--watch", type=float, default=20,
+                    help="seconds to watch the machine's speed (mtf-sim --watch_speeds) before "
+                         "the first pass and after the last (0: not at all; else 2 to 3600)")
     ap.add_argument("--retries", type=int, default=0,
                     help="with --max_error: a row that misses is calibrated again (without "
                          "--machine) and measured again on its own, up to this many times; "
@@ -349,6 +359,9 @@ def main():
         sys.exit("sim_validation: --launches must be at least 3 (an interval needs them)")
     if args.calibrations < 1:
         sys.exit("sim_validation: --calibrations must be at least 1")
+    if args.watch and not 2 <= args.watch <= 3600:
+        sys.exit(f"sim_validation: --watch must be 0 (no watch) or 2 to 3600 seconds, not "
+                 f"{args.watch:g}")
     limit = args.max_error or 10
 
     sim = os.path.join(args.build, "tools", "mtf-sim")
@@ -368,16 +381,28 @@ def main():
         return write_machine(os.path.join(where, f"round{i}.machine"), f"calibration {i + 1}",
                              "--calibration_rounds", str(rounds))[0]
 
+    def watch(when):
+        """mtf-sim --watch_speeds for --watch seconds: its lines, headed `when`."""
+        if not args.watch:
+            return []
+        out = run([sim, "--watch_speeds", f"{args.watch:g}"])
+        return [f"the machine's speed {when}, " + out.splitlines()[0]] + out.splitlines()[1:]
+
     rows = selected_rows(args)
     if not rows:
         sys.exit(f"sim_validation: no configuration matches --only {args.only!r}")
 
+    watched = watch("before the first pass")
     rounds = measure_interleaved(args, rows, None if args.machine else calibrate)
+    after = watch("after the last pass")
+    watched += ([""] if watched and after else []) + after
     machine, steadiness = args.machine, []
     if rounds:
         machine, steadiness = write_machine(os.path.join(where, "host.machine"),
                                             "calibration (median of the rounds)",
                                             "--from_calibrations", ",".join(rounds))
+    if watched:
+        steadiness = steadiness + [""] + watched
     c = re.search(r"^openblas_core (\S+)", rows[0].out, re.M)
     core = c.group(1) if c else ""
 

@@ -23,6 +23,7 @@
 #include "models/unet3d.h"
 #include "mtf/mtf.h"
 #include "rank_links.h"
+#include "speed_watch.h"
 
 namespace {
 
@@ -423,6 +424,12 @@ void define_flags(cli::Flags& flags) {
                "with --calibrate: measure nothing; write the median of these machine files "
                "(comma-separated; calibrations taken at different times, e.g. spread through "
                "a validation run) as each round's figures are combined");
+  flags.define("watch_speeds", "0",
+               "measure nothing else: time a float32 and a bfloat16 product on every CPU at "
+               "once, 4 times a second for this many seconds, say how the machine's speed moved "
+               "(per CPU a fast and a slow level, the share of the time at the fast one, how long "
+               "a level held, how often every CPU was fast at once) and exit: whether "
+               "predictions can be checked against real runs on this machine");
   flags.define("topology_file", "",
                "file of `key = value` overrides, applied before --topology_set");
   flags.define("mapping", "",
@@ -534,6 +541,11 @@ int main(int argc, char** argv) {
     define_flags(flags);
     if (!flags.parse(argc, argv)) return 0;
 
+    if (flags.f64("watch_speeds") != 0) {
+      std::printf(
+          "%s", tools::speed_states_report(tools::watch_speeds(flags.f64("watch_speeds"))).c_str());
+      return 0;
+    }
     if (!flags.str("calibrate").empty()) {
       const std::string path = flags.str("calibrate");
       if (!flags.str("from_calibrations").empty()) {
