@@ -14,7 +14,6 @@
 #include <map>
 #include <memory>
 #include <sstream>
-#include <thread>
 
 #include "calibration_median.h"
 #include "calibration_timing.h"
@@ -26,23 +25,6 @@
 
 namespace mtf::tools {
 namespace {
-
-int usable_cpus() {
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  if (sched_getaffinity(0, sizeof(set), &set) == 0) return std::max(1, CPU_COUNT(&set));
-  return std::max(1u, std::thread::hardware_concurrency());
-}
-
-// The first CPU this process may run on.
-int first_cpu() {
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  if (sched_getaffinity(0, sizeof(set), &set) == 0)
-    for (int c = 0; c < CPU_SETSIZE; ++c)
-      if (CPU_ISSET(c, &set)) return c;
-  return 0;
-}
 
 std::string cpu_model() {
   std::ifstream in("/proc/cpuinfo");
@@ -459,8 +441,9 @@ void measure_crowding(Calibration& cal, const CalibrationRun& run) {
 Calibration calibrate_once(bool progress) {
   CalibrationRun run;
   run.progress = progress;
-  run.cpus = usable_cpus();
-  run.cpu = first_cpu();
+  const std::vector<int> cpus = allowed_cpus();
+  run.cpus = static_cast<int>(cpus.size());
+  run.cpu = cpus.front();
   run.blas_threads = openblas_get_num_threads();
   Calibration cal;
   Topology& m = cal.machine;

@@ -7,13 +7,30 @@
 
 #include <sched.h>
 
+#include <algorithm>
 #include <functional>
+#include <thread>
 #include <utility>
 #include <vector>
 
 #include "mtf/mtf.h"
 
 namespace mtf::tools {
+
+// The CPUs this process may run on, in order (when the kernel does not say:
+// as many as std::thread counts, from 0).
+inline std::vector<int> allowed_cpus() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  std::vector<int> cpus;
+  if (sched_getaffinity(0, sizeof(set), &set) == 0)
+    for (int c = 0; c < CPU_SETSIZE; ++c)
+      if (CPU_ISSET(c, &set)) cpus.push_back(c);
+  if (cpus.empty())
+    for (unsigned c = 0; c < std::max(1u, std::thread::hardware_concurrency()); ++c)
+      cpus.push_back(static_cast<int>(c));
+  return cpus;
+}
 
 // Keeps the calling thread on one CPU while alive. The CPUs of a VM can
 // differ by 10% and more in speed (measured: one 10% slower on products and

@@ -2,7 +2,6 @@
 #include "speed_watch.h"
 
 #include <cblas.h>
-#include <sched.h>
 
 #include <cmath>
 #include <exception>
@@ -16,18 +15,6 @@
 
 namespace mtf::tools {
 namespace {
-
-// The CPUs this process may run on.
-std::vector<int> allowed_cpus() {
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  std::vector<int> cpus;
-  if (sched_getaffinity(0, sizeof(set), &set) == 0)
-    for (int c = 0; c < CPU_SETSIZE; ++c)
-      if (CPU_ISSET(c, &set)) cpus.push_back(c);
-  if (cpus.empty()) cpus.push_back(0);
-  return cpus;
-}
 
 // A square product of `side` in `dtype`, fetched (as product_rates.cc times
 // bfloat16 products: an assign to a bfloat16 variable rounds element by
