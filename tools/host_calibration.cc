@@ -435,6 +435,12 @@ void measure_crowding(Calibration& cal, const CalibrationRun& run) {
                         processes_wait.measured, 0, processes_wait.predicted});
   cal.points.push_back({cat("reference MLP on ", crowd, " ranks as processes, hybrid"),
                         processes_wait.hybrid_measured, 0, processes_wait.hybrid_predicted});
+  for (const WaitFit* fit : {&threads_wait, &processes_wait})
+    for (const double one : fit->one_rank_measured)
+      cal.points.push_back(
+          {"reference MLP on one rank beside them (the crowded steps are "
+           "counted at its predicted level)",
+           one, 0, fit->one_rank_predicted});
   m.host.oversubscribed_in_program = 1;
 }
 

@@ -98,6 +98,11 @@ double busy_factor(int cpus, int cpu, double run_overhead, double threads_run_ov
 struct WaitFit {
   double wait = 0, extra_latency = 0, measured = 0, predicted = 0;
   double hybrid_measured = 0, hybrid_predicted = 0;
+  // The reference on one rank beside each measurement (measured), and
+  // simulated: the crowded steps are taken as their ratio to it times the
+  // simulated one-rank step (`measured` and `hybrid_measured` are so).
+  std::vector<double> one_rank_measured;
+  double one_rank_predicted = 0;
 };
 WaitFit oversubscribed_wait(const Topology& m, Topology::HostRanks how, int ranks, bool hybrid);
 
