@@ -239,9 +239,9 @@ WaitFit oversubscribed_wait(const Topology& m, Topology::HostRanks how, int rank
       throw IoError("calibration: rank 0 of the reference MLP answered \"" + answer + "\"");
     return t;
   };
-  // The reference's step simulated on `real`'s mesh (none: one rank with
-  // every CPU), with a wait per collective and `extra` seconds on the
-  // crowded links' latency (ranks as processes only).
+  // The reference's step simulated on `simulated`'s mesh (none: one rank
+  // with every CPU) over `devices` ranks, with a wait per collective and
+  // `extra` seconds on the crowded links' latency (ranks as processes only).
   auto simulate = [&](MeshConfig simulated, int devices, double wait, double extra) {
     models::Mlp mlp(c);
     simulated.impl = MeshImpl::kSimulated;

@@ -94,7 +94,10 @@ double busy_factor(int cpus, int cpu, double run_overhead, double threads_run_ov
 // added to the crowded links' that fit both best (least squares of the
 // relative errors, both >= 0): a wait per collective alone cannot fit both
 // (the data-parallel MLP has few collectives but more rounds in each than
-// the hybrid's), a cost per message can.
+// the hybrid's), a cost per message can. Each crowded step counts as its
+// ratio to the reference on one rank run just before and after it, times
+// that one-rank step's simulation: the machine's level at the moment drops
+// out of the fit.
 struct WaitFit {
   double wait = 0, extra_latency = 0, measured = 0, predicted = 0;
   double hybrid_measured = 0, hybrid_predicted = 0;
