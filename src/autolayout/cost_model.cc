@@ -134,7 +134,8 @@ class CostBackend : public exec::StepBackend {
   }
   void halo(const Step& s) override {
     e_.communication +=
-        model_.halo_time(s.collective.mesh_axes[0], static_cast<double>(s.collective.bytes));
+        model_.halo_time(s.collective.mesh_axes[0], static_cast<double>(s.collective.bytes)) +
+        halo_copy_time(program_, s, model_.topology());
   }
   void allreduce(const Step& s, int64_t) override {
     for (int a : s.collective.mesh_axes) e_.communication += model_.allreduce_time(a, bytes(s));

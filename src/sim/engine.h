@@ -47,4 +47,9 @@ class Engine {
 // Roofline time of a compute or split step on one core.
 double step_compute_time(const Program& program, const Step& step, const Topology& topo);
 
+// The time a halo step's copies take on one core of a host (host_cpus > 0;
+// else 0), beside its messages: the windowed slice zeroed and filled with
+// the rank's own rows and the rows received.
+double halo_copy_time(const Program& program, const Step& step, const Topology& topo);
+
 }  // namespace mtf::sim

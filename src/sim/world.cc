@@ -31,6 +31,8 @@ void World::init(int n) {
       compute_time_[i] = step_compute_time(program_, s, machine_.topology());
     } else {
       wait_before_[i] = collective_wait;
+      if (s.kind == Step::Kind::kHalo)
+        compute_time_[i] = halo_copy_time(program_, s, machine_.topology());
     }
   }
   tally_.step_bytes.assign(program_.steps.size() + 1, 0);

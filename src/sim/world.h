@@ -171,7 +171,8 @@ class World {
   int size() const { return static_cast<int>(cores_.size()); }
   Core& core(int rank) { return cores_[static_cast<size_t>(rank)]; }
   const std::vector<Core>& cores() const { return cores_; }
-  // Per step: its roofline time on one core (compute and split steps); what
+  // Per step: its roofline time on one core (compute and split steps; a
+  // halo step's copies, halo_copy_time); what
   // a core loses before it (a collective on a host with more ranks than
   // CPUs: Topology::host_collective_wait).
   double compute_time(size_t step) const { return compute_time_[step]; }
