@@ -10,22 +10,13 @@
 
 #include "calibration_timing.h"
 #include "mtf/mtf.h"
+#include "product_run.h"
 
 namespace mtf::tools {
 
 double einsum_seconds(int64_t m, int64_t k, int64_t n, DType dtype, bool assigned) {
-  Graph g;
-  Mesh mesh(g, "calibration");
-  Dimension dm{"m", m}, dk{"k", k}, dn{"n", n};
-  const Initializer init = Initializer::glorot_uniform();
-  Tensor a = get_variable(mesh, "a", Shape({dm, dk}), init, dtype);
-  Tensor b = get_variable(mesh, "b", Shape({dk, dn}), init, dtype);
-  Tensor c = get_variable(mesh, "c", Shape({dm, dn}), init, dtype);
-  const Tensor product = einsum({a, b}, Shape({dm, dn}));
-  Operation* write = assign(c, product);
-  Session s(g, MeshConfig{});
-  if (!assigned) return time_median([&] { s.run(std::vector<Tensor>{product}); }, 5, 0.3);
-  return time_median([&] { s.run(std::vector<Tensor>{}, {}, {write}); }, 5, 0.3);
+  ProductRun product(m, k, n, dtype, assigned);
+  return time_median([&] { product.run(); }, 5, 0.3);
 }
 
 // bfloat16 products against the same in float32, on `threads` threads: the

@@ -11,41 +11,18 @@
 
 #include "calibration_timing.h"
 #include "mtf/mtf.h"
+#include "product_run.h"
 #include "reference_programs.h"
 
 namespace mtf::tools {
 namespace {
 
-// A square product of `side` in `dtype`, fetched (as product_rates.cc times
-// bfloat16 products: an assign to a bfloat16 variable rounds element by
-// element and would be timed with it).
-class Product {
- public:
-  Product(DType dtype, int64_t side) : mesh_(graph_, "watch") {
-    Dimension m{"m", side}, k{"k", side}, n{"n", side};
-    const Initializer init = Initializer::glorot_uniform();
-    const Tensor a = get_variable(mesh_, "a", Shape({m, k}), init, dtype);
-    const Tensor b = get_variable(mesh_, "b", Shape({k, n}), init, dtype);
-    product_ = einsum({a, b}, Shape({m, n}));
-    session_ = std::make_unique<Session>(graph_, MeshConfig{});
-    flops_ =
-        2.0 * static_cast<double>(side) * static_cast<double>(side) * static_cast<double>(side);
-  }
-  void run() { session_->run(std::vector<Tensor>{product_}); }
-  // GFLOP/s of the median of 3 runs.
-  double rate() {
-    std::vector<double> t;
-    for (int i = 0; i < 3; ++i) t.push_back(time_once([&] { run(); }));
-    return flops_ / median(t) / 1e9;
-  }
-
- private:
-  Graph graph_;
-  Mesh mesh_;
-  Tensor product_;
-  std::unique_ptr<Session> session_;
-  double flops_ = 0;
-};
+// GFLOP/s of the median of 3 runs of `product`.
+double rate(ProductRun& product) {
+  std::vector<double> t;
+  for (int i = 0; i < 3; ++i) t.push_back(time_once([&] { product.run(); }));
+  return product.flops() / median(t) / 1e9;
+}
 
 }  // namespace
 
@@ -64,10 +41,11 @@ SpeedWatch watch_speeds(double seconds, double interval) {
   w.bfloat16.assign(cpus, std::vector<double>(instants, 0));
   // Graphs and sessions made here, one pair per CPU; each runs on its own
   // CPU's thread only.
-  std::vector<std::unique_ptr<Product>> f32, b16;
+  // Fetched, not assigned, as product_rates.cc times bfloat16 products.
+  std::vector<std::unique_ptr<ProductRun>> f32, b16;
   for (size_t c = 0; c < cpus; ++c) {
-    f32.push_back(std::make_unique<Product>(float32, 512));
-    b16.push_back(std::make_unique<Product>(bfloat16, 512));
+    f32.push_back(std::make_unique<ProductRun>(512, 512, 512, float32, false));
+    b16.push_back(std::make_unique<ProductRun>(512, 512, 512, bfloat16, false));
   }
   const int blas_threads = openblas_get_num_threads();
   openblas_set_num_threads(1);
@@ -83,8 +61,8 @@ SpeedWatch watch_speeds(double seconds, double interval) {
         for (size_t i = 0; i < instants; ++i) {
           std::this_thread::sleep_until(start + std::chrono::duration_cast<Clock::duration>(
                                                     std::chrono::duration<double>(i * interval)));
-          w.float32[c][i] = f32[c]->rate();
-          w.bfloat16[c][i] = b16[c]->rate();
+          w.float32[c][i] = rate(*f32[c]);
+          w.bfloat16[c][i] = rate(*b16[c]);
         }
       } catch (...) {
         failed[c] = std::current_exception();
