@@ -69,6 +69,32 @@ TEST(CalibrationMedian, AProductCurveComesWholeFromTheMedianPeak) {
   EXPECT_DOUBLE_EQ(m.host.one_cpu.gemm_narrow, 30);
 }
 
+// The crowded ranks' wait and latency are fitted to one measured step at
+// the bandwidth measured just before: the three come from the round whose
+// wait plus latency (a one-message collective's cost) is the median.
+TEST(CalibrationMedian, ACrowdedFitComesWholeFromOneRound) {
+  auto crowded = [](double wait, double latency, double bandwidth) {
+    Topology t = calibration(1, 120e9, 2e5, 30);
+    for (const char* ranks : {"processes", "threads"}) {
+      t.set(std::string(ranks) + "_oversubscribed_latency", std::to_string(latency));
+      t.set(std::string(ranks) + "_oversubscribed_bandwidth", std::to_string(bandwidth));
+    }
+    t.set("oversubscribed_wait", std::to_string(wait));
+    t.set("processes_oversubscribed_wait", std::to_string(wait));
+    return t;
+  };
+  // One-message costs 400, 370 and 5 us: the second round's figures, where
+  // figure by figure would give (70 us, 200 us, 0.8 GB/s), no round's fit.
+  const Topology m = tools::median_of_calibrations(
+      {crowded(200e-6, 200e-6, 0.75e9), crowded(70e-6, 300e-6, 3.3e9), crowded(0, 5e-6, 0.8e9)});
+  EXPECT_DOUBLE_EQ(m.host.processes_oversubscribed_wait, 70e-6);
+  EXPECT_DOUBLE_EQ(m.host.processes_oversubscribed_latency, 300e-6);
+  EXPECT_DOUBLE_EQ(m.host.processes_oversubscribed_bandwidth, 3.3e9);
+  EXPECT_DOUBLE_EQ(m.host.oversubscribed_wait, 70e-6);
+  EXPECT_DOUBLE_EQ(m.host.threads_oversubscribed_latency, 300e-6);
+  EXPECT_DOUBLE_EQ(m.host.threads_oversubscribed_bandwidth, 3.3e9);
+}
+
 TEST(CalibrationMedian, OneCalibrationIsItselfAndNoneIsAnError) {
   const Topology one = calibration(0.7, 90e9, 1e5, 10);
   const Topology m = tools::median_of_calibrations({one});
