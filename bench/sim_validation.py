@@ -11,8 +11,12 @@ Noise is handled by the method. A VM's speed moves by 10-30% from one minute
 period: the rows are measured in passes, one launch of each row per pass,
 and the calibration's rounds (--calibrations, one `mtf-sim --calibrate
 --calibration_rounds 1` each) sit before the first pass, between passes and
-after the last; the machine the predictions use is their figure-by-figure
-median (`mtf-sim --from_calibrations`). Each launch times enough steps to
+after the last. A row's prediction is the mean of the step each round's
+machine predicts (one run predicts on all of them): the step a long run
+takes on average on a machine whose speed switches between levels, where
+the machine of the rounds' medians (`mtf-sim --from_calibrations`, what
+--combine median uses) lands on one level or the other by chance; the
+summary gives the other way's count and error beside. Each launch times enough steps to
 last about --launch_seconds (its median step); a row's measured time is the
 median of its --launches launches, with a distribution-free confidence
 interval for that median from the launches' order statistics (at least
@@ -137,6 +141,26 @@ def figure(name, text, cmd):
     return figures(name, text, cmd)[0]
 
 
+def mean_of(xs):
+    return sum(xs) / len(xs)
+
+
+def median_of(xs):
+    xs = sorted(xs)
+    n = len(xs)
+    return xs[n // 2] if n % 2 else (xs[n // 2 - 1] + xs[n // 2]) / 2
+
+
+def prediction(on_median, on_rounds, combine):
+    """A row's predicted step: the mean of its step on each round's machine
+    (combine "mean", with rounds), else its step on the medians' machine.
+    On a machine that switches between a fast and a slow level, each round
+    lands on one or the other, and the mean follows the share of the time
+    at each (what a long run pays) where the medians' machine takes one
+    level whole."""
+    return mean_of(on_rounds) if combine == "mean" and on_rounds else on_median
+
+
 def coverage(n, k):
     """How often the k-th lowest and k-th highest of n draws enclose the
     median: 1 - 2 P(Binomial(n, 1/2) < k)."""
@@ -156,9 +180,8 @@ def median_interval(xs, confidence):
     """The median of xs and its distribution-free interval."""
     xs = sorted(xs)
     n = len(xs)
-    med = xs[n // 2] if n % 2 else (xs[n // 2 - 1] + xs[n // 2]) / 2
     k = interval_rank(n, confidence)
-    return xs[k - 1], med, xs[n - k]
+    return xs[k - 1], median_of(xs), xs[n - k]
 
 
 class Row:
@@ -168,6 +191,7 @@ class Row:
         self.name, self.base, self.env, self.steps_flag = name, base, env, steps_flag
         self.steps, self.times, self.predicted, self.out = 5, [], 0.0, ""
         self.on_rounds = []  # the step predicted on each calibration round's machine
+        self.on_median = 0.0  # the step predicted on the machine of the rounds' medians
 
     def size(self, args):
         """A first launch sizes the others' step count (and tells the BLAS core)."""
@@ -180,12 +204,15 @@ class Row:
         cmd = self.base + [self.steps_flag, str(self.steps)]
         self.times.append(figure("median_ms", run(cmd, self.env), cmd))
 
-    def predict(self, machine, rounds=()):
-        """The step predicted on `machine`, and on each of `rounds` (machine
-        files) in the same run."""
+    def predict(self, machine, rounds=(), combine="mean"):
+        """The step predicted on `machine` (the rounds' medians) and on each
+        of `rounds` (machine files) in the same run; the row's prediction is
+        the mean of the rounds' (combine "mean", with rounds) or the one on
+        `machine`."""
         cmd = self.base + [self.steps_flag, "2", "--predict", ",".join([machine, *rounds])]
         predicted = figures("predicted_ms", run(cmd, self.env), cmd)
-        self.predicted, self.on_rounds = predicted[0], predicted[1:]
+        self.on_median, self.on_rounds = predicted[0], predicted[1:]
+        self.predicted = prediction(self.on_median, self.on_rounds, combine)
 
     def measured(self, confidence):
         """(predicted, lo, median, hi) of the launches so far."""
@@ -282,6 +309,14 @@ def error_of(t, limit):
     return 100 * (predicted / med - 1), err_lo, err_hi, err_lo > limit or err_hi < -limit
 
 
+def how_predicted(args):
+    if args.machine:
+        return "on the given machine"
+    if args.combine == "median" or args.calibrations == 1:
+        return f"on the machine of the medians of {args.calibrations} rounds among them"
+    return f"the mean of the step on each of {args.calibrations} rounds' machines among them"
+
+
 def report(args, rows, core, limit, steadiness):
     """Prints the table and the summary of `rows`, then `steadiness` (mtf-sim's
     lines on how far the calibration rounds disagree, and on the machine's
@@ -291,15 +326,14 @@ def report(args, rows, core, limit, steadiness):
           f"launch's median step; interval: launches {k} and {args.launches + 1 - k} of "
           f"{args.launches} in order ({100 * coverage(args.launches, k):.0f}% for the median; "
           f"rows with more launches: the same coverage or more); the rows' launches "
-          f"interleaved in passes, the calibration the median of "
-          f"{'the given machine' if args.machine else f'{args.calibrations} rounds among them'}\n")
+          f"interleaved in passes; predicted: {how_predicted(args)}\n")
     # With rounds, also what each round's machine alone predicts: how far
     # the machine's movement between rounds moves the prediction.
     on_rounds = any(r[11] for r in rows)
     print("| configuration | measured ms | interval | predicted ms | error | error interval |" +
           (" predicted on each round |" if on_rounds else ""))
     print("|---|---:|---:|---:|---:|---:|" + ("---:|" if on_rounds else ""))
-    for name, med, lo, hi, predicted, err, err_lo, err_hi, miss, n, note, each in rows:
+    for name, med, lo, hi, predicted, err, err_lo, err_hi, miss, n, note, each, _ in rows:
         mark = " **miss**" if miss else (" (passed on a retry)" if note else "")
         again = f" ({n} launches)" if n > args.launches else ""
         print(f"| {name} | {med:.2f} | {lo:.2f}-{hi:.2f}{again} | {predicted:.2f} | {err:+.1f}% | "
@@ -308,11 +342,17 @@ def report(args, rows, core, limit, steadiness):
     errors = sorted(abs(r[5]) for r in rows)
     if errors:
         n = len(errors)
-        median = errors[n // 2] if n % 2 else (errors[n // 2 - 1] + errors[n // 2]) / 2
         misses = [r[0] for r in rows if r[8]]
         print(f"\nrows {n}; point error within 10%: {sum(e <= 10 for e in errors)}; misses "
               f"(whole interval beyond {limit:g}%): {len(misses)}; median absolute error "
-              f"{median:.1f}%; worst {errors[-1]:.1f}%")
+              f"{median_of(errors):.1f}%; worst {errors[-1]:.1f}%")
+        others = sorted(abs(r[12]) for r in rows if r[12] is not None)
+        if len(others) == n:
+            way = ("on the machine of the rounds' medians" if args.combine == "mean" else
+                   "the mean of each round's prediction")
+            print(f"predicted {way} instead: point error within 10%: "
+                  f"{sum(e <= 10 for e in others)}; median absolute error "
+                  f"{median_of(others):.1f}%; worst {others[-1]:.1f}%")
         if steadiness:
             print("\n" + "\n".join(steadiness))
         if args.max_error and misses:
@@ -326,6 +366,9 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--build", default="build")
     ap.add_argument("--machine", default="", help="a machine file (default: calibrate now)")
+    ap.add_argument("--combine", choices=("mean", "median"), default="mean",
+                    help="a row's prediction: the mean of its step on each round's machine, or "
+                         "its step on the machine of the rounds' medians")
     ap.add_argument("--launches", type=int, default=8, help="launches per row")
     ap.add_argument("--calibrations", type=int, default=5,
                     help="calibration rounds, spread from before the first pass to after the "
@@ -406,7 +449,7 @@ def main():
 
     table = []
     for i, row in enumerate(rows):
-        row.predict(machine, rounds)
+        row.predict(machine, rounds, args.combine)
         first = row.measured(args.confidence)
         err, err_lo, err_hi, miss = error_of(first, limit)
         note = ""
@@ -416,7 +459,12 @@ def main():
         predicted, lo, med, hi = first
         n = len(row.times)
         each = (min(row.on_rounds), max(row.on_rounds)) if row.on_rounds else None
-        table.append((row.name, med, lo, hi, predicted, err, err_lo, err_hi, miss, n, note, each))
+        # The other way of combining the rounds, for the summary.
+        other = (None if not row.on_rounds else row.on_median if args.combine == "mean" else
+                 mean_of(row.on_rounds))
+        other_err = None if other is None else 100 * (other / med - 1)
+        table.append((row.name, med, lo, hi, predicted, err, err_lo, err_hi, miss, n, note, each,
+                      other_err))
         print(f"{row.name}: measured {med:.3f} ms [{lo:.3f}, {hi:.3f}] ({row.steps} steps x "
               f"{n} launches), predicted {predicted:.3f} ms ({err:+.1f}% [{err_lo:+.1f}, "
               f"{err_hi:+.1f}]){' MISS' if miss else ''}{note}"

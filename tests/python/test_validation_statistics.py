@@ -1,6 +1,7 @@
 """The order statistics bench/sim_validation.py judges its rows by: a row's
 interval must hold its median as often as it says, and a miss must need the
-whole error interval beyond the limit."""
+whole error interval beyond the limit; and how it combines the calibration
+rounds' predictions."""
 import importlib.util
 import os
 import random
@@ -47,3 +48,13 @@ def test_figures_reads_every_number_of_its_line():
     assert sv.figures("predicted_ms", out, []) == [4.5, 5.25, 6.0]
     assert sv.figure("predicted_ms", out, []) == 4.5
     assert sv.figure("median_ms", out, []) == 3.0
+
+
+def test_a_prediction_is_the_mean_of_the_rounds_unless_asked_otherwise():
+    # Three rounds at the fast level and two at the slow one (1.4x): the
+    # medians' machine is fast, the mean weighs both levels by their rounds.
+    rounds = [100.0, 100.0, 140.0, 100.0, 140.0]
+    assert sv.prediction(100.0, rounds, "mean") == 116.0
+    assert sv.prediction(100.0, rounds, "median") == 100.0
+    assert sv.prediction(120.0, [], "mean") == 120.0  # a given machine: no rounds
+    assert sv.median_of([3.0, 1.0, 2.0, 10.0]) == 2.5
