@@ -12,9 +12,11 @@ namespace mtf::tools {
 
 // One machine from calibrations taken at different times (rounds of one
 // calibration, or calibrations spread through a validation run): each
-// figure the median of theirs, and each fitted product curve's three figures
-// together from the calibration with the median peak. The sources are the
-// first one's. ValueError for none.
+// figure the median of theirs, but figures fitted together whole from one
+// calibration: each product curve's three from the one with the median
+// peak, the crowded ranks' wait, latency and bandwidth (threads', and
+// processes') from the one with the median wait plus latency. The sources
+// are the first one's. ValueError for none.
 Topology median_of_calibrations(const std::vector<Topology>& rounds);
 
 // How far calibrations of one host disagree on the figures a steady machine
