@@ -45,11 +45,13 @@ whatever the model.
 
 With --quick, only the rows the test suite checks; with --retries N, a row
 that misses (with --max_error) is calibrated and measured again, on its own,
-up to N times.
+up to N times; with --keep_machines DIR, the rounds' machine files, their
+median and rows.json (each row's launches and predictions) stay in DIR.
 
   bench/sim_validation.py [--build build] [--machine FILE] [--max_error 10] [--watch 20]
 """
 import argparse
+import json
 import math
 import os
 import re
@@ -224,6 +226,16 @@ class Row:
         return 100 * (hi - lo) / med
 
 
+def rows_record(rows):
+    """What --keep_machines keeps of each row beside the machine files
+    (rows.json): every launch's median step and the step predicted on each
+    round's machine and on the medians', so that another way of measuring
+    or combining can be tried on a run afterwards."""
+    return [{"name": r.name, "steps_per_launch": r.steps, "launch_ms": r.times,
+             "predicted_on_rounds_ms": r.on_rounds, "predicted_on_median_ms": r.on_median}
+            for r in rows]
+
+
 def selected_rows(args):
     """The configurations --only and --quick select, as Rows."""
     launch = os.path.join(args.build, "tools", "mtf-launch")
@@ -389,7 +401,8 @@ def main():
     ap.add_argument("--quick", action="store_true",
                     help="only the rows the test suite checks (one of each kind)")
     ap.add_argument("--keep_machines", default="",
-                    help="write the calibration rounds' machine files and their median here")
+                    help="write the calibration rounds' machine files and their median here, "
+                         "and rows.json: each row's launches and predictions")
     ap.add_argument("--watch", type=float, default=20,
                     help="seconds to watch the machine's speed (mtf-sim --watch_speeds, which "
                          "checks the range) before the first pass and after the last (0: not at "
@@ -470,6 +483,9 @@ def main():
               f"{err_hi:+.1f}]){' MISS' if miss else ''}{note}"
               f"{f'; on each round {each[0]:.3f} to {each[1]:.3f} ms' if each else ''}", flush=True)
 
+    if args.keep_machines:
+        with open(os.path.join(where, "rows.json"), "w") as f:
+            json.dump(rows_record(rows), f, indent=1)
     return report(args, table, core, limit, steadiness)
 
 

@@ -58,3 +58,12 @@ def test_a_prediction_is_the_mean_of_the_rounds_unless_asked_otherwise():
     assert sv.prediction(100.0, rounds, "median") == 100.0
     assert sv.prediction(120.0, [], "mean") == 120.0  # a given machine: no rounds
     assert sv.median_of([3.0, 1.0, 2.0, 10.0]) == 2.5
+
+
+def test_kept_rows_hold_every_launch_and_prediction():
+    row = sv.Row("MLP, 1 core", ["step_time"], None, "--steps")
+    row.steps, row.times = 40, [4.5, 4.4, 4.7]
+    row.on_median, row.on_rounds = 4.6, [4.2, 4.9]
+    assert sv.rows_record([row]) == [{
+        "name": "MLP, 1 core", "steps_per_launch": 40, "launch_ms": [4.5, 4.4, 4.7],
+        "predicted_on_rounds_ms": [4.2, 4.9], "predicted_on_median_ms": 4.6}]
