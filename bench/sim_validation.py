@@ -16,11 +16,11 @@ machine predicts (one run predicts on all of them): the step a long run
 takes on average on a machine whose speed switches between levels, where
 the machine of the rounds' medians (`mtf-sim --from_calibrations`, what
 --combine median uses) lands on one level or the other by chance; the
-summary gives the other way's count and error beside. Each launch times enough steps to
-last about --launch_seconds (its median step); a row's measured time is the
-median of its --launches launches, with a distribution-free confidence
-interval for that median from the launches' order statistics (at least
---confidence). A row whose interval is wider than --max_spread (relative to
+summary gives the other way's count and error beside. Each launch times
+enough steps to last about --launch_seconds (its median step); a row's
+measured time is the median of its --launches launches, with a
+distribution-free confidence interval for that median from the launches'
+order statistics (at least --confidence). A row whose interval is wider than --max_spread (relative to
 its median) gets more passes, up to --reruns times --launches more launches,
 all of them kept. The error's interval is the prediction against the
 measured interval; a row is a miss only when its whole error interval lies
