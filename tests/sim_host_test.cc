@@ -31,6 +31,25 @@ Topology host(int ranks) {
   return t;
 }
 
+// A cost-only simulation of one mesh (empty: one processor) on `topo`.
+MeshConfig cost_only(const Topology& topo, const std::string& mesh = "",
+                     const std::string& layout = "") {
+  MeshConfig c;
+  if (!mesh.empty()) c.mesh_shape = MeshShape(mesh);
+  if (!layout.empty()) c.layout = LayoutRules(layout);
+  c.impl = MeshImpl::kSimulated;
+  c.sim->mode = SimMode::kCostOnly;
+  c.sim->topology = topo;
+  return c;
+}
+
+// A variable of 8 images of side x side with `channels` channels.
+Tensor images(Mesh& mesh, const char* name, int64_t side, int64_t channels) {
+  return get_variable(mesh, name,
+                      Shape({Dimension{"b", 8}, Dimension{"h", side}, Dimension{"w", side},
+                             Dimension{"c", channels}}));
+}
+
 TEST(SimHost, SettingsRoundTripThroughAMachineFile) {
   Topology t = host(2);
   t.host_ranks = Topology::HostRanks::kProcesses;
@@ -201,10 +220,7 @@ TEST(SimHost, RandomDrawsCostTheirCalibratedFlops) {
     const Shape shape({Dimension{"x", 1 << 16}});
     const Tensor v = get_variable(mesh, "v", shape);
     Operation* write = assign(v, draw ? random_uniform(mesh, shape) : v + v);
-    MeshConfig mc;
-    mc.impl = MeshImpl::kSimulated;
-    mc.sim->mode = SimMode::kCostOnly;
-    mc.sim->topology = host(1);
+    MeshConfig mc = cost_only(host(1));
     mc.sim->topology.apply_overrides(std::string("random_cost=50,") + factor);
     Session s(g, mc);
     s.run(std::vector<Tensor>{}, {}, {write});
@@ -226,11 +242,7 @@ TEST(SimHost, BroadcastProductsCostTheirBytes) {
   const Shape shape({Dimension{"a", 1024}, Dimension{"b", 1024}});
   const Tensor x = get_variable(mesh, "x", shape), y = get_variable(mesh, "y", shape);
   Operation* write = assign(x, einsum({x, y}, shape));
-  MeshConfig mc;
-  mc.impl = MeshImpl::kSimulated;
-  mc.sim->mode = SimMode::kCostOnly;
-  mc.sim->topology = host(1);
-  Session s(g, mc);
+  Session s(g, cost_only(host(1)));
   s.run(std::vector<Tensor>{}, {}, {write});
   // 12 MiB (two operands and the product) at 20 GB/s: 0.63 ms; a square
   // product of its 2M flops would take 0.02 ms.
@@ -244,17 +256,9 @@ TEST(SimHost, PoolingCostsItsOwnFactor) {
     Graph g;
     Mesh mesh(g, "m");
     // [8, 64, 64, 32] floats: 4 MiB in, 1 MiB out.
-    const Tensor x = get_variable(
-        mesh, "x",
-        Shape({Dimension{"b", 8}, Dimension{"h", 64}, Dimension{"w", 64}, Dimension{"c", 32}}));
-    const Tensor y = get_variable(
-        mesh, "y",
-        Shape({Dimension{"b", 8}, Dimension{"h", 32}, Dimension{"w", 32}, Dimension{"c", 32}}));
+    const Tensor x = images(mesh, "x", 64, 32), y = images(mesh, "y", 32, 32);
     Operation* write = assign(y, max_pool(x, {2, 2}));
-    MeshConfig mc;
-    mc.impl = MeshImpl::kSimulated;
-    mc.sim->mode = SimMode::kCostOnly;
-    mc.sim->topology = host(1);
+    MeshConfig mc = cost_only(host(1));
     mc.sim->topology.apply_overrides(factors);
     Session s(g, mc);
     s.run(std::vector<Tensor>{}, {}, {write});
@@ -284,20 +288,12 @@ TEST(SimHost, HaloStepsCostTheirCopies) {
     Mesh mesh(g, "m");
     // [8, 64, 64, 32] floats split over 2 by rows: 2 MiB a rank, 2.125 MiB
     // with the window's two rows.
-    const Tensor x = get_variable(
-        mesh, "x",
-        Shape({Dimension{"b", 8}, Dimension{"h", 64}, Dimension{"w", 64}, Dimension{"c", 32}}));
+    const Tensor x = images(mesh, "x", 64, 32);
     const Tensor f = get_variable(
         mesh, "f",
         Shape({Dimension{"fh", 3}, Dimension{"fw", 3}, Dimension{"c", 32}, Dimension{"d", 32}}));
     const Tensor y = conv(x, f);
-    MeshConfig mc;
-    mc.mesh_shape = MeshShape(mesh_shape);
-    mc.layout = LayoutRules("h:r");
-    mc.impl = MeshImpl::kSimulated;
-    mc.sim->mode = SimMode::kCostOnly;
-    mc.sim->topology = topo;
-    Session s(g, mc);
+    Session s(g, cost_only(topo, mesh_shape, "h:r"));
     s.run({y}, {}, {});
     const SimReport r = s.simulation_report();
     return r.per_core.at(0).communication;
@@ -365,13 +361,8 @@ SimReport simulate_mlp(const Topology& topo, const std::string& mesh, const std:
   Tensor loss =
       reduce_mean(softmax_cross_entropy_with_logits(logits, one_hot(labels, classes), classes));
   auto train = SgdOptimizer(0.1f).minimize(loss);
-  MeshConfig c;
-  c.mesh_shape = MeshShape(mesh);
-  c.layout = LayoutRules(layout);
+  MeshConfig c = cost_only(topo, mesh, layout);
   c.fuse = fuse;
-  c.impl = MeshImpl::kSimulated;
-  c.sim->mode = SimMode::kCostOnly;
-  c.sim->topology = topo;
   Session s(graph, c);
   s.run({loss}, {}, train);
   return s.simulation_report();
