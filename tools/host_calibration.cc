@@ -17,6 +17,7 @@
 
 #include "calibration_median.h"
 #include "calibration_timing.h"
+#include "gemm_fit.h"
 #include "mtf/in_process_transport.h"
 #include "mtf/mtf.h"
 #include "product_rates.h"
@@ -88,12 +89,6 @@ double mesh_chain_seconds(int ranks) {
   return time_median([&] { s.run(std::vector<Tensor>{}, {}, {write}); });
 }
 
-struct Shape3 {
-  int64_t m, k, n;
-  double flops() const { return 2.0 * m * k * n; }
-  int64_t narrowest() const { return std::min({m, k, n}); }
-};
-
 // Weighted least squares of y = intercept + slope * x.
 struct WeightedSums {
   double w = 0, x = 0, y = 0, xx = 0, xy = 0;
@@ -108,38 +103,6 @@ struct WeightedSums {
   double intercept() const { return (xx * y - x * xy) / det(); }  // REQUIRES: det() > 0
   double slope() const { return (w * xy - x * y) / det(); }       // REQUIRES: det() > 0
 };
-
-// Fits time = (f + half) / peak * (1 + narrow / min(m, k, n)): peak and half
-// by least squares of time / f = 1/peak + (half/peak) / f over the products
-// without a side under 64 (weighted for relative error), then narrow as the
-// median excess of the others.
-void fit_gemm(const std::vector<Shape3>& shapes, const std::vector<double>& secs, double* peak,
-              double* half, double* narrow) {
-  WeightedSums sums;
-  for (size_t i = 0; i < shapes.size(); ++i) {
-    if (shapes[i].narrowest() < 64) continue;
-    const double f = shapes[i].flops(), y = secs[i] / f;
-    sums.add(1 / f, y, 1 / (y * y));
-  }
-  double a = sums.det() > 0 ? sums.intercept() : (sums.w > 0 ? sums.y / sums.w : 0);
-  double b = sums.det() > 0 ? sums.slope() : 0;
-  if (!(a > 0)) {
-    a = 0;
-    for (size_t i = 0; i < shapes.size(); ++i) a = std::max(a, secs[i] / shapes[i].flops());
-  }
-  if (b < 0) b = 0;
-  *peak = 1 / a;
-  *half = b / a;
-  std::vector<double> excess;
-  for (size_t i = 0; i < shapes.size(); ++i) {
-    if (shapes[i].narrowest() >= 64) continue;
-    const double plain = (shapes[i].flops() + *half) / *peak;
-    excess.push_back(std::max(0.0, secs[i] / plain - 1) *
-                     static_cast<double>(shapes[i].narrowest()));
-  }
-  std::sort(excess.begin(), excess.end());
-  *narrow = excess.empty() ? 0 : excess[excess.size() / 2];
-}
 
 // measured = a * simulated + b over the points: b, the cost of a step, from
 // the line weighted 1/measured (small steps count as much as big ones), in
@@ -258,33 +221,36 @@ void measure_elementwise(Calibration& cal) {
 // products large enough for OpenBLAS to share out.
 void measure_gemm(Calibration& cal, int threads) {
   Topology& m = cal.machine;
-  static const std::vector<Shape3> shapes = {
+  static const std::vector<ProductShape> shapes = {
       {32, 32, 32},    {64, 64, 64},     {128, 128, 128},  {256, 256, 256},  {512, 512, 512},
       {768, 768, 768}, {100, 784, 1024}, {128, 512, 2048}, {1024, 512, 128}, {1024, 256, 1024},
       {128, 32, 128},  {512, 64, 512},   {100, 1024, 10},  {1024, 16, 512},  {2048, 256, 32}};
   auto copy_seconds = [&](double bytes) {
     return bytes / (bytes <= m.host.cache_bytes ? m.host.cache_bandwidth : m.chip_memory_bandwidth);
   };
-  double* peak = threads == 1 ? &m.host.one_cpu.gemm_flops : &m.host.all_cpus.gemm_flops;
-  double* half = threads == 1 ? &m.host.one_cpu.gemm_half_flops : &m.host.all_cpus.gemm_half_flops;
-  double* narrow = threads == 1 ? &m.host.one_cpu.gemm_narrow : &m.host.all_cpus.gemm_narrow;
   openblas_set_num_threads(threads);
-  std::vector<Shape3> used;
+  std::vector<ProductShape> used;
   std::vector<double> secs;
-  for (const Shape3& s : shapes) {
+  for (const ProductShape& s : shapes) {
     if (threads > 1 && static_cast<double>(s.m * s.k * s.n) <= m.host.gemm_threads_from) continue;
     const double t = einsum_seconds(s.m, s.k, s.n) - m.host.run_overhead -
                      2 * m.host.step_overhead - copy_seconds(8.0 * s.m * s.n);
     used.push_back(s);
     secs.push_back(std::max(t, 1e-9));
   }
-  fit_gemm(used, secs, peak, half, narrow);
   measure_bfloat16_gemm(cal, threads);
+  // The bytes bound first: the curve is fitted with it, as the simulator
+  // applies it.
   measure_product_bandwidth(cal, threads);
+  const GemmCurve curve = fit_gemm_curve(m, threads, used, secs);
+  HostCompute& c = threads == 1 ? m.host.one_cpu : m.host.all_cpus;
+  c.gemm_flops = curve.peak;
+  c.gemm_half_flops = curve.half;
+  c.gemm_narrow = curve.narrow;
+  const Topology one_rank = one_rank_on(m, threads);
   for (size_t i = 0; i < used.size(); ++i) {
-    const Shape3& s = used[i];
-    const double model =
-        (s.flops() + *half) / *peak * (1 + *narrow / static_cast<double>(s.narrowest()));
+    const ProductShape& s = used[i];
+    const double model = curve_seconds(one_rank, threads, s);
     cal.points.push_back({cat("einsum ", s.m, "x", s.k, "x", s.n, ", ", threads,
                               threads == 1 ? " thread" : " threads"),
                           secs[i], s.flops() / secs[i], model});
