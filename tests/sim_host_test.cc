@@ -234,6 +234,41 @@ TEST(SimHost, RandomDrawsCostTheirCalibratedFlops) {
   EXPECT_LT(step_of(false, half), step_of(false));
 }
 
+// A step whose kernel shares its work among OpenMP threads (a program with
+// no float32 product on OpenBLAS, or a bfloat16 step) is timed with the
+// one-thread factors, its roofline divided among the rank's threads; beside
+// a float32 product the same chain runs on one thread, at the all-CPU
+// factors.
+TEST(SimHost, StepsSplitOverThreadsCostTheirShare) {
+  // The time of the chain exp(v) * v (one fused step, named by its last op).
+  auto chain_time = [](bool beside_a_product) {
+    Graph g;
+    Mesh mesh(g, "m");
+    const Tensor v = get_variable(mesh, "v", Shape({Dimension{"x", 1 << 20}}));
+    const Dimension i{"i", 64}, j{"j", 64}, k{"k", 64};
+    const Tensor a = get_variable(mesh, "a", Shape({i, j}));
+    const Tensor b = get_variable(mesh, "b", Shape({j, k}));
+    const Tensor c = get_variable(mesh, "c", Shape({i, k}));
+    std::vector<Operation*> writes = {assign(v, exp(v) * v)};
+    if (beside_a_product) writes.push_back(assign(c, einsum({a, b}, c.shape())));
+    MeshConfig mc = cost_only(host(1));
+    mc.sim->topology.apply_overrides(
+        "elementwise_in_program=1,elementwise_in_program_all_cpus=1.5,fused_in_program=1,"
+        "fused_in_program_all_cpus=1.5");
+    Session s(g, mc);
+    s.run(std::vector<Tensor>{}, {}, writes);
+    for (const SimReport::OpRow& row : s.simulation_report().ops)
+      if (row.op == "multiply") return row.time;
+    ADD_FAILURE() << "no step named multiply";
+    return 0.0;
+  };
+  // 1M exps at 20 flops on a 10 GFLOP/s core: 2 ms on one thread, at 1.5x
+  // beside a product; shared by two threads at 1x alone, a third of that.
+  const double alone = chain_time(false), beside = chain_time(true);
+  EXPECT_NEAR(beside, 3e-3, 0.5e-3);
+  EXPECT_NEAR(alone / beside, 1.0 / 3, 0.02);
+}
+
 // An einsum that contracts nothing (a gradient's dy * mask) runs without
 // BLAS: it costs its bytes at memory's rate, not a square product's flops.
 TEST(SimHost, BroadcastProductsCostTheirBytes) {

@@ -214,7 +214,15 @@ struct Topology {
   // factor was measured against the bare curve, a convolution's.)
   double host_gemm_seconds(double m, double n, double k, DType dtype = DType::kFloat32,
                            bool one_thread = false, bool in_program_factor = true) const;
-  double host_elementwise_seconds(double flops, double bytes, bool fused = false) const;
+  // `split`: the threads a kernel divides the step over (OpenMP's, for a
+  // step of bfloat16 or of a program without float32 products; see
+  // host_rank_threads); above 1, the one-thread factors and their roofline
+  // shared out.
+  double host_elementwise_seconds(double flops, double bytes, bool fused = false,
+                                  int split = 1) const;
+  // The BLAS threads a rank gets: every CPU for one rank, one each when the
+  // ranks fill the CPUs.
+  int host_rank_threads() const;
   // conv_in_program for the threads a rank gets.
   double host_conv_factor() const;
   // pool_in_program (pool_grad_in_program for a gradient) for the threads

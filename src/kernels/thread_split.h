@@ -12,14 +12,9 @@
 #include <cstdint>
 #include <vector>
 
-namespace mtf::kernels {
+#include "kernels/thread_count.h"
 
-// Threads for a kernel over `elements` values: at most `most`, fewer for
-// spaces too small to repay waking the others.
-inline int threads_for(int64_t elements, int most) {
-  constexpr int64_t kMinPerThread = 32768;
-  return static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(most, elements / kMinPerThread)));
-}
+namespace mtf::kernels {
 
 // The outermost axis with at least `threads` positions and, when `kept` is
 // given, a nonzero stride in it (an axis the output keeps); -1 when there is

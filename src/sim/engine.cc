@@ -15,6 +15,7 @@
 #include "core/check.h"
 #include "kernels/conv.h"
 #include "kernels/kernels.h"
+#include "kernels/thread_count.h"
 #include "mtf/errors.h"
 #include "ops/op_util.h"
 #include "sim/scheduler.h"
@@ -251,6 +252,23 @@ void run_cores(World& w, bool dry, const std::function<void(Transport&, StepHook
 
 namespace {
 
+// The threads a step's kernel shares its work among (Step::threaded: a
+// step of bfloat16, or of a program without float32 products on OpenBLAS):
+// fused chains, row kernels and reductions split over the rank's threads
+// as far as their largest operand repays it (kernels::threads_for); other
+// steps run on one.
+int kernel_split(const Program& program, const Step& step, bool fused, const Topology& topo) {
+  const bool reduction = step.op && step.op->type().rfind("reduce_", 0) == 0;
+  if (!step.threaded || !(fused || reduction)) return 1;
+  int64_t elements = 0;
+  for (const auto* slots : {&step.input_slots, &step.output_slots})
+    for (int slot : *slots)
+      elements =
+          std::max(elements, program.slot_bytes(slot) /
+                                 static_cast<int64_t>(dtype_size(program.slot_dtypes[slot])));
+  return kernels::threads_for(elements, topo.host_rank_threads());
+}
+
 bool transcendental(const std::string& type) {
   static const std::set<std::string> kTypes = {"exp",      "log",       "tanh", "sigmoid", "gelu",
                                                "softplus", "gelu_grad", "sin",  "cos",     "pow"};
@@ -290,7 +308,8 @@ ConvCalls conv_calls(const Operation& op, double flops) {
 // A compute step on a host: the BLAS calls of its kernel plan (or of a
 // convolution, with its columns' traffic), or the roofline of its
 // elementwise work, in the step's dtype.
-double host_step_time(const Step& step, double bytes, DType dtype, const Topology& topo) {
+double host_step_time(const Program& program, const Step& step, double bytes, DType dtype,
+                      const Topology& topo) {
   const Operation* product = step.update.einsum ? step.update.einsum : step.op;
   const bool einsum = step.kind == Step::Kind::kCompute && product->type() == "einsum";
   const bool conv = step.kind == Step::Kind::kCompute && product->type().rfind("conv", 0) == 0;
@@ -363,8 +382,9 @@ double host_step_time(const Step& step, double bytes, DType dtype, const Topolog
   if (plain > 0) flops *= weighted / plain;
   const double draw_seconds =
       plain > 0 ? step.flops * draws / plain * topo.host.random_cost / topo.core_flops : 0;
+  const bool fused = step.fusion.expr != nullptr || row_kernel;
   return topo.host_step_seconds(
-      topo.host_elementwise_seconds(flops, bytes, step.fusion.expr != nullptr || row_kernel) +
+      topo.host_elementwise_seconds(flops, bytes, fused, kernel_split(program, step, fused, topo)) +
       draw_seconds);
 }
 
@@ -398,7 +418,7 @@ double step_compute_time(const Program& program, const Step& step, const Topolog
   } else if (!step.output_slots.empty()) {
     dtype = program.slot_dtypes[step.output_slots[0]];
   }
-  if (topo.host_cpus > 0) return host_step_time(step, bytes, dtype, topo);
+  if (topo.host_cpus > 0) return host_step_time(program, step, bytes, dtype, topo);
   return std::max(step.flops / topo.flops(dtype), bytes / topo.core_memory_bandwidth());
 }
 
