@@ -6,11 +6,12 @@
 // (its bytes bound included), and the fit minimises the sum of squared
 // logs of predicted over measured time: every product's relative error
 // counts alike, whatever its size or shape. Fitting the three figures
-// together matters: fitted one after the other (peak and half on the
-// squarer products, then narrow from the rest), two BLAS threads' curve put
-// a 128x32x128 product at +59% and a 128x128x32 batch of attention at 2.2x
-// its measured time, because half, fitted on a noisy 128^3 alone, took the
-// narrow products' excess twice.
+// together matters: fitted one after the other (peak and half by a line
+// through the squarer products, of which 128^3 is the smallest on two
+// threads, then narrow as the median excess of the rest on top of them),
+// two BLAS threads' curve on an AMD EPYC VM put a 128x32x128 product at
+// +59% of its measured time and an LM's attention products (batches of
+// 128x32x128) at 2.2x theirs.
 #pragma once
 
 #include <algorithm>
