@@ -9,22 +9,12 @@
 namespace {
 
 using mtf::Topology;
+using mtf::tools::calibration_shapes;
 using mtf::tools::curve_seconds;
 using mtf::tools::fit_gemm_curve;
 using mtf::tools::GemmCurve;
 using mtf::tools::one_rank_on;
 using mtf::tools::ProductShape;
-
-// mtf-sim --calibrate's shapes (m x k x n); with two threads, those above
-// gemm_threads_from.
-const std::vector<ProductShape> kShapes = {
-    {32, 32, 32},    {64, 64, 64},     {128, 128, 128},  {256, 256, 256},  {512, 512, 512},
-    {768, 768, 768}, {100, 784, 1024}, {128, 512, 2048}, {1024, 512, 128}, {1024, 256, 1024},
-    {128, 32, 128},  {512, 64, 512},   {100, 1024, 10},  {1024, 16, 512},  {2048, 256, 32}};
-const std::vector<ProductShape> kTwoThreadShapes = {
-    {128, 128, 128},  {256, 256, 256},  {512, 512, 512},   {768, 768, 768}, {100, 784, 1024},
-    {128, 512, 2048}, {1024, 512, 128}, {1024, 256, 1024}, {128, 32, 128},  {512, 64, 512},
-    {100, 1024, 10},  {1024, 16, 512},  {2048, 256, 32}};
 
 // A 2-CPU host whose matrix-vector products run at these rates (the bytes
 // bound of the curve).
@@ -49,31 +39,32 @@ void set_curve(Topology& t, int threads, const GemmCurve& curve) {
 }
 
 double ratio(const Topology& t, int threads, const ProductShape& s, double measured) {
-  return curve_seconds(one_rank_on(t, threads), threads, s) / measured;
+  return curve_seconds(one_rank_on(t, threads), s) / measured;
 }
 
 TEST(GemmFit, RecoversTheCurveItsPointsCameFrom) {
   for (int threads : {1, 2}) {
     Topology truth = host(13e9, 14e9);
     set_curve(truth, threads, {150e9, 1.5e6, 25});
-    const auto& shapes = threads == 1 ? kShapes : kTwoThreadShapes;
+    const std::vector<ProductShape> shapes = calibration_shapes(truth, threads);
     std::vector<double> secs;
     for (const ProductShape& s : shapes)
-      secs.push_back(curve_seconds(one_rank_on(truth, threads), threads, s));
+      secs.push_back(curve_seconds(one_rank_on(truth, threads), s));
     Topology fitted = host(13e9, 14e9);
     set_curve(fitted, threads, fit_gemm_curve(fitted, threads, shapes, secs));
     for (size_t i = 0; i < shapes.size(); ++i)
       EXPECT_NEAR(ratio(fitted, threads, shapes[i], secs[i]), 1, 0.01) << threads << " " << i;
     // A shape the calibration does not time (one attention head's scores).
     const ProductShape scores{128, 32, 128 * 2};
-    EXPECT_NEAR(curve_seconds(one_rank_on(fitted, threads), threads, scores) /
-                    curve_seconds(one_rank_on(truth, threads), threads, scores),
+    EXPECT_NEAR(curve_seconds(one_rank_on(fitted, threads), scores) /
+                    curve_seconds(one_rank_on(truth, threads), scores),
                 1, 0.02)
         << threads;
   }
 }
 
-// Two BLAS threads on an AMD EPYC VM (2 vCPUs), measured by a calibration:
+// Two BLAS threads on an AMD EPYC VM (2 vCPUs), measured by a calibration
+// (the times of calibration_shapes' 13 two-thread shapes, in order):
 // fitted one figure after another, the curve put 128x32x128 at +59% and
 // the large products 11-21% slow; fitted together, every shape is within
 // 25% (1024x16x512 the farthest, at +20%).
@@ -83,9 +74,11 @@ TEST(GemmFit, MeasuredTwoThreadProductsFitTogether) {
   std::vector<double> secs;
   for (double u : us) secs.push_back(u * 1e-6);
   Topology t = host(23.7e9, 14.0e9);
-  set_curve(t, 2, fit_gemm_curve(t, 2, kTwoThreadShapes, secs));
-  for (size_t i = 0; i < kTwoThreadShapes.size(); ++i) {
-    const ProductShape& s = kTwoThreadShapes[i];
+  const std::vector<ProductShape> shapes = calibration_shapes(t, 2);
+  ASSERT_EQ(shapes.size(), us.size());
+  set_curve(t, 2, fit_gemm_curve(t, 2, shapes, secs));
+  for (size_t i = 0; i < shapes.size(); ++i) {
+    const ProductShape& s = shapes[i];
     EXPECT_NEAR(ratio(t, 2, s, secs[i]), 1, 0.25) << s.m << "x" << s.k << "x" << s.n;
   }
 }

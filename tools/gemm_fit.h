@@ -29,6 +29,21 @@ struct ProductShape {
   double flops() const { return 2.0 * m * k * n; }
 };
 
+// The shapes mtf-sim --calibrate times (m x k x n): square, thin and
+// batched-attention-like; with several threads, those OpenBLAS shares out
+// (m·k·n above machine.host.gemm_threads_from).
+inline std::vector<ProductShape> calibration_shapes(const Topology& machine, int threads) {
+  static const std::vector<ProductShape> kShapes = {
+      {32, 32, 32},    {64, 64, 64},     {128, 128, 128},  {256, 256, 256},  {512, 512, 512},
+      {768, 768, 768}, {100, 784, 1024}, {128, 512, 2048}, {1024, 512, 128}, {1024, 256, 1024},
+      {128, 32, 128},  {512, 64, 512},   {100, 1024, 10},  {1024, 16, 512},  {2048, 256, 32}};
+  std::vector<ProductShape> used;
+  for (const ProductShape& s : kShapes)
+    if (threads == 1 || static_cast<double>(s.m * s.k * s.n) > machine.host.gemm_threads_from)
+      used.push_back(s);
+  return used;
+}
+
 // `machine` as one rank whose BLAS uses `threads` threads: the topology on
 // which host_gemm_seconds applies that many threads' curve.
 inline Topology one_rank_on(Topology machine, int threads) {
@@ -40,10 +55,11 @@ inline Topology one_rank_on(Topology machine, int threads) {
 }
 
 // A product's time as the simulator predicts it on `one_rank` (from
-// one_rank_on) with `threads` threads, outside programs.
-inline double curve_seconds(const Topology& one_rank, int threads, const ProductShape& s) {
+// one_rank_on: its host_cpus are the rank's threads), outside programs.
+inline double curve_seconds(const Topology& one_rank, const ProductShape& s) {
   return one_rank.host_gemm_seconds(static_cast<double>(s.m), static_cast<double>(s.n),
-                                    static_cast<double>(s.k), DType::kFloat32, threads == 1, false);
+                                    static_cast<double>(s.k), DType::kFloat32,
+                                    one_rank.host_cpus == 1, false);
 }
 
 // A curve's three fitted figures.
@@ -56,7 +72,8 @@ struct GemmCurve {
 // `machine`'s other figures (the matrix-vector bandwidths of the bytes
 // bound) are used as they are.
 // REQUIRES: shapes.size() == seconds.size() >= 3, every time > 0; with
-// several threads, every shape above machine.host.gemm_threads_from.
+// several threads, every shape above machine.host.gemm_threads_from (as
+// calibration_shapes gives them).
 inline GemmCurve fit_gemm_curve(const Topology& machine, int threads,
                                 const std::vector<ProductShape>& shapes,
                                 const std::vector<double>& seconds) {
@@ -68,7 +85,7 @@ inline GemmCurve fit_gemm_curve(const Topology& machine, int threads,
     c.gemm_narrow = p[2];
     double sum = 0;
     for (size_t i = 0; i < shapes.size(); ++i) {
-      const double r = std::log(curve_seconds(one_rank, threads, shapes[i]) / seconds[i]);
+      const double r = std::log(curve_seconds(one_rank, shapes[i]) / seconds[i]);
       sum += r * r;
     }
     return sum;

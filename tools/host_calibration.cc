@@ -221,21 +221,15 @@ void measure_elementwise(Calibration& cal) {
 // products large enough for OpenBLAS to share out.
 void measure_gemm(Calibration& cal, int threads) {
   Topology& m = cal.machine;
-  static const std::vector<ProductShape> shapes = {
-      {32, 32, 32},    {64, 64, 64},     {128, 128, 128},  {256, 256, 256},  {512, 512, 512},
-      {768, 768, 768}, {100, 784, 1024}, {128, 512, 2048}, {1024, 512, 128}, {1024, 256, 1024},
-      {128, 32, 128},  {512, 64, 512},   {100, 1024, 10},  {1024, 16, 512},  {2048, 256, 32}};
   auto copy_seconds = [&](double bytes) {
     return bytes / (bytes <= m.host.cache_bytes ? m.host.cache_bandwidth : m.chip_memory_bandwidth);
   };
   openblas_set_num_threads(threads);
-  std::vector<ProductShape> used;
+  const std::vector<ProductShape> used = calibration_shapes(m, threads);
   std::vector<double> secs;
-  for (const ProductShape& s : shapes) {
-    if (threads > 1 && static_cast<double>(s.m * s.k * s.n) <= m.host.gemm_threads_from) continue;
+  for (const ProductShape& s : used) {
     const double t = einsum_seconds(s.m, s.k, s.n) - m.host.run_overhead -
                      2 * m.host.step_overhead - copy_seconds(8.0 * s.m * s.n);
-    used.push_back(s);
     secs.push_back(std::max(t, 1e-9));
   }
   measure_bfloat16_gemm(cal, threads);
@@ -250,7 +244,7 @@ void measure_gemm(Calibration& cal, int threads) {
   const Topology one_rank = one_rank_on(m, threads);
   for (size_t i = 0; i < used.size(); ++i) {
     const ProductShape& s = used[i];
-    const double model = curve_seconds(one_rank, threads, s);
+    const double model = curve_seconds(one_rank, s);
     cal.points.push_back({cat("einsum ", s.m, "x", s.k, "x", s.n, ", ", threads,
                               threads == 1 ? " thread" : " threads"),
                           secs[i], s.flops() / secs[i], model});
