@@ -210,6 +210,31 @@ TEST(SimHost, BFloat16MatrixVectorFusedAndConvolutionTerms) {
   EXPECT_THROW(back.set("pool_in_program", "0"), ValueError);
 }
 
+// Ranks that fill the CPUs stream their products' matrices at once: each
+// keeps its share of what one rank on every CPU reads (here 14 GB/s for
+// two CPUs: 7 each, 0.7 of a thread's own 10), for memory's rate and the
+// cache's alike; a single rank, or a host whose all-CPU rate is unmeasured,
+// keeps its own.
+TEST(SimHost, RanksFillingTheCpusShareTheMemoryRate) {
+  Topology one = host(1), two = host(2), unmeasured = host(2);
+  for (Topology* t : {&one, &two, &unmeasured})
+    t->apply_overrides(
+        "gemm_memory_bandwidth=10e9,gemm_cache_bandwidth=40e9,gemm_narrow=0,"
+        "gemm_narrow_all_cpus=0");
+  one.apply_overrides("gemm_memory_bandwidth_all_cpus=14e9");
+  two.apply_overrides("gemm_memory_bandwidth_all_cpus=14e9");
+  const double matrix = 4.0 * (2048 + 2048 * 2048 + 2048);  // 16 MiB: memory's rate
+  EXPECT_NEAR(two.host_gemm_seconds(1, 2048, 2048), matrix / (0.7 * 10e9), 1e-12);
+  EXPECT_NEAR(unmeasured.host_gemm_seconds(1, 2048, 2048), matrix / 10e9, 1e-12);
+  EXPECT_NEAR(one.host_gemm_seconds(1, 2048, 2048), matrix / 14e9, 1e-12);
+  const double small = 4.0 * (256 + 256 * 512 + 512);  // half a MiB: the cache's rate
+  EXPECT_NEAR(two.host_gemm_seconds(1, 512, 256), small / (0.7 * 40e9), 1e-12);
+  EXPECT_NEAR(unmeasured.host_gemm_seconds(1, 512, 256), small / 40e9, 1e-12);
+  // Products bound by their flops are unchanged.
+  EXPECT_NEAR(two.host_gemm_seconds(1024, 1024, 1024),
+              unmeasured.host_gemm_seconds(1024, 1024, 1024), 1e-12);
+}
+
 // Random draws cost random_cost flops an element: a graph that draws costs
 // more than one that adds the same elements, and the in-program factor of
 // bandwidth-bound steps does not scale them.

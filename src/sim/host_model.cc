@@ -40,6 +40,20 @@ std::pair<double, double> host_link(const Topology& t) {
   return {t.node_link_bandwidth, t.node_link_latency};
 }
 
+// What a rank of ranks that fill the CPUs keeps of its products' rates
+// bound by bytes (at most 1): they stream their matrices at once, and
+// together reach what one rank on every CPU reaches
+// (gemm_memory_bandwidth_all_cpus), not one CPU's rate each. On an AMD EPYC
+// VM whose one thread alone read 13.4 GB/s and whose two threads together
+// 21.4 (0.8), two ranks of a thread each ran cold 2 MiB matrices at 10
+// GB/s apiece, and batch-1 decoding's 0.5 MiB attention products at 9-12
+// where one rank read them at 14.7. `bandwidth`: the rank's own memory rate.
+double bandwidth_kept(const Topology& t, double bandwidth) {
+  const double all = t.host.all_cpus.gemm_memory_bandwidth;
+  if (all <= 0 || t.host_cpus <= 1) return 1;
+  return std::min(1.0, all * t.host_rank_threads() / t.host_cpus / bandwidth);
+}
+
 }  // namespace
 
 double Topology::host_gemm_seconds(double m, double n, double k, DType dtype, bool one_thread,
@@ -77,7 +91,8 @@ double Topology::host_gemm_seconds(double m, double n, double k, DType dtype, bo
     const double bytes = (m * k + k * n + m * n) * static_cast<double>(dtype_size(dtype));
     constexpr double kSmall = 1 << 20, kLarge = 4 << 20;
     const double w = std::clamp((bytes - kSmall) / (kLarge - kSmall), 0.0, 1.0);
-    const double rate = cached > 0 ? between(cached, bandwidth, w) : bandwidth;
+    const double rate = (cached > 0 ? between(cached, bandwidth, w) : bandwidth) *
+                        bandwidth_kept(*this, bandwidth);
     seconds = std::max(seconds, bytes / rate);
   }
   return seconds;
