@@ -152,6 +152,63 @@ TEST(SimHost, ProgramFactorsAndCrowdedLinksApplyWhereTheyBelong) {
   EXPECT_NE(four.to_file().find("host_ranks = tcp"), std::string::npos);
 }
 
+// Cold operands cost bytes, not flops: an einsum step in a program takes
+// its products' flop time plus its operands' and result's bytes at the
+// calibrated cost per byte (the threads' share of the one-thread and
+// all-CPU figures), once per step however many calls share an operand, so
+// the slowdown fades as a product does more work per byte; a product bound
+// by its bytes streams them already. Machine files keep the figures.
+TEST(SimHost, ProductsPayTheirColdOperandBytesOnce) {
+  Topology one = host(1), two = host(2);
+  for (Topology* t : {&one, &two}) {
+    t->host.one_cpu.gemm_cold_seconds_per_byte = 1e-10;
+    t->host.all_cpus.gemm_cold_seconds_per_byte = 0.5e-10;
+  }
+  EXPECT_DOUBLE_EQ(two.host_cold_operand_seconds(1e6), 1e-4);
+  EXPECT_DOUBLE_EQ(one.host_cold_operand_seconds(1e6), 0.5e-4);
+  // One step of 8 heads' products from one input, [2048, 256] x [256, 8, 32]:
+  // the input is read cold once.
+  auto einsum_seconds = [](const Topology& topo, int64_t rows, int64_t heads, int64_t depth) {
+    Graph g;
+    Mesh mesh(g, "m");
+    const Dimension r{"r", rows}, d{"d", 256}, h{"h", heads}, k{"k", depth};
+    const Tensor x = get_variable(mesh, "x", Shape({r, d}));
+    const Tensor w = get_variable(mesh, "w", Shape({d, h, k}));
+    const Tensor y = einsum({x, w}, Shape({h, r, k}));
+    Session s(g, cost_only(topo));
+    s.run({y});
+    for (const SimReport::OpRow& row : s.simulation_report().ops)
+      if (row.op == y.op().name()) return row.time;
+    return -1.0;
+  };
+  // (A mesh of one processor: one rank with both CPUs, the all-CPU cost.)
+  const Topology bare = host(1);
+  const double step_bytes = 4.0 * (2048 * 256 + 256 * 8 * 32 + 8 * 2048 * 32);
+  EXPECT_NEAR(einsum_seconds(one, 2048, 8, 32) - einsum_seconds(bare, 2048, 8, 32),
+              step_bytes * 0.5e-10, 1e-9);
+  // The share of the time fades with the work per byte.
+  const double narrow = einsum_seconds(one, 2048, 8, 32) / einsum_seconds(bare, 2048, 8, 32);
+  const double wide = einsum_seconds(one, 2048, 8, 512) / einsum_seconds(bare, 2048, 8, 512);
+  EXPECT_GT(narrow, wide);
+  EXPECT_GT(wide, 1);
+  // A matrix-vector product bound by its bytes: no more.
+  Topology streaming = one, streaming_bare = bare;
+  streaming.apply_overrides("gemm_memory_bandwidth=1e9,gemm_memory_bandwidth_all_cpus=1e9");
+  streaming_bare.apply_overrides("gemm_memory_bandwidth=1e9,gemm_memory_bandwidth_all_cpus=1e9");
+  EXPECT_DOUBLE_EQ(einsum_seconds(streaming, 1, 8, 32), einsum_seconds(streaming_bare, 1, 8, 32));
+  const std::string path = ::testing::TempDir() + "cold_bytes.machine";
+  {
+    std::ofstream out(path);
+    out << two.to_file();
+  }
+  Topology back;
+  back.load_file(path);
+  std::remove(path.c_str());
+  EXPECT_DOUBLE_EQ(back.host.one_cpu.gemm_cold_seconds_per_byte, 1e-10);
+  EXPECT_DOUBLE_EQ(back.host.all_cpus.gemm_cold_seconds_per_byte, 0.5e-10);
+  EXPECT_THROW(back.set("gemm_cold_seconds_per_byte", "-1e-10"), ValueError);
+}
+
 // The terms the validation's rows needed: bfloat16 products at their own
 // rate, matrix-vector products bound by their bytes (cache or memory by
 // their size), fused chains and convolutions with their own factors, and

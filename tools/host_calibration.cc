@@ -263,6 +263,8 @@ void measure_in_program(Calibration& cal, const CalibrationRun& run, int threads
   one_core.devices_per_node = 1;
   one_core.host_cpus = threads;
   one_core.host.one_cpu.gemm_in_program = one_core.host.all_cpus.gemm_in_program = 1;
+  one_core.host.one_cpu.gemm_cold_seconds_per_byte =
+      one_core.host.all_cpus.gemm_cold_seconds_per_byte = 0;
   one_core.host.one_cpu.conv_in_program = one_core.host.all_cpus.conv_in_program = 1;
   one_core.host.one_cpu.pool_in_program = one_core.host.all_cpus.pool_in_program = 1;
   one_core.host.one_cpu.pool_grad_in_program = one_core.host.all_cpus.pool_grad_in_program = 1;
@@ -274,18 +276,20 @@ void measure_in_program(Calibration& cal, const CalibrationRun& run, int threads
   std::unique_ptr<PinnedTo> pin_one;
   if (threads == 1) pin_one = std::make_unique<PinnedTo>(run.cpu);
   const ProgramTimes t = time_reference_programs(one_core);
-  // At least 1: a product inside a program is no faster than the same
-  // product timed alone, warm (a factor under 1 is the curve's error on the
-  // reference programs' shapes, which the validation's larger products do
-  // not share).
-  const double gemm = t.gemm_sim > 0 ? std::clamp(t.gemm_real / t.gemm_sim, 1.0, 3.0) : 1.0;
-  (threads == 1 ? m.host.one_cpu.gemm_in_program : m.host.all_cpus.gemm_in_program) = gemm;
+  HostCompute& c = threads == 1 ? m.host.one_cpu : m.host.all_cpus;
+  // The products' time beyond the curve, per byte of their operands (cold
+  // operands cost bytes, not flops); at least 0: a product inside a program
+  // is no faster than the same product timed alone, warm (less is the
+  // curve's error on the reference programs' shapes, which the validation's
+  // larger products do not share).
+  c.gemm_in_program = 1;
+  c.gemm_cold_seconds_per_byte =
+      t.gemm_bytes > 0 ? std::max(0.0, t.gemm_real - t.gemm_sim) / t.gemm_bytes : 0;
   // Elementwise steps: a factor on their roofline time and a fixed cost per
   // step, for each regime.
   // Fused chains on their own line: they read operands broadcast along
   // short rows and reduce along them, and ran 2-4x their roofline where
   // single ops ran near it.
-  HostCompute& c = threads == 1 ? m.host.one_cpu : m.host.all_cpus;
   fit_line(t.other_steps, &c.elementwise_in_program, &c.elementwise_step_overhead);
   fit_line(t.fused_steps, &c.fused_in_program, &c.fused_step_overhead);
   if (t.conv_sim > 0) c.conv_in_program = std::clamp(t.conv_real / t.conv_sim, 0.5, 20.0);

@@ -37,14 +37,26 @@ void time_program(Graph& graph, const Tensor& loss, const std::vector<Operation*
   const int runs = spatial_only ? 45 : 15;
   for (int i = 0; i < runs; ++i) s.run({loss}, feeds, train);
   const Profile profile = s.profile();
-  MeshConfig simulated;
-  simulated.impl = MeshImpl::kSimulated;
-  simulated.sim->mode = SimMode::kCostOnly;
-  simulated.sim->topology = machine;
-  Session sim(graph, simulated);
-  sim.run({loss}, {}, train);
-  std::map<std::string, double> sim_time;
-  for (const SimReport::OpRow& row : sim.simulation_report().ops) sim_time[row.op] += row.time;
+  // Each op's simulated time on `topology`.
+  auto simulate = [&](const Topology& topology) {
+    MeshConfig simulated;
+    simulated.impl = MeshImpl::kSimulated;
+    simulated.sim->mode = SimMode::kCostOnly;
+    simulated.sim->topology = topology;
+    Session sim(graph, simulated);
+    sim.run({loss}, {}, train);
+    std::map<std::string, double> time;
+    for (const SimReport::OpRow& row : sim.simulation_report().ops) time[row.op] += row.time;
+    return time;
+  };
+  const std::map<std::string, double> sim_time = simulate(machine);
+  // The products' bytes as the simulator counts them: what a cost per byte
+  // adds to them, probed.
+  constexpr double kProbe = 1e-10;
+  Topology probe = machine;
+  probe.host.one_cpu.gemm_cold_seconds_per_byte += kProbe;
+  probe.host.all_cpus.gemm_cold_seconds_per_byte += kProbe;
+  std::map<std::string, double> probe_time = simulate(probe);
   if (profile.programs.empty()) return;
   for (const ProfileRow& row : profile.programs.front().by_op) {
     const std::string name = row.name.substr(0, row.name.find(' '));
@@ -65,6 +77,7 @@ void time_program(Graph& graph, const Tensor& loss, const std::vector<Operation*
     const bool gemm = row.type.rfind("einsum", 0) == 0;
     (gemm ? t->gemm_real : t->other_real) += row.seconds;
     (gemm ? t->gemm_sim : t->other_sim) += it->second;
+    if (gemm) t->gemm_bytes += std::max(0.0, probe_time[name] - it->second) / kProbe;
     if (!gemm && row.calls > 0)
       (row.type == "fused" ? t->fused_steps : t->other_steps)
           .push_back({it->second / row.calls, row.seconds / row.calls});

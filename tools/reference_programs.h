@@ -63,6 +63,7 @@ class PinnedTo {
 // convolutions, pooling and everything else.
 struct ProgramTimes {
   double gemm_real = 0, gemm_sim = 0, other_real = 0, other_sim = 0;
+  double gemm_bytes = 0;  // the products' operands and results, as the simulator counts them
   double conv_real = 0, conv_sim = 0;                  // convolutions and their gradients
   double pool_real = 0, pool_sim = 0;                  // pooling
   double pool_grad_real = 0, pool_grad_sim = 0;        // pooling's gradients

@@ -33,7 +33,10 @@ namespace mtf {
 //   (2mnk + gemm_half_flops) / gemm_flops * (1 + gemm_narrow / max(10, min(m, n, k)))
 // times gemm_in_program (divided by gemm_bfloat16_speedup for bfloat16
 // operands), or, when longer, its operands' bytes streamed at
-// gemm_memory_bandwidth; any other step takes elementwise_step_overhead plus
+// gemm_memory_bandwidth (each rank's share of it when ranks fill the CPUs);
+// an einsum step takes its calls' times or, when longer, their flop times
+// plus its operands' and result's bytes times gemm_cold_seconds_per_byte;
+// any other step takes elementwise_step_overhead plus
 // elementwise_in_program times its roofline time on one thread.
 struct HostCompute {
   double gemm_flops = 0;       // peak on matrix products (0: core_flops; for all CPUs: none)
@@ -53,7 +56,15 @@ struct HostCompute {
   // What a real program's steps take over what the figures give for them
   // (operands come cold from memory, kernels pay set-up): matrix products,
   // and everything else (a factor and seconds more per step). Measured on
-  // reference programs; multiply the work.
+  // reference programs. A product's is a cost per byte of an einsum step's
+  // operands and result, added to its BLAS calls' time once (calls of a
+  // batch share an operand, which is cold only for the first): cold
+  // operands cost bytes, not flops, so the cost fades in products that do
+  // more work per byte (as a factor on the curve, fitted on the reference
+  // programs' small products, it counted an LM's feed-forward products
+  // 10-20% over). gemm_in_program, a factor on the curve, is what machine
+  // files written before the byte cost hold; calibration now leaves it 1.
+  double gemm_cold_seconds_per_byte = 0;
   double gemm_in_program = 1;
   // A convolution step over its BLAS calls and its im2col columns' traffic
   // (measured on the reference CNN: its products are many small ones, which
@@ -210,10 +221,17 @@ struct Topology {
   // product [m,k] x [k,n]; of elementwise work (`flops` weighted as above)
   // moving `bytes`; and of a compute step whose work takes `work` seconds.
   // (`one_thread`: a product its kernel keeps on one BLAS thread;
-  // `in_program_factor` false: without gemm_in_program, for a step whose own
-  // factor was measured against the bare curve, a convolution's.)
+  // `in_program_factor` false: without gemm_in_program, for a step whose
+  // own factor was measured against the bare curve, a convolution's;
+  // `by_flops`: set to the product's time by its flops alone, before its
+  // bytes bound it.)
   double host_gemm_seconds(double m, double n, double k, DType dtype = DType::kFloat32,
-                           bool one_thread = false, bool in_program_factor = true) const;
+                           bool one_thread = false, bool in_program_factor = true,
+                           double* by_flops = nullptr) const;
+  // What an einsum step's `bytes` (its operands and result) cost read cold
+  // in a program, on the threads a rank gets: added to its products' time
+  // by their flops (a product bound by its bytes already streams them).
+  double host_cold_operand_seconds(double bytes) const;
   // `split`: the threads a kernel divides the step over (OpenMP's, for a
   // step of bfloat16 or of a program without float32 products; see
   // host_rank_threads); above 1, the one-thread factors and their roofline

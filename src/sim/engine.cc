@@ -316,12 +316,19 @@ double host_step_time(const Program& program, const Step& step, double bytes, DT
   if (einsum && step.flops > 0 && step.kernel_plan) {
     const std::vector<kernels::GemmCall> calls = kernels::einsum_gemm_calls(*step.kernel_plan);
     if (!calls.empty()) {
-      double work = 0;
-      for (const kernels::GemmCall& c : calls)
-        work += static_cast<double>(c.batch) *
-                topo.host_gemm_seconds(static_cast<double>(c.m), static_cast<double>(c.n),
-                                       static_cast<double>(c.k), dtype);
-      return topo.host_step_seconds(work);
+      // The calls, and their flops with the step's operands read cold
+      // once (calls of a batch share an operand); a call bound by its
+      // bytes streams them already.
+      double bound = 0, by_flops = 0;
+      for (const kernels::GemmCall& c : calls) {
+        double flops_only = 0;
+        bound += static_cast<double>(c.batch) *
+                 topo.host_gemm_seconds(static_cast<double>(c.m), static_cast<double>(c.n),
+                                        static_cast<double>(c.k), dtype, false, true, &flops_only);
+        by_flops += static_cast<double>(c.batch) * flops_only;
+      }
+      return topo.host_step_seconds(
+          std::max(bound, by_flops + topo.host_cold_operand_seconds(bytes)));
     }
   }
   // A convolution: its calls and columns on the bare curve and roofline,

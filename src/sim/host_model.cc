@@ -57,7 +57,7 @@ double bandwidth_kept(const Topology& t, double bandwidth) {
 }  // namespace
 
 double Topology::host_gemm_seconds(double m, double n, double k, DType dtype, bool one_thread,
-                                   bool in_program_factor) const {
+                                   bool in_program_factor, double* by_flops) const {
   double peak = host.one_cpu.gemm_flops > 0 ? host.one_cpu.gemm_flops : core_flops,
          half = host.one_cpu.gemm_half_flops, narrow = host.one_cpu.gemm_narrow,
          in_program = host.one_cpu.gemm_in_program, speedup = host.one_cpu.gemm_bfloat16_speedup,
@@ -87,12 +87,13 @@ double Topology::host_gemm_seconds(double m, double n, double k, DType dtype, bo
   double seconds =
       (2 * m * n * k + half) / peak * (1 + narrow / side) * (in_program_factor ? in_program : 1);
   if (dtype == DType::kBFloat16) seconds /= speedup;
+  if (by_flops) *by_flops = seconds;
   if (bandwidth > 0) {
     const double bytes = (m * k + k * n + m * n) * static_cast<double>(dtype_size(dtype));
     constexpr double kSmall = 1 << 20, kLarge = 4 << 20;
     const double w = std::clamp((bytes - kSmall) / (kLarge - kSmall), 0.0, 1.0);
-    const double rate = (cached > 0 ? between(cached, bandwidth, w) : bandwidth) *
-                        bandwidth_kept(*this, bandwidth);
+    const double rate =
+        (cached > 0 ? between(cached, bandwidth, w) : bandwidth) * bandwidth_kept(*this, bandwidth);
     seconds = std::max(seconds, bytes / rate);
   }
   return seconds;
@@ -108,6 +109,12 @@ double thread_factor(const Topology& t, double HostCompute::*factor) {
 }
 
 }  // namespace
+
+double Topology::host_cold_operand_seconds(double bytes) const {
+  // (0 for every CPU is a measurement: the products ran at the curve.)
+  return bytes * between(host.one_cpu.gemm_cold_seconds_per_byte,
+                         host.all_cpus.gemm_cold_seconds_per_byte, thread_share(*this));
+}
 
 double Topology::host_conv_factor() const {
   return thread_factor(*this, &HostCompute::conv_in_program);

@@ -124,6 +124,10 @@ const std::map<std::string, NumberField>& number_settings() {
        [](Topology& t) -> double& { return t.host.all_cpus.pool_grad_in_program; }},
       {"gemm_threads_from", [](Topology& t) -> double& { return t.host.gemm_threads_from; }},
       {"transcendental_cost", [](Topology& t) -> double& { return t.host.transcendental_cost; }},
+      {"gemm_cold_seconds_per_byte",
+       [](Topology& t) -> double& { return t.host.one_cpu.gemm_cold_seconds_per_byte; }},
+      {"gemm_cold_seconds_per_byte_all_cpus",
+       [](Topology& t) -> double& { return t.host.all_cpus.gemm_cold_seconds_per_byte; }},
       {"gemm_in_program", [](Topology& t) -> double& { return t.host.one_cpu.gemm_in_program; }},
       {"gemm_in_program_all_cpus",
        [](Topology& t) -> double& { return t.host.all_cpus.gemm_in_program; }},
@@ -358,6 +362,8 @@ void Topology::validate() const {
                    host.all_cpus.gemm_memory_bandwidth,
                    host.one_cpu.gemm_cache_bandwidth,
                    host.all_cpus.gemm_cache_bandwidth,
+                   host.one_cpu.gemm_cold_seconds_per_byte,
+                   host.all_cpus.gemm_cold_seconds_per_byte,
                    host.one_cpu.gemm_in_program,
                    host.all_cpus.gemm_in_program,
                    host.one_cpu.elementwise_in_program,
@@ -498,6 +504,8 @@ std::string Topology::to_file() const {
   line("pool_in_program_all_cpus", host.all_cpus.pool_in_program);
   line("pool_grad_in_program", host.one_cpu.pool_grad_in_program);
   line("pool_grad_in_program_all_cpus", host.all_cpus.pool_grad_in_program);
+  line("gemm_cold_seconds_per_byte", host.one_cpu.gemm_cold_seconds_per_byte);
+  line("gemm_cold_seconds_per_byte_all_cpus", host.all_cpus.gemm_cold_seconds_per_byte);
   line("gemm_in_program", host.one_cpu.gemm_in_program);
   line("gemm_in_program_all_cpus", host.all_cpus.gemm_in_program);
   line("elementwise_in_program", host.one_cpu.elementwise_in_program);
