@@ -268,10 +268,11 @@ TEST(SimHost, BFloat16MatrixVectorFusedAndConvolutionTerms) {
 }
 
 // Ranks that fill the CPUs stream their products' matrices at once: each
-// keeps its share of what one rank on every CPU reads (here 14 GB/s for
-// two CPUs: 7 each, 0.7 of a thread's own 10), for memory's rate and the
-// cache's alike; a single rank, or a host whose all-CPU rate is unmeasured,
-// keeps its own.
+// keeps what it was measured to read while they all stream, or else its
+// share of what one rank on every CPU reads (here 14 GB/s for two CPUs: 7
+// each, 0.7 of a thread's own 10), for memory's rate and the cache's
+// alike; a single rank, or a host whose all-CPU rate is unmeasured, keeps
+// its own.
 TEST(SimHost, RanksFillingTheCpusShareTheMemoryRate) {
   Topology one = host(1), two = host(2), unmeasured = host(2);
   for (Topology* t : {&one, &two, &unmeasured})
@@ -290,6 +291,15 @@ TEST(SimHost, RanksFillingTheCpusShareTheMemoryRate) {
   // Products bound by their flops are unchanged.
   EXPECT_NEAR(two.host_gemm_seconds(1024, 1024, 1024),
               unmeasured.host_gemm_seconds(1024, 1024, 1024), 1e-12);
+  // Measured on the ranks themselves (6 GB/s each while both stream: 0.6
+  // of a thread's 10), that share replaces the all-CPU rate's; a single
+  // rank still keeps all of its own.
+  two.apply_overrides("gemm_memory_bandwidth_busy=6e9");
+  one.apply_overrides("gemm_memory_bandwidth_busy=6e9");
+  EXPECT_NEAR(two.host_gemm_seconds(1, 2048, 2048), matrix / (0.6 * 10e9), 1e-12);
+  EXPECT_NEAR(two.host_gemm_seconds(1, 512, 256), small / (0.6 * 40e9), 1e-12);
+  EXPECT_NEAR(one.host_gemm_seconds(1, 2048, 2048), matrix / 14e9, 1e-12);
+  EXPECT_NE(two.to_file().find("gemm_memory_bandwidth_busy = 6e+09"), std::string::npos);
 }
 
 // Random draws cost random_cost flops an element: a graph that draws costs

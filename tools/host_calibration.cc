@@ -321,6 +321,7 @@ void measure_busy_cpus(Calibration& cal, const CalibrationRun& run) {
     cal.points.push_back({cat("a reference program's run on CPU ", run.cpu), alone, 0, 0});
     cal.points.push_back({cat("the same on ", run.cpus, " ranks at once"), busy, 0, 0});
   }
+  measure_busy_product_bandwidth(cal, run.cpus);
   openblas_set_num_threads(run.blas_threads);
 }
 

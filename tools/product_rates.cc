@@ -50,10 +50,11 @@ void measure_bfloat16_gemm(Calibration& cal, int threads) {
 // evicted by the others before the next run) for gemm_memory_bandwidth, of
 // 1 MiB (6 MiB: they stay in the last-level cache) for
 // gemm_cache_bandwidth. The matrices' bytes over the run's time less its
-// overheads.
+// overheads; with `ranks` > 1, as many replicated ranks as threads of one
+// process, each streaming its own copy at once (the rate is each rank's).
 namespace {
 
-double matrix_vector_rate(Calibration& cal, int64_t rows, int threads) {
+double matrix_vector_rate(Calibration& cal, int64_t rows, int threads, int ranks = 1) {
   constexpr int kMatrices = 6;
   constexpr int64_t kSide = 1024;
   Graph g;
@@ -67,13 +68,17 @@ double matrix_vector_rate(Calibration& cal, int64_t rows, int threads) {
     const Tensor y = get_variable(mesh, "y" + n, Shape({one, out}));
     writes.push_back(assign(y, einsum({x, w}, Shape({one, out}))));
   }
-  Session s(g, MeshConfig{});
+  MeshConfig config;
+  if (ranks > 1) config.mesh_shape = MeshShape("all:" + std::to_string(ranks));
+  Session s(g, config);
   const double run = time_median([&] { s.run(std::vector<Tensor>{}, {}, writes); }, 7, 0.3);
-  const double t = std::max(
-      1e-9, run - cal.machine.host.run_overhead - 3 * kMatrices * cal.machine.host.step_overhead);
+  const HostFigures& h = cal.machine.host;
+  const double t = std::max(1e-9, run - (ranks > 1 ? h.threads_run_overhead : h.run_overhead) -
+                                      3 * kMatrices * h.step_overhead);
   const double bytes = 4.0 * kMatrices * (rows * kSide + rows + kSide);
   cal.points.push_back({cat(kMatrices, " matrix-vector products of ", rows * kSide * 4 >> 20,
-                            " MiB, ", threads, threads == 1 ? " thread" : " threads"),
+                            " MiB, ", threads, threads == 1 ? " thread" : " threads",
+                            ranks > 1 ? cat(", on each of ", ranks, " ranks at once") : ""),
                         t, bytes / t, 0});
   return bytes / t;
 }
@@ -84,6 +89,10 @@ void measure_product_bandwidth(Calibration& cal, int threads) {
   HostCompute& c = threads == 1 ? cal.machine.host.one_cpu : cal.machine.host.all_cpus;
   c.gemm_memory_bandwidth = matrix_vector_rate(cal, 1024, threads);
   c.gemm_cache_bandwidth = matrix_vector_rate(cal, 256, threads);
+}
+
+void measure_busy_product_bandwidth(Calibration& cal, int cpus) {
+  cal.machine.host.gemm_memory_bandwidth_busy = matrix_vector_rate(cal, 1024, 1, cpus);
 }
 
 }  // namespace mtf::tools

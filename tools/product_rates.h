@@ -23,4 +23,9 @@ void measure_bfloat16_gemm(Calibration& cal, int threads);
 // with their points. REQUIRES: the executor overheads measured.
 void measure_product_bandwidth(Calibration& cal, int threads);
 
+// gemm_memory_bandwidth_busy: each of `cpus` ranks of one BLAS thread
+// streaming its own 4 MiB matrices at once, with its point. REQUIRES: one
+// BLAS thread; the executor overheads measured.
+void measure_busy_product_bandwidth(Calibration& cal, int cpus);
+
 }  // namespace mtf::tools

@@ -122,6 +122,13 @@ struct HostFigures {
   // Interpolated by the CPUs the ranks fill (1 for a single rank); with
   // more ranks than CPUs, oversubscribed_* instead.
   double busy_in_program = 1;
+  // Bytes/s at which each rank streams a product's cold matrices while
+  // every CPU has a rank of one thread streaming its own (the 4 MiB
+  // matrix-vector products of gemm_memory_bandwidth, on every CPU at
+  // once): such ranks keep this share of their one-thread rates for
+  // products bound by their bytes. 0: not measured; the share is then
+  // gemm_memory_bandwidth_all_cpus divided among the ranks.
+  double gemm_memory_bandwidth_busy = 0;
   // With more ranks than CPUs, what a rank loses at each collective step
   // (seconds): a rank that waits gives up its CPU, and gets one back only
   // when another rank's turn ends. Measured on the reference MLP; the

@@ -41,16 +41,19 @@ std::pair<double, double> host_link(const Topology& t) {
 }
 
 // What a rank of ranks that fill the CPUs keeps of its products' rates
-// bound by bytes (at most 1): they stream their matrices at once, and
-// together reach what one rank on every CPU reaches
-// (gemm_memory_bandwidth_all_cpus), not one CPU's rate each. On an AMD EPYC
-// VM whose one thread alone read 13.4 GB/s and whose two threads together
-// 21.4 (0.8), two ranks of a thread each ran cold 2 MiB matrices at 10
-// GB/s apiece, and batch-1 decoding's 0.5 MiB attention products at 9-12
-// where one rank read them at 14.7. `bandwidth`: the rank's own memory rate.
+// bound by bytes (at most 1): they stream their matrices at once. Measured
+// as gemm_memory_bandwidth_busy against one thread alone (on an AMD EPYC
+// VM two ranks of a thread each read cold 2 MiB matrices at 7.8-10 GB/s
+// apiece where one thread alone read 12.4-13.4), for ranks of one thread,
+// and towards 1 for ranks with more threads (a single rank: all of it);
+// unmeasured, each rank's share of the all-CPU rate, which that VM read at
+// 21-23 GB/s for one rank's two threads. `bandwidth`: the rank's own rate.
 double bandwidth_kept(const Topology& t, double bandwidth) {
+  const double one = t.host.one_cpu.gemm_memory_bandwidth, busy = t.host.gemm_memory_bandwidth_busy;
+  if (t.host_cpus <= 1) return 1;
+  if (busy > 0 && one > 0) return between(std::min(1.0, busy / one), 1.0, thread_share(t));
   const double all = t.host.all_cpus.gemm_memory_bandwidth;
-  if (all <= 0 || t.host_cpus <= 1) return 1;
+  if (all <= 0) return 1;
   return std::min(1.0, all * t.host_rank_threads() / t.host_cpus / bandwidth);
 }
 

@@ -138,6 +138,8 @@ const std::map<std::string, NumberField>& number_settings() {
       {"oversubscribed_in_program",
        [](Topology& t) -> double& { return t.host.oversubscribed_in_program; }},
       {"busy_in_program", [](Topology& t) -> double& { return t.host.busy_in_program; }},
+      {"gemm_memory_bandwidth_busy",
+       [](Topology& t) -> double& { return t.host.gemm_memory_bandwidth_busy; }},
       {"oversubscribed_wait", [](Topology& t) -> double& { return t.host.oversubscribed_wait; }},
       {"processes_oversubscribed_wait",
        [](Topology& t) -> double& { return t.host.processes_oversubscribed_wait; }},
@@ -376,6 +378,7 @@ void Topology::validate() const {
                    host.all_cpus.fused_step_overhead,
                    host.oversubscribed_in_program,
                    host.busy_in_program,
+                   host.gemm_memory_bandwidth_busy,
                    host.oversubscribed_wait,
                    host.processes_oversubscribed_wait,
                    host.cache_bytes,
@@ -512,6 +515,7 @@ std::string Topology::to_file() const {
   line("elementwise_step_overhead", host.one_cpu.elementwise_step_overhead);
   line("oversubscribed_in_program", host.oversubscribed_in_program);
   line("busy_in_program", host.busy_in_program);
+  line("gemm_memory_bandwidth_busy", host.gemm_memory_bandwidth_busy);
   line("oversubscribed_wait", host.oversubscribed_wait);
   line("processes_oversubscribed_wait", host.processes_oversubscribed_wait);
   line("elementwise_in_program_all_cpus", host.all_cpus.elementwise_in_program);
