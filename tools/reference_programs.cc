@@ -51,12 +51,15 @@ void time_program(Graph& graph, const Tensor& loss, const std::vector<Operation*
   };
   const std::map<std::string, double> sim_time = simulate(machine);
   // The products' bytes as the simulator counts them: what a cost per byte
-  // adds to them, probed.
+  // adds to them, probed (not for the CNN, whose products are not summed).
   constexpr double kProbe = 1e-10;
-  Topology probe = machine;
-  probe.host.one_cpu.gemm_cold_seconds_per_byte += kProbe;
-  probe.host.all_cpus.gemm_cold_seconds_per_byte += kProbe;
-  std::map<std::string, double> probe_time = simulate(probe);
+  std::map<std::string, double> probe_time;
+  if (!spatial_only) {
+    Topology probe = machine;
+    probe.host.one_cpu.gemm_cold_seconds_per_byte += kProbe;
+    probe.host.all_cpus.gemm_cold_seconds_per_byte += kProbe;
+    probe_time = simulate(probe);
+  }
   if (profile.programs.empty()) return;
   for (const ProfileRow& row : profile.programs.front().by_op) {
     const std::string name = row.name.substr(0, row.name.find(' '));
