@@ -16,7 +16,12 @@ machine predicts (one run predicts on all of them): the step a long run
 takes on average on a machine whose speed switches between levels, where
 the machine of the rounds' medians (`mtf-sim --from_calibrations`, what
 --combine median uses) lands on one level or the other by chance; the
-summary gives the other way's count and error beside. Each launch times
+summary gives the other way's count and error beside. A round that reads
+one of the host's rates (elementwise arithmetic, cache or memory bandwidth,
+products) below --slow_round of the rounds' median caught a slow few
+seconds, which weigh on a 20-second round as they do not on minutes of
+launches: it is measured again once, after the last pass, and the summary
+says so. Each launch times
 enough steps to last about --launch_seconds (its median step); a row's
 measured time is the median of its --launches launches, with a
 distribution-free confidence interval for that median from the launches'
@@ -161,6 +166,40 @@ def prediction(on_median, on_rounds, combine):
     at each (what a long run pays) where the medians' machine takes one
     level whole."""
     return mean_of(on_rounds) if combine == "mean" and on_rounds else on_median
+
+
+# The host's rates a calibration round measures (elementwise arithmetic,
+# cache and memory bandwidth, products on one thread and on every CPU).
+ROUND_RATES = ("core_flops", "cache_bandwidth", "chip_memory_bandwidth", "gemm_flops",
+               "gemm_flops_all_cpus")
+
+
+def machine_rates(path):
+    """ROUND_RATES as a machine file gives them (those it has)."""
+    rates = {}
+    with open(path) as f:
+        for line in f:
+            key, eq, value = line.partition(" = ")
+            if eq and key in ROUND_RATES:
+                rates[key] = float(value)
+    return rates
+
+
+def slow_rounds(rates, below):
+    """The rounds (indices into `rates`, one dict of ROUND_RATES each) that
+    read a rate below `below` times the rounds' median of it, with the first
+    such rate and its share of the median; none with fewer than 3 rounds
+    (no median to stand against)."""
+    if len(rates) < 3 or below <= 0:
+        return []
+    slow = []
+    for i, r in enumerate(rates):
+        for key in ROUND_RATES:
+            others = [x[key] for x in rates if key in x]
+            if key in r and len(others) >= 3 and r[key] < below * median_of(others):
+                slow.append((i, key, r[key] / median_of(others)))
+                break
+    return slow
 
 
 def coverage(n, k):
@@ -312,6 +351,26 @@ def measure_interleaved(args, rows, calibrate):
     return rounds
 
 
+def remeasure_slow_rounds(args, rounds, calibrate):
+    """Measures again, once, after the last pass, each calibration round that
+    read one of the host's rates below --slow_round times the rounds' median
+    (a round lasts 20 s, a pass minutes: a slow few seconds weigh on a round
+    as they do not on a row's launches; one such round, its elementwise
+    rates at 0.6x the others', put a row's mean prediction 15-24% over).
+    The first file stays beside as roundN.slow.machine; returns what it
+    says of each."""
+    said = []
+    rates = [machine_rates(r) for r in rounds]
+    for i, key, share in slow_rounds(rates, args.slow_round):
+        median = rates[i][key] / share
+        os.replace(rounds[i], rounds[i].replace(".machine", ".slow.machine"))
+        rounds[i] = calibrate(i)
+        now = machine_rates(rounds[i]).get(key, 0) / median
+        said.append(f"calibration round {i + 1} measured again: its {key} was {share:.2f} of the "
+                    f"rounds' median, now {now:.2f}")
+    return said
+
+
 def error_of(t, limit):
     """A try's error in percent, its interval (the prediction against the
     top and the bottom of the measured interval) and whether the whole
@@ -394,6 +453,10 @@ def main():
                     help="percent: a row whose interval is wider gets more launches")
     ap.add_argument("--reruns", type=int, default=1,
                     help="at most this many times --launches more launches per wide row")
+    ap.add_argument("--slow_round", type=float, default=0.75,
+                    help="a calibration round that reads one of the host's rates below this "
+                         "share of the rounds' median is measured again once, after the last "
+                         "pass (0: never; needs 3 rounds or more)")
     ap.add_argument("--max_error", type=float, default=0,
                     help="exit 1 when a row's whole error interval is further away (percent; "
                          "0: report only); the table marks misses at 10%% without it")
@@ -448,6 +511,7 @@ def main():
 
     watched = watch("before the first pass")
     rounds = measure_interleaved(args, rows, None if args.machine else calibrate)
+    remeasured = remeasure_slow_rounds(args, rounds, calibrate)
     after = watch("after the last pass")
     watched += ([""] if watched and after else []) + after
     machine, steadiness = args.machine, []
@@ -455,6 +519,8 @@ def main():
         machine, steadiness = write_machine(os.path.join(where, "host.machine"),
                                             "calibration (median of the rounds)",
                                             "--from_calibrations", ",".join(rounds))
+    if remeasured:
+        steadiness = remeasured + [""] + steadiness
     if watched:
         steadiness = steadiness + [""] + watched
     c = re.search(r"^openblas_core (\S+)", rows[0].out, re.M)

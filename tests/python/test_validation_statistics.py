@@ -67,3 +67,24 @@ def test_kept_rows_hold_every_launch_and_prediction():
     assert sv.rows_record([row]) == [{
         "name": "MLP, 1 core", "steps_per_launch": 40, "launch_ms": [4.5, 4.4, 4.7],
         "predicted_on_rounds_ms": [4.2, 4.9], "predicted_on_median_ms": 4.6}]
+
+
+def test_a_round_that_caught_a_slow_moment_is_found():
+    fast = {"core_flops": 17e9, "cache_bandwidth": 70e9, "chip_memory_bandwidth": 43e9,
+            "gemm_flops": 95e9, "gemm_flops_all_cpus": 190e9}
+    rounds = [dict(fast), dict(fast, chip_memory_bandwidth=24e9), dict(fast, core_flops=15e9),
+              dict(fast), dict(fast, core_flops=10e9, cache_bandwidth=40e9)]
+    slow = sv.slow_rounds(rounds, 0.75)
+    # Round 1's memory rate at 0.56 of the median, round 4's arithmetic at
+    # 0.59 (its first slow rate in ROUND_RATES order); round 2's 0.88 is not.
+    assert [(i, key) for i, key, _ in slow] == [(1, "chip_memory_bandwidth"), (4, "core_flops")]
+    assert abs(slow[1][2] - 10 / 17) < 1e-9
+    assert sv.slow_rounds(rounds, 0) == []  # never
+    assert sv.slow_rounds(rounds[:2], 0.75) == []  # two rounds: no median to stand against
+
+
+def test_machine_rates_reads_the_rates_a_machine_file_has(tmp_path):
+    path = tmp_path / "round0.machine"
+    path.write_text("name = host\ncore_flops = 1.4e+10\ngemm_flops = 9.5e+10\n"
+                    "gemm_flops_busy = 3\n")
+    assert sv.machine_rates(str(path)) == {"core_flops": 1.4e10, "gemm_flops": 9.5e10}
