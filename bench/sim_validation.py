@@ -21,15 +21,15 @@ one of the host's rates (elementwise arithmetic, cache or memory bandwidth,
 products) below --slow_round of the rounds' median caught a slow few
 seconds, which weigh on a 20-second round as they do not on minutes of
 launches: it is measured again once, after the last pass, and the summary
-says so. Each launch times
-enough steps to last about --launch_seconds (its median step); a row's
-measured time is the median of its --launches launches, with a
-distribution-free confidence interval for that median from the launches'
-order statistics (at least --confidence). A row whose interval is wider than --max_spread (relative to
-its median) gets more passes, up to --reruns times --launches more launches,
-all of them kept. The error's interval is the prediction against the
-measured interval; a row is a miss only when its whole error interval lies
-more than --max_error percent away. Prints a markdown table and a summary
+says so. Each launch times enough steps to last about --launch_seconds
+(its median step); a row's measured time is the median of its --launches
+launches, with a distribution-free confidence interval for that median
+from the launches' order statistics (at least --confidence). A row whose
+interval is wider than --max_spread (relative to its median) gets more
+passes, up to --reruns times --launches more launches, all of them kept.
+The error's interval is the prediction against the measured interval; a
+row is a miss only when its whole error interval lies more than
+--max_error percent away. Prints a markdown table and a summary
 (rows whose point error is within 10%, misses by the interval rule, the
 median absolute error); with --max_error E given, exits 1 when a row misses.
 The table also gives each row's step as each round's machine alone
