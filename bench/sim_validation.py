@@ -363,7 +363,8 @@ def remeasure_slow_rounds(args, rounds, calibrate):
     rates = [machine_rates(r) for r in rounds]
     for i, key, share in slow_rounds(rates, args.slow_round):
         median = rates[i][key] / share
-        os.replace(rounds[i], rounds[i].replace(".machine", ".slow.machine"))
+        stem, _ = os.path.splitext(rounds[i])
+        os.replace(rounds[i], stem + ".slow.machine")
         rounds[i] = calibrate(i)
         now = machine_rates(rounds[i]).get(key, 0) / median
         said.append(f"calibration round {i + 1} measured again: its {key} was {share:.2f} of the "

@@ -88,3 +88,25 @@ def test_machine_rates_reads_the_rates_a_machine_file_has(tmp_path):
     path.write_text("name = host\ncore_flops = 1.4e+10\ngemm_flops = 9.5e+10\n"
                     "gemm_flops_busy = 3\n")
     assert sv.machine_rates(str(path)) == {"core_flops": 1.4e10, "gemm_flops": 9.5e10}
+
+
+def test_a_slow_round_is_measured_again_and_its_first_file_kept(tmp_path):
+    where = tmp_path / "kept.machine"  # a directory whose name has the suffix too
+    where.mkdir()
+    rounds = []
+    for i, rate in enumerate([14e9, 14e9, 7e9, 15e9]):
+        path = where / f"round{i}.machine"
+        path.write_text(f"core_flops = {rate}\n")
+        rounds.append(str(path))
+
+    def calibrate(i):
+        path = where / f"round{i}.machine"
+        path.write_text("core_flops = 1.4e10\n")
+        return str(path)
+
+    args = type("Args", (), {"slow_round": 0.75})()
+    said = sv.remeasure_slow_rounds(args, rounds, calibrate)
+    assert said == ["calibration round 3 measured again: its core_flops was 0.50 of the rounds' "
+                    "median, now 1.00"]
+    assert (where / "round2.slow.machine").read_text() == "core_flops = 7000000000.0\n"
+    assert sv.machine_rates(rounds[2]) == {"core_flops": 1.4e10}
