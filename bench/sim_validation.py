@@ -192,12 +192,16 @@ def slow_rounds(rates, below):
     (no median to stand against)."""
     if len(rates) < 3 or below <= 0:
         return []
+    medians = {}
+    for key in ROUND_RATES:
+        values = [r[key] for r in rates if key in r]
+        if len(values) >= 3:
+            medians[key] = median_of(values)
     slow = []
     for i, r in enumerate(rates):
-        for key in ROUND_RATES:
-            others = [x[key] for x in rates if key in x]
-            if key in r and len(others) >= 3 and r[key] < below * median_of(others):
-                slow.append((i, key, r[key] / median_of(others)))
+        for key, median in medians.items():
+            if key in r and r[key] < below * median:
+                slow.append((i, key, r[key] / median))
                 break
     return slow
 
