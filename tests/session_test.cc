@@ -151,7 +151,8 @@ TEST(SessionTest, RunsAreRepeatableBitForBit) {
 }
 
 // MeshConfig::profile: every step of every run is timed, per program, per op
-// type and per op; collectives appear under their own names; without the
+// type and per op; collectives appear under their own names; a SIMD mesh's
+// processors each get their compute and collective time; without the
 // option nothing is recorded.
 TEST(SessionTest, ProfileTimesEveryStepPerProgram) {
   for (const MeshImpl impl : {MeshImpl::kSimd, MeshImpl::kPlacement}) {
@@ -199,6 +200,23 @@ TEST(SessionTest, ProfileTimesEveryStepPerProgram) {
     EXPECT_NE(text.find("by op type:"), std::string::npos) << text;
     EXPECT_NE(text.find("GFLOP/s"), std::string::npos) << text;
     EXPECT_NE(text.find("3 runs"), std::string::npos) << text;
+    // SIMD processors of this process are each timed; the tables are the
+    // first's. The placement controller runs every device's steps itself.
+    if (impl == MeshImpl::kSimd) {
+      ASSERT_EQ(main->by_processor.size(), 2u);
+      for (int64_t k = 0; k < 2; ++k) {
+        const ProcessorTime& t = main->by_processor[static_cast<size_t>(k)];
+        EXPECT_EQ(t.processor, k);
+        EXPECT_GT(t.compute_seconds, 0);
+        EXPECT_GT(t.collective_seconds, 0);  // the allreduce
+      }
+      const ProcessorTime& first = main->by_processor[0];
+      EXPECT_NEAR(first.compute_seconds + first.collective_seconds, main->step_seconds, 1e-9);
+      EXPECT_NE(text.find("processor 1 "), std::string::npos) << text;
+    } else {
+      EXPECT_TRUE(main->by_processor.empty());
+      EXPECT_EQ(text.find("by processor"), std::string::npos) << text;
+    }
     s.reset_profile();
     EXPECT_TRUE(s.profile().programs.empty());
   }

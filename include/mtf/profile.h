@@ -5,7 +5,11 @@
 // kernel on one processor's slices) and collectives (allreduce, allgather,
 // split), as processor 0 of the mesh runs them (in a multi-process job, this
 // rank; under the placement implementation, the controller running the step
-// for every device). Figures are means per run of the program.
+// for every device). Figures are means per run of the program. A SIMD mesh
+// of this process's threads or fibers times every processor, and reports
+// each one's compute and collective time beside the tables (a processor on
+// a slower CPU shows more compute; the others wait for it in their
+// collectives).
 #pragma once
 
 #include <cstdint>
@@ -24,6 +28,14 @@ struct ProfileRow {
                        // collectives, bytes the processor sends
 };
 
+// One processor's time per run, split between compute steps (and splits)
+// and collective steps (time in them includes waiting for other processors).
+struct ProcessorTime {
+  int64_t processor = 0;
+  double compute_seconds = 0;
+  double collective_seconds = 0;
+};
+
 struct ProgramProfile {
   std::string label;  // what the program computes (fetches, targets)
   int64_t runs = 0;
@@ -31,6 +43,9 @@ struct ProgramProfile {
   double step_seconds = 0;          // mean sum of the timed steps
   std::vector<ProfileRow> by_type;  // most time first
   std::vector<ProfileRow> by_op;    // most time first
+  // Every processor of an in-process SIMD mesh of more than one (empty
+  // otherwise), by processor number.
+  std::vector<ProcessorTime> by_processor;
   // A table like PyTorch's profiler: per op type, then the `max_ops` ops
   // taking most time, with time per run, share of the run, GFLOP/s for ops
   // contractions (einsum) and GB/s for the rest.

@@ -6,14 +6,15 @@
 
 namespace mtf::exec {
 
-StepTimer::StepTimer(const Program& program, ProgramTimes& times) : times_(times) {
-  times_.step_seconds.resize(program.steps.size(), 0.0);
+StepTimer::StepTimer(const Program& program, std::vector<double>& step_seconds)
+    : step_seconds_(step_seconds) {
+  step_seconds_.resize(program.steps.size(), 0.0);
 }
 
 void StepTimer::before_step(const Step&, size_t) { start_ = std::chrono::steady_clock::now(); }
 
 void StepTimer::after_step(const Step&, size_t index) {
-  times_.step_seconds[index] +=
+  step_seconds_[index] +=
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
 }
 
@@ -46,9 +47,11 @@ ProgramProfile summarize(const Program& program, const ProgramTimes& times) {
   const double runs = static_cast<double>(times.runs);
   p.run_seconds = times.run_seconds / runs;
   std::map<std::string, ProfileRow> types, ops;
+  static const std::vector<double> kNone;
+  const std::vector<double>& first = times.step_seconds.empty() ? kNone : times.step_seconds[0];
   for (size_t i = 0; i < program.steps.size(); ++i) {
     const Step& s = program.steps[i];
-    const double seconds = i < times.step_seconds.size() ? times.step_seconds[i] / runs : 0.0;
+    const double seconds = i < first.size() ? first[i] / runs : 0.0;
     const std::string type = step_op_type(s);
     std::string name =
         s.kind == Step::Kind::kCompute ? s.op->name() : type + "(" + s.op->name() + ")";
@@ -66,6 +69,19 @@ ProgramProfile summarize(const Program& program, const ProgramTimes& times) {
   }
   p.by_type = by_time(types);
   p.by_op = by_time(ops);
+  if (times.step_seconds.size() > 1) {
+    for (size_t r = 0; r < times.step_seconds.size(); ++r) {
+      ProcessorTime t;
+      t.processor = r < times.processors.size() ? times.processors[r] : static_cast<int64_t>(r);
+      const std::vector<double>& steps = times.step_seconds[r];
+      for (size_t i = 0; i < program.steps.size() && i < steps.size(); ++i) {
+        const Step::Kind kind = program.steps[i].kind;
+        const bool compute = kind == Step::Kind::kCompute || kind == Step::Kind::kSplit;
+        (compute ? t.compute_seconds : t.collective_seconds) += steps[i] / runs;
+      }
+      p.by_processor.push_back(t);
+    }
+  }
   return p;
 }
 
@@ -112,6 +128,16 @@ std::string ProgramProfile::to_string(int max_ops) const {
   out += cols;
   for (size_t i = 0; i < by_op.size() && static_cast<int>(i) < max_ops; ++i)
     out += format_row(by_op[i], run_seconds, true);
+  if (!by_processor.empty()) {
+    out += "by processor (ms per run; a collective's time includes waiting for the others):\n";
+    char line[160];
+    for (const ProcessorTime& t : by_processor) {
+      std::snprintf(line, sizeof line, "  processor %-6lld compute %9.3f   collectives %9.3f\n",
+                    static_cast<long long>(t.processor), t.compute_seconds * 1e3,
+                    t.collective_seconds * 1e3);
+      out += line;
+    }
+  }
   return out;
 }
 

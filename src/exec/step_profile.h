@@ -19,17 +19,23 @@ struct ProgramTimes {
   std::string label;
   int64_t runs = 0;
   double run_seconds = 0;
-  std::vector<double> step_seconds;  // by step index
+  // By timed processor (the first the process runs, then, when the
+  // executor times each, the others: `processors` numbers them), by step
+  // index.
+  std::vector<int64_t> processors;
+  std::vector<std::vector<double>> step_seconds;
 };
 
+// Adds each step's wall time to `step_seconds` (by step index, sized to
+// the program).
 class StepTimer : public StepHooks {
  public:
-  StepTimer(const Program& program, ProgramTimes& times);
+  StepTimer(const Program& program, std::vector<double>& step_seconds);
   void before_step(const Step&, size_t) override;
   void after_step(const Step&, size_t index) override;
 
  private:
-  ProgramTimes& times_;
+  std::vector<double>& step_seconds_;
   std::chrono::steady_clock::time_point start_;
 };
 

@@ -39,15 +39,20 @@ class Executor {
   virtual bool holds_values() const { return true; }
   // Whether step times mean wall-clock time (MeshConfig::profile).
   virtual bool profiles() const { return true; }
+  // Whether run() watches every local processor's steps (SIMD processors
+  // of this process), or only the first's.
+  virtual bool watches_each_processor() const { return false; }
   // The transport joining this process to the job's other ranks, or null.
   virtual Transport* process_transport() const { return nullptr; }
   // The last simulated run's report, or null.
   virtual const SimReport* report() const { return nullptr; }
 
   // Runs `program` once on every local processor p with runs.states[p],
-  // filling runs.fetched[p]. `hooks` (a step timer, or null) watches the
-  // first local processor's steps.
-  virtual void run(const Program& program, CoreRuns& runs, StepHooks* hooks) = 0;
+  // filling runs.fetched[p]. `hooks` (step timers; empty: none): hooks[i]
+  // watches the steps of local_processors()[i], the first only unless
+  // watches_each_processor().
+  virtual void run(const Program& program, CoreRuns& runs,
+                   const std::vector<StepHooks*>& hooks) = 0;
 
  protected:
   std::vector<int64_t> local_;

@@ -21,6 +21,10 @@ CompileOptions Executor::compile_options(const MeshConfig& config) const {
 
 namespace {
 
+StepHooks* first_hooks(const std::vector<StepHooks*>& hooks) {
+  return hooks.empty() ? nullptr : hooks[0];
+}
+
 std::vector<int64_t> all_processors(int64_t n) {
   std::vector<int64_t> v;
   for (int64_t p = 0; p < n; ++p) v.push_back(p);
@@ -30,8 +34,8 @@ std::vector<int64_t> all_processors(int64_t n) {
 class OneProcessorExecutor : public Executor {
  public:
   OneProcessorExecutor() { local_ = {0}; }
-  void run(const Program& program, CoreRuns& runs, StepHooks* hooks) override {
-    run_core(program, 0, nullptr, runs.states[0], &runs.fetched[0], hooks);
+  void run(const Program& program, CoreRuns& runs, const std::vector<StepHooks*>& hooks) override {
+    run_core(program, 0, nullptr, runs.states[0], &runs.fetched[0], first_hooks(hooks));
   }
 };
 
@@ -41,14 +45,16 @@ class SimdExecutor : public Executor {
       : execution_(execution), timeout_(timeout) {
     local_ = all_processors(processors);
   }
-  void run(const Program& program, CoreRuns& runs, StepHooks* hooks) override {
+  bool watches_each_processor() const override { return true; }
+  void run(const Program& program, CoreRuns& runs, const std::vector<StepHooks*>& hooks) override {
     const int n = static_cast<int>(local_.size());
     kernels::BlasThreadsShare blas(rank_threads(n, execution_));
     run_in_process(
         n,
         [&](Transport& t) {
-          run_core(program, t.rank(), &t, runs.states[t.rank()], &runs.fetched[t.rank()],
-                   t.rank() == 0 ? hooks : nullptr);
+          const size_t r = static_cast<size_t>(t.rank());
+          run_core(program, t.rank(), &t, runs.states[r], &runs.fetched[r],
+                   r < hooks.size() ? hooks[r] : nullptr);
         },
         execution_, timeout_);
   }
@@ -61,8 +67,8 @@ class SimdExecutor : public Executor {
 class PlacementExecutor : public Executor {
  public:
   explicit PlacementExecutor(int64_t processors) { local_ = all_processors(processors); }
-  void run(const Program& program, CoreRuns& runs, StepHooks* hooks) override {
-    run_placement(program, runs.states, &runs.fetched, hooks);
+  void run(const Program& program, CoreRuns& runs, const std::vector<StepHooks*>& hooks) override {
+    run_placement(program, runs.states, &runs.fetched, first_hooks(hooks));
   }
 };
 
@@ -74,14 +80,15 @@ class ProcessExecutor : public Executor {
     local_ = {transport_->rank()};
   }
   Transport* process_transport() const override { return transport_.get(); }
-  void run(const Program& program, CoreRuns& runs, StepHooks* hooks) override {
+  void run(const Program& program, CoreRuns& runs, const std::vector<StepHooks*>& hooks) override {
     // The job's ranks on this machine compute at once, as a pool's would,
     // and share BLAS's threads the same way (so the numbers match the
     // in-process run bit for bit: OpenBLAS's results depend on its thread
     // count).
     Transport& t = *transport_;
     kernels::BlasThreadsShare blas(rank_threads(t.local_size(), RankExecution::kPool));
-    run_core(program, t.rank(), &t, runs.states[t.rank()], &runs.fetched[t.rank()], hooks);
+    run_core(program, t.rank(), &t, runs.states[t.rank()], &runs.fetched[t.rank()],
+             first_hooks(hooks));
   }
 
  private:

@@ -121,13 +121,21 @@ std::vector<HostTensor> SessionImpl::run(const std::vector<Tensor>& fetches, con
         variables_.initialize(*s.op);
   }
   const auto run_start = std::chrono::steady_clock::now();
-  // Profiling times the steps of the first processor this process runs.
-  std::unique_ptr<exec::StepTimer> timer;
+  // Profiling times the steps of the first processor this process runs, or
+  // of each when the executor watches each.
+  std::vector<std::unique_ptr<exec::StepTimer>> timers;
+  std::vector<StepHooks*> hooks;
   exec::ProgramTimes* times = nullptr;
   if (config_.profile && executor_->profiles()) {
     times = &profile_times[&prog];
     if (times->label.empty()) times->label = program_label(fetches, targets);
-    timer = std::make_unique<exec::StepTimer>(prog, *times);
+    const size_t timed = executor_->watches_each_processor() ? local.size() : 1;
+    times->processors.assign(local.begin(), local.begin() + static_cast<std::ptrdiff_t>(timed));
+    times->step_seconds.resize(timed);
+    for (size_t i = 0; i < timed; ++i) {
+      timers.push_back(std::make_unique<exec::StepTimer>(prog, times->step_seconds[i]));
+      hooks.push_back(timers.back().get());
+    }
   }
   CoreRuns runs(config_.mesh_shape.size());
   for (int64_t p : local) {
@@ -137,7 +145,7 @@ std::vector<HostTensor> SessionImpl::run(const std::vector<Tensor>& fetches, con
     runs.states[p].reproducible = config_.reproducible;
     runs.states[p].check_numerics = config_.check_numerics;
   }
-  executor_->run(prog, runs, timer.get());
+  executor_->run(prog, runs, hooks);
   // Assignments take effect when the run ends, in program order.
   for (int64_t p : local) variables_.commit(p, runs.states[p].pending_assignments);
   ++run_counter;

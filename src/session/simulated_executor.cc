@@ -37,7 +37,7 @@ class SimulatedExecutor : public Executor {
   bool profiles() const override { return false; }  // steps take virtual time
   const SimReport* report() const override { return report_.get(); }
 
-  void run(const Program& program, CoreRuns& runs, StepHooks*) override {
+  void run(const Program& program, CoreRuns& runs, const std::vector<StepHooks*>&) override {
     // Per program, once: layouts do not change between runs.
     auto it = memory_.find(&program);
     if (it == memory_.end()) it = memory_.emplace(&program, check_memory(program)).first;
