@@ -107,10 +107,79 @@ TEST(SimHost, ProductsUseTheThreadsARankGets) {
   // Four ranks on 2 CPUs take turns: every step twice as long.
   EXPECT_NEAR(four.host_step_seconds(1e-3), 2 * (1e-6 + 1e-3), 1e-12);
   EXPECT_NEAR(two.host_step_seconds(1e-3), 1e-6 + 1e-3, 1e-12);
-  // Elementwise work: cache or memory bandwidth, or arithmetic.
-  EXPECT_NEAR(two.host_elementwise_seconds(1e3, 8e5), 8e5 / 80e9, 1e-15);
+  // Elementwise work: cache or memory bandwidth, or arithmetic; two ranks
+  // computing at once keep half the cache each.
+  EXPECT_NEAR(two.host_elementwise_seconds(1e3, 4e5), 4e5 / 80e9, 1e-15);
+  EXPECT_NEAR(two.host_elementwise_seconds(1e3, 8e5), 8e5 / 20e9, 1e-15);
+  EXPECT_NEAR(one.host_elementwise_seconds(1e3, 8e5), 8e5 / 80e9, 1e-15);
   EXPECT_NEAR(two.host_elementwise_seconds(1e3, 8e6), 8e6 / 20e9, 1e-15);
   EXPECT_NEAR(two.host_elementwise_seconds(1e9, 8e6), 1e9 / 10e9, 1e-15);
+}
+
+// Ranks computing at once share the cache (cache_bytes / the CPUs they
+// fill) and stream beyond it at memory_bandwidth_busy each; a rank alone
+// keeps both.
+TEST(SimHost, RanksComputingAtOnceShareTheCacheAndTheMemory) {
+  Topology one = host(1), two = host(2), four = host(4);
+  for (Topology* t : {&one, &two, &four}) t->host.memory_bandwidth_busy = 8e9;
+  EXPECT_NEAR(one.host_roofline_seconds(0, 8e5), 8e5 / 80e9, 1e-15);
+  EXPECT_NEAR(one.host_roofline_seconds(0, 8e6), 8e6 / 20e9, 1e-15);
+  EXPECT_NEAR(two.host_roofline_seconds(0, 4e5), 4e5 / 80e9, 1e-15);
+  EXPECT_NEAR(two.host_roofline_seconds(0, 8e5), 8e5 / 8e9, 1e-15);
+  EXPECT_NEAR(two.host_roofline_seconds(0, 8e6), 8e6 / 8e9, 1e-15);
+  // More ranks than CPUs: the CPUs are as full as with two.
+  EXPECT_NEAR(four.host_roofline_seconds(0, 8e5), two.host_roofline_seconds(0, 8e5), 1e-15);
+  // Unmeasured: the chip's rate; never above it.
+  two.host.memory_bandwidth_busy = 0;
+  EXPECT_NEAR(two.host_roofline_seconds(0, 8e6), 8e6 / 20e9, 1e-15);
+  two.host.memory_bandwidth_busy = 50e9;
+  EXPECT_NEAR(two.host_roofline_seconds(0, 8e6), 8e6 / 20e9, 1e-15);
+  EXPECT_NE(two.to_file().find("memory_bandwidth_busy = 5e+10"), std::string::npos);
+  EXPECT_THROW(two.set("memory_bandwidth_busy", "-1"), ValueError);
+}
+
+// A collective step pays collective_wake when the ranks (threads filling
+// at most the CPUs) arrive further apart than collective_wake_after:
+// cpu_spread times the compute since the last collective.
+TEST(SimHost, ACollectiveAfterLongComputeWakesBlockedPeers) {
+  Topology one = host(1), two = host(2), four = host(4);
+  for (Topology* t : {&one, &two, &four}) {
+    t->host.collective_wake = 40e-6;
+    t->host.collective_wake_after = 30e-6;
+    t->host.cpu_spread = 0.1;
+  }
+  EXPECT_EQ(two.host_collective_wake(0.2e-3), 0);  // 20 us apart: the peer still spins
+  EXPECT_EQ(two.host_collective_wake(0.4e-3), 40e-6);
+  EXPECT_EQ(one.host_collective_wake(1), 0);   // nobody to wake
+  EXPECT_EQ(four.host_collective_wake(1), 0);  // taking turns: oversubscribed_wait's
+  Topology processes = two;
+  processes.host_ranks = Topology::HostRanks::kProcesses;
+  EXPECT_EQ(processes.host_collective_wake(1), 0);  // measured for threads only
+  Topology level = two;
+  level.host.cpu_spread = 0;
+  EXPECT_EQ(level.host_collective_wake(1), 0);
+  EXPECT_NE(two.to_file().find("collective_wake = 4e-05"), std::string::npos);
+  EXPECT_NE(two.to_file().find("cpu_spread = 0.1"), std::string::npos);
+  Topology bad = two;
+  EXPECT_THROW(bad.set("cpu_spread", "-0.1"), ValueError);
+
+  // In a simulated step: a data-parallel product's allreduce follows its
+  // compute; with the wake the step is longer by it, once per collective.
+  Graph g;
+  Mesh mesh(g, "mesh");
+  const Dimension b{"b", 64}, i{"i", 512}, o{"o", 512};
+  Tensor x = placeholder(mesh, Shape({b, i}), float32, "x");
+  Tensor w = get_variable(mesh, "w", Shape({i, o}));
+  Tensor y = reduce_sum(einsum({x, w}, Shape({b, o})));
+  auto step = [&](const Topology& t) {
+    Session s(g, cost_only(t, "rows:2", "b:rows"));
+    s.run(y, {});
+    return s.simulation_report().step_time;
+  };
+  Topology spread = two, none = two;
+  spread.host.cpu_spread = 1;
+  none.host.collective_wake = 0;
+  EXPECT_NEAR(step(spread) - step(none), 40e-6, 1e-9);
 }
 
 TEST(SimHost, ProgramFactorsAndCrowdedLinksApplyWhereTheyBelong) {
@@ -128,7 +197,7 @@ TEST(SimHost, ProgramFactorsAndCrowdedLinksApplyWhereTheyBelong) {
   }
   // A rank with both CPUs: the all-CPU factors; with one CPU: the others.
   EXPECT_NEAR(one.host_elementwise_seconds(0, 8e5), 8e5 / 80e9 * 2.0 + 2e-6, 1e-15);
-  EXPECT_NEAR(two.host_elementwise_seconds(0, 8e5), 8e5 / 80e9 * 1.5 + 1e-6, 1e-15);
+  EXPECT_NEAR(two.host_elementwise_seconds(0, 4e5), 4e5 / 80e9 * 1.5 + 1e-6, 1e-15);
   const double big = 1024;
   EXPECT_NEAR(one.host_gemm_seconds(big, big, big),
               (2 * big * big * big + 2e6) / 180e9 * (1 + 40 / big) * 0.9, 1e-12);
@@ -247,8 +316,8 @@ TEST(SimHost, BFloat16MatrixVectorFusedAndConvolutionTerms) {
   // Products that do enough work per byte keep their flop time.
   EXPECT_GT(f32, 4.0 * 3 * big * big / 10e9);
   // Fused chains: their own factor and cost per step; others unchanged.
-  EXPECT_NEAR(two.host_elementwise_seconds(0, 8e5, true), 8e5 / 80e9 * 3 + 4e-6, 1e-15);
-  EXPECT_NEAR(two.host_elementwise_seconds(0, 8e5, false), 8e5 / 80e9, 1e-15);
+  EXPECT_NEAR(two.host_elementwise_seconds(0, 4e5, true), 4e5 / 80e9 * 3 + 4e-6, 1e-15);
+  EXPECT_NEAR(two.host_elementwise_seconds(0, 4e5, false), 4e5 / 80e9, 1e-15);
   EXPECT_DOUBLE_EQ(two.host_conv_factor(), 2.5);
   EXPECT_DOUBLE_EQ(one.host_conv_factor(), 0.8);
   EXPECT_DOUBLE_EQ(two.host_pool_factor(false), 3.5);

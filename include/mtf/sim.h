@@ -140,8 +140,31 @@ struct HostFigures {
   // wait in their transport's own way (spin, then sleep on a doorbell);
   // measured on the reference MLP as processes. 0: as oversubscribed_wait.
   double processes_oversubscribed_wait = 0;
-  double cache_bytes = 0;               // a step's bytes up to this run at cache_bandwidth
-  double cache_bandwidth = 0;           // bytes/s of one thread within its cache
+  // Ranks as threads that fill at most the CPUs spin collective_wake_after
+  // seconds for a message (the in-process transport's poll), then block. A
+  // rank that arrives at a collective after its peers blocked pays
+  // collective_wake (seconds) to wake them: measured on two ranks, one
+  // held back 1 ms before each small allreduce against 10 us (on a 2-vCPU
+  // AMD EPYC VM 8-48 us where a spinning peer answers in 2). The ranks
+  // arrive apart by cpu_spread (how much longer the slowest CPU takes than
+  // the fastest over the same compute, all of them busy: the busy runs'
+  // processors timed apart) times the compute since the last collective;
+  // a collective step pays the wake when that exceeds collective_wake_after.
+  // 0 (unmeasured): no wake.
+  double collective_wake = 0;
+  double collective_wake_after = 30e-6;
+  double cpu_spread = 0;
+  double cache_bytes = 0;      // a step's bytes up to this run at cache_bandwidth
+  double cache_bandwidth = 0;  // bytes/s of one thread within its cache
+  // Ranks that compute at once share the cache and the memory: each keeps
+  // cache_bytes / ranks (a rank's steps up to that run at cache_bandwidth),
+  // and streams beyond it at memory_bandwidth_busy (bytes/s each while
+  // every CPU streams its own; measured on replicated ranks, each step's
+  // time per processor; 0: unmeasured, chip_memory_bandwidth), both
+  // interpolated by the CPUs the ranks fill. On a 2-vCPU AMD EPYC VM one
+  // thread streamed 70 GB/s up to 12 MiB a step and 37-41 beyond; two at
+  // once 65 up to 3 MiB, 51 at 4-8, 19 each at 32.
+  double memory_bandwidth_busy = 0;
   double step_overhead = 0;             // seconds per compute step (executor, dispatch)
   double run_overhead = 0;              // seconds per run (feeds, fetches, start)
   double threads_run_overhead = 0;      // the same for a mesh of ranks as threads
@@ -261,6 +284,11 @@ struct Topology {
   // (processes_oversubscribed_wait for ranks as processes, when set) on a
   // host with more ranks than CPUs, else 0.
   double host_collective_wait() const;
+  // Seconds a collective step costs beyond its messages when `compute`
+  // seconds of compute steps ran since the last collective: collective_wake
+  // when the ranks are threads that fill at most the CPUs (more than one)
+  // and cpu_spread * compute exceeds collective_wake_after, else 0.
+  double host_collective_wake(double compute) const;
   // "threads", "processes" or "tcp".
   const char* host_ranks_name() const;
   // Seconds a run costs beyond its steps on a host of `ranks` ranks.

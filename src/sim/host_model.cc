@@ -136,8 +136,18 @@ double Topology::host_pool_factor(bool gradient) const {
 }
 
 double Topology::host_roofline_seconds(double flops, double bytes) const {
-  const double bw = bytes <= host.cache_bytes && host.cache_bandwidth > 0 ? host.cache_bandwidth
-                                                                          : chip_memory_bandwidth;
+  // The share of the other CPUs that ranks computing at once keep busy.
+  const int devices = std::max(1, devices_per_node * cores_per_chip);
+  const double others = host_cpus > 1 ? static_cast<double>(std::min(devices, host_cpus) - 1) /
+                                            static_cast<double>(host_cpus - 1)
+                                      : 0.0;
+  const double cache = host.cache_bytes / between(1.0, std::max(1, host_cpus), others);
+  const double memory =
+      host.memory_bandwidth_busy > 0
+          ? between(chip_memory_bandwidth,
+                    std::min(host.memory_bandwidth_busy, chip_memory_bandwidth), others)
+          : chip_memory_bandwidth;
+  const double bw = bytes <= cache && host.cache_bandwidth > 0 ? host.cache_bandwidth : memory;
   return std::max(flops / core_flops, bytes / bw);
 }
 
@@ -186,6 +196,13 @@ double Topology::host_collective_wait() const {
   if (host_ranks != HostRanks::kThreads && host.processes_oversubscribed_wait > 0)
     return host.processes_oversubscribed_wait;
   return host.oversubscribed_wait;
+}
+
+double Topology::host_collective_wake(double compute) const {
+  if (host_cpus <= 0 || host_ranks != HostRanks::kThreads || host.collective_wake <= 0) return 0;
+  const int devices = devices_per_node * cores_per_chip;
+  if (devices <= 1 || devices > host_cpus) return 0;
+  return host.cpu_spread * compute > host.collective_wake_after ? host.collective_wake : 0;
 }
 
 const char* Topology::host_ranks_name() const {

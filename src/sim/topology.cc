@@ -143,6 +143,12 @@ const std::map<std::string, NumberField>& number_settings() {
       {"oversubscribed_wait", [](Topology& t) -> double& { return t.host.oversubscribed_wait; }},
       {"processes_oversubscribed_wait",
        [](Topology& t) -> double& { return t.host.processes_oversubscribed_wait; }},
+      {"collective_wake", [](Topology& t) -> double& { return t.host.collective_wake; }},
+      {"collective_wake_after",
+       [](Topology& t) -> double& { return t.host.collective_wake_after; }},
+      {"cpu_spread", [](Topology& t) -> double& { return t.host.cpu_spread; }},
+      {"memory_bandwidth_busy",
+       [](Topology& t) -> double& { return t.host.memory_bandwidth_busy; }},
       {"fused_in_program", [](Topology& t) -> double& { return t.host.one_cpu.fused_in_program; }},
       {"fused_step_overhead",
        [](Topology& t) -> double& { return t.host.one_cpu.fused_step_overhead; }},
@@ -381,6 +387,10 @@ void Topology::validate() const {
                    host.gemm_memory_bandwidth_busy,
                    host.oversubscribed_wait,
                    host.processes_oversubscribed_wait,
+                   host.collective_wake,
+                   host.collective_wake_after,
+                   host.cpu_spread,
+                   host.memory_bandwidth_busy,
                    host.cache_bytes,
                    host.cache_bandwidth,
                    host.step_overhead,
@@ -393,7 +403,7 @@ void Topology::validate() const {
     if (v < 0) {
       throw ValueError("topology \"" + name +
                        "\": the host's figures (gemm_*, host.transcendental_cost, *_in_program, "
-                       "cache_*, *_overhead) cannot be negative");
+                       "cache_*, *_overhead, collective_wake*, cpu_spread) cannot be negative");
     }
   }
   if (link_latency < 0 || core_link_latency < 0 || node_link_latency < 0 || network_latency < 0 ||
@@ -518,6 +528,10 @@ std::string Topology::to_file() const {
   line("gemm_memory_bandwidth_busy", host.gemm_memory_bandwidth_busy);
   line("oversubscribed_wait", host.oversubscribed_wait);
   line("processes_oversubscribed_wait", host.processes_oversubscribed_wait);
+  line("collective_wake", host.collective_wake);
+  line("collective_wake_after", host.collective_wake_after);
+  line("cpu_spread", host.cpu_spread);
+  line("memory_bandwidth_busy", host.memory_bandwidth_busy);
   line("elementwise_in_program_all_cpus", host.all_cpus.elementwise_in_program);
   line("elementwise_step_overhead_all_cpus", host.all_cpus.elementwise_step_overhead);
   line("fused_in_program", host.one_cpu.fused_in_program);

@@ -25,14 +25,20 @@ void World::init(int n) {
   compute_time_.assign(program_.steps.size(), 0.0);
   wait_before_.assign(program_.steps.size(), 0.0);
   const double collective_wait = machine_.topology().host_collective_wait();
+  double since_collective = 0;  // compute seconds since the last collective step
   for (size_t i = 0; i < program_.steps.size(); ++i) {
     const Step& s = program_.steps[i];
     if (s.kind == Step::Kind::kCompute || s.kind == Step::Kind::kSplit) {
       compute_time_[i] = step_compute_time(program_, s, machine_.topology());
+      since_collective += compute_time_[i];
     } else {
-      wait_before_[i] = collective_wait;
-      if (s.kind == Step::Kind::kHalo)
+      wait_before_[i] =
+          collective_wait + machine_.topology().host_collective_wake(since_collective);
+      since_collective = 0;
+      if (s.kind == Step::Kind::kHalo) {
         compute_time_[i] = halo_copy_time(program_, s, machine_.topology());
+        since_collective = compute_time_[i];  // the copies follow the exchange
+      }
     }
   }
   tally_.step_bytes.assign(program_.steps.size() + 1, 0);

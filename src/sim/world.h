@@ -172,9 +172,10 @@ class World {
   Core& core(int rank) { return cores_[static_cast<size_t>(rank)]; }
   const std::vector<Core>& cores() const { return cores_; }
   // Per step: its roofline time on one core (compute and split steps; a
-  // halo step's copies, halo_copy_time); what
-  // a core loses before it (a collective on a host with more ranks than
-  // CPUs: Topology::host_collective_wait).
+  // halo step's copies, halo_copy_time); what a core loses before it (a
+  // collective on a host with more ranks than CPUs,
+  // Topology::host_collective_wait; waking peers that blocked while the
+  // ranks computed apart, Topology::host_collective_wake).
   double compute_time(size_t step) const { return compute_time_[step]; }
   double wait_before(size_t step) const { return wait_before_[step]; }
   // Switched machines of several nodes: each logical processor's node,
