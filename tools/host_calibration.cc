@@ -76,17 +76,58 @@ double random_seconds(int64_t n) {
   return time_median([&] { s.run(std::vector<Tensor>{}, {}, {write}); });
 }
 
-// A run of one relu on every rank of an in-process mesh of `ranks` ranks
-// (replicated: no messages), as chain_seconds(16, 1, false) on one.
-double mesh_chain_seconds(int ranks) {
-  Graph g;
-  Mesh mesh(g, "calibration");
-  Tensor v = get_variable(mesh, "v", Shape({Dimension{"x", 16}}));
-  Operation* write = assign(v, relu(v));
-  MeshConfig c;
-  c.mesh_shape = MeshShape("all:" + std::to_string(ranks));
-  Session s(g, c);
-  return time_median([&] { s.run(std::vector<Tensor>{}, {}, {write}); });
+// A chain of `relus` unfused relus over a variable of `floats` floats,
+// written back, on `ranks` replicated ranks (no messages), profiled.
+class ReplicatedChain {
+ public:
+  ReplicatedChain(int ranks, int64_t floats, int relus) {
+    Mesh mesh(graph_, "calibration");
+    Tensor v = get_variable(mesh, "v", Shape({Dimension{"x", floats}}));
+    Tensor y = v;
+    for (int i = 0; i < relus; ++i) y = relu(y);
+    write_ = assign(v, y);
+    MeshConfig c;
+    c.mesh_shape = MeshShape("all:" + std::to_string(ranks));
+    c.fuse = false;
+    c.profile = true;
+    session_ = std::make_unique<Session>(graph_, c);
+  }
+  // The profile of `timed` runs after `untimed` ones.
+  Profile profile(int untimed, int timed) {
+    for (int i = 0; i < untimed; ++i) session_->run(std::vector<Tensor>{}, {}, {write_});
+    session_->reset_profile();
+    for (int i = 0; i < timed; ++i) session_->run(std::vector<Tensor>{}, {}, {write_});
+    return session_->profile();
+  }
+
+ private:
+  Graph graph_;
+  Operation* write_ = nullptr;
+  std::unique_ptr<Session> session_;
+};
+
+// What a run of ranks as threads costs beyond its slowest rank's steps:
+// waking the pool's threads, and the caller waking when the last rank ends,
+// each after sleeping through the run. Measured on runs of about 7 ms
+// (replicated ranks, each a chain of 12 unfused relus over 8 MiB: no
+// messages), as the profile's run time less its slowest processor's steps.
+// On a 2-vCPU AMD EPYC VM that was 100-250 us, and 35 us for runs of 0.3
+// ms: the longer a thread sleeps, the longer it takes to wake. A chain of
+// two tiny steps back to back (the figure before) read 40-50 us.
+double threads_run_overhead_seconds(int ranks) {
+  ReplicatedChain chain(ranks, 1 << 21, 12);
+  chain.profile(3, 0);
+  std::vector<double> outside;
+  for (int i = 0; i < 15; ++i) {
+    const Profile p = chain.profile(0, 1);
+    if (p.programs.empty()) continue;
+    const ProgramProfile& run = p.programs.front();
+    double slowest = run.step_seconds;
+    for (const ProcessorTime& t : run.by_processor)
+      slowest = std::max(slowest, t.compute_seconds + t.collective_seconds);
+    outside.push_back(std::max(0.0, run.run_seconds - slowest));
+  }
+  return outside.empty() ? 0.0 : median(outside);
 }
 
 // Weighted least squares of y = intercept + slope * x.
@@ -309,14 +350,34 @@ void measure_in_program(Calibration& cal, const CalibrationRun& run, int threads
       {cat("reference programs' other steps, ", threads, unit), t.other_real, 0, t.other_sim});
 }
 
+// Bytes/s each rank streams while every CPU has a rank streaming its own:
+// replicated ranks, each a chain of unfused relus over `bytes` per step
+// (read and written), the first processor's relus timed.
+double busy_stream_bandwidth(int cpus, double bytes) {
+  const Profile p = ReplicatedChain(cpus, static_cast<int64_t>(bytes / 8), 6).profile(2, 8);
+  if (p.programs.empty()) return 0;
+  for (const ProfileRow& r : p.programs.front().by_type)
+    if (r.type == "relu" && r.seconds > 0) return r.bytes / r.seconds;
+  return 0;
+}
+
 // What every CPU computing at once costs each (one BLAS thread each).
 void measure_busy_cpus(Calibration& cal, const CalibrationRun& run) {
   Topology& m = cal.machine;
   openblas_set_num_threads(1);
+  // Steps well beyond a rank's share of the cache.
+  const double bytes = std::max(32.0 * (1 << 20), 4 * m.host.cache_bytes / run.cpus);
+  m.host.memory_bandwidth_busy = busy_stream_bandwidth(run.cpus, bytes);
+  cal.points.push_back(
+      {cat("streaming ", bytes / (1 << 20), " MiB a step on each of ", run.cpus, " ranks at once"),
+       bytes / std::max(1.0, m.host.memory_bandwidth_busy), m.host.memory_bandwidth_busy, 0});
   std::vector<std::pair<double, double>> runs;
-  m.host.busy_in_program = std::clamp(
-      busy_factor(run.cpus, run.cpu, m.host.run_overhead, m.host.threads_run_overhead, &runs), 1.0,
-      3.0);
+  // Below 1 when the simulation's shared cache and memory give more than
+  // the ranks lose.
+  m.host.busy_in_program =
+      std::clamp(busy_factor(run.cpus, run.cpu, m.host.run_overhead, m.host.threads_run_overhead,
+                             &runs, &m.host.cpu_spread, &m),
+                 0.8, 3.0);
   for (const auto& [alone, busy] : runs) {
     cal.points.push_back({cat("a reference program's run on CPU ", run.cpu), alone, 0, 0});
     cal.points.push_back({cat("the same on ", run.cpus, " ranks at once"), busy, 0, 0});
@@ -374,6 +435,12 @@ void measure_links(Calibration& cal, const CalibrationRun& run) {
     *l.bandwidth = l.times.bandwidth();
     cal.points.push_back({"1-byte message one way, " + l.what, l.times.latency, 0, 0});
     cal.points.push_back({"allreduce 4 MiB, " + l.what, l.times.allreduce, *l.bandwidth, 0});
+  }
+  if (cpus >= 2) {
+    run.say("waking a rank that blocked in a collective");
+    m.host.collective_wake = collective_wake_between_threads();
+    m.host.collective_wake_after = std::chrono::duration<double>(kInProcessSpin).count();
+    cal.points.push_back({"waking a blocked rank, 2 threads", m.host.collective_wake, 0, 0});
   }
 }
 
@@ -454,9 +521,8 @@ Calibration calibrate_once(bool progress) {
   openblas_set_num_threads(run.blas_threads);
 
   run.say("a run of ranks as threads");
-  m.host.threads_run_overhead =
-      std::max(0.0, mesh_chain_seconds(run.cpus) - 2 * m.host.step_overhead);
-  cal.points.push_back({cat("run of 2 steps on ", run.cpus, " ranks as threads"),
+  m.host.threads_run_overhead = threads_run_overhead_seconds(run.cpus);
+  cal.points.push_back({cat("a run on ", run.cpus, " ranks as threads, beyond its steps"),
                         m.host.threads_run_overhead, 0, 0});
   if (run.cpus > 1) {
     run.say("every CPU computing at once");

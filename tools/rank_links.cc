@@ -124,6 +124,49 @@ LinkTimes link_between_threads(int ranks) {
 
 namespace {
 
+void spin_for(double seconds) {
+  const auto start = Clock::now();
+  while (seconds_since(start) < seconds) {
+  }
+}
+
+// The late rank's median time in a 32-float allreduce when it arrives
+// `held_back` seconds after the other, which rank is late alternating.
+double late_allreduce_seconds(double held_back) {
+  constexpr int kRounds = 160, kWarmup = 10;
+  std::vector<std::vector<double>> late(2);
+  run_in_process(
+      2,
+      [&](Transport& t) {
+        std::vector<float> data(32, 1.f);
+        Group g;
+        g.ranks = {0, 1};
+        g.index = t.rank();
+        for (int i = 0; i < kRounds; ++i) {
+          const bool me_late = i % 2 == t.rank();
+          if (me_late) spin_for(held_back);
+          const auto start = Clock::now();
+          allreduce(t, g, data.data(), 32, float32, ReduceOp::kSum, static_cast<uint64_t>(i + 1));
+          const double took = seconds_since(start);
+          std::fill(data.begin(), data.end(), 1.f);
+          if (me_late && i >= kWarmup) late[static_cast<size_t>(t.rank())].push_back(took);
+        }
+      },
+      RankExecution::kPool);
+  std::vector<double> all = late[0];
+  all.insert(all.end(), late[1].begin(), late[1].end());
+  return median(all);
+}
+
+}  // namespace
+
+double collective_wake_between_threads() {
+  return std::max(0.0,
+                  late_allreduce_seconds(kWakeHeldBack) - late_allreduce_seconds(kSpinHeldBack));
+}
+
+namespace {
+
 constexpr const char* kRankFlag = "--calibration_rank";
 
 TcpOptions rank_options(int rank, int world, int port, const std::string& token,

@@ -28,6 +28,13 @@ struct LinkTimes {
 };
 
 LinkTimes link_between_threads(int ranks);
+// What a small allreduce between two ranks as threads costs the rank that
+// arrives last once the other has blocked (held back kWakeHeldBack before
+// each), beyond its cost while the other still spins (held back
+// kSpinHeldBack): waking it. Each rank is the late one half the time; the
+// median of the late ranks' times (HostFigures::collective_wake).
+constexpr double kWakeHeldBack = 1e-3, kSpinHeldBack = 10e-6;
+double collective_wake_between_threads();
 LinkTimes link_between_processes(int ranks, bool shared_memory = true);
 
 // Run by every rank of a world of 2 or more, in pairs (r, r + n/2) all

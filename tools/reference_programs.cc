@@ -166,13 +166,34 @@ ProgramTimes time_reference_programs(const Topology& machine) {
 // copies its feeds to every rank, which a split batch does not); `runs`
 // gets each program's (alone, at once) seconds per run. REQUIRES: one BLAS
 // thread.
+namespace {
+
+// A reference program's simulated step on `machine` (cost only), the mesh
+// of `ranks` replicated ranks.
+double simulated_step(Graph& graph, const Tensor& loss, const std::vector<Operation*>& train,
+                      const Topology& machine, int ranks) {
+  MeshConfig simulated;
+  simulated.impl = MeshImpl::kSimulated;
+  simulated.mesh_shape = MeshShape("all:" + std::to_string(ranks));
+  simulated.sim->mode = SimMode::kCostOnly;
+  simulated.sim->topology = machine;
+  Session sim(graph, simulated);
+  sim.run({loss}, {}, train);
+  return sim.simulation_report().step_time;
+}
+
+}  // namespace
+
 double busy_factor(int cpus, int cpu, double run_overhead, double threads_run_overhead,
-                   std::vector<std::pair<double, double>>* runs) {
-  double alone_work = 0, busy_work = 0;
+                   std::vector<std::pair<double, double>>* runs, double* cpu_spread,
+                   const Topology* machine) {
+  double alone_work = 0, busy_work = 0, fastest = 0, slowest = 0;
+  double alone_sim = 0, busy_sim = 0;
   for_each_reference_program([&](Graph& graph, const Tensor& loss,
                                  const std::vector<Operation*>& train, const Feeds& feeds) {
     MeshConfig busy_config;
     busy_config.mesh_shape = MeshShape("all:" + std::to_string(cpus));
+    busy_config.profile = cpu_spread != nullptr;  // two clock reads a step
     Session alone(graph, MeshConfig{}), busy(graph, busy_config);
     auto run_alone = [&] {
       PinnedTo pin(cpu);
@@ -183,6 +204,7 @@ double busy_factor(int cpus, int cpu, double run_overhead, double threads_run_ov
       run_alone();
       run_busy();
     }
+    busy.reset_profile();
     std::vector<double> a, b;
     for (int i = 0; i < 15; ++i) {
       a.push_back(time_once(run_alone));
@@ -192,8 +214,34 @@ double busy_factor(int cpus, int cpu, double run_overhead, double threads_run_ov
     runs->push_back({alone_run, busy_run});
     alone_work += std::max(0.0, alone_run - run_overhead);
     busy_work += std::max(0.0, busy_run - threads_run_overhead);
+    if (machine) {
+      // The rank alone has one CPU and one thread, as it ran (a host of
+      // all the CPUs would give it every CPU's products).
+      Topology plain = *machine, one_cpu = *machine;
+      plain.host.busy_in_program = 1;
+      one_cpu.host_cpus = 1;
+      alone_sim += simulated_step(graph, loss, train, one_cpu, 1) - one_cpu.host.run_overhead;
+      busy_sim += simulated_step(graph, loss, train, plain, cpus) - plain.host.threads_run_overhead;
+    }
+    // Each processor's compute steps over the timed busy runs: the ranks run
+    // the same steps, so they differ by their CPUs.
+    const Profile p = busy.profile();
+    for (const ProgramProfile& program : p.programs) {
+      double lo = 0, hi = 0;
+      for (const ProcessorTime& t : program.by_processor) {
+        lo = lo > 0 ? std::min(lo, t.compute_seconds) : t.compute_seconds;
+        hi = std::max(hi, t.compute_seconds);
+      }
+      fastest += lo;
+      slowest += hi;
+    }
   });
-  return alone_work > 0 && busy_work > 0 ? busy_work / alone_work : 1.0;
+  if (cpu_spread) *cpu_spread = fastest > 0 ? std::max(0.0, slowest / fastest - 1) : 0.0;
+  if (alone_work <= 0 || busy_work <= 0) return 1.0;
+  // What the simulation already gives the ranks for sharing the cache and
+  // the memory is not counted twice.
+  const double simulated = alone_sim > 0 && busy_sim > 0 ? busy_sim / alone_sim : 1.0;
+  return busy_work / alone_work / simulated;
 }
 
 namespace {

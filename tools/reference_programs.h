@@ -83,9 +83,14 @@ void for_each_reference_program(const ProgramUse& use);
 ProgramTimes time_reference_programs(const Topology& machine);
 
 // What filling `cpus` CPUs with ranks costs their steps, against one rank
-// pinned to `cpu` (the definition is beside the code).
+// pinned to `cpu` (the definition is beside the code). With `cpu_spread`,
+// also how much longer the slowest rank's compute steps took than the
+// fastest's in those runs, summed over the programs (HostFigures::cpu_spread).
+// With `machine`, the ratio is divided by the same ratio simulated on it
+// (busy_in_program 1): what its shared cache and memory already give.
 double busy_factor(int cpus, int cpu, double run_overhead, double threads_run_overhead,
-                   std::vector<std::pair<double, double>>* runs);
+                   std::vector<std::pair<double, double>>* runs, double* cpu_spread = nullptr,
+                   const Topology* machine = nullptr);
 
 // The reference MLP measured on `ranks` ranks (more than CPUs) of the kind
 // `how` (threads, or processes over TCP and shared memory), the wait per

@@ -30,6 +30,10 @@ enum class RankExecution {
              // afresh each run), unless another run is using them
 };
 
+// How long a rank polls for a message before it blocks, when the ranks run
+// on several threads (a blocked rank costs the one that wakes it more).
+inline constexpr std::chrono::microseconds kInProcessSpin{30};
+
 // How many threads run the ranks of a world of `size` ranks concurrently.
 int rank_threads(int size, RankExecution execution);
 

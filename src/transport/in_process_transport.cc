@@ -165,7 +165,7 @@ class World final : public InProcessWorld {
     // rank threads than CPUs, to other threads of this core, so a spinning
     // rank never starves its peers (sched_yield costs a microsecond and more
     // on a VM: with a CPU per thread, it only delays the poll).
-    const auto spin_until = Clock::now() + std::chrono::microseconds(spin_ ? 30 : 0);
+    const auto spin_until = Clock::now() + (spin_ ? kInProcessSpin : std::chrono::microseconds(0));
     Lock lock(box.mu);
     while (true) {
       for (Posted& p : posted)
