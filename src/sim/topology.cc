@@ -78,8 +78,9 @@ const std::map<std::string, std::pair<int Topology::*, int>>& count_settings() {
 
 // Each number setting's field (the keys are the machine files' and overrides').
 using NumberField = double& (*)(Topology&);
-const std::map<std::string, NumberField>& number_settings() {
-  static const std::map<std::string, NumberField> numbers = {
+// The machine's own figures, then a host's (HostFigures).
+std::map<std::string, NumberField> machine_numbers() {
+  return {
       {"core_flops", [](Topology& t) -> double& { return t.core_flops; }},
       {"core_memory", [](Topology& t) -> double& { return t.core_memory; }},
       {"chip_memory_bandwidth", [](Topology& t) -> double& { return t.chip_memory_bandwidth; }},
@@ -92,6 +93,11 @@ const std::map<std::string, NumberField>& number_settings() {
       {"nic_bandwidth", [](Topology& t) -> double& { return t.nic_bandwidth; }},
       {"network_latency", [](Topology& t) -> double& { return t.network_latency; }},
       {"oversubscription", [](Topology& t) -> double& { return t.oversubscription; }},
+  };
+}
+
+std::map<std::string, NumberField> host_numbers() {
+  return {
       {"gemm_flops", [](Topology& t) -> double& { return t.host.one_cpu.gemm_flops; }},
       {"gemm_half_flops", [](Topology& t) -> double& { return t.host.one_cpu.gemm_half_flops; }},
       {"gemm_narrow", [](Topology& t) -> double& { return t.host.one_cpu.gemm_narrow; }},
@@ -179,6 +185,14 @@ const std::map<std::string, NumberField>& number_settings() {
       {"processes_oversubscribed_latency",
        [](Topology& t) -> double& { return t.host.processes_oversubscribed_latency; }},
   };
+}
+
+const std::map<std::string, NumberField>& number_settings() {
+  static const std::map<std::string, NumberField> numbers = [] {
+    std::map<std::string, NumberField> all = machine_numbers();
+    for (auto& [key, field] : host_numbers()) all.emplace(key, field);
+    return all;
+  }();
   return numbers;
 }
 
@@ -309,6 +323,70 @@ void Topology::load_file(const std::string& path) {
   }
 }
 
+namespace {
+
+// ValueError when any of a host's figures is negative.
+void check_host_figures_not_negative(const Topology& t) {
+  const HostFigures& h = t.host;
+  for (double v : {h.one_cpu.gemm_flops,
+                   h.one_cpu.gemm_half_flops,
+                   h.one_cpu.gemm_narrow,
+                   h.all_cpus.gemm_flops,
+                   h.all_cpus.gemm_half_flops,
+                   h.all_cpus.gemm_narrow,
+                   h.gemm_threads_from,
+                   h.transcendental_cost,
+                   h.random_cost,
+                   h.one_cpu.conv_in_program,
+                   h.all_cpus.conv_in_program,
+                   h.one_cpu.pool_in_program,
+                   h.all_cpus.pool_in_program,
+                   h.one_cpu.pool_grad_in_program,
+                   h.all_cpus.pool_grad_in_program,
+                   h.one_cpu.gemm_memory_bandwidth,
+                   h.all_cpus.gemm_memory_bandwidth,
+                   h.one_cpu.gemm_cache_bandwidth,
+                   h.all_cpus.gemm_cache_bandwidth,
+                   h.one_cpu.gemm_cold_seconds_per_byte,
+                   h.all_cpus.gemm_cold_seconds_per_byte,
+                   h.one_cpu.gemm_in_program,
+                   h.all_cpus.gemm_in_program,
+                   h.one_cpu.elementwise_in_program,
+                   h.one_cpu.elementwise_step_overhead,
+                   h.all_cpus.elementwise_in_program,
+                   h.all_cpus.elementwise_step_overhead,
+                   h.one_cpu.fused_in_program,
+                   h.one_cpu.fused_step_overhead,
+                   h.all_cpus.fused_in_program,
+                   h.all_cpus.fused_step_overhead,
+                   h.oversubscribed_in_program,
+                   h.busy_in_program,
+                   h.gemm_memory_bandwidth_busy,
+                   h.oversubscribed_wait,
+                   h.processes_oversubscribed_wait,
+                   h.collective_wake,
+                   h.collective_wake_after,
+                   h.cpu_spread,
+                   h.memory_bandwidth_busy,
+                   h.cache_bytes,
+                   h.cache_bandwidth,
+                   h.step_overhead,
+                   h.run_overhead,
+                   h.threads_run_overhead,
+                   h.threads_oversubscribed_bandwidth,
+                   h.threads_oversubscribed_latency,
+                   h.processes_oversubscribed_bandwidth,
+                   h.processes_oversubscribed_latency}) {
+    if (v < 0) {
+      throw ValueError("topology \"" + t.name +
+                       "\": the host's figures (gemm_*, host.transcendental_cost, *_in_program, "
+                       "cache_*, *_overhead, collective_wake*, cpu_spread) cannot be negative");
+    }
+  }
+}
+
+}  // namespace
+
 void Topology::validate() const {
   auto positive = [&](double v, const char* what) {
     if (!(v > 0)) {
@@ -351,61 +429,7 @@ void Topology::validate() const {
   positive(host.tcp_link_bandwidth, "tcp_link_bandwidth");
   positive(host.one_cpu.gemm_bfloat16_speedup, "gemm_bfloat16_speedup");
   positive(host.all_cpus.gemm_bfloat16_speedup, "gemm_bfloat16_speedup_all_cpus");
-  for (double v : {host.one_cpu.gemm_flops,
-                   host.one_cpu.gemm_half_flops,
-                   host.one_cpu.gemm_narrow,
-                   host.all_cpus.gemm_flops,
-                   host.all_cpus.gemm_half_flops,
-                   host.all_cpus.gemm_narrow,
-                   host.gemm_threads_from,
-                   host.transcendental_cost,
-                   host.random_cost,
-                   host.one_cpu.conv_in_program,
-                   host.all_cpus.conv_in_program,
-                   host.one_cpu.pool_in_program,
-                   host.all_cpus.pool_in_program,
-                   host.one_cpu.pool_grad_in_program,
-                   host.all_cpus.pool_grad_in_program,
-                   host.one_cpu.gemm_memory_bandwidth,
-                   host.all_cpus.gemm_memory_bandwidth,
-                   host.one_cpu.gemm_cache_bandwidth,
-                   host.all_cpus.gemm_cache_bandwidth,
-                   host.one_cpu.gemm_cold_seconds_per_byte,
-                   host.all_cpus.gemm_cold_seconds_per_byte,
-                   host.one_cpu.gemm_in_program,
-                   host.all_cpus.gemm_in_program,
-                   host.one_cpu.elementwise_in_program,
-                   host.one_cpu.elementwise_step_overhead,
-                   host.all_cpus.elementwise_in_program,
-                   host.all_cpus.elementwise_step_overhead,
-                   host.one_cpu.fused_in_program,
-                   host.one_cpu.fused_step_overhead,
-                   host.all_cpus.fused_in_program,
-                   host.all_cpus.fused_step_overhead,
-                   host.oversubscribed_in_program,
-                   host.busy_in_program,
-                   host.gemm_memory_bandwidth_busy,
-                   host.oversubscribed_wait,
-                   host.processes_oversubscribed_wait,
-                   host.collective_wake,
-                   host.collective_wake_after,
-                   host.cpu_spread,
-                   host.memory_bandwidth_busy,
-                   host.cache_bytes,
-                   host.cache_bandwidth,
-                   host.step_overhead,
-                   host.run_overhead,
-                   host.threads_run_overhead,
-                   host.threads_oversubscribed_bandwidth,
-                   host.threads_oversubscribed_latency,
-                   host.processes_oversubscribed_bandwidth,
-                   host.processes_oversubscribed_latency}) {
-    if (v < 0) {
-      throw ValueError("topology \"" + name +
-                       "\": the host's figures (gemm_*, host.transcendental_cost, *_in_program, "
-                       "cache_*, *_overhead, collective_wake*, cpu_spread) cannot be negative");
-    }
-  }
+  check_host_figures_not_negative(*this);
   if (link_latency < 0 || core_link_latency < 0 || node_link_latency < 0 || network_latency < 0 ||
       host.process_link_latency < 0 || host.tcp_link_latency < 0) {
     throw ValueError("topology \"" + name + "\": latencies cannot be negative");
