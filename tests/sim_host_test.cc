@@ -242,7 +242,13 @@ TEST(SimHost, BFloat16MatrixVectorFusedAndConvolutionTerms) {
     EXPECT_NE(two.to_file().find(key), std::string::npos) << key;
   EXPECT_THROW(back.set("gemm_bfloat16_speedup", "0"), ValueError);
   EXPECT_THROW(back.set("random_cost", "-1"), ValueError);
-  EXPECT_THROW(back.set("pool_in_program", "0"), ValueError);
+  testing::expect_error<ValueError>([&] { back.set("pool_in_program", "0"); },
+                                    {"pool_in_program", "positive"});
+  testing::expect_error<ValueError>([&] { back.set("conv_in_program_all_cpus", "0"); },
+                                    {"conv_in_program_all_cpus", "positive"});
+  // Each refused value left the figure as it was.
+  EXPECT_DOUBLE_EQ(back.host.random_cost, 1);
+  EXPECT_DOUBLE_EQ(back.host.one_cpu.pool_in_program, 1);
 }
 
 // Random draws cost random_cost flops an element: a graph that draws costs
@@ -302,6 +308,50 @@ TEST(SimHost, StepsSplitOverThreadsCostTheirShare) {
   const double alone = chain_time(false), beside = chain_time(true);
   EXPECT_NEAR(beside, 3e-3, 0.5e-3);
   EXPECT_NEAR(alone / beside, 1.0 / 3, 0.02);
+}
+
+// Tiny float32 products on one thread take OpenBLAS's per-call time and
+// their flops at the small kernels' rate when that is less than the curve,
+// which counts each about gemm_half_flops / gemm_flops (1 us here).
+TEST(SimHost, TinyProductsCostTheirCallsNotTheCurve) {
+  Topology plain = host(2), small = host(2);
+  small.apply_overrides("gemm_call_seconds=80e-9,gemm_small_flops=40e9");
+  EXPECT_NEAR(small.host_gemm_seconds(4, 1, 1), 80e-9 + 8 / 40e9, 1e-15);
+  EXPECT_NEAR(plain.host_gemm_seconds(4, 1, 1), (8 + 1e5) / 100e9 * (1 + 10 / 10.), 1e-15);
+  // Where the curve is less (a 64^3 product: 2.6 us against 6.6), the curve.
+  EXPECT_DOUBLE_EQ(small.host_gemm_seconds(64, 64, 64), plain.host_gemm_seconds(64, 64, 64));
+  // Products that OpenBLAS shares out, and bfloat16's, keep their curves.
+  EXPECT_DOUBLE_EQ(small.host_gemm_seconds(1024, 1024, 1024),
+                   plain.host_gemm_seconds(1024, 1024, 1024));
+  EXPECT_DOUBLE_EQ(small.host_gemm_seconds(4, 1, 1, DType::kBFloat16),
+                   plain.host_gemm_seconds(4, 1, 1, DType::kBFloat16));
+  // A negative value is refused and leaves the figure as it was.
+  EXPECT_THROW(small.set("gemm_call_seconds", "-1e-9"), ValueError);
+  EXPECT_DOUBLE_EQ(small.host.gemm_call_seconds, 80e-9);
+  const std::string path = ::testing::TempDir() + "small_products.machine";
+  std::ofstream(path) << small.to_file();
+  Topology back;
+  back.load_file(path);
+  std::remove(path.c_str());
+  EXPECT_DOUBLE_EQ(back.host.gemm_call_seconds, 80e-9);
+  EXPECT_DOUBLE_EQ(back.host.gemm_small_flops, 40e9);
+
+  // A mixture of experts' gating: 2048 products of [4,64] by [64] in one
+  // einsum step, 2 us on the curve and 0.2 ms with the small kernels.
+  auto step_of = [](const Topology& t) {
+    Graph g;
+    Mesh mesh(g, "m");
+    const Dimension groups{"g", 2048}, experts{"e", 4}, model{"d", 64};
+    const Tensor x = get_variable(mesh, "x", Shape({groups, experts, model}));
+    const Tensor y = get_variable(mesh, "y", Shape({groups, model}));
+    const Tensor out = get_variable(mesh, "out", Shape({groups, experts}));
+    Operation* write = assign(out, einsum({x, y}, Shape({groups, experts})));
+    Session s(g, cost_only(t));
+    s.run(std::vector<Tensor>{}, {}, {write});
+    return s.simulation_report().step_time;
+  };
+  EXPECT_GT(step_of(plain), 2e-3);
+  EXPECT_LT(step_of(small), 0.5e-3);
 }
 
 // An einsum that contracts nothing (a gradient's dy * mask) runs without

@@ -505,6 +505,7 @@ Calibration calibrate_once(bool progress) {
     measure_elementwise(cal);
     run.say("matrix products on one thread");
     measure_gemm(cal, 1);
+    measure_small_products(cal);
   }
   const int all = std::min(run.cpus, run.blas_threads);
   if (all > 1) {

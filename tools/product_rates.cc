@@ -2,6 +2,8 @@
 // product_rates.h.
 #include "product_rates.h"
 
+#include <cblas.h>
+
 #include <algorithm>
 #include <array>
 #include <sstream>
@@ -93,6 +95,36 @@ void measure_product_bandwidth(Calibration& cal, int threads) {
 
 void measure_busy_product_bandwidth(Calibration& cal, int cpus) {
   cal.machine.host.gemm_memory_bandwidth_busy = matrix_vector_rate(cal, 1024, 1, cpus);
+}
+
+namespace {
+
+// Seconds per call of 2048 float32 products [m,k] x [k,n] called one after
+// another, each on its own operands (the median of repeats).
+double small_product_seconds(int m, int n, int k) {
+  constexpr int kCalls = 2048;
+  std::vector<float> a(static_cast<size_t>(kCalls) * m * k, 1.f),
+      b(static_cast<size_t>(kCalls) * k * n, 1.f), c(static_cast<size_t>(kCalls) * m * n);
+  auto calls = [&] {
+    for (size_t i = 0; i < kCalls; ++i)
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, m, n, k, 1.f, a.data() + i * m * k, k,
+                  b.data() + i * k * n, n, 0.f, c.data() + i * m * n, n);
+  };
+  return time_median(calls, 7, 0.05) / kCalls;
+}
+
+}  // namespace
+
+void measure_small_products(Calibration& cal) {
+  const double tiny_flops = 2.0 * 4, small_flops = 2.0 * 16 * 16 * 16;
+  const double tiny = small_product_seconds(4, 1, 1), small = small_product_seconds(16, 16, 16);
+  HostFigures& h = cal.machine.host;
+  h.gemm_small_flops = small > tiny ? (small_flops - tiny_flops) / (small - tiny) : 0;
+  h.gemm_call_seconds =
+      h.gemm_small_flops > 0 ? std::max(0.0, tiny - tiny_flops / h.gemm_small_flops) : 0;
+  cal.points.push_back({"a 4x1 by 1x1 product in a batch, 1 thread", tiny, tiny_flops / tiny, 0});
+  cal.points.push_back(
+      {"a 16x16 by 16x16 product in a batch, 1 thread", small, small_flops / small, 0});
 }
 
 }  // namespace mtf::tools

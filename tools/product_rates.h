@@ -23,6 +23,11 @@ void measure_bfloat16_gemm(Calibration& cal, int threads);
 // with their points. REQUIRES: the executor overheads measured.
 void measure_product_bandwidth(Calibration& cal, int threads);
 
+// gemm_call_seconds and gemm_small_flops: batches of tiny products (4x1 by
+// 1x1, and 16x16 by 16x16) called one by one, as an einsum's batched
+// products call them, with their points. REQUIRES: one BLAS thread.
+void measure_small_products(Calibration& cal);
+
 // gemm_memory_bandwidth_busy: each of `cpus` ranks of one BLAS thread
 // streaming its own 4 MiB matrices at once, with its point. REQUIRES: one
 // BLAS thread; the executor overheads measured.

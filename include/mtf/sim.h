@@ -110,8 +110,16 @@ struct HostFigures {
   HostCompute one_cpu;                // one BLAS thread
   HostCompute all_cpus;               // host_cpus BLAS threads (gemm_flops 0: not measured)
   double gemm_threads_from = 262144;  // m*n*k above which BLAS shares out a product
-  double transcendental_cost = 1;     // flops per element of exp, log, tanh, ...
-  double random_cost = 1;             // flops per element of random_uniform (counter-based draws)
+  // A float32 product on one thread takes at most gemm_call_seconds +
+  // 2mnk / gemm_small_flops: OpenBLAS's kernels for small matrices, which
+  // the curve above (fitted on products of 0.1 MFLOP and more) counts at
+  // about gemm_half_flops / gemm_flops a call (a batch of 2048 4x1 by 1x1
+  // gating products: 1.1 us a call predicted, 70-80 ns measured on an AMD
+  // EPYC VM). 0: the curve only.
+  double gemm_call_seconds = 0;
+  double gemm_small_flops = 0;
+  double transcendental_cost = 1;  // flops per element of exp, log, tanh, ...
+  double random_cost = 1;          // flops per element of random_uniform (counter-based draws)
   // With more ranks than CPUs, what taking turns costs beyond the turns
   // (switches, each rank's data pushed out of cache by the others'):
   // multiplies every compute step.

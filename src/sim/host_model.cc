@@ -89,7 +89,12 @@ double Topology::host_gemm_seconds(double m, double n, double k, DType dtype, bo
   const double side = std::max(kNarrowestFitted, std::min({m, n, k}));
   double seconds =
       (2 * m * n * k + half) / peak * (1 + narrow / side) * (in_program_factor ? in_program : 1);
-  if (dtype == DType::kBFloat16) seconds /= speedup;
+  if (dtype == DType::kBFloat16) {
+    seconds /= speedup;
+  } else if (host.gemm_call_seconds > 0 && host.gemm_small_flops > 0 &&
+             m * n * k <= host.gemm_threads_from) {
+    seconds = std::min(seconds, host.gemm_call_seconds + 2 * m * n * k / host.gemm_small_flops);
+  }
   if (by_flops) *by_flops = seconds;
   if (bandwidth > 0) {
     const double bytes = (m * k + k * n + m * n) * static_cast<double>(dtype_size(dtype));

@@ -1,4 +1,5 @@
-// Topology settings, overrides, files and validation (presets: topology_presets.cc).
+// Topology settings, overrides, files and validation (presets:
+// topology_presets.cc; writing a file: topology_file.cc).
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
@@ -129,6 +130,8 @@ std::map<std::string, NumberField> host_numbers() {
       {"pool_grad_in_program_all_cpus",
        [](Topology& t) -> double& { return t.host.all_cpus.pool_grad_in_program; }},
       {"gemm_threads_from", [](Topology& t) -> double& { return t.host.gemm_threads_from; }},
+      {"gemm_call_seconds", [](Topology& t) -> double& { return t.host.gemm_call_seconds; }},
+      {"gemm_small_flops", [](Topology& t) -> double& { return t.host.gemm_small_flops; }},
       {"transcendental_cost", [](Topology& t) -> double& { return t.host.transcendental_cost; }},
       {"gemm_cold_seconds_per_byte",
        [](Topology& t) -> double& { return t.host.one_cpu.gemm_cold_seconds_per_byte; }},
@@ -196,9 +199,21 @@ const std::map<std::string, NumberField>& number_settings() {
   return numbers;
 }
 
+// Validates `t`, and on failure puts back `before` (a setting that fails
+// leaves the topology as it was) and rethrows.
+void validate_or_undo(Topology& t, const Topology& before) {
+  try {
+    t.validate();
+  } catch (...) {
+    t = before;
+    throw;
+  }
+}
+
 }  // namespace
 
 void Topology::set(const std::string& key, const std::string& value) {
+  const Topology before = *this;  // what a value that fails validation leaves
   if ((key == "name" || key == "sources") && value.find_first_of("#\r\n") != std::string::npos) {
     // to_file() could not write it: '#' starts a comment there, a line
     // break ends the entry.
@@ -259,7 +274,7 @@ void Topology::set(const std::string& key, const std::string& value) {
     for (DType d : {DType::kFloat32, DType::kInt32, DType::kBFloat16}) {
       if (dtype_name(d) == dtype) {
         dtype_flops[static_cast<size_t>(d)] = parse_number(key, value);
-        validate();
+        validate_or_undo(*this, before);
         return;
       }
     }
@@ -282,7 +297,7 @@ void Topology::set(const std::string& key, const std::string& value) {
       throw ValueError("topology: unknown setting \"" + key + "\"; settings are " + keys);
     }
   }
-  validate();
+  validate_or_undo(*this, before);
 }
 
 void Topology::apply_overrides(const std::string& spec) {
@@ -335,6 +350,8 @@ void check_host_figures_not_negative(const Topology& t) {
                    h.all_cpus.gemm_half_flops,
                    h.all_cpus.gemm_narrow,
                    h.gemm_threads_from,
+                   h.gemm_call_seconds,
+                   h.gemm_small_flops,
                    h.transcendental_cost,
                    h.random_cost,
                    h.one_cpu.conv_in_program,
@@ -388,7 +405,7 @@ void check_host_figures_not_negative(const Topology& t) {
 }  // namespace
 
 void Topology::validate() const {
-  auto positive = [&](double v, const char* what) {
+  auto positive = [&](double v, const std::string& what) {
     if (!(v > 0)) {
       throw ValueError(
           detail::str_cat("topology \"", name, "\": ", what, " must be positive, got ", v));
@@ -429,6 +446,15 @@ void Topology::validate() const {
   positive(host.tcp_link_bandwidth, "tcp_link_bandwidth");
   positive(host.one_cpu.gemm_bfloat16_speedup, "gemm_bfloat16_speedup");
   positive(host.all_cpus.gemm_bfloat16_speedup, "gemm_bfloat16_speedup_all_cpus");
+  // Factors on a step's time (0 would make such steps free).
+  for (const HostCompute* c : {&host.one_cpu, &host.all_cpus}) {
+    const std::string cpus = c == &host.one_cpu ? "" : "_all_cpus";
+    positive(c->gemm_in_program, "gemm_in_program" + cpus);
+    positive(c->conv_in_program, "conv_in_program" + cpus);
+    positive(c->pool_in_program, "pool_in_program" + cpus);
+    positive(c->pool_grad_in_program, "pool_grad_in_program" + cpus);
+    positive(c->elementwise_in_program, "elementwise_in_program" + cpus);
+  }
   check_host_figures_not_negative(*this);
   if (link_latency < 0 || core_link_latency < 0 || node_link_latency < 0 || network_latency < 0 ||
       host.process_link_latency < 0 || host.tcp_link_latency < 0) {
@@ -482,103 +508,6 @@ std::string Topology::to_string() const {
       cores_per_chip, " cores = ", num_cores(), " cores; ", flops, " and ", core_memory / kGiB,
       " GiB per core; ", chip_memory_bandwidth / 1e9, " GB/s memory per chip; ",
       link_bandwidth / 1e9, " GB/s per link direction, ", link_latency * 1e6, " us per hop");
-}
-
-}  // namespace mtf
-
-namespace mtf {
-
-std::string Topology::to_file() const {
-  std::ostringstream o;
-  o.precision(6);
-  auto line = [&](const char* key, const auto& value) { o << key << " = " << value << "\n"; };
-  line("name", name);
-  line("network", network == Network::kTorus ? "torus" : "switched");
-  std::string dims;
-  for (size_t i = 0; i < chips.size(); ++i) dims += (i ? "x" : "") + std::to_string(chips[i]);
-  line("chips", dims);
-  line("wraparound", wraparound ? "true" : "false");
-  line("cores_per_chip", cores_per_chip);
-  line("core_flops", core_flops);
-  for (DType d : {DType::kFloat32, DType::kInt32, DType::kBFloat16}) {
-    if (dtype_flops[static_cast<size_t>(d)] > 0)
-      o << "core_flops." << dtype_name(d) << " = " << dtype_flops[static_cast<size_t>(d)] << "\n";
-  }
-  line("core_memory", core_memory);
-  line("chip_memory_bandwidth", chip_memory_bandwidth);
-  line("link_bandwidth", link_bandwidth);
-  line("link_latency", link_latency);
-  line("core_link_bandwidth", core_link_bandwidth);
-  line("core_link_latency", core_link_latency);
-  line("nodes", nodes);
-  line("devices_per_node", devices_per_node);
-  line("node_fabric", node_fabric == NodeFabric::kSwitch ? "switch" : "ring");
-  line("node_link_bandwidth", node_link_bandwidth);
-  line("node_link_latency", node_link_latency);
-  line("nics_per_node", nics_per_node);
-  line("nic_bandwidth", nic_bandwidth);
-  line("network_latency", network_latency);
-  line("nodes_per_leaf", nodes_per_leaf);
-  line("oversubscription", oversubscription);
-  line("gemm_flops", host.one_cpu.gemm_flops);
-  line("gemm_half_flops", host.one_cpu.gemm_half_flops);
-  line("gemm_narrow", host.one_cpu.gemm_narrow);
-  line("gemm_flops_all_cpus", host.all_cpus.gemm_flops);
-  line("gemm_half_flops_all_cpus", host.all_cpus.gemm_half_flops);
-  line("gemm_narrow_all_cpus", host.all_cpus.gemm_narrow);
-  line("gemm_bfloat16_speedup", host.one_cpu.gemm_bfloat16_speedup);
-  line("gemm_bfloat16_speedup_all_cpus", host.all_cpus.gemm_bfloat16_speedup);
-  line("gemm_memory_bandwidth", host.one_cpu.gemm_memory_bandwidth);
-  line("gemm_memory_bandwidth_all_cpus", host.all_cpus.gemm_memory_bandwidth);
-  line("gemm_cache_bandwidth", host.one_cpu.gemm_cache_bandwidth);
-  line("gemm_cache_bandwidth_all_cpus", host.all_cpus.gemm_cache_bandwidth);
-  line("gemm_threads_from", host.gemm_threads_from);
-  line("transcendental_cost", host.transcendental_cost);
-  line("random_cost", host.random_cost);
-  line("conv_in_program", host.one_cpu.conv_in_program);
-  line("conv_in_program_all_cpus", host.all_cpus.conv_in_program);
-  line("pool_in_program", host.one_cpu.pool_in_program);
-  line("pool_in_program_all_cpus", host.all_cpus.pool_in_program);
-  line("pool_grad_in_program", host.one_cpu.pool_grad_in_program);
-  line("pool_grad_in_program_all_cpus", host.all_cpus.pool_grad_in_program);
-  line("gemm_cold_seconds_per_byte", host.one_cpu.gemm_cold_seconds_per_byte);
-  line("gemm_cold_seconds_per_byte_all_cpus", host.all_cpus.gemm_cold_seconds_per_byte);
-  line("gemm_in_program", host.one_cpu.gemm_in_program);
-  line("gemm_in_program_all_cpus", host.all_cpus.gemm_in_program);
-  line("elementwise_in_program", host.one_cpu.elementwise_in_program);
-  line("elementwise_step_overhead", host.one_cpu.elementwise_step_overhead);
-  line("oversubscribed_in_program", host.oversubscribed_in_program);
-  line("busy_in_program", host.busy_in_program);
-  line("gemm_memory_bandwidth_busy", host.gemm_memory_bandwidth_busy);
-  line("oversubscribed_wait", host.oversubscribed_wait);
-  line("processes_oversubscribed_wait", host.processes_oversubscribed_wait);
-  line("collective_wake", host.collective_wake);
-  line("collective_wake_after", host.collective_wake_after);
-  line("cpu_spread", host.cpu_spread);
-  line("memory_bandwidth_busy", host.memory_bandwidth_busy);
-  line("elementwise_in_program_all_cpus", host.all_cpus.elementwise_in_program);
-  line("elementwise_step_overhead_all_cpus", host.all_cpus.elementwise_step_overhead);
-  line("fused_in_program", host.one_cpu.fused_in_program);
-  line("fused_step_overhead", host.one_cpu.fused_step_overhead);
-  line("fused_in_program_all_cpus", host.all_cpus.fused_in_program);
-  line("fused_step_overhead_all_cpus", host.all_cpus.fused_step_overhead);
-  line("cache_bytes", host.cache_bytes);
-  line("cache_bandwidth", host.cache_bandwidth);
-  line("step_overhead", host.step_overhead);
-  line("run_overhead", host.run_overhead);
-  line("threads_run_overhead", host.threads_run_overhead);
-  line("process_link_bandwidth", host.process_link_bandwidth);
-  line("process_link_latency", host.process_link_latency);
-  line("tcp_link_bandwidth", host.tcp_link_bandwidth);
-  line("tcp_link_latency", host.tcp_link_latency);
-  line("threads_oversubscribed_bandwidth", host.threads_oversubscribed_bandwidth);
-  line("threads_oversubscribed_latency", host.threads_oversubscribed_latency);
-  line("processes_oversubscribed_bandwidth", host.processes_oversubscribed_bandwidth);
-  line("processes_oversubscribed_latency", host.processes_oversubscribed_latency);
-  line("host_ranks", host_ranks_name());
-  line("host_cpus", host_cpus);
-  line("sources", sources);  // set() keeps '#' and line breaks out
-  return o.str();
 }
 
 }  // namespace mtf
