@@ -18,7 +18,8 @@ the machine of the rounds' medians (`mtf-sim --from_calibrations`, what
 --combine median uses) lands on one level or the other by chance; the
 summary gives the other way's count and error beside. A round that reads
 one of the host's rates (elementwise arithmetic, cache or memory bandwidth,
-products) below --slow_round of the rounds' median caught a slow few
+products) below --slow_round of the rounds' median, or busy_in_program
+(what ranks filling the CPUs cost) above the median over it, caught a slow few
 seconds, which weigh on a 20-second round as they do not on minutes of
 launches: it is measured again once, after the last pass, and the summary
 says so. Each launch times enough steps to last about --launch_seconds
@@ -172,36 +173,44 @@ def prediction(on_median, on_rounds, combine):
 # cache and memory bandwidth, products on one thread and on every CPU).
 ROUND_RATES = ("core_flops", "cache_bandwidth", "chip_memory_bandwidth", "gemm_flops",
                "gemm_flops_all_cpus")
+# And a factor it measures on the time of ranks filling the CPUs: a round
+# that caught one CPU slow reads it high (1.46 and 1.49 where the other
+# rounds read 1.00-1.15, and every multi-rank row's mean prediction 5-10%
+# over); slow when above the rounds' median divided by --slow_round.
+ROUND_FACTORS = ("busy_in_program",)
 
 
 def machine_rates(path):
-    """ROUND_RATES as a machine file gives them (those it has)."""
+    """ROUND_RATES and ROUND_FACTORS as a machine file gives them (those it
+    has)."""
     rates = {}
     with open(path) as f:
         for line in f:
             key, eq, value = line.partition(" = ")
-            if eq and key in ROUND_RATES:
+            if eq and (key in ROUND_RATES or key in ROUND_FACTORS):
                 rates[key] = float(value)
     return rates
 
 
 def slow_rounds(rates, below):
-    """The rounds (indices into `rates`, one dict of ROUND_RATES each) that
-    read a rate below `below` times the rounds' median of it, with the first
-    such rate and its share of the median; none with fewer than 3 rounds
-    (no median to stand against)."""
+    """The rounds (indices into `rates`, one dict of ROUND_RATES and
+    ROUND_FACTORS each) that read a rate below `below` times the rounds'
+    median of it, or a factor above that median over `below`, with the
+    first such figure and its share of the median; none with fewer than 3
+    rounds (no median to stand against)."""
     if len(rates) < 3 or below <= 0:
         return []
     medians = {}
-    for key in ROUND_RATES:
+    for key in ROUND_RATES + ROUND_FACTORS:
         values = [r[key] for r in rates if key in r]
         if len(values) >= 3:
             medians[key] = median_of(values)
     slow = []
     for i, r in enumerate(rates):
         for key, median in medians.items():
-            if key in r and r[key] < below * median:
-                slow.append((i, key, r[key] / median))
+            share = r[key] / median if key in r and median > 0 else 1
+            if share < below if key in ROUND_RATES else share > 1 / below:
+                slow.append((i, key, share))
                 break
     return slow
 

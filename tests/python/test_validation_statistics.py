@@ -81,13 +81,19 @@ def test_a_round_that_caught_a_slow_moment_is_found():
     assert abs(slow[1][2] - 10 / 17) < 1e-9
     assert sv.slow_rounds(rounds, 0) == []  # never
     assert sv.slow_rounds(rounds[:2], 0.75) == []  # two rounds: no median to stand against
+    # A factor on time is slow when high: 1.46 against a median of 1.02.
+    busy = [dict(fast, busy_in_program=b) for b in (1.0, 1.02, 1.46, 1.3, 1.05)]
+    slow = sv.slow_rounds(busy, 0.75)
+    assert [(i, key) for i, key, _ in slow] == [(2, "busy_in_program")]
+    assert abs(slow[0][2] - 1.46 / 1.05) < 1e-9
 
 
 def test_machine_rates_reads_the_rates_a_machine_file_has(tmp_path):
     path = tmp_path / "round0.machine"
     path.write_text("name = host\ncore_flops = 1.4e+10\ngemm_flops = 9.5e+10\n"
-                    "gemm_flops_busy = 3\n")
-    assert sv.machine_rates(str(path)) == {"core_flops": 1.4e10, "gemm_flops": 9.5e10}
+                    "gemm_flops_busy = 3\nbusy_in_program = 1.1\n")
+    assert sv.machine_rates(str(path)) == {"core_flops": 1.4e10, "gemm_flops": 9.5e10,
+                                           "busy_in_program": 1.1}
 
 
 def test_a_slow_round_is_measured_again_and_its_first_file_kept(tmp_path):
