@@ -21,6 +21,25 @@
 namespace mtf::tools {
 namespace {
 
+// A reference program simulated on `machine` (cost only), the mesh of
+// `ranks` replicated ranks: its report, or its step.
+SimReport simulated_report(Graph& graph, const Tensor& loss, const std::vector<Operation*>& train,
+                           const Topology& machine, int ranks) {
+  MeshConfig simulated;
+  simulated.impl = MeshImpl::kSimulated;
+  simulated.mesh_shape = MeshShape("all:" + std::to_string(ranks));
+  simulated.sim->mode = SimMode::kCostOnly;
+  simulated.sim->topology = machine;
+  Session sim(graph, simulated);
+  sim.run({loss}, {}, train);
+  return sim.simulation_report();
+}
+
+double simulated_step(Graph& graph, const Tensor& loss, const std::vector<Operation*>& train,
+                      const Topology& machine, int ranks) {
+  return simulated_report(graph, loss, train, machine, ranks).step_time;
+}
+
 // One program's steps, profiled on one core (real runs) and simulated on
 // `machine`, added into *t by kind: convolutions, pooling, products
 // (einsums) and the rest (with `spatial_only`, convolutions and pooling
@@ -39,14 +58,9 @@ void time_program(Graph& graph, const Tensor& loss, const std::vector<Operation*
   const Profile profile = s.profile();
   // Each op's simulated time on `topology`.
   auto simulate = [&](const Topology& topology) {
-    MeshConfig simulated;
-    simulated.impl = MeshImpl::kSimulated;
-    simulated.sim->mode = SimMode::kCostOnly;
-    simulated.sim->topology = topology;
-    Session sim(graph, simulated);
-    sim.run({loss}, {}, train);
     std::map<std::string, double> time;
-    for (const SimReport::OpRow& row : sim.simulation_report().ops) time[row.op] += row.time;
+    for (const SimReport::OpRow& row : simulated_report(graph, loss, train, topology, 1).ops)
+      time[row.op] += row.time;
     return time;
   };
   const std::map<std::string, double> sim_time = simulate(machine);
@@ -166,23 +180,6 @@ ProgramTimes time_reference_programs(const Topology& machine) {
 // copies its feeds to every rank, which a split batch does not); `runs`
 // gets each program's (alone, at once) seconds per run. REQUIRES: one BLAS
 // thread.
-namespace {
-
-// A reference program's simulated step on `machine` (cost only), the mesh
-// of `ranks` replicated ranks.
-double simulated_step(Graph& graph, const Tensor& loss, const std::vector<Operation*>& train,
-                      const Topology& machine, int ranks) {
-  MeshConfig simulated;
-  simulated.impl = MeshImpl::kSimulated;
-  simulated.mesh_shape = MeshShape("all:" + std::to_string(ranks));
-  simulated.sim->mode = SimMode::kCostOnly;
-  simulated.sim->topology = machine;
-  Session sim(graph, simulated);
-  sim.run({loss}, {}, train);
-  return sim.simulation_report().step_time;
-}
-
-}  // namespace
 
 double busy_factor(int cpus, int cpu, double run_overhead, double threads_run_overhead,
                    std::vector<std::pair<double, double>>* runs, double* cpu_spread,
