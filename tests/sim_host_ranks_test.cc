@@ -123,8 +123,9 @@ TEST(SimHost, FillingTheCpusCostsTheBusyFactor) {
   // One rank keeps one CPU busy: no cost; two ranks as threads fill both.
   EXPECT_NEAR(one.host_step_seconds(1e-3), 1e-6 + 1e-3, 1e-12);
   EXPECT_NEAR(two.host_step_seconds(1e-3), (1e-6 + 1e-3) * 1.2, 1e-12);
-  // More ranks than CPUs: the turns and their own factor instead.
-  EXPECT_NEAR(four.host_step_seconds(1e-3), 2 * (1e-6 + 1e-3) * 1.25, 1e-12);
+  // More ranks than CPUs fill them too: the turns, the busy factor, and
+  // the turns' own factor beyond it.
+  EXPECT_NEAR(four.host_step_seconds(1e-3), 2 * (1e-6 + 1e-3) * 1.2 * 1.25, 1e-12);
   // Processes fill the CPUs the same way.
   two.host_ranks = Topology::HostRanks::kProcesses;
   EXPECT_NEAR(two.host_step_seconds(1e-3), (1e-6 + 1e-3) * 1.2, 1e-12);

@@ -451,6 +451,14 @@ void measure_crowding(Calibration& cal, const CalibrationRun& run) {
   Topology& m = cal.machine;
   const int crowd = 2 * run.cpus;
   const std::string over = cat(" (", crowd, " ranks)");
+  // The compute factor first: the waits below are fitted beside it.
+  std::vector<std::pair<double, double>> runs;
+  m.host.oversubscribed_in_program =
+      std::clamp(crowded_factor(run.cpus, m.host.threads_run_overhead, m, &runs), 0.8, 3.0);
+  for (const auto& [busy, crowded] : runs) {
+    cal.points.push_back({cat("a reference program's run on ", run.cpus, " ranks at once"), busy, 0, 0});
+    cal.points.push_back({cat("the same on ", crowd, " ranks"), crowded, 0, 0});
+  }
   const auto threads_wait = oversubscribed_wait(m, Topology::HostRanks::kThreads, crowd, false);
   m.host.oversubscribed_wait = threads_wait.wait;
   cal.points.push_back({cat("reference MLP on ", crowd, " ranks as threads"), threads_wait.measured,
@@ -473,7 +481,6 @@ void measure_crowding(Calibration& cal, const CalibrationRun& run) {
           {"reference MLP on one rank beside them (the crowded steps are "
            "counted at its predicted level)",
            one, 0, fit->one_rank_predicted});
-  m.host.oversubscribed_in_program = 1;
 }
 
 Calibration calibrate_once(bool progress) {

@@ -241,6 +241,44 @@ double busy_factor(int cpus, int cpu, double run_overhead, double threads_run_ov
   return busy_work / alone_work / simulated;
 }
 
+// The two runs compared are replicated ranks as threads (each the whole
+// program, no messages, so no waits at collectives): twice as many as CPUs,
+// and as many, runs alternating; less the runs' overhead, summed over the
+// programs (time-weighted, the LM dominates).
+double crowded_factor(int cpus, double threads_run_overhead, const Topology& machine,
+                      std::vector<std::pair<double, double>>* runs) {
+  double busy_work = 0, crowded_work = 0, busy_sim = 0, crowded_sim = 0;
+  Topology plain = machine;
+  plain.host.oversubscribed_in_program = 1;
+  for_each_reference_program([&](Graph& graph, const Tensor& loss,
+                                 const std::vector<Operation*>& train, const Feeds& feeds) {
+    MeshConfig busy_config, crowded_config;
+    busy_config.mesh_shape = MeshShape("all:" + std::to_string(cpus));
+    crowded_config.mesh_shape = MeshShape("all:" + std::to_string(2 * cpus));
+    Session busy(graph, busy_config), crowded(graph, crowded_config);
+    auto run_busy = [&] { busy.run({loss}, feeds, train); };
+    auto run_crowded = [&] { crowded.run({loss}, feeds, train); };
+    for (int i = 0; i < 2; ++i) {
+      run_busy();
+      run_crowded();
+    }
+    std::vector<double> b, c;
+    for (int i = 0; i < 9; ++i) {
+      b.push_back(time_once(run_busy));
+      c.push_back(time_once(run_crowded));
+    }
+    const double busy_run = median(b), crowded_run = median(c);
+    runs->push_back({busy_run, crowded_run});
+    busy_work += std::max(0.0, busy_run - threads_run_overhead);
+    crowded_work += std::max(0.0, crowded_run - threads_run_overhead);
+    busy_sim += simulated_step(graph, loss, train, plain, cpus) - plain.host.threads_run_overhead;
+    crowded_sim +=
+        simulated_step(graph, loss, train, plain, 2 * cpus) - plain.host.threads_run_overhead;
+  });
+  if (busy_work <= 0 || crowded_work <= 0 || busy_sim <= 0 || crowded_sim <= 0) return 1.0;
+  return crowded_work / busy_work / (crowded_sim / busy_sim);
+}
+
 namespace {
 
 // The reference MLP of the oversubscribed wait below on `ranks` ranks: the
@@ -311,7 +349,6 @@ WaitFit oversubscribed_wait(const Topology& m, Topology::HostRanks how, int rank
     Topology& t = simulated.sim->topology;
     t.devices_per_node = devices;
     t.host_ranks = devices > 1 ? how : Topology::HostRanks::kThreads;
-    t.host.oversubscribed_in_program = 1;
     t.host.oversubscribed_wait = wait;
     t.host.processes_oversubscribed_wait = wait;
     t.host.processes_oversubscribed_latency += extra;

@@ -92,9 +92,18 @@ double busy_factor(int cpus, int cpu, double run_overhead, double threads_run_ov
                    std::vector<std::pair<double, double>>* runs, double* cpu_spread = nullptr,
                    const Topology* machine = nullptr);
 
+// What more ranks than CPUs cost their compute beyond taking turns
+// (HostFigures::oversubscribed_in_program): the reference programs on
+// 2 x `cpus` ranks against `cpus` ranks, over the same ratio simulated on
+// `machine` with the factor 1 (the definition is beside the code); `runs`
+// gets each program's (cpus ranks, 2 x cpus ranks) seconds per run.
+double crowded_factor(int cpus, double threads_run_overhead, const Topology& machine,
+                      std::vector<std::pair<double, double>>* runs);
+
 // The reference MLP measured on `ranks` ranks (more than CPUs) of the kind
 // `how` (threads, or processes over TCP and shared memory), the wait per
-// collective step that makes its simulation on machine m match, and the
+// collective step that makes its simulation on machine m (with its
+// oversubscribed_in_program) match, and the
 // simulation with that wait (of the data-parallel layout). With `hybrid`
 // (processes only), the hybrid layout too, and the wait and the latency
 // added to the crowded links' that fit both best (least squares of the

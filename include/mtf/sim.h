@@ -95,8 +95,9 @@ PoolingStep pooling_step(const std::string& op_type);
 // What `mtf-sim --calibrate` measures of a host, beyond the machine's
 // description (Topology). A compute step takes
 //   (step_overhead + work) * max(1, ranks / host_cpus)
-// (more ranks than CPUs take turns), times oversubscribed_in_program when
-// ranks outnumber the CPUs, or busy_in_program when they fill them; work
+// (more ranks than CPUs take turns), times busy_in_program when they fill
+// the CPUs (and times oversubscribed_in_program too when they outnumber
+// them); work
 // uses one_cpu's figures when the rank has one CPU or less, or the product
 // is too small for OpenBLAS to share out (m*n*k at most gemm_threads_from),
 // and otherwise interpolates by threads towards all_cpus'. Elementwise
@@ -121,14 +122,16 @@ struct HostFigures {
   double transcendental_cost = 1;  // flops per element of exp, log, tanh, ...
   double random_cost = 1;          // flops per element of random_uniform (counter-based draws)
   // With more ranks than CPUs, what taking turns costs beyond the turns
-  // (switches, each rank's data pushed out of cache by the others'):
-  // multiplies every compute step.
+  // and beyond busy_in_program (switches, each rank's data pushed out of
+  // cache by the others'): multiplies every compute step. Measured on the
+  // reference programs as twice as many replicated ranks as CPUs against
+  // as many (no messages, so no waits), against the same simulated.
   double oversubscribed_in_program = 1;
   // What filling every CPU with ranks costs their compute steps: the ranks'
   // share of caches and memory, and the pace of the slowest CPU (a run
   // waits for its slowest rank; a VM's CPUs can differ by 10% and more).
-  // Interpolated by the CPUs the ranks fill (1 for a single rank); with
-  // more ranks than CPUs, oversubscribed_* instead.
+  // Interpolated by the CPUs the ranks fill (1 for a single rank); more
+  // ranks than CPUs fill them all, and pay oversubscribed_* besides.
   double busy_in_program = 1;
   // Bytes/s at which each rank streams a product's cold matrices while
   // every CPU has a rank of one thread streaming its own (the 4 MiB
@@ -139,10 +142,9 @@ struct HostFigures {
   double gemm_memory_bandwidth_busy = 0;
   // With more ranks than CPUs, what a rank loses at each collective step
   // (seconds): a rank that waits gives up its CPU, and gets one back only
-  // when another rank's turn ends. Measured on the reference MLP; the
-  // program factor above then stays 1 (a cost per collective, not per
-  // flop: the LM's long steps pay far less for taking turns than the
-  // MLP's short ones).
+  // when another rank's turn ends. Measured on the reference MLP beside
+  // the factor above (a cost per collective, not per flop: the LM's long
+  // steps pay far less for taking turns than the MLP's short ones).
   double oversubscribed_wait = 0;
   // The same for ranks as processes (host_ranks processes or tcp), which
   // wait in their transport's own way (spin, then sleep on a doorbell);

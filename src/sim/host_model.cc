@@ -186,7 +186,8 @@ double Topology::host_step_seconds(double work) const {
   const double turns = std::max(1.0, static_cast<double>(devices) / host_cpus);
   double factor = 1;
   if (devices > host_cpus) {
-    factor = host.oversubscribed_in_program;
+    // Every CPU is filled, and the turns cost more beyond that.
+    factor = host.busy_in_program * host.oversubscribed_in_program;
   } else if (host_cpus > 1) {
     // The other CPUs the ranks keep busy, as a share of all the others.
     factor = between(1.0, host.busy_in_program,
