@@ -386,16 +386,47 @@ TEST(SimHost, PoolingCostsItsOwnFactor) {
   };
   const double base = step_of("pool_in_program=1,elementwise_in_program=1");
   const double slow_pool = step_of(
-      "pool_in_program=4,pool_in_program_all_cpus=4,"
+      "pool_in_program=12,pool_in_program_all_cpus=12,"
       "elementwise_in_program=1");
-  // 5 MiB at 20 GB/s: 0.26 ms of pooling, three more times that with 4.
-  EXPECT_GT(slow_pool - base, 3 * 0.25e-3);
-  EXPECT_LT(slow_pool - base, 3 * 0.27e-3);
+  // 5 MiB: 0.26 ms at the memory's 20 GB/s; at the cache's rates its 1 Mi
+  // comparisons (0.1 ms at 10 GFLOP/s) pace it, 1.26 ms with a factor of
+  // 12: 1 ms more.
+  EXPECT_GT(slow_pool - base, 0.99e-3);
+  EXPECT_LT(slow_pool - base, 1.01e-3);
+  // A factor of 2 paces it at 0.21 ms: the memory's rate bounds it.
+  EXPECT_NEAR(step_of("pool_in_program=2,pool_in_program_all_cpus=2,elementwise_in_program=1"),
+              base, 1e-9);
   // The elementwise factor leaves the pooling step alone (the assign's
   // copy of 1 MiB is all it scales: 0.05 ms a unit).
   const double slow_elementwise =
       step_of("pool_in_program=1,elementwise_in_program=2,elementwise_in_program_all_cpus=2");
   EXPECT_LT(slow_elementwise - base, 0.15e-3);
+}
+
+// The in-program factors are measured on steps that fit the cache: they
+// pace a step at the cache's rates, and beyond the cache the memory's
+// rate bounds it only where that is slower.
+TEST(SimHost, FactorsPaceAStepAtTheCachesRatesAndTheMemoryBoundsIt) {
+  Topology one = host(1), two = host(2);
+  // In the cache (1 MB): the factor times the roofline, as before.
+  EXPECT_NEAR(one.host_paced_seconds(0, 8e5, 3), 3 * 8e5 / 80e9, 1e-15);
+  EXPECT_NEAR(one.host_paced_seconds(8e6, 8e5, 3), 3 * 8e6 / 10e9, 1e-15);
+  // Beyond it: 8 MB at the memory's 20 GB/s (0.4 ms) bounds a factor of 3
+  // (0.3 ms at the cache's rate); a factor of 5 (0.5 ms) is its own pace.
+  EXPECT_NEAR(one.host_paced_seconds(0, 8e6, 3), 8e6 / 20e9, 1e-15);
+  EXPECT_NEAR(one.host_paced_seconds(0, 8e6, 5), 5 * 8e6 / 80e9, 1e-15);
+  // Factor 1 is the plain roofline.
+  EXPECT_DOUBLE_EQ(one.host_paced_seconds(0, 8e6, 1), one.host_roofline_seconds(0, 8e6));
+  // Two ranks at once: half the cache each, and the memory's busy rate.
+  two.host.memory_bandwidth_busy = 8e9;
+  EXPECT_NEAR(two.host_paced_seconds(0, 8e5, 3), 8e5 / 8e9, 1e-15);
+  EXPECT_NEAR(two.host_paced_seconds(0, 8e5, 20), 20 * 8e5 / 80e9, 1e-15);
+  // Elementwise steps go through it: a chain of 8 MB with factor 5.
+  one.host.one_cpu.elementwise_in_program = one.host.all_cpus.elementwise_in_program = 5;
+  EXPECT_NEAR(one.host_elementwise_seconds(0, 8e6), 5 * 8e6 / 80e9, 1e-15);
+  // No cache rate measured (an old machine file): the memory's rate paces.
+  one.host.cache_bandwidth = 0;
+  EXPECT_NEAR(one.host_paced_seconds(0, 8e6, 3), 3 * 8e6 / 20e9, 1e-15);
 }
 
 // A convolution split by rows: its halo step zeroes the windowed slice and

@@ -289,6 +289,12 @@ struct Topology {
   // max(flops / core_flops, bytes / the bandwidth of their size): an
   // elementwise step's roofline, before any factor.
   double host_roofline_seconds(double flops, double bytes) const;
+  // A step that runs `factor` times its roofline at the cache's rates (the
+  // in-program factors are measured on reference programs whose steps fit
+  // the cache): beyond the cache, the memory's rate bounds it only where
+  // that is slower (factor times the memory's roofline counted the CNN's
+  // first-layer relus and pooling gradient up to 2x over).
+  double host_paced_seconds(double flops, double bytes, double factor) const;
   double host_step_seconds(double work) const;
   // Seconds a rank loses before each collective step: oversubscribed_wait
   // (processes_oversubscribed_wait for ranks as processes, when set) on a

@@ -351,8 +351,8 @@ double host_step_time(const Program& program, const Step& step, double bytes, DT
   const PoolingStep pool =
       step.kind == Step::Kind::kCompute ? pooling_step(product->type()) : PoolingStep::kNone;
   if (pool != PoolingStep::kNone) {
-    return topo.host_step_seconds(topo.host_roofline_seconds(step.flops, bytes) *
-                                  topo.host_pool_factor(pool == PoolingStep::kGradient));
+    return topo.host_step_seconds(topo.host_paced_seconds(
+        step.flops, bytes, topo.host_pool_factor(pool == PoolingStep::kGradient)));
   }
   // No plan: one square product. A plan without BLAS calls (a product
   // broadcast elementwise: a gradient's dy * mask) falls through to the

@@ -141,6 +141,10 @@ double Topology::host_pool_factor(bool gradient) const {
 }
 
 double Topology::host_roofline_seconds(double flops, double bytes) const {
+  return host_paced_seconds(flops, bytes, 1.0);
+}
+
+double Topology::host_paced_seconds(double flops, double bytes, double factor) const {
   // The share of the other CPUs that ranks computing at once keep busy.
   const int devices = std::max(1, devices_per_node * cores_per_chip);
   const double others = host_cpus > 1 ? static_cast<double>(std::min(devices, host_cpus) - 1) /
@@ -152,8 +156,12 @@ double Topology::host_roofline_seconds(double flops, double bytes) const {
           ? between(chip_memory_bandwidth,
                     std::min(host.memory_bandwidth_busy, chip_memory_bandwidth), others)
           : chip_memory_bandwidth;
-  const double bw = bytes <= cache && host.cache_bandwidth > 0 ? host.cache_bandwidth : memory;
-  return std::max(flops / core_flops, bytes / bw);
+  const double near = host.cache_bandwidth > 0 ? host.cache_bandwidth : memory;
+  const double paced = factor * std::max(flops / core_flops, bytes / near);
+  if (bytes <= cache) return paced;
+  // Beyond the cache, the memory's rate bounds the step only where it is
+  // slower than the step's own pace.
+  return std::max(paced, std::max(flops / core_flops, bytes / memory));
 }
 
 int Topology::host_rank_threads() const {
@@ -178,7 +186,7 @@ double Topology::host_elementwise_seconds(double flops, double bytes, bool fused
   const double overhead =
       own ? between(one.fused_step_overhead, all.fused_step_overhead, x)
           : between(one.elementwise_step_overhead, all.elementwise_step_overhead, x);
-  return host_roofline_seconds(flops, bytes) * factor / std::max(1, split) + overhead;
+  return host_paced_seconds(flops, bytes, factor) / std::max(1, split) + overhead;
 }
 
 double Topology::host_step_seconds(double work) const {
