@@ -456,7 +456,8 @@ void measure_crowding(Calibration& cal, const CalibrationRun& run) {
   m.host.oversubscribed_in_program =
       std::clamp(crowded_factor(run.cpus, m.host.threads_run_overhead, m, &runs), 0.8, 3.0);
   for (const auto& [busy, crowded] : runs) {
-    cal.points.push_back({cat("a reference program's run on ", run.cpus, " ranks at once"), busy, 0, 0});
+    cal.points.push_back(
+        {cat("a reference program's run on ", run.cpus, " ranks at once"), busy, 0, 0});
     cal.points.push_back({cat("the same on ", crowd, " ranks"), crowded, 0, 0});
   }
   const auto threads_wait = oversubscribed_wait(m, Topology::HostRanks::kThreads, crowd, false);
