@@ -92,7 +92,8 @@ double busy_factor(int cpus, int cpu, double run_overhead, double threads_run_ov
                    std::vector<std::pair<double, double>>* runs, double* cpu_spread = nullptr,
                    const Topology* machine = nullptr);
 
-// What more ranks than CPUs cost their compute beyond taking turns
+// What more ranks than CPUs cost their compute beyond taking turns and
+// beyond busy_in_program, which both layouts pay
 // (HostFigures::oversubscribed_in_program): the reference programs on
 // 2 x `cpus` ranks against `cpus` ranks, over the same ratio simulated on
 // `machine` with the factor 1 (the definition is beside the code); `runs`
