@@ -54,4 +54,24 @@ inline double time_median(const std::function<void()>& fn, int min_reps = 7, dou
   return median(std::move(t));
 }
 
+// Median seconds of a and of b, runs alternating so that the machine's
+// drift falls on both alike: `warmup` untimed runs of each, then
+// `after_warmup` (if any), then `timed` timed runs of each.
+inline std::pair<double, double> time_alternating(const std::function<void()>& a,
+                                                  const std::function<void()>& b, int warmup,
+                                                  int timed,
+                                                  const std::function<void()>& after_warmup = {}) {
+  for (int i = 0; i < warmup; ++i) {
+    a();
+    b();
+  }
+  if (after_warmup) after_warmup();
+  std::vector<double> ta, tb;
+  for (int i = 0; i < timed; ++i) {
+    ta.push_back(time_once(a));
+    tb.push_back(time_once(b));
+  }
+  return {median(std::move(ta)), median(std::move(tb))};
+}
+
 }  // namespace mtf::tools

@@ -197,17 +197,8 @@ double busy_factor(int cpus, int cpu, double run_overhead, double threads_run_ov
       alone.run({loss}, feeds, train);
     };
     auto run_busy = [&] { busy.run({loss}, feeds, train); };
-    for (int i = 0; i < 3; ++i) {
-      run_alone();
-      run_busy();
-    }
-    busy.reset_profile();
-    std::vector<double> a, b;
-    for (int i = 0; i < 15; ++i) {
-      a.push_back(time_once(run_alone));
-      b.push_back(time_once(run_busy));
-    }
-    const double alone_run = median(a), busy_run = median(b);
+    const auto [alone_run, busy_run] =
+        time_alternating(run_alone, run_busy, 3, 15, [&] { busy.reset_profile(); });
     runs->push_back({alone_run, busy_run});
     alone_work += std::max(0.0, alone_run - run_overhead);
     busy_work += std::max(0.0, busy_run - threads_run_overhead);
@@ -258,16 +249,7 @@ double crowded_factor(int cpus, double threads_run_overhead, const Topology& mac
     Session busy(graph, busy_config), crowded(graph, crowded_config);
     auto run_busy = [&] { busy.run({loss}, feeds, train); };
     auto run_crowded = [&] { crowded.run({loss}, feeds, train); };
-    for (int i = 0; i < 2; ++i) {
-      run_busy();
-      run_crowded();
-    }
-    std::vector<double> b, c;
-    for (int i = 0; i < 9; ++i) {
-      b.push_back(time_once(run_busy));
-      c.push_back(time_once(run_crowded));
-    }
-    const double busy_run = median(b), crowded_run = median(c);
+    const auto [busy_run, crowded_run] = time_alternating(run_busy, run_crowded, 2, 9);
     runs->push_back({busy_run, crowded_run});
     busy_work += std::max(0.0, busy_run - threads_run_overhead);
     crowded_work += std::max(0.0, crowded_run - threads_run_overhead);
