@@ -3,6 +3,7 @@
 // wait their turn at collectives when they outnumber the CPUs.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <string>
 
 #include "expect_error.h"
@@ -77,6 +78,38 @@ TEST(SimHost, ACollectiveAfterLongComputeWakesBlockedPeers) {
   spread.host.cpu_spread = 1;
   none.host.collective_wake = 0;
   EXPECT_NEAR(step(spread) - step(none), 40e-6, 1e-9);
+}
+
+// Ranks as threads that fill at most the CPUs reach each collective apart
+// by collective_skew times the square root of the compute since the last
+// one, and the step waits for the last of them.
+TEST(SimHost, RanksReachACollectiveApartByTheSkewOfTheirCompute) {
+  Topology one = host(1), two = host(2), four = host(4);
+  for (Topology* t : {&one, &two, &four}) t->host.collective_skew = 2e-3;
+  EXPECT_NEAR(two.host_collective_skew(4e-3), 2e-3 * 0.0632455532, 1e-12);
+  EXPECT_NEAR(two.host_collective_skew(16e-3), 2 * two.host_collective_skew(4e-3), 1e-15);
+  EXPECT_EQ(two.host_collective_skew(0), 0);
+  EXPECT_EQ(one.host_collective_skew(1), 0);   // nobody to wait for
+  EXPECT_EQ(four.host_collective_skew(1), 0);  // taking turns: oversubscribed_wait's
+  Topology processes = two;
+  processes.host_ranks = Topology::HostRanks::kProcesses;
+  EXPECT_EQ(processes.host_collective_skew(1), 0);  // measured for threads only
+  EXPECT_NE(two.to_file().find("collective_skew = 0.002"), std::string::npos);
+  Topology read = host(2);
+  read.set("collective_skew", "0.002");
+  EXPECT_EQ(read.host.collective_skew, 2e-3);
+  EXPECT_THROW(two.set("collective_skew", "-0.1"), ValueError);
+
+  // In a simulated step: the data-parallel MLP's gradient allreduces each
+  // wait; the step grows, by no more than every collective after all the
+  // compute would.
+  Topology none = two;
+  none.host.collective_skew = 0;
+  const SimReport with = simulate_mlp(two, "b:2", "batch:b");
+  const SimReport without = simulate_mlp(none, "b:2", "batch:b");
+  const double compute = without.per_core.front().compute;
+  EXPECT_GT(with.step_time - without.step_time, 0);
+  EXPECT_LE(with.step_time - without.step_time, 8 * 2e-3 * std::sqrt(compute));
 }
 
 // Ranks that fill the CPUs stream their products' matrices at once: each

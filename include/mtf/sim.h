@@ -164,6 +164,18 @@ struct HostFigures {
   double collective_wake = 0;
   double collective_wake_after = 30e-6;
   double cpu_spread = 0;
+  // Ranks as threads that fill at most the CPUs (more than one) reach each
+  // collective apart even on the same steps (their CPUs' pace moves from
+  // moment to moment, and the drift grows as a random walk's), and the step
+  // waits for the last: collective_skew * sqrt(seconds of compute since the
+  // last collective) seconds, beyond the wake above. Measured on the
+  // reference programs data-parallel over every CPU (see busy_in_program):
+  // their processors' time in collectives beyond their simulation, over
+  // what a unit of it adds there. A profile of the rows of two threads on
+  // a 2-vCPU AMD EPYC VM put their miss in their collectives: 3.5% of the
+  // compute before collectives 5 ms apart (the LM's), 7.5% 0.8 ms apart
+  // (the reference LM's), as a square root gives. 0: none.
+  double collective_skew = 0;
   double cache_bytes = 0;      // a step's bytes up to this run at cache_bandwidth
   double cache_bandwidth = 0;  // bytes/s of one thread within its cache
   // Ranks that compute at once share the cache and the memory: each keeps
@@ -305,6 +317,9 @@ struct Topology {
   // when the ranks are threads that fill at most the CPUs (more than one)
   // and cpu_spread * compute exceeds collective_wake_after, else 0.
   double host_collective_wake(double compute) const;
+  // What the same ranks' arrival spread costs that step: collective_skew *
+  // sqrt(`compute`), else 0.
+  double host_collective_skew(double compute) const;
   // "threads", "processes" or "tcp".
   const char* host_ranks_name() const;
   // Seconds a run costs beyond its steps on a host of `ranks` ranks.

@@ -1,6 +1,7 @@
 // A host's compute and link model (Topology with host_cpus > 0): the
 // figures mtf-sim --calibrate measures, applied to steps and messages.
 #include <algorithm>
+#include <cmath>
 #include <utility>
 
 #include "mtf/sim.h"
@@ -217,6 +218,13 @@ double Topology::host_collective_wake(double compute) const {
   const int devices = devices_per_node * cores_per_chip;
   if (devices <= 1 || devices > host_cpus) return 0;
   return host.cpu_spread * compute > host.collective_wake_after ? host.collective_wake : 0;
+}
+
+double Topology::host_collective_skew(double compute) const {
+  if (host_cpus <= 0 || host_ranks != HostRanks::kThreads) return 0;
+  const int devices = devices_per_node * cores_per_chip;
+  if (devices <= 1 || devices > host_cpus) return 0;
+  return host.collective_skew * std::sqrt(std::max(0.0, compute));
 }
 
 const char* Topology::host_ranks_name() const {

@@ -156,6 +156,7 @@ std::map<std::string, NumberField> host_numbers() {
       {"collective_wake_after",
        [](Topology& t) -> double& { return t.host.collective_wake_after; }},
       {"cpu_spread", [](Topology& t) -> double& { return t.host.cpu_spread; }},
+      {"collective_skew", [](Topology& t) -> double& { return t.host.collective_skew; }},
       {"memory_bandwidth_busy",
        [](Topology& t) -> double& { return t.host.memory_bandwidth_busy; }},
       {"fused_in_program", [](Topology& t) -> double& { return t.host.one_cpu.fused_in_program; }},
@@ -384,6 +385,7 @@ void check_host_figures_not_negative(const Topology& t) {
                    h.collective_wake,
                    h.collective_wake_after,
                    h.cpu_spread,
+                   h.collective_skew,
                    h.memory_bandwidth_busy,
                    h.cache_bytes,
                    h.cache_bandwidth,
@@ -395,9 +397,10 @@ void check_host_figures_not_negative(const Topology& t) {
                    h.processes_oversubscribed_bandwidth,
                    h.processes_oversubscribed_latency}) {
     if (v < 0) {
-      throw ValueError("topology \"" + t.name +
-                       "\": the host's figures (gemm_*, host.transcendental_cost, *_in_program, "
-                       "cache_*, *_overhead, collective_wake*, cpu_spread) cannot be negative");
+      throw ValueError(
+          "topology \"" + t.name +
+          "\": the host's figures (gemm_*, host.transcendental_cost, *_in_program, "
+          "cache_*, *_overhead, collective_wake*, cpu_spread, collective_skew) cannot be negative");
     }
   }
 }

@@ -76,6 +76,7 @@ std::string Topology::to_file() const {
   line("collective_wake", host.collective_wake);
   line("collective_wake_after", host.collective_wake_after);
   line("cpu_spread", host.cpu_spread);
+  line("collective_skew", host.collective_skew);
   line("memory_bandwidth_busy", host.memory_bandwidth_busy);
   line("elementwise_in_program_all_cpus", host.all_cpus.elementwise_in_program);
   line("elementwise_step_overhead_all_cpus", host.all_cpus.elementwise_step_overhead);

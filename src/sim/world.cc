@@ -32,8 +32,9 @@ void World::init(int n) {
       compute_time_[i] = step_compute_time(program_, s, machine_.topology());
       since_collective += compute_time_[i];
     } else {
-      wait_before_[i] =
-          collective_wait + machine_.topology().host_collective_wake(since_collective);
+      const Topology& topo = machine_.topology();
+      wait_before_[i] = collective_wait + topo.host_collective_wake(since_collective) +
+                        topo.host_collective_skew(since_collective);
       since_collective = 0;
       if (s.kind == Step::Kind::kHalo) {
         compute_time_[i] = halo_copy_time(program_, s, machine_.topology());
