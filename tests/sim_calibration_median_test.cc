@@ -95,6 +95,25 @@ TEST(CalibrationMedian, ACrowdedFitComesWholeFromOneRound) {
   EXPECT_DOUBLE_EQ(m.host.threads_oversubscribed_bandwidth, 3.3e9);
 }
 
+// The busy ranks' factor, skew and spread split one run's time between
+// them: they come from the round with the median factor plus skew.
+TEST(CalibrationMedian, TheBusyRanksFiguresComeWholeFromOneRound) {
+  auto busy = [](double factor, double skew, double spread) {
+    Topology t = calibration(1, 120e9, 2e5, 30);
+    t.host.busy_in_program = factor;
+    t.host.collective_skew = skew;
+    t.host.cpu_spread = spread;
+    return t;
+  };
+  // Sums 1.04, 1.06 and 1.12: the second round's, where figure by figure
+  // would give (1.0, 0.06, 0.05), no round's.
+  const Topology m = tools::median_of_calibrations(
+      {busy(1.0, 0.04, 0.01), busy(0.9, 0.16, 0.2), busy(1.06, 0.06, 0.05)});
+  EXPECT_DOUBLE_EQ(m.host.busy_in_program, 0.9);
+  EXPECT_DOUBLE_EQ(m.host.collective_skew, 0.16);
+  EXPECT_DOUBLE_EQ(m.host.cpu_spread, 0.2);
+}
+
 TEST(CalibrationMedian, OneCalibrationIsItselfAndNoneIsAnError) {
   const Topology one = calibration(0.7, 90e9, 1e5, 10);
   const Topology m = tools::median_of_calibrations({one});

@@ -371,17 +371,31 @@ void measure_busy_cpus(Calibration& cal, const CalibrationRun& run) {
   cal.points.push_back(
       {cat("streaming ", bytes / (1 << 20), " MiB a step on each of ", run.cpus, " ranks at once"),
        bytes / std::max(1.0, m.host.memory_bandwidth_busy), m.host.memory_bandwidth_busy, 0});
-  std::vector<std::pair<double, double>> runs;
+  const BusyFit fit = busy_factor(run.cpus, run.cpu, m);
   // Below 1 when the simulation's shared cache and memory give more than
   // the ranks lose.
-  m.host.busy_in_program =
-      std::clamp(busy_factor(run.cpus, run.cpu, m.host.run_overhead, m.host.threads_run_overhead,
-                             &runs, &m.host.cpu_spread, &m),
-                 0.8, 3.0);
-  for (const auto& [alone, busy] : runs) {
+  m.host.busy_in_program = std::clamp(fit.factor, 0.8, 3.0);
+  m.host.cpu_spread = fit.spread;
+  // At most 0.02 (a second of compute, 20 ms apart; 2-5 ms on the
+  // development VM): ranks that reach their collectives further apart are a
+  // machine in trouble, not a pace.
+  m.host.collective_skew = std::min(fit.skew, 0.02);
+  for (const auto& [alone, busy] : fit.runs) {
     cal.points.push_back({cat("a reference program's run on CPU ", run.cpu), alone, 0, 0});
-    cal.points.push_back({cat("the same on ", run.cpus, " ranks at once"), busy, 0, 0});
+    cal.points.push_back({cat("the same at ", run.cpus, "x its batch on ", run.cpus,
+                              " ranks at once, data-parallel"),
+                          busy, 0, 0});
   }
+  // (The ranks at once counted at the level of the rank alone: the factor
+  // is their ratio.)
+  cal.points.push_back(
+      {"their compute steps a run, the rank alone", fit.alone, 0, fit.simulated_alone});
+  cal.points.push_back({"the same, the mean rank at once", fit.compute, 0,
+                        fit.simulated_alone > 0 ? fit.simulated_compute * m.host.busy_in_program *
+                                                      fit.alone / fit.simulated_alone
+                                                : 0});
+  cal.points.push_back({"their collective steps a run, waits included", fit.collectives, 0,
+                        fit.simulated_collectives + m.host.collective_skew * fit.per_skew});
   measure_busy_product_bandwidth(cal, run.cpus);
   openblas_set_num_threads(run.blas_threads);
 }
@@ -533,11 +547,12 @@ Calibration calibrate_once(bool progress) {
   m.host.threads_run_overhead = threads_run_overhead_seconds(run.cpus);
   cal.points.push_back({cat("a run on ", run.cpus, " ranks as threads, beyond its steps"),
                         m.host.threads_run_overhead, 0, 0});
+  // (After the links: the busy runs' collectives are simulated on them.)
+  measure_links(cal, run);
   if (run.cpus > 1) {
     run.say("every CPU computing at once");
     measure_busy_cpus(cal, run);
   }
-  measure_links(cal, run);
   run.say("more ranks than CPUs");
   measure_crowding(cal, run);
 

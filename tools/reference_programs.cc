@@ -24,15 +24,20 @@ namespace {
 // A reference program simulated on `machine` (cost only), the mesh of
 // `ranks` replicated ranks: its report, or its step.
 SimReport simulated_report(Graph& graph, const Tensor& loss, const std::vector<Operation*>& train,
-                           const Topology& machine, int ranks) {
-  MeshConfig simulated;
+                           const Topology& machine, MeshConfig simulated) {
   simulated.impl = MeshImpl::kSimulated;
-  simulated.mesh_shape = MeshShape("all:" + std::to_string(ranks));
   simulated.sim->mode = SimMode::kCostOnly;
-  simulated.sim->topology = machine;
+  simulated.sim->topology = machine;  // its devices: the mesh's ranks
   Session sim(graph, simulated);
   sim.run({loss}, {}, train);
   return sim.simulation_report();
+}
+
+SimReport simulated_report(Graph& graph, const Tensor& loss, const std::vector<Operation*>& train,
+                           const Topology& machine, int ranks) {
+  MeshConfig replicated;
+  replicated.mesh_shape = MeshShape("all:" + std::to_string(ranks));
+  return simulated_report(graph, loss, train, machine, replicated);
 }
 
 double simulated_step(Graph& graph, const Tensor& loss, const std::vector<Operation*>& train,
@@ -115,11 +120,11 @@ Feeds random_images(const Tensor& images, const Tensor& labels, std::mt19937& rn
 // The reference programs: the MLP and a one-layer Transformer LM, smaller
 // than anything `bench/sim_validation.py` checks, on random data; `use`
 // gets each one's graph, loss, training ops and feeds.
-void for_each_reference_program(const ProgramUse& use) {
+void for_each_reference_program(const ProgramUse& use, int batch_scale) {
   std::mt19937 rng(7);
   {
     models::MlpConfig c;
-    c.batch_size = 64;
+    c.batch_size = 64 * batch_scale;
     c.hidden = 512;
     models::Mlp mlp(c);
     use(mlp.graph(), mlp.loss, mlp.train_ops, random_images(mlp.images, mlp.labels, rng));
@@ -132,7 +137,7 @@ void for_each_reference_program(const ProgramUse& use) {
     c.heads = 4;
     c.d_kv = 32;
     c.length = 128;
-    c.batch = 8;
+    c.batch = 8 * batch_scale;
     models::TransformerLm lm(c);
     HostTensor in(lm.inputs.shape(), int32), tg(lm.targets.shape(), int32);
     for (int64_t i = 0; i < in.num_elements(); ++i) {
@@ -169,67 +174,98 @@ ProgramTimes time_reference_programs(const Topology& machine) {
   return t;
 }
 
-// What filling every CPU costs a mesh's steps: the reference programs on
-// `cpus` replicated ranks as threads (each the whole program on one BLAS
-// thread, no messages; a run waits for its slowest rank) over the same on
-// one rank pinned to `cpu`, the CPU of the one-thread figures, runs
-// alternating so that the machine's drift falls on both. It holds what the
-// ranks cost each other (shared caches and memory) and how much slower the
-// slowest CPU is. Returns the ratio of the programs' summed run times less
-// the runs' overheads (time-weighted: the short MLP's run at once also
-// copies its feeds to every rank, which a split batch does not); `runs`
-// gets each program's (alone, at once) seconds per run. REQUIRES: one BLAS
-// thread.
-
-double busy_factor(int cpus, int cpu, double run_overhead, double threads_run_overhead,
-                   std::vector<std::pair<double, double>>* runs, double* cpu_spread,
-                   const Topology* machine) {
-  double alone_work = 0, busy_work = 0, fastest = 0, slowest = 0;
-  double alone_sim = 0, busy_sim = 0;
-  for_each_reference_program([&](Graph& graph, const Tensor& loss,
-                                 const std::vector<Operation*>& train, const Feeds& feeds) {
-    MeshConfig busy_config;
-    busy_config.mesh_shape = MeshShape("all:" + std::to_string(cpus));
-    busy_config.profile = cpu_spread != nullptr;  // two clock reads a step
-    Session alone(graph, MeshConfig{}), busy(graph, busy_config);
-    auto run_alone = [&] {
-      PinnedTo pin(cpu);
-      alone.run({loss}, feeds, train);
-    };
-    auto run_busy = [&] { busy.run({loss}, feeds, train); };
-    const auto [alone_run, busy_run] =
-        time_alternating(run_alone, run_busy, 3, 15, [&] { busy.reset_profile(); });
-    runs->push_back({alone_run, busy_run});
-    alone_work += std::max(0.0, alone_run - run_overhead);
-    busy_work += std::max(0.0, busy_run - threads_run_overhead);
-    if (machine) {
-      // The rank alone has one CPU and one thread, as it ran (a host of
-      // all the CPUs would give it every CPU's products).
-      Topology plain = *machine, one_cpu = *machine;
-      plain.host.busy_in_program = 1;
-      one_cpu.host_cpus = 1;
-      alone_sim += simulated_step(graph, loss, train, one_cpu, 1) - one_cpu.host.run_overhead;
-      busy_sim += simulated_step(graph, loss, train, plain, cpus) - plain.host.threads_run_overhead;
-    }
-    // Each processor's compute steps over the timed busy runs: the ranks run
-    // the same steps, so they differ by their CPUs.
-    const Profile p = busy.profile();
-    for (const ProgramProfile& program : p.programs) {
-      double lo = 0, hi = 0;
-      for (const ProcessorTime& t : program.by_processor) {
-        lo = lo > 0 ? std::min(lo, t.compute_seconds) : t.compute_seconds;
-        hi = std::max(hi, t.compute_seconds);
-      }
-      fastest += lo;
-      slowest += hi;
-    }
-  });
-  if (cpu_spread) *cpu_spread = fastest > 0 ? std::max(0.0, slowest / fastest - 1) : 0.0;
-  if (alone_work <= 0 || busy_work <= 0) return 1.0;
-  // What the simulation already gives the ranks for sharing the cache and
-  // the memory is not counted twice.
-  const double simulated = alone_sim > 0 && busy_sim > 0 ? busy_sim / alone_sim : 1.0;
-  return busy_work / alone_work / simulated;
+// What filling every CPU costs a mesh's steps, measured as a user's run
+// meets it: the reference programs at `cpus` times their batch,
+// data-parallel over `cpus` ranks as threads (the default pool execution;
+// each rank the reference's own batch and an allreduce per gradient),
+// against the same on one rank pinned to `cpu`, the CPU of the one-thread
+// figures, runs alternating so that the machine's drift falls on both,
+// every step timed. Replicated ranks (each the whole program, no
+// messages) read 1.01-1.07 on a steady VM where the rows of two threads
+// then ran 3-15% over their predictions: the split steps, the gradients'
+// traffic and the collectives they meet were not in them. REQUIRES: one
+// BLAS thread.
+BusyFit busy_factor(int cpus, int cpu, const Topology& machine) {
+  BusyFit fit;
+  double alone = 0, busy = 0, alone_sim = 0, busy_sim = 0, fastest = 0, slowest = 0;
+  constexpr double kSkewProbe = 1e-3;
+  for_each_reference_program(
+      [&](Graph& graph, const Tensor& loss, const std::vector<Operation*>& train,
+          const Feeds& feeds) {
+        MeshConfig alone_config, busy_config;
+        alone_config.profile = busy_config.profile = true;  // two clock reads a step, both sides
+        busy_config.mesh_shape = MeshShape("all:" + std::to_string(cpus));
+        busy_config.layout = LayoutRules("batch:all");
+        Session one(graph, alone_config), all(graph, busy_config);
+        auto run_alone = [&] {
+          PinnedTo pin(cpu);
+          one.run({loss}, feeds, train);
+        };
+        auto run_busy = [&] { all.run({loss}, feeds, train); };
+        const auto [alone_run, busy_run] = time_alternating(run_alone, run_busy, 3, 15, [&] {
+          one.reset_profile();
+          all.reset_profile();
+        });
+        fit.runs.push_back({alone_run, busy_run});
+        // Each side's compute steps a run: the rank alone's, and the mean
+        // rank's at once (a rank that waits at a collective is not
+        // computing), with the slowest and fastest ranks'.
+        for (const ProgramProfile& program : one.profile().programs) alone += program.step_seconds;
+        double compute = 0, collectives = 0, lo = 0, hi = 0;
+        for (const ProgramProfile& program : all.profile().programs) {
+          double p_lo = 0, p_hi = 0;
+          for (const ProcessorTime& t : program.by_processor) {
+            compute += t.compute_seconds / cpus;
+            collectives += t.collective_seconds / cpus;
+            p_lo = p_lo > 0 ? std::min(p_lo, t.compute_seconds) : t.compute_seconds;
+            p_hi = std::max(p_hi, t.compute_seconds);
+          }
+          lo += p_lo;
+          hi += p_hi;
+        }
+        busy += compute;
+        fit.compute += compute;
+        fit.collectives += collectives;
+        fastest += lo;
+        slowest += hi;
+        // The same simulated: the rank alone with one CPU and one thread, as
+        // it ran (a host of all the CPUs would give it every CPU's
+        // products); the ranks at once with neither factor nor skew, their
+        // spread as measured (the wake it gates is counted apart).
+        Topology one_cpu = machine, plain = machine;
+        one_cpu.host_cpus = 1;
+        plain.host.busy_in_program = 1;
+        plain.host.collective_skew = 0;
+        plain.host.cpu_spread = lo > 0 ? std::max(0.0, hi / lo - 1) : 0.0;
+        const SimReport a = simulated_report(graph, loss, train, one_cpu, MeshConfig{});
+        MeshConfig split;
+        split.mesh_shape = busy_config.mesh_shape;
+        split.layout = busy_config.layout;
+        const SimReport b = simulated_report(graph, loss, train, plain, split);
+        // What a unit of skew adds to the collectives (the sum over them of
+        // the square root of the compute before each), probed.
+        Topology probed = plain;
+        probed.host.collective_skew = kSkewProbe;
+        const SimReport c = simulated_report(graph, loss, train, probed, split);
+        alone_sim += a.per_core.empty() ? 0 : a.per_core.front().compute;
+        const auto n = static_cast<double>(b.per_core.size());
+        for (size_t r = 0; r < b.per_core.size(); ++r) {
+          busy_sim += b.per_core[r].compute / n;
+          fit.simulated_collectives += b.per_core[r].communication / n;
+          fit.per_skew +=
+              (c.per_core[r].communication - b.per_core[r].communication) / n / kSkewProbe;
+        }
+      },
+      cpus);
+  fit.alone = alone;
+  fit.simulated_alone = alone_sim;
+  fit.simulated_compute = busy_sim;
+  fit.spread = fastest > 0 ? std::max(0.0, slowest / fastest - 1) : 0.0;
+  if (alone > 0 && busy > 0 && alone_sim > 0 && busy_sim > 0)
+    fit.factor = busy / alone / (busy_sim / alone_sim);
+  if (per_skew > 0)
+    fit.skew = std::max(0.0, fit.collectives - fit.simulated_collectives) / per_skew;
+  return fit;
 }
 
 // The two runs compared are replicated ranks as threads (each the whole

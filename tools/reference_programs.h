@@ -75,7 +75,8 @@ struct ProgramTimes {
 // training ops and feeds.
 using ProgramUse = std::function<void(Graph&, const Tensor& loss,
                                       const std::vector<Operation*>& train, const Feeds&)>;
-void for_each_reference_program(const ProgramUse& use);
+// (`batch_scale` times their batch: data-parallel runs keep each rank's.)
+void for_each_reference_program(const ProgramUse& use, int batch_scale = 1);
 
 // The reference programs profiled op by op on one core, against their
 // simulation on `machine` (products and everything else, summed), and the
@@ -83,14 +84,26 @@ void for_each_reference_program(const ProgramUse& use);
 ProgramTimes time_reference_programs(const Topology& machine);
 
 // What filling `cpus` CPUs with ranks costs their steps, against one rank
-// pinned to `cpu` (the definition is beside the code). With `cpu_spread`,
-// also how much longer the slowest rank's compute steps took than the
-// fastest's in those runs, summed over the programs (HostFigures::cpu_spread).
-// With `machine`, the ratio is divided by the same ratio simulated on it
-// (busy_in_program 1): what its shared cache and memory already give.
-double busy_factor(int cpus, int cpu, double run_overhead, double threads_run_overhead,
-                   std::vector<std::pair<double, double>>* runs, double* cpu_spread = nullptr,
-                   const Topology* machine = nullptr);
+// pinned to `cpu` (the definition is beside the code), as seconds a run
+// summed over the reference programs (at `cpus` times their batch), and
+// the figures of `machine`'s host measured on them:
+//   factor  busy_in_program: the mean rank's compute steps at once over the
+//           rank's alone, over the same ratio simulated on `machine` with the
+//           factor 1 (what its shared cache and memory already give);
+//   spread  cpu_spread: the slowest rank's compute steps over the fastest's,
+//           less 1;
+//   skew    collective_skew: the ranks' seconds in collectives beyond their
+//           simulation (with neither factor nor skew), per second of their
+//           compute steps, at least 0.
+// `runs` gets each program's (alone, at once) seconds per run.
+struct BusyFit {
+  double factor = 1, spread = 0, skew = 0;
+  double alone = 0, simulated_alone = 0;  // the rank alone's compute steps
+  double compute = 0, simulated_compute = 0, collectives = 0, simulated_collectives = 0;
+  double per_skew = 0;  // seconds of collectives a unit of skew adds
+  std::vector<std::pair<double, double>> runs;
+};
+BusyFit busy_factor(int cpus, int cpu, const Topology& machine);
 
 // What more ranks than CPUs cost their compute beyond taking turns and
 // beyond busy_in_program, which both layouts pay
