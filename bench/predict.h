@@ -92,6 +92,15 @@ inline std::string measured_against_predicted(const Profile& real, const SimRepo
   std::sort(ops.begin(), ops.end(), [](const auto& a, const auto& b) {
     return std::abs(a.second.first - a.second.second) > std::abs(b.second.first - b.second.second);
   });
+  // The simulated processors' split, beside the profile's "by processor".
+  out += "predicted by processor (ms per run; compute, collectives, idle waiting):\n";
+  for (size_t i = 0; i < sim.per_core.size(); ++i) {
+    const SimReport::Core& c = sim.per_core[i];
+    std::snprintf(line, sizeof line,
+                  "  processor %-5zu compute %9.3f   collectives %9.3f   idle %9.3f\n", i,
+                  1e3 * c.compute, 1e3 * c.communication, 1e3 * c.idle);
+    out += line;
+  }
   out += "ops missed by the most time (ms per run):\n";
   for (size_t i = 0; i < ops.size() && i < top_ops; ++i) {
     std::snprintf(line, sizeof line, "  %-60.60s %9.3f %9.3f\n", ops[i].first.c_str(),
