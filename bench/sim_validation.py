@@ -176,25 +176,19 @@ ROUND_RATES = ("core_flops", "cache_bandwidth", "chip_memory_bandwidth", "gemm_f
 # And a factor it measures on the time of ranks filling the CPUs: a round
 # that caught one CPU slow reads it high (1.46 and 1.49 where the other
 # rounds read 1.00-1.15, and every multi-rank row's mean prediction 5-10%
-# over); slow when above the rounds' median divided by --slow_round. Read
-# with the collectives' skew measured on the same runs (one CPU slow reads
-# a lower mean rank and more waiting): busy_in_program * (1 + skew).
+# over); slow when above the rounds' median divided by --slow_round.
 ROUND_FACTORS = ("busy_in_program",)
 
 
 def machine_rates(path):
     """ROUND_RATES and ROUND_FACTORS as a machine file gives them (those it
     has)."""
-    rates, skew = {}, 0.0
+    rates = {}
     with open(path) as f:
         for line in f:
             key, eq, value = line.partition(" = ")
             if eq and (key in ROUND_RATES or key in ROUND_FACTORS):
                 rates[key] = float(value)
-            elif eq and key == "collective_skew":
-                skew = float(value)
-    if "busy_in_program" in rates:
-        rates["busy_in_program"] *= 1 + skew
     return rates
 
 

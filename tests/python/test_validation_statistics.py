@@ -94,9 +94,6 @@ def test_machine_rates_reads_the_rates_a_machine_file_has(tmp_path):
                     "gemm_flops_busy = 3\nbusy_in_program = 1.1\n")
     assert sv.machine_rates(str(path)) == {"core_flops": 1.4e10, "gemm_flops": 9.5e10,
                                            "busy_in_program": 1.1}
-    # The collectives' skew of the same runs counts with the factor.
-    path.write_text("busy_in_program = 0.95\ncollective_skew = 0.1\n")
-    assert abs(sv.machine_rates(str(path))["busy_in_program"] - 0.95 * 1.1) < 1e-12
 
 
 def test_a_slow_round_is_measured_again_and_its_first_file_kept(tmp_path):
