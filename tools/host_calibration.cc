@@ -376,7 +376,7 @@ void measure_busy_cpus(Calibration& cal, const CalibrationRun& run) {
   // the ranks lose.
   m.host.busy_in_program = std::clamp(fit.factor, 0.8, 3.0);
   m.host.cpu_spread = fit.spread;
-  // At most 0.02 (a second of compute, 20 ms apart; 2-5 ms on the
+  // At most 0.02 (a second of compute, 20 ms apart; 3-6 ms on the
   // development VM): ranks that reach their collectives further apart are a
   // machine in trouble, not a pace.
   m.host.collective_skew = std::min(fit.skew, 0.02);
