@@ -96,7 +96,7 @@ TEST(CalibrationMedian, ACrowdedFitComesWholeFromOneRound) {
 }
 
 // The busy ranks' factor, skew and spread split one run's time between
-// them: they come from the round with the median factor plus skew.
+// them: they come from the round with the median factor.
 TEST(CalibrationMedian, TheBusyRanksFiguresComeWholeFromOneRound) {
   auto busy = [](double factor, double skew, double spread) {
     Topology t = calibration(1, 120e9, 2e5, 30);
@@ -105,13 +105,13 @@ TEST(CalibrationMedian, TheBusyRanksFiguresComeWholeFromOneRound) {
     t.host.cpu_spread = spread;
     return t;
   };
-  // Sums 1.04, 1.06 and 1.12: the second round's, where figure by figure
-  // would give (1.0, 0.06, 0.05), no round's.
+  // The first round's, where figure by figure would give (1.0, 0.005,
+  // 0.05), no round's.
   const Topology m = tools::median_of_calibrations(
-      {busy(1.0, 0.04, 0.01), busy(0.9, 0.16, 0.2), busy(1.06, 0.06, 0.05)});
-  EXPECT_DOUBLE_EQ(m.host.busy_in_program, 0.9);
-  EXPECT_DOUBLE_EQ(m.host.collective_skew, 0.16);
-  EXPECT_DOUBLE_EQ(m.host.cpu_spread, 0.2);
+      {busy(1.0, 0.004, 0.01), busy(0.9, 0.008, 0.2), busy(1.06, 0.005, 0.05)});
+  EXPECT_DOUBLE_EQ(m.host.busy_in_program, 1.0);
+  EXPECT_DOUBLE_EQ(m.host.collective_skew, 0.004);
+  EXPECT_DOUBLE_EQ(m.host.cpu_spread, 0.01);
 }
 
 TEST(CalibrationMedian, OneCalibrationIsItselfAndNoneIsAnError) {

@@ -36,7 +36,7 @@ Topology median_of_calibrations(const std::vector<Topology>& rounds) {
   // Every figure the median of the rounds, but figures fitted together
   // come whole from one round: a product curve's three from the round with
   // the median peak; the busy ranks' factor, skew and spread from the round
-  // with the median factor plus skew; the crowded ranks' wait, latency and bandwidth (the
+  // with the median factor; the crowded ranks' wait, latency and bandwidth (the
   // wait and latency fitted to one measured step at that bandwidth) from
   // the round with the median wait plus latency, what a one-message
   // collective costs. Taken figure by figure, one validation run combined
@@ -49,11 +49,10 @@ Topology median_of_calibrations(const std::vector<Topology>& rounds) {
   };
   const std::vector<Group> groups = {
       {{"gemm_flops", "gemm_half_flops", "gemm_narrow"}, {"gemm_flops"}},
-      // The busy ranks' factor and skew split one measured run between
-      // them: one CPU slow reads a lower mean rank and more waiting (0.90
-      // and 0.14 in one round, 1.03 and 0.04 in the next).
-      {{"busy_in_program", "collective_skew", "cpu_spread"},
-       {"busy_in_program", "collective_skew"}},
+      // The busy ranks' factor, skew and spread split one measured run
+      // between them: one CPU slow reads a lower mean rank and more waiting
+      // (0.91 and 0.0073 in one round, 1.03 and 0.0041 in another).
+      {{"busy_in_program", "collective_skew", "cpu_spread"}, {"busy_in_program"}},
       {{"gemm_flops_all_cpus", "gemm_half_flops_all_cpus", "gemm_narrow_all_cpus"},
        {"gemm_flops_all_cpus"}},
       {{"oversubscribed_wait", "threads_oversubscribed_latency",
