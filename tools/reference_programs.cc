@@ -21,8 +21,9 @@
 namespace mtf::tools {
 namespace {
 
-// A reference program simulated on `machine` (cost only), the mesh of
-// `ranks` replicated ranks: its report, or its step.
+// A reference program simulated on `machine` (cost only) on the mesh and
+// layout of `simulated`, or on `ranks` replicated ranks: its report, or its
+// step.
 SimReport simulated_report(Graph& graph, const Tensor& loss, const std::vector<Operation*>& train,
                            const Topology& machine, MeshConfig simulated) {
   simulated.impl = MeshImpl::kSimulated;
@@ -182,12 +183,12 @@ ProgramTimes time_reference_programs(const Topology& machine) {
 // figures, runs alternating so that the machine's drift falls on both,
 // every step timed. Replicated ranks (each the whole program, no
 // messages) read 1.01-1.07 on a steady VM where the rows of two threads
-// then ran 3-15% over their predictions: the split steps, the gradients'
+// then took 3-15% longer than predicted: the split steps, the gradients'
 // traffic and the collectives they meet were not in them. REQUIRES: one
 // BLAS thread.
 BusyFit busy_factor(int cpus, int cpu, const Topology& machine) {
   BusyFit fit;
-  double alone = 0, busy = 0, alone_sim = 0, busy_sim = 0, fastest = 0, slowest = 0;
+  double alone = 0, alone_sim = 0, busy_sim = 0, fastest = 0, slowest = 0;
   constexpr double kSkewProbe = 1e-3;
   for_each_reference_program(
       [&](Graph& graph, const Tensor& loss, const std::vector<Operation*>& train,
@@ -223,7 +224,6 @@ BusyFit busy_factor(int cpus, int cpu, const Topology& machine) {
           lo += p_lo;
           hi += p_hi;
         }
-        busy += compute;
         fit.compute += compute;
         fit.collectives += collectives;
         fastest += lo;
@@ -261,8 +261,8 @@ BusyFit busy_factor(int cpus, int cpu, const Topology& machine) {
   fit.simulated_alone = alone_sim;
   fit.simulated_compute = busy_sim;
   fit.spread = fastest > 0 ? std::max(0.0, slowest / fastest - 1) : 0.0;
-  if (alone > 0 && busy > 0 && alone_sim > 0 && busy_sim > 0)
-    fit.factor = busy / alone / (busy_sim / alone_sim);
+  if (alone > 0 && fit.compute > 0 && alone_sim > 0 && busy_sim > 0)
+    fit.factor = fit.compute / alone / (busy_sim / alone_sim);
   if (per_skew > 0)
     fit.skew = std::max(0.0, fit.collectives - fit.simulated_collectives) / per_skew;
   return fit;
