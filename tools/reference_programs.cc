@@ -263,8 +263,8 @@ BusyFit busy_factor(int cpus, int cpu, const Topology& machine) {
   fit.spread = fastest > 0 ? std::max(0.0, slowest / fastest - 1) : 0.0;
   if (alone > 0 && fit.compute > 0 && alone_sim > 0 && busy_sim > 0)
     fit.factor = fit.compute / alone / (busy_sim / alone_sim);
-  if (per_skew > 0)
-    fit.skew = std::max(0.0, fit.collectives - fit.simulated_collectives) / per_skew;
+  if (fit.per_skew > 0)
+    fit.skew = std::max(0.0, fit.collectives - fit.simulated_collectives) / fit.per_skew;
   return fit;
 }
 
