@@ -127,9 +127,10 @@ struct HostFigures {
   // reference programs as twice as many replicated ranks as CPUs against
   // as many (no messages, so no waits), against the same simulated.
   double oversubscribed_in_program = 1;
-  // What filling every CPU with ranks costs their compute steps: the ranks'
-  // share of caches and memory, and the pace of the slowest CPU (a run
-  // waits for its slowest rank; a VM's CPUs can differ by 10% and more).
+  // What filling every CPU with ranks costs their compute steps beyond the
+  // shared cache and memory modelled apart: measured as the mean rank's
+  // compute in data-parallel reference runs over the compute of one rank
+  // alone (the slowest rank's lead at the collectives is collective_skew's).
   // Interpolated by the CPUs the ranks fill (1 for a single rank); more
   // ranks than CPUs fill them all, and pay oversubscribed_* besides.
   double busy_in_program = 1;
