@@ -381,10 +381,11 @@ void measure_busy_cpus(Calibration& cal, const CalibrationRun& run) {
   // machine in trouble, not a pace.
   m.host.collective_skew = std::min(fit.skew, 0.02);
   for (const auto& [alone, busy] : fit.runs) {
-    cal.points.push_back({cat("a reference program's run on CPU ", run.cpu), alone, 0, 0});
-    cal.points.push_back({cat("the same at ", run.cpus, "x its batch on ", run.cpus,
-                              " ranks at once, data-parallel"),
-                          busy, 0, 0});
+    cal.points.push_back(
+        {cat("a reference program at ", run.cpus, "x its batch, run on CPU ", run.cpu), alone, 0,
+         0});
+    cal.points.push_back(
+        {cat("the same, data-parallel on ", run.cpus, " ranks at once"), busy, 0, 0});
   }
   // (The ranks at once counted at the level of the rank alone: the factor
   // is their ratio.)
