@@ -213,17 +213,25 @@ double Topology::host_collective_wait() const {
   return host.oversubscribed_wait;
 }
 
+namespace {
+
+// Ranks as threads of a host, more than one and at most one per CPU: the
+// ranks whose collectives pay the wake and the skew (measured so).
+bool threads_filling_at_most_the_cpus(const Topology& t) {
+  if (t.host_cpus <= 0 || t.host_ranks != Topology::HostRanks::kThreads) return false;
+  const int devices = t.devices_per_node * t.cores_per_chip;
+  return devices > 1 && devices <= t.host_cpus;
+}
+
+}  // namespace
+
 double Topology::host_collective_wake(double compute) const {
-  if (host_cpus <= 0 || host_ranks != HostRanks::kThreads || host.collective_wake <= 0) return 0;
-  const int devices = devices_per_node * cores_per_chip;
-  if (devices <= 1 || devices > host_cpus) return 0;
+  if (host.collective_wake <= 0 || !threads_filling_at_most_the_cpus(*this)) return 0;
   return host.cpu_spread * compute > host.collective_wake_after ? host.collective_wake : 0;
 }
 
 double Topology::host_collective_skew(double compute) const {
-  if (host_cpus <= 0 || host_ranks != HostRanks::kThreads) return 0;
-  const int devices = devices_per_node * cores_per_chip;
-  if (devices <= 1 || devices > host_cpus) return 0;
+  if (!threads_filling_at_most_the_cpus(*this)) return 0;
   return host.collective_skew * std::sqrt(std::max(0.0, compute));
 }
 
