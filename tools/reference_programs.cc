@@ -188,7 +188,7 @@ ProgramTimes time_reference_programs(const Topology& machine) {
 // BLAS thread.
 BusyFit busy_factor(int cpus, int cpu, const Topology& machine) {
   BusyFit fit;
-  double alone = 0, alone_sim = 0, busy_sim = 0, fastest = 0, slowest = 0;
+  double fastest = 0, slowest = 0;
   constexpr double kSkewProbe = 1e-3;
   for_each_reference_program(
       [&](Graph& graph, const Tensor& loss, const std::vector<Operation*>& train,
@@ -211,7 +211,8 @@ BusyFit busy_factor(int cpus, int cpu, const Topology& machine) {
         // Each side's compute steps a run: the rank alone's, and the mean
         // rank's at once (a rank that waits at a collective is not
         // computing), with the slowest and fastest ranks'.
-        for (const ProgramProfile& program : one.profile().programs) alone += program.step_seconds;
+        for (const ProgramProfile& program : one.profile().programs)
+          fit.alone += program.step_seconds;
         double compute = 0, collectives = 0, lo = 0, hi = 0;
         for (const ProgramProfile& program : all.profile().programs) {
           double p_lo = 0, p_hi = 0;
@@ -247,22 +248,19 @@ BusyFit busy_factor(int cpus, int cpu, const Topology& machine) {
         Topology probed = plain;
         probed.host.collective_skew = kSkewProbe;
         const SimReport c = simulated_report(graph, loss, train, probed, split);
-        alone_sim += a.per_core.empty() ? 0 : a.per_core.front().compute;
+        fit.simulated_alone += a.per_core.empty() ? 0 : a.per_core.front().compute;
         const auto n = static_cast<double>(b.per_core.size());
         for (size_t r = 0; r < b.per_core.size(); ++r) {
-          busy_sim += b.per_core[r].compute / n;
+          fit.simulated_compute += b.per_core[r].compute / n;
           fit.simulated_collectives += b.per_core[r].communication / n;
           fit.per_skew +=
               (c.per_core[r].communication - b.per_core[r].communication) / n / kSkewProbe;
         }
       },
       cpus);
-  fit.alone = alone;
-  fit.simulated_alone = alone_sim;
-  fit.simulated_compute = busy_sim;
   fit.spread = fastest > 0 ? std::max(0.0, slowest / fastest - 1) : 0.0;
-  if (alone > 0 && fit.compute > 0 && alone_sim > 0 && busy_sim > 0)
-    fit.factor = fit.compute / alone / (busy_sim / alone_sim);
+  if (fit.alone > 0 && fit.compute > 0 && fit.simulated_alone > 0 && fit.simulated_compute > 0)
+    fit.factor = fit.compute / fit.alone / (fit.simulated_compute / fit.simulated_alone);
   if (fit.per_skew > 0)
     fit.skew = std::max(0.0, fit.collectives - fit.simulated_collectives) / fit.per_skew;
   return fit;
